@@ -1,0 +1,210 @@
+//! The card catalogue: memory, dense peak FLOPS, interconnect and a default price per card type.
+//!
+//! Peak figures are *dense* tensor-core numbers (no 2:4 sparsity) with fp32 accumulation, as the
+//! vendors publish them. Prices are defaults in fen per card-hour; a deployment overrides them.
+
+use serde::Serialize;
+
+const GIB: u64 = 1 << 30;
+
+/// One card type.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Card {
+    pub id: &'static str,
+    pub display: &'static str,
+    /// Device memory in bytes (as `nvidia-smi` reports it: 80 GB cards have 80 GiB).
+    pub mem_bytes: u64,
+    /// Dense bf16 peak, TFLOPS.
+    pub bf16_tflops: f64,
+    /// Dense fp16 peak, TFLOPS.
+    pub fp16_tflops: f64,
+    /// fp32 peak used for fp32 training (TF32 tensor cores where the card has them), TFLOPS.
+    pub fp32_tflops: f64,
+    /// Card-to-card link inside a node.
+    pub interconnect: &'static str,
+    /// Card-to-card bandwidth inside a node, GB/s (bidirectional, as published).
+    pub interconnect_gbps: u32,
+    /// Default price in fen (1/100 CNY) per card-hour.
+    pub price_fen_per_hour: u64,
+    /// The most cards of this type one node holds.
+    pub max_per_node: u32,
+    /// Whether this is a GPU (the `cpu` entry is the local runner's cores).
+    pub is_gpu: bool,
+}
+
+impl Card {
+    /// Peak FLOPS (not TFLOPS) for a training precision.
+    pub fn peak_flops(&self, precision: crate::spec::Precision) -> f64 {
+        let t = match precision {
+            crate::spec::Precision::Bf16 => self.bf16_tflops,
+            crate::spec::Precision::Fp16 => self.fp16_tflops,
+            crate::spec::Precision::Fp32 => self.fp32_tflops,
+        };
+        t * 1e12
+    }
+}
+
+/// Every card type, in the order the comparison table shows them.
+pub const CARDS: &[Card] = &[
+    // NVIDIA A100 Tensor Core GPU datasheet (2021): 40 GB HBM2, BF16/FP16 312 TFLOPS dense,
+    // TF32 156 TFLOPS, NVLink 600 GB/s (SXM4).
+    Card {
+        id: "a100-40g",
+        display: "A100 40GB",
+        mem_bytes: 40 * GIB,
+        bf16_tflops: 312.0,
+        fp16_tflops: 312.0,
+        fp32_tflops: 156.0,
+        interconnect: "NVLink 3",
+        interconnect_gbps: 600,
+        price_fen_per_hour: 700,
+        max_per_node: 8,
+        is_gpu: true,
+    },
+    // NVIDIA A100 datasheet: 80 GB HBM2e, same compute as the 40 GB part, NVLink 600 GB/s.
+    Card {
+        id: "a100-80g",
+        display: "A100 80GB",
+        mem_bytes: 80 * GIB,
+        bf16_tflops: 312.0,
+        fp16_tflops: 312.0,
+        fp32_tflops: 156.0,
+        interconnect: "NVLink 3",
+        interconnect_gbps: 600,
+        price_fen_per_hour: 1000,
+        max_per_node: 8,
+        is_gpu: true,
+    },
+    // NVIDIA A800 80GB SXM product brief (China export variant of A100): 312 TFLOPS BF16 dense,
+    // NVLink cut to 400 GB/s.
+    Card {
+        id: "a800-80g",
+        display: "A800 80GB",
+        mem_bytes: 80 * GIB,
+        bf16_tflops: 312.0,
+        fp16_tflops: 312.0,
+        fp32_tflops: 156.0,
+        interconnect: "NVLink 3 (400 GB/s)",
+        interconnect_gbps: 400,
+        price_fen_per_hour: 1000,
+        max_per_node: 8,
+        is_gpu: true,
+    },
+    // NVIDIA H800 SXM5 (China variant of H100 SXM): 80 GB HBM3, BF16 989 TFLOPS dense
+    // (1979 with sparsity), NVLink 400 GB/s.
+    Card {
+        id: "h800",
+        display: "H800 80GB",
+        mem_bytes: 80 * GIB,
+        bf16_tflops: 989.0,
+        fp16_tflops: 989.0,
+        fp32_tflops: 494.0,
+        interconnect: "NVLink 4 (400 GB/s)",
+        interconnect_gbps: 400,
+        price_fen_per_hour: 1800,
+        max_per_node: 8,
+        is_gpu: true,
+    },
+    // NVIDIA H100 Tensor Core GPU datasheet, SXM5: 80 GB HBM3, BF16 989 TFLOPS dense
+    // (1979 with sparsity), TF32 494 dense, NVLink 900 GB/s.
+    Card {
+        id: "h100-80g",
+        display: "H100 80GB SXM",
+        mem_bytes: 80 * GIB,
+        bf16_tflops: 989.0,
+        fp16_tflops: 989.0,
+        fp32_tflops: 494.0,
+        interconnect: "NVLink 4",
+        interconnect_gbps: 900,
+        price_fen_per_hour: 2000,
+        max_per_node: 8,
+        is_gpu: true,
+    },
+    // NVIDIA H200 datasheet, SXM: 141 GB HBM3e, same Hopper compute as H100 SXM (989 TFLOPS
+    // BF16 dense), NVLink 900 GB/s.
+    Card {
+        id: "h200",
+        display: "H200 141GB",
+        mem_bytes: 141_000_000_000,
+        bf16_tflops: 989.0,
+        fp16_tflops: 989.0,
+        fp32_tflops: 494.0,
+        interconnect: "NVLink 4",
+        interconnect_gbps: 900,
+        price_fen_per_hour: 2600,
+        max_per_node: 8,
+        is_gpu: true,
+    },
+    // NVIDIA Ada Lovelace architecture whitepaper (v2.1), Appendix A, GeForce RTX 4090: 24 GB
+    // GDDR6X, peak FP16/BF16 tensor TFLOPS with FP32 accumulate 165.2 dense, TF32 82.6.
+    // No NVLink: cards talk over PCIe 4.0 x16 (64 GB/s bidirectional).
+    Card {
+        id: "rtx-4090",
+        display: "RTX 4090 24GB",
+        mem_bytes: 24 * GIB,
+        bf16_tflops: 165.2,
+        fp16_tflops: 165.2,
+        fp32_tflops: 82.6,
+        interconnect: "PCIe 4.0 x16",
+        interconnect_gbps: 64,
+        price_fen_per_hour: 200,
+        max_per_node: 8,
+        is_gpu: true,
+    },
+    // NVIDIA Ampere GA102 whitepaper, GeForce RTX 3090: 24 GB GDDR6X, peak FP16/BF16 tensor
+    // TFLOPS with FP32 accumulate 71 dense, TF32 35.6; NVLink bridge 112.5 GB/s (2 cards).
+    Card {
+        id: "rtx-3090",
+        display: "RTX 3090 24GB",
+        mem_bytes: 24 * GIB,
+        bf16_tflops: 71.0,
+        fp16_tflops: 71.0,
+        fp32_tflops: 35.6,
+        interconnect: "PCIe 4.0 x16 / NVLink bridge",
+        interconnect_gbps: 64,
+        price_fen_per_hour: 130,
+        max_per_node: 8,
+        is_gpu: true,
+    },
+    // MetaX (沐曦) 曦云 MXC500: 64 GB HBM2e; 98 TFLOPS fp16 as stated in the Onramp design
+    // (DESIGN.md "Catalogues"), taken for bf16 too; MetaXLink between cards. Confirm against the
+    // vendor's current datasheet before quoting prices on it.
+    Card {
+        id: "mxc500",
+        display: "MetaX MXC500 64GB",
+        mem_bytes: 64 * GIB,
+        bf16_tflops: 98.0,
+        fp16_tflops: 98.0,
+        fp32_tflops: 24.5,
+        interconnect: "MetaXLink",
+        interconnect_gbps: 64,
+        price_fen_per_hour: 600,
+        max_per_node: 8,
+        is_gpu: true,
+    },
+    // The local runner's CPU: 16 GiB of RAM for the job and about 1 TFLOPS fp32 (a 16-core AVX2
+    // machine's order of magnitude); priced at a token 0.10 CNY per hour.
+    Card {
+        id: "cpu",
+        display: "CPU (local runner)",
+        mem_bytes: 16 * GIB,
+        bf16_tflops: 0.5,
+        fp16_tflops: 0.5,
+        fp32_tflops: 1.0,
+        interconnect: "none",
+        interconnect_gbps: 0,
+        price_fen_per_hour: 10,
+        max_per_node: 1,
+        is_gpu: false,
+    },
+];
+
+/// Looks a card up by id (case-insensitive).
+pub fn card(id: &str) -> Option<&'static Card> {
+    CARDS.iter().find(|c| c.id.eq_ignore_ascii_case(id))
+}
+
+/// Every card id, for "did you mean".
+pub fn card_ids() -> impl Iterator<Item = &'static str> {
+    CARDS.iter().map(|c| c.id)
+}

@@ -1,0 +1,7 @@
+//! Catalogues of published facts: card types and models, each entry with its source.
+
+pub mod cards;
+pub mod models;
+
+pub use cards::{CARDS, Card, card, card_ids};
+pub use models::{Arch, MODELS, Model, model, model_ids};

@@ -1,0 +1,527 @@
+//! DeepSpeed `ds_config.json`: export for a spec, and import with DeepSpeed's own checks.
+//!
+//! The batch rule is DeepSpeed's (`deepspeed/runtime/config.py`, `_configure_train_batch_size`
+//! and `_batch_assertion`): train_batch_size = micro batch × gradient accumulation × data-parallel
+//! size; any two determine the third; all three must agree. `"auto"` (filled in by the Hugging
+//! Face Trainer) counts as not given.
+
+use crate::diag::{Code, Diagnostic, did_you_mean, hint};
+use crate::estimate::PatchOp;
+use crate::spec::{Offload, Optimizer, Precision, Schedule};
+use crate::validate::ValidSpec;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+/// The ds_config for a valid spec.
+pub fn ds_config(v: &ValidSpec) -> Value {
+    let s = v.spec();
+    let t = &s.train;
+    let p = &s.parallel;
+    let mut zero = Map::new();
+    zero.insert("stage".into(), json!(p.zero_stage));
+    if p.zero_stage > 0 {
+        zero.insert("overlap_comm".into(), json!(true));
+        zero.insert("contiguous_gradients".into(), json!(true));
+        zero.insert("reduce_bucket_size".into(), json!(500_000_000u64));
+    }
+    let offload = |o: Offload| match o {
+        Offload::None => None,
+        Offload::Cpu => Some(json!({ "device": "cpu", "pin_memory": true })),
+        Offload::Nvme => {
+            Some(json!({ "device": "nvme", "nvme_path": "/local_nvme", "pin_memory": true }))
+        }
+    };
+    if let Some(o) = offload(p.offload_optimizer) {
+        zero.insert("offload_optimizer".into(), o);
+    }
+    if let Some(o) = offload(p.offload_params) {
+        zero.insert("offload_param".into(), o);
+    }
+    if p.zero_stage == 3 {
+        zero.insert(
+            "stage3_gather_16bit_weights_on_model_save".into(),
+            json!(true),
+        );
+        zero.insert("stage3_prefetch_bucket_size".into(), json!(50_000_000u64));
+        zero.insert(
+            "stage3_param_persistence_threshold".into(),
+            json!(100_000u64),
+        );
+    }
+    let optimizer = match t.optimizer {
+        Optimizer::Adamw => json!({
+            "type": "AdamW",
+            "params": { "lr": t.lr, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1 }
+        }),
+        Optimizer::Sgd => json!({ "type": "SGD", "params": { "lr": t.lr, "momentum": 0.9 } }),
+    };
+    let scheduler = match t.schedule {
+        Schedule::Cosine => json!({
+            "type": "WarmupCosineLR",
+            "params": { "total_num_steps": v.steps(), "warmup_num_steps": t.warmup }
+        }),
+        Schedule::Linear => json!({
+            "type": "WarmupDecayLR",
+            "params": { "total_num_steps": v.steps(), "warmup_num_steps": t.warmup,
+                        "warmup_max_lr": t.lr, "warmup_min_lr": 0.0 }
+        }),
+        Schedule::Constant => json!({
+            "type": "WarmupLR",
+            "params": { "warmup_num_steps": t.warmup, "warmup_max_lr": t.lr, "warmup_min_lr": 0.0 }
+        }),
+    };
+    let mut cfg = Map::new();
+    cfg.insert("train_batch_size".into(), json!(v.global_batch()));
+    cfg.insert(
+        "train_micro_batch_size_per_gpu".into(),
+        json!(t.micro_batch),
+    );
+    cfg.insert("gradient_accumulation_steps".into(), json!(t.grad_accum));
+    cfg.insert("gradient_clipping".into(), json!(1.0));
+    match t.precision {
+        Precision::Bf16 => {
+            cfg.insert("bf16".into(), json!({ "enabled": true }));
+        }
+        Precision::Fp16 => {
+            cfg.insert(
+                "fp16".into(),
+                json!({ "enabled": true, "loss_scale": 0, "initial_scale_power": 16,
+                        "loss_scale_window": 1000, "hysteresis": 2, "min_loss_scale": 1 }),
+            );
+        }
+        Precision::Fp32 => {}
+    }
+    cfg.insert("zero_optimization".into(), Value::Object(zero));
+    cfg.insert("optimizer".into(), optimizer);
+    cfg.insert("scheduler".into(), scheduler);
+    if p.sp > 1 {
+        cfg.insert("sequence_parallel_size".into(), json!(p.sp));
+    }
+    cfg.insert("steps_per_print".into(), json!(10));
+    cfg.insert("wall_clock_breakdown".into(), json!(false));
+    Value::Object(cfg)
+}
+
+/// What an imported ds_config says, with every value DeepSpeed would derive filled in.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DsImport {
+    pub train_batch_size: Option<u64>,
+    pub micro_batch: Option<u64>,
+    pub grad_accum: Option<u64>,
+    pub zero_stage: u8,
+    pub offload_optimizer: Offload,
+    pub offload_params: Offload,
+    pub precision: Option<Precision>,
+    pub lr: Option<f64>,
+}
+
+impl DsImport {
+    /// The spec changes that carry this config into a job spec.
+    pub fn patch(&self) -> Vec<PatchOp> {
+        let mut ops = vec![
+            op("parallel.zero_stage", json!(self.zero_stage)),
+            op(
+                "parallel.offload_optimizer",
+                json!(self.offload_optimizer.as_str()),
+            ),
+            op(
+                "parallel.offload_params",
+                json!(self.offload_params.as_str()),
+            ),
+        ];
+        if let Some(m) = self.micro_batch {
+            ops.push(op("train.micro_batch", json!(m)));
+        }
+        if let Some(g) = self.grad_accum {
+            ops.push(op("train.grad_accum", json!(g)));
+        }
+        if let Some(p) = self.precision {
+            ops.push(op("train.precision", json!(p.as_str())));
+        }
+        if let Some(lr) = self.lr {
+            ops.push(op("train.lr", json!(lr)));
+        }
+        ops
+    }
+}
+
+fn op(path: &str, value: Value) -> PatchOp {
+    PatchOp {
+        path: path.to_string(),
+        value,
+    }
+}
+
+const TOP_KEYS: &[&str] = &[
+    "train_batch_size",
+    "train_micro_batch_size_per_gpu",
+    "gradient_accumulation_steps",
+    "optimizer",
+    "scheduler",
+    "fp16",
+    "bf16",
+    "bfloat16",
+    "amp",
+    "zero_optimization",
+    "gradient_clipping",
+    "steps_per_print",
+    "wall_clock_breakdown",
+    "activation_checkpointing",
+    "flops_profiler",
+    "tensorboard",
+    "wandb",
+    "csv_monitor",
+    "comet",
+    "comms_logger",
+    "zero_allow_untested_optimizer",
+    "zero_force_ds_cpu_optimizer",
+    "prescale_gradients",
+    "gradient_predivide_factor",
+    "sparse_gradients",
+    "communication_data_type",
+    "seq_parallel_communication_data_type",
+    "data_types",
+    "checkpoint",
+    "elasticity",
+    "autotuning",
+    "compression_training",
+    "data_efficiency",
+    "aio",
+    "memory_breakdown",
+    "pipeline",
+    "sequence_parallel_size",
+    "curriculum_learning",
+    "eigenvalue",
+    "progressive_layer_drop",
+    "disable_allgather",
+    "load_universal_checkpoint",
+    "use_node_local_storage",
+    "hybrid_engine",
+    "torch_autocast",
+    "graph_harvesting",
+    "dump_state",
+    "sparse_attention",
+    "nebula",
+    "monitor_config",
+];
+
+const ZERO_KEYS: &[&str] = &[
+    "stage",
+    "allgather_partitions",
+    "allgather_bucket_size",
+    "overlap_comm",
+    "reduce_scatter",
+    "reduce_bucket_size",
+    "contiguous_gradients",
+    "offload_optimizer",
+    "offload_param",
+    "sub_group_size",
+    "stage3_prefetch_bucket_size",
+    "stage3_param_persistence_threshold",
+    "stage3_max_live_parameters",
+    "stage3_max_reuse_distance",
+    "stage3_gather_16bit_weights_on_model_save",
+    "stage3_gather_fp16_weights_on_model_save",
+    "round_robin_gradients",
+    "zero_hpz_partition_size",
+    "zero_quantized_weights",
+    "zero_quantized_nontrainable_weights",
+    "zero_quantized_gradients",
+    "mics_shard_size",
+    "mics_hierarchical_params_gather",
+    "memory_efficient_linear",
+    "cpu_offload",
+    "cpu_offload_params",
+    "cpu_offload_use_pin_memory",
+    "ignore_unused_parameters",
+    "elastic_checkpoint",
+    "load_from_fp32_weights",
+    "stage3_module_granularity_threshold",
+    "log_trace_cache_warnings",
+    "use_multi_rank_bucket_allreduce",
+    "legacy_stage1",
+    "use_all_reduce_for_fetch_params",
+    "module_granularity_threshold",
+];
+
+/// Reads a positive integer, or `None` for absent / `"auto"`.
+fn batch_value(cfg: &Map<String, Value>, key: &str, diags: &mut Vec<Diagnostic>) -> Option<u64> {
+    match cfg.get(key)? {
+        Value::String(s) if s == "auto" => None,
+        Value::Number(n) => match n.as_u64().filter(|n| *n > 0) {
+            Some(n) => Some(n),
+            None => {
+                diags.push(Diagnostic::error(
+                    Code::OutOfRange,
+                    key,
+                    format!("`{key}` must be a positive integer"),
+                    format!("`{key}` 必须是正整数"),
+                ));
+                None
+            }
+        },
+        other => {
+            diags.push(Diagnostic::error(
+                Code::WrongType,
+                key,
+                format!("`{key}` must be a positive integer or \"auto\", not {other}"),
+                format!("`{key}` 必须是正整数或 \"auto\"，而不是 {other}"),
+            ));
+            None
+        }
+    }
+}
+
+fn enabled(v: Option<&Value>) -> bool {
+    v.and_then(|x| x.get("enabled"))
+        .is_some_and(|e| e == &Value::Bool(true))
+}
+
+fn offload_device(zero: &Map<String, Value>, key: &str, diags: &mut Vec<Diagnostic>) -> Offload {
+    let Some(o) = zero.get(key) else {
+        return Offload::None;
+    };
+    match o.get("device").and_then(Value::as_str) {
+        None | Some("none") => Offload::None,
+        Some("cpu") => Offload::Cpu,
+        Some("nvme") => Offload::Nvme,
+        Some(other) => {
+            diags.push(Diagnostic::error(
+                Code::BadValue,
+                &format!("zero_optimization.{key}.device"),
+                format!("offload device \"{other}\" is not one of: none, cpu, nvme"),
+                format!("卸载设备 \"{other}\" 不是 none、cpu、nvme 之一"),
+            ));
+            Offload::None
+        }
+    }
+}
+
+fn unknown_keys(
+    map: &Map<String, Value>,
+    known: &[&str],
+    prefix: &str,
+    diags: &mut Vec<Diagnostic>,
+) {
+    for k in map.keys() {
+        if !known.contains(&k.as_str()) {
+            let path = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            diags.push(
+                Diagnostic::warning(
+                    Code::UnknownKey,
+                    &path,
+                    format!("DeepSpeed does not know `{path}`; it will be ignored"),
+                    format!("DeepSpeed 不认识 `{path}`，将被忽略"),
+                )
+                .with_help(hint(did_you_mean(k, known.iter().copied()))),
+            );
+        }
+    }
+}
+
+/// Imports and checks a ds_config. `dp_size` is the data-parallel size it will run with, when
+/// known (DeepSpeed takes it from the launcher); without it the batch rule is checked as far as
+/// it can be.
+pub fn import_ds_config(text: &str, dp_size: Option<u32>) -> (Option<DsImport>, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
+    let cfg = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => m,
+        Ok(_) => {
+            diags.push(Diagnostic::error(
+                Code::WrongType,
+                "",
+                "a ds_config must be a JSON object",
+                "ds_config 必须是 JSON 对象",
+            ));
+            return (None, diags);
+        }
+        Err(e) => {
+            let mut d = Diagnostic::error(
+                Code::Syntax,
+                "",
+                format!("JSON syntax error: {e}"),
+                format!("JSON 语法错误：{e}"),
+            );
+            d.line = u32::try_from(e.line()).unwrap_or(0);
+            d.column = u32::try_from(e.column()).unwrap_or(0);
+            diags.push(d);
+            return (None, diags);
+        }
+    };
+    unknown_keys(&cfg, TOP_KEYS, "", &mut diags);
+
+    let train = batch_value(&cfg, "train_batch_size", &mut diags);
+    let micro = batch_value(&cfg, "train_micro_batch_size_per_gpu", &mut diags);
+    let accum = batch_value(&cfg, "gradient_accumulation_steps", &mut diags);
+    let (train, micro, accum) = batch_rule(train, micro, accum, dp_size.map(u64::from), &mut diags);
+
+    let fp16 = enabled(cfg.get("fp16"));
+    let bf16 = enabled(cfg.get("bf16")) || enabled(cfg.get("bfloat16"));
+    if fp16 && bf16 {
+        diags.push(Diagnostic::error(
+            Code::Conflict,
+            "bf16",
+            "fp16 and bf16 cannot both be enabled",
+            "fp16 与 bf16 不能同时启用",
+        ));
+    }
+    let precision = if bf16 {
+        Some(Precision::Bf16)
+    } else if fp16 {
+        Some(Precision::Fp16)
+    } else if cfg.get("fp16").is_some() || cfg.get("bf16").is_some() {
+        // Present but "auto" or disabled: let the spec decide.
+        None
+    } else {
+        Some(Precision::Fp32)
+    };
+
+    let empty = Map::new();
+    let zero = match cfg.get("zero_optimization") {
+        Some(Value::Object(z)) => z,
+        Some(_) => {
+            diags.push(Diagnostic::error(
+                Code::WrongType,
+                "zero_optimization",
+                "`zero_optimization` must be an object",
+                "`zero_optimization` 必须是对象",
+            ));
+            &empty
+        }
+        None => &empty,
+    };
+    unknown_keys(zero, ZERO_KEYS, "zero_optimization", &mut diags);
+    let stage = match zero.get("stage") {
+        None => 0,
+        Some(v) => match v.as_u64().filter(|s| *s <= 3) {
+            Some(s) => u8::try_from(s).unwrap_or(0),
+            None => {
+                diags.push(Diagnostic::error(
+                    Code::OutOfRange,
+                    "zero_optimization.stage",
+                    format!("ZeRO stage must be 0 to 3, not {v}"),
+                    format!("ZeRO 阶段必须是 0 到 3，而不是 {v}"),
+                ));
+                0
+            }
+        },
+    };
+    let offload_optimizer = offload_device(zero, "offload_optimizer", &mut diags);
+    let offload_params = offload_device(zero, "offload_param", &mut diags);
+    if offload_optimizer.is_on() && stage == 0 {
+        diags.push(Diagnostic::error(
+            Code::Conflict,
+            "zero_optimization.offload_optimizer",
+            "offload_optimizer needs ZeRO stage 1, 2 or 3",
+            "offload_optimizer 需要 ZeRO 1、2 或 3",
+        ));
+    }
+    if offload_params.is_on() && stage != 3 {
+        diags.push(Diagnostic::error(
+            Code::Conflict,
+            "zero_optimization.offload_param",
+            "offload_param needs ZeRO stage 3",
+            "offload_param 需要 ZeRO 3",
+        ));
+    }
+    let lr = cfg
+        .get("optimizer")
+        .and_then(|o| o.get("params"))
+        .and_then(|p| p.get("lr"))
+        .and_then(Value::as_f64);
+
+    let ok = !diags.iter().any(Diagnostic::is_error);
+    let import = DsImport {
+        train_batch_size: train,
+        micro_batch: micro,
+        grad_accum: accum,
+        zero_stage: stage,
+        offload_optimizer,
+        offload_params,
+        precision,
+        lr,
+    };
+    (ok.then_some(import), diags)
+}
+
+/// DeepSpeed's batch rule: fills in what two values determine and reports contradictions.
+fn batch_rule(
+    train: Option<u64>,
+    micro: Option<u64>,
+    accum: Option<u64>,
+    dp: Option<u64>,
+    diags: &mut Vec<Diagnostic>,
+) -> (Option<u64>, Option<u64>, Option<u64>) {
+    let Some(dp) = dp.filter(|d| *d > 0) else {
+        if let (Some(t), Some(m), Some(a)) = (train, micro, accum)
+            && t % m.saturating_mul(a) != 0
+        {
+            diags.push(mismatch(format!(
+                "train_batch_size {t} is not a multiple of micro batch {m} × accumulation {a}"
+            )));
+        }
+        return (train, micro, accum);
+    };
+    match (train, micro, accum) {
+        (Some(t), Some(m), Some(a)) => {
+            if t != m.saturating_mul(a).saturating_mul(dp) {
+                diags.push(mismatch(format!(
+                    "train_batch_size {t} ≠ micro batch {m} × accumulation {a} × data-parallel size {dp} = {}",
+                    m.saturating_mul(a).saturating_mul(dp)
+                )));
+            }
+            (Some(t), Some(m), Some(a))
+        }
+        (Some(t), Some(m), None) => divide(
+            t,
+            m.saturating_mul(dp),
+            "gradient_accumulation_steps",
+            diags,
+        )
+        .map_or((Some(t), Some(m), None), |a| (Some(t), Some(m), Some(a))),
+        (Some(t), None, Some(a)) => divide(
+            t,
+            a.saturating_mul(dp),
+            "train_micro_batch_size_per_gpu",
+            diags,
+        )
+        .map_or((Some(t), None, Some(a)), |m| (Some(t), Some(m), Some(a))),
+        (None, Some(m), Some(a)) => (
+            Some(m.saturating_mul(a).saturating_mul(dp)),
+            Some(m),
+            Some(a),
+        ),
+        (Some(t), None, None) => divide(t, dp, "train_micro_batch_size_per_gpu", diags)
+            .map_or((Some(t), None, Some(1)), |m| (Some(t), Some(m), Some(1))),
+        (None, Some(m), None) => (Some(m.saturating_mul(dp)), Some(m), Some(1)),
+        (None, None, _) => {
+            diags.push(Diagnostic::info(
+                Code::Defaulted,
+                "train_batch_size",
+                "neither train_batch_size nor train_micro_batch_size_per_gpu is set (\"auto\"): the spec's batch settings apply",
+                "train_batch_size 与 train_micro_batch_size_per_gpu 都未设置（\"auto\"）：使用 spec 的批量设置",
+            ));
+            (None, None, accum)
+        }
+    }
+}
+
+fn divide(total: u64, by: u64, what: &str, diags: &mut Vec<Diagnostic>) -> Option<u64> {
+    if by > 0 && total.is_multiple_of(by) && total >= by {
+        Some(total / by)
+    } else {
+        diags.push(mismatch(format!(
+            "train_batch_size {total} is not divisible by {by}: no whole {what} fits"
+        )));
+        None
+    }
+}
+
+fn mismatch(en: String) -> Diagnostic {
+    let zh = format!("批量不一致：{en}");
+    Diagnostic::error(Code::BatchMismatch, "train_batch_size", en, zh)
+}

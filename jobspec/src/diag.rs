@@ -1,0 +1,270 @@
+//! Diagnostics: every problem found in a spec, with a stable code, a place and a bilingual message.
+
+use serde::Serialize;
+
+/// How bad a diagnostic is. Only `Error` stops a spec from being valid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+/// The language a message is shown in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Lang {
+    #[default]
+    En,
+    ZhCn,
+}
+
+/// A text in both languages the UI speaks.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Message {
+    pub en: String,
+    #[serde(rename = "zh-CN")]
+    pub zh: String,
+}
+
+impl Message {
+    pub fn new(en: impl Into<String>, zh: impl Into<String>) -> Self {
+        Message {
+            en: en.into(),
+            zh: zh.into(),
+        }
+    }
+
+    pub fn get(&self, lang: Lang) -> &str {
+        match lang {
+            Lang::En => &self.en,
+            Lang::ZhCn => &self.zh,
+        }
+    }
+}
+
+/// A byte range in the source text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Stable diagnostic codes. The string form (`as_str`) is part of the public contract: the app,
+/// the edge and scripts match on it, so a code is never renamed or reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Code {
+    /// The text is not valid TOML or JSON.
+    Syntax,
+    /// A key that the spec format does not know.
+    UnknownKey,
+    /// A required key is absent.
+    MissingKey,
+    /// A value has the wrong type (string where a number is expected, …).
+    WrongType,
+    /// A value is not one of the allowed words.
+    BadValue,
+    /// A number is outside its allowed range.
+    OutOfRange,
+    /// A model id that is not in the catalogue.
+    UnknownModel,
+    /// A card id that is not in the catalogue.
+    UnknownCard,
+    /// Keys that contradict each other.
+    Conflict,
+    /// A duration such as `time_limit` that cannot be read.
+    BadDuration,
+    /// The job does not fit in the memory of one card.
+    DoesNotFit,
+    /// Even at 100% of peak FLOPS the job cannot finish in the stated time.
+    PhysicallyImpossible,
+    /// At the assumed MFU the job will not finish within its time limit.
+    TimeLimitTooShort,
+    /// DeepSpeed's batch rule is broken.
+    BatchMismatch,
+    /// A setting that works but is probably not what was meant.
+    Suspicious,
+    /// A value was filled in because the spec left it out.
+    Defaulted,
+}
+
+impl Code {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::Syntax => "syntax",
+            Code::UnknownKey => "unknown-key",
+            Code::MissingKey => "missing-key",
+            Code::WrongType => "wrong-type",
+            Code::BadValue => "bad-value",
+            Code::OutOfRange => "out-of-range",
+            Code::UnknownModel => "unknown-model",
+            Code::UnknownCard => "unknown-card",
+            Code::Conflict => "conflict",
+            Code::BadDuration => "bad-duration",
+            Code::DoesNotFit => "does-not-fit",
+            Code::PhysicallyImpossible => "physically-impossible",
+            Code::TimeLimitTooShort => "time-limit-too-short",
+            Code::BatchMismatch => "batch-mismatch",
+            Code::Suspicious => "suspicious",
+            Code::Defaulted => "defaulted",
+        }
+    }
+}
+
+/// One problem (or remark) about a spec.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub code: Code,
+    /// The dotted key path the problem is about, e.g. `train.micro_batch` (empty for the root).
+    pub path: String,
+    pub message: Message,
+    /// "Did you mean …" and similar hints.
+    pub help: Option<Message>,
+    /// Byte range in the source, when the source had spans (TOML does, JSON does not).
+    pub span: Option<Span>,
+    /// 1-based line and column (in characters) of `span.start`; 0 when there is no span.
+    pub line: u32,
+    pub column: u32,
+}
+
+impl Diagnostic {
+    pub fn new(severity: Severity, code: Code, path: &str, message: Message) -> Self {
+        Diagnostic {
+            severity,
+            code,
+            path: path.to_string(),
+            message,
+            help: None,
+            span: None,
+            line: 0,
+            column: 0,
+        }
+    }
+
+    pub fn error(code: Code, path: &str, en: impl Into<String>, zh: impl Into<String>) -> Self {
+        Self::new(Severity::Error, code, path, Message::new(en, zh))
+    }
+
+    pub fn warning(code: Code, path: &str, en: impl Into<String>, zh: impl Into<String>) -> Self {
+        Self::new(Severity::Warning, code, path, Message::new(en, zh))
+    }
+
+    pub fn info(code: Code, path: &str, en: impl Into<String>, zh: impl Into<String>) -> Self {
+        Self::new(Severity::Info, code, path, Message::new(en, zh))
+    }
+
+    pub fn with_span(mut self, span: Option<Span>) -> Self {
+        self.span = span;
+        self
+    }
+
+    pub fn with_help(mut self, help: Option<Message>) -> Self {
+        self.help = help;
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// The wire form of a diagnostic (what `--json` and the HTTP API emit).
+#[derive(Clone, Debug, Serialize)]
+pub struct DiagnosticWire {
+    pub severity: Severity,
+    pub code: &'static str,
+    pub path: String,
+    /// English message (the `messages` field carries both languages).
+    pub message: String,
+    pub messages: Message,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<Message>,
+    pub line: u32,
+    pub column: u32,
+}
+
+impl From<&Diagnostic> for DiagnosticWire {
+    fn from(d: &Diagnostic) -> Self {
+        DiagnosticWire {
+            severity: d.severity,
+            code: d.code.as_str(),
+            path: d.path.clone(),
+            message: d.message.en.clone(),
+            messages: d.message.clone(),
+            help: d.help.clone(),
+            line: d.line,
+            column: d.column,
+        }
+    }
+}
+
+/// Fills in `line` and `column` from each span and sorts by position, errors first at a tie.
+pub(crate) fn locate(src: &str, diags: &mut [Diagnostic]) {
+    for d in diags.iter_mut() {
+        if let Some(span) = d.span {
+            let (line, column) = line_col(src, span.start);
+            d.line = line;
+            d.column = column;
+        }
+    }
+    diags.sort_by(|a, b| {
+        (a.span.is_none(), a.line, a.column, a.severity).cmp(&(
+            b.span.is_none(),
+            b.line,
+            b.column,
+            b.severity,
+        ))
+    });
+}
+
+/// 1-based line and character column of a byte offset; offsets past the end or inside a
+/// character are clamped rather than trusted.
+pub fn line_col(src: &str, offset: usize) -> (u32, u32) {
+    let mut offset = offset.min(src.len());
+    while offset > 0 && !src.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = src.get(..offset).unwrap_or("");
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let column = before.get(line_start..).unwrap_or("").chars().count() + 1;
+    (
+        u32::try_from(line).unwrap_or(u32::MAX),
+        u32::try_from(column).unwrap_or(u32::MAX),
+    )
+}
+
+/// The closest candidate to `word`, if one is close enough to be a plausible typo.
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let lower = word.to_ascii_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(&lower, &c.to_ascii_lowercase()), c))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// A "did you mean" help message.
+pub(crate) fn hint(candidate: Option<&str>) -> Option<Message> {
+    candidate.map(|c| {
+        Message::new(
+            format!("did you mean `{c}`?"),
+            format!("您是不是想写 `{c}`？"),
+        )
+    })
+}

@@ -1,0 +1,221 @@
+//! Estimators: parameters, per-GPU memory, time, cost, the physics check, the per-card
+//! comparison and fix suggestions. They accept only a `ValidSpec`.
+
+pub mod compare;
+pub mod memory;
+pub mod params;
+pub mod suggest;
+pub mod time;
+
+pub use compare::{CardRow, compare_cards};
+pub use memory::{MemoryEstimate, PerGpu, ZeroStates, deepspeed_zero2, deepspeed_zero3};
+pub use params::ParamCount;
+pub use suggest::{PatchOp, Suggestion, apply_patch, suggest_fixes};
+pub use time::{CostEstimate, PhysicsFinding, TimeEstimate, cost_fen};
+
+use crate::diag::Message;
+use crate::spec::Offload;
+use crate::validate::ValidSpec;
+use serde::Serialize;
+
+/// Every figure for one valid spec.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Estimate {
+    pub parameters: ParamCount,
+    pub memory: MemoryEstimate,
+    pub time: TimeEstimate,
+    pub cost: CostEstimate,
+    pub physics: Vec<PhysicsFinding>,
+    /// How each figure was obtained, for "show the formula".
+    pub explain: Vec<Explanation>,
+}
+
+/// The formula behind one figure, with the spec's numbers in it, and its assumptions.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Explanation {
+    pub figure: &'static str,
+    pub formula: String,
+    pub assumptions: Message,
+}
+
+/// Parameters of the model as this spec trains it (adapters counted for LoRA/QLoRA).
+pub fn parameters(v: &ValidSpec) -> ParamCount {
+    let mut pc = params::count(v.arch());
+    if v.spec().task.is_adapter() {
+        pc.adapter = params::lora_adapter(v.arch(), v.lora_rank(), v.lora_targets());
+        pc.trainable = pc.adapter;
+    }
+    pc
+}
+
+/// Runs every estimator.
+pub fn estimate(v: &ValidSpec) -> Estimate {
+    let pc = parameters(v);
+    let memory = memory::estimate(v, &pc);
+    let t = time::estimate(v, &pc);
+    let cost = time::cost(v, &t);
+    let physics = time::physics(v, &t);
+    let explain = explain(v, &pc, &memory, &t);
+    Estimate {
+        parameters: pc,
+        memory,
+        time: t,
+        cost,
+        physics,
+        explain,
+    }
+}
+
+/// Memory and time only: what the comparison table and the fix search need, without the prose.
+pub(crate) fn quick(v: &ValidSpec) -> (MemoryEstimate, TimeEstimate, CostEstimate) {
+    let pc = parameters(v);
+    let m = memory::estimate(v, &pc);
+    let t = time::estimate(v, &pc);
+    let c = time::cost(v, &t);
+    (m, t, c)
+}
+
+fn explain(
+    v: &ValidSpec,
+    pc: &ParamCount,
+    m: &MemoryEstimate,
+    t: &TimeEstimate,
+) -> Vec<Explanation> {
+    let s = v.spec();
+    let a = v.arch();
+    let p = &s.parallel;
+    let zero = match (
+        p.zero_stage,
+        p.offload_optimizer != Offload::None,
+        p.offload_params != Offload::None,
+    ) {
+        (0, _, _) => {
+            "16Ψ: 2Ψ bf16 params + 2Ψ grads + 12Ψ Adam (fp32 master, m, v) — ZeRO paper §3"
+                .to_string()
+        }
+        (1, false, _) => "4Ψ + 12Ψ/N — ZeRO paper §5.1 (P_os)".to_string(),
+        (2, false, _) => {
+            "4Ψ + int(16Ψ/N) — DeepSpeed estimate_zero2_model_states_mem_needs".to_string()
+        }
+        (1 | 2, true, _) => {
+            "2Ψ — DeepSpeed estimate_zero2_model_states_mem_needs (cpu_offload)".to_string()
+        }
+        (_, false, false) => {
+            "4·L + int(18Ψ/N) — DeepSpeed estimate_zero3_model_states_mem_needs".to_string()
+        }
+        (_, true, false) => {
+            "4·L + int(2Ψ/N) — DeepSpeed estimate_zero3 (offload optimizer)".to_string()
+        }
+        (_, true, true) => {
+            "4·L — DeepSpeed estimate_zero3 (offload optimizer and params)".to_string()
+        }
+        (_, false, true) => {
+            "4·L + 16Ψ/N — params offloaded, optimizer on GPU (not a DeepSpeed estimator case)"
+                .to_string()
+        }
+    };
+    let n = u64::from(v.world_size()) / (u64::from(p.tp) * u64::from(p.pp)).max(1);
+    let (dense, attn) = time::flops_per_token(v, pc);
+    vec![
+        Explanation {
+            figure: "parameters",
+            formula: format!(
+                "V·h ({}) ×{} + L ({}) × [q,k,v,o + 3·h·ffn + norms] ({}) + h = {}{}",
+                pc.embedding,
+                if a.tied_embeddings { 1 } else { 2 },
+                a.layers,
+                pc.per_layer,
+                pc.total,
+                if pc.adapter > 0 {
+                    format!(
+                        "; LoRA r={} on {}: Σ r·(in+out) × L = {}",
+                        v.lora_rank(),
+                        v.lora_targets().join(","),
+                        pc.adapter
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+            assumptions: Message::new(
+                "llama-family decoder: gated MLP (3 matrices), RMSNorm, no biases except q/k/v where the model has them",
+                "llama 系列解码器：门控 MLP（3 个矩阵）、RMSNorm，除 q/k/v（若模型有）外无偏置",
+            ),
+        },
+        Explanation {
+            figure: "model_states",
+            formula: format!(
+                "ZeRO-{} with Ψ = {} params per model shard, N = {n} ranks, L = {} largest layer: {zero} = {} bytes",
+                p.zero_stage,
+                pc.total / (u64::from(p.tp) * u64::from(p.pp)).max(1),
+                pc.largest_layer,
+                m.per_gpu.model_states_bytes
+            ),
+            assumptions: Message::new(
+                "mixed precision with Adam (SGD saves 4 bytes/param); LoRA/QLoRA: frozen base at 2 bytes (NF4: 4.127 bits) plus 16 bytes per adapter param",
+                "混合精度 + Adam（SGD 每参数少 4 字节）；LoRA/QLoRA：冻结底座 2 字节（NF4 为 4.127 位），适配器每参数 16 字节",
+            ),
+        },
+        Explanation {
+            figure: "activations",
+            formula: format!(
+                "Korthikanti et al. 2022: s·b·h·(34 + 5·a·s/h)/t per layer; s = {}, b = {}, h = {}, a = {}, t = {}, sp = {}, recompute = {}, flash = {} → {} bytes/layer, {} total",
+                s.data.seq_len,
+                s.train.micro_batch,
+                a.hidden,
+                a.heads,
+                p.tp,
+                p.sp,
+                s.train.grad_checkpointing.as_str(),
+                s.train.flash_attention,
+                m.activations_per_layer_bytes,
+                m.per_gpu.activations_bytes
+            ),
+            assumptions: Message::new(
+                "16-bit activations with the paper's dropout masks (an upper bound for dropout-free models); FlashAttention removes the 5·a·s/h term; tensor parallelism with sequence parallelism; full recomputation keeps 2·s·b·h per layer plus one layer's working set",
+                "16 位激活并按论文计入 dropout 掩码（对无 dropout 模型是上界）；FlashAttention 去掉 5·a·s/h 项；张量并行配合序列并行；完全重计算每层保留 2·s·b·h，外加一层的工作集",
+            ),
+        },
+        Explanation {
+            figure: "buffers",
+            formula: format!(
+                "ZeRO-3 gather 4·L + logits s·b·V·(2+4) ({}) + runtime {} = {} bytes",
+                m.logits_bytes, m.runtime_overhead_bytes, m.per_gpu.buffers_bytes
+            ),
+            assumptions: Message::new(
+                "the loss materialises 16-bit logits and their fp32 copy (no fused/chunked cross-entropy); ~1 GiB CUDA context and NCCL buffers",
+                "损失计算会生成 16 位 logits 及其 fp32 副本（未用融合/分块交叉熵）；约 1 GiB 的 CUDA 上下文与 NCCL 缓冲",
+            ),
+        },
+        Explanation {
+            figure: "time",
+            formula: format!(
+                "({dense:.3e} dense + {attn:.3e} attention) FLOPs/token × {} tokens = {:.3e} FLOPs; × {:.3} recompute / ({} cards × {:.1} TFLOPS × MFU {:.2}) = {:.0} s",
+                t.tokens,
+                t.flops,
+                t.recompute_factor,
+                v.world_size(),
+                v.card().peak_flops(s.train.precision) / 1e12,
+                t.mfu,
+                t.seconds
+            ),
+            assumptions: Message::new(
+                "6·N per token for full training, 4·N with a frozen base; attention 12·L·h·s per token; MFU is a stated, adjustable default ([estimate] mfu); offload and communication are folded into MFU",
+                "全参训练每 token 6·N，冻结底座 4·N；注意力每 token 12·L·h·s；MFU 为可调默认值（[estimate] mfu）；卸载与通信开销计入 MFU",
+            ),
+        },
+        Explanation {
+            figure: "cost",
+            formula: format!(
+                "{} cards × {:.2} h × {} fen/card-hour, rounded up",
+                v.world_size(),
+                t.seconds / 3600.0,
+                v.card().price_fen_per_hour
+            ),
+            assumptions: Message::new(
+                "default catalogue prices; a deployment may override them",
+                "目录默认价格；部署方可以覆盖",
+            ),
+        },
+    ]
+}

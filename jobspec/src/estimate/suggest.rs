@@ -1,0 +1,403 @@
+//! Fix suggestions: the cheapest changes that make a non-fitting spec fit, each as a patch.
+//!
+//! A patch is a list of `path = value` operations. It applies to a `JobSpec` (`apply_patch`) or,
+//! keeping the user's comments and layout, to the TOML text (`apply_patch_toml`).
+
+use crate::catalog::{self, CARDS};
+use crate::diag::Message;
+use crate::node::{self, Node, Val};
+use crate::parse::Reader;
+use crate::spec::{JobSpec, Offload, Recompute, Task};
+use crate::validate::{ValidSpec, validate_spec};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// Set the key at a dotted path (`parallel.zero_stage`) to a value.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PatchOp {
+    pub path: String,
+    pub value: Value,
+}
+
+fn op(path: &str, value: Value) -> PatchOp {
+    PatchOp {
+        path: path.to_string(),
+        value,
+    }
+}
+
+/// One way to make the job fit, with what it would then need and cost.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Suggestion {
+    pub title: Message,
+    pub patch: Vec<PatchOp>,
+    pub per_gpu_bytes: u64,
+    pub card_bytes: u64,
+    pub seconds: f64,
+    pub fen: u64,
+}
+
+struct Change {
+    title: Message,
+    ops: Vec<PatchOp>,
+}
+
+fn change(en: String, zh: String, ops: Vec<PatchOp>) -> Change {
+    Change {
+        title: Message::new(en, zh),
+        ops,
+    }
+}
+
+/// Single changes worth trying for this spec.
+fn candidates(v: &ValidSpec) -> Vec<Change> {
+    let s = v.spec();
+    let p = &s.parallel;
+    let t = &s.train;
+    let mut out = Vec::new();
+    if !v.card().is_gpu {
+        return out;
+    }
+    if t.grad_checkpointing != Recompute::Full {
+        out.push(change(
+            "enable gradient checkpointing".into(),
+            "开启梯度检查点（激活重计算）".into(),
+            vec![op("train.grad_checkpointing", json!(true))],
+        ));
+    }
+    if p.pp == 1 && p.zero_stage < 2 {
+        out.push(change(
+            "use ZeRO-2".into(),
+            "使用 ZeRO-2".into(),
+            vec![op("parallel.zero_stage", json!(2))],
+        ));
+    }
+    if p.pp == 1 && p.zero_stage < 3 {
+        out.push(change(
+            "use ZeRO-3".into(),
+            "使用 ZeRO-3".into(),
+            vec![op("parallel.zero_stage", json!(3))],
+        ));
+    }
+    if p.pp == 1 && p.offload_optimizer == Offload::None {
+        out.push(change(
+            "enable ZeRO-3 + CPU optimizer offload".into(),
+            "启用 ZeRO-3 + 优化器卸载到 CPU".into(),
+            vec![
+                op("parallel.zero_stage", json!(3)),
+                op("parallel.offload_optimizer", json!("cpu")),
+            ],
+        ));
+    }
+    if p.pp == 1 && p.offload_params == Offload::None {
+        out.push(change(
+            "enable ZeRO-3 + CPU offload of optimizer and parameters".into(),
+            "启用 ZeRO-3 + 优化器与参数卸载到 CPU".into(),
+            vec![
+                op("parallel.zero_stage", json!(3)),
+                op("parallel.offload_optimizer", json!("cpu")),
+                op("parallel.offload_params", json!("cpu")),
+            ],
+        ));
+    }
+    if t.micro_batch > 1 {
+        let accum = u64::from(t.grad_accum) * u64::from(t.micro_batch);
+        out.push(change(
+            format!("micro_batch = 1, grad_accum = {accum} (same global batch)"),
+            format!("micro_batch = 1，grad_accum = {accum}（全局批量不变）"),
+            vec![
+                op("train.micro_batch", json!(1)),
+                op("train.grad_accum", json!(accum)),
+            ],
+        ));
+    }
+    if !t.flash_attention {
+        out.push(change(
+            "enable FlashAttention".into(),
+            "开启 FlashAttention".into(),
+            vec![op("train.flash_attention", json!(true))],
+        ));
+    }
+    if matches!(s.task, Task::Sft | Task::Pretrain) {
+        out.push(change(
+            "switch to LoRA r=16".into(),
+            "改用 LoRA r=16".into(),
+            vec![op("task", json!("lora")), op("train.lora_rank", json!(16))],
+        ));
+    }
+    if matches!(s.task, Task::Sft | Task::Lora) {
+        out.push(change(
+            "switch to QLoRA r=16 (4-bit base)".into(),
+            "改用 QLoRA r=16（4 位底座）".into(),
+            vec![op("task", json!("qlora")), op("train.lora_rank", json!(16))],
+        ));
+    }
+    // Ulysses sequence parallelism for long sequences: the largest power of two that the
+    // cards, heads and sequence allow.
+    if s.data.seq_len >= 16_384 && p.sp == 1 {
+        let a = v.arch();
+        let mut sp = 1u32;
+        while sp * 2 <= v.world_size() / (p.tp * p.pp).max(1)
+            && a.heads.is_multiple_of(sp * 2)
+            && s.data.seq_len.is_multiple_of(sp * 2)
+        {
+            sp *= 2;
+        }
+        if sp > 1 {
+            out.push(change(
+                format!("split each sequence over {sp} cards (DeepSpeed-Ulysses sp = {sp})"),
+                format!("把每条序列切分到 {sp} 张卡上（DeepSpeed-Ulysses，sp = {sp}）"),
+                vec![op("parallel.sp", json!(sp))],
+            ));
+        }
+    }
+    let per_node = s.resources.cards_per_node;
+    let max = v.card().max_per_node;
+    if per_node < max {
+        out.push(change(
+            format!("use {max} × {} in one node", v.card().display),
+            format!("使用单节点 {max} 张 {}", v.card().display),
+            vec![op("resources.cards_per_node", json!(max))],
+        ));
+    }
+    // A full node of 80 GB-class cards with ZeRO-3: the usual answer for full fine-tuning.
+    if v.world_size() == 1 && !s.task.is_adapter() && p.pp == 1 {
+        for id in ["a100-80g", "h800"] {
+            if let Some(card) = catalog::card(id).filter(|c| c.id != v.card().id) {
+                out.push(change(
+                    format!("use 8 × {} with ZeRO-3", card.display),
+                    format!("改用 8 张 {} 并启用 ZeRO-3", card.display),
+                    vec![
+                        op("resources.card", json!(card.id)),
+                        op("resources.cards_per_node", json!(8)),
+                        op("parallel.zero_stage", json!(3)),
+                    ],
+                ));
+            }
+        }
+    }
+    // Bigger cards, same shape.
+    for card in CARDS
+        .iter()
+        .filter(|c| c.is_gpu && c.mem_bytes > v.card().mem_bytes)
+    {
+        out.push(change(
+            format!("use {} × {}", v.world_size(), card.display),
+            format!("改用 {} 张 {}", v.world_size(), card.display),
+            vec![op("resources.card", json!(card.id))],
+        ));
+    }
+    out
+}
+
+/// The cheapest fixes (by estimated cost of the run, then by how little they change) that
+/// make the spec fit. Empty when it already fits.
+pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
+    let (m, _, _) = super::quick(v);
+    if m.fits {
+        return Vec::new();
+    }
+    let singles = candidates(v);
+    let mut tries: Vec<(Message, Vec<PatchOp>)> = singles
+        .iter()
+        .map(|c| (c.title.clone(), c.ops.clone()))
+        .collect();
+    // Pairs: many specs need two changes (ZeRO-3 and checkpointing, LoRA and sp, …).
+    for (i, a) in singles.iter().enumerate() {
+        for b in singles.iter().skip(i + 1) {
+            let mut ops = a.ops.clone();
+            if b.ops.iter().any(|o| ops.iter().any(|x| x.path == o.path)) {
+                continue;
+            }
+            ops.extend(b.ops.iter().cloned());
+            let title = Message::new(
+                format!("{} and {}", a.title.en, b.title.en),
+                format!("{}，并{}", a.title.zh, b.title.zh),
+            );
+            tries.push((title, ops));
+        }
+    }
+    let mut found: Vec<Suggestion> = Vec::new();
+    for (title, ops) in tries {
+        let Ok(patched) = apply_patch(v.spec(), &ops) else {
+            continue;
+        };
+        let (Some(pv), _) = validate_spec(patched) else {
+            continue;
+        };
+        let (m, t, c) = super::quick(&pv);
+        if m.fits {
+            found.push(Suggestion {
+                title,
+                patch: ops,
+                per_gpu_bytes: m.per_gpu.total_bytes,
+                card_bytes: m.card_bytes,
+                seconds: t.seconds,
+                fen: c.fen,
+            });
+        }
+    }
+    found.sort_by(|a, b| a.fen.cmp(&b.fen).then(a.patch.len().cmp(&b.patch.len())));
+    // A pair whose first half already fits on its own adds nothing.
+    let mut kept: Vec<Suggestion> = Vec::new();
+    for s in found {
+        let redundant = kept
+            .iter()
+            .any(|k| k.patch.iter().all(|o| s.patch.contains(o)));
+        if !redundant {
+            kept.push(s);
+        }
+        if kept.len() == 5 {
+            break;
+        }
+    }
+    kept
+}
+
+/// Applies a patch to a spec, re-reading the result with the spec reader so that a patch can
+/// never produce a spec the text format could not express.
+pub fn apply_patch(spec: &JobSpec, ops: &[PatchOp]) -> Result<JobSpec, Vec<crate::Diagnostic>> {
+    let mut value = serde_json::to_value(spec).unwrap_or(Value::Null);
+    for o in ops {
+        set_path(&mut value, &o.path, o.value.clone());
+    }
+    let root = node::from_json_value(&value, 0);
+    let mut reader = Reader::new();
+    let out = reader.spec(&root);
+    match out {
+        Some(s) if !reader.diags.iter().any(crate::Diagnostic::is_error) => Ok(s),
+        _ => Err(reader.diags),
+    }
+}
+
+fn set_path(value: &mut Value, path: &str, new: Value) {
+    let mut cur = value;
+    let parts: Vec<&str> = path.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = Value::Object(serde_json::Map::new());
+        }
+        let Value::Object(map) = cur else { return };
+        if i + 1 == parts.len() {
+            map.insert((*part).to_string(), new);
+            return;
+        }
+        cur = map
+            .entry((*part).to_string())
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    }
+}
+
+/// Applies a patch to TOML text, keeping comments and layout: existing values are replaced in
+/// place, new keys go under their table's header (or a new table at the end). `None` when the
+/// text cannot be patched in place (syntax errors, inline tables); then use
+/// `to_toml(&apply_patch(..))`.
+pub fn apply_patch_toml(src: &str, ops: &[PatchOp]) -> Option<String> {
+    let mut text = src.to_string();
+    for o in ops {
+        text = patch_one(&text, o)?;
+    }
+    Some(text)
+}
+
+fn render(value: &Value) -> Option<String> {
+    match value {
+        Value::String(_) | Value::Number(_) | Value::Bool(_) => serde_json::to_string(value).ok(),
+        Value::Array(items) => {
+            let parts: Option<Vec<String>> = items.iter().map(render).collect();
+            Some(format!("[{}]", parts?.join(", ")))
+        }
+        _ => None,
+    }
+}
+
+fn patch_one(src: &str, o: &PatchOp) -> Option<String> {
+    let (root, errors) = node::from_toml(src);
+    if !errors.is_empty() {
+        return None;
+    }
+    let rendered = render(&o.value)?;
+    let parts: Vec<&str> = o.path.split('.').collect();
+    let (table_path, key) = match parts.as_slice() {
+        [key] => (None, *key),
+        [table, key] => (Some(*table), *key),
+        _ => return None,
+    };
+    let table_node: &Node = match table_path {
+        None => &root,
+        Some(t) => match find(&root, t) {
+            Some(n) => n,
+            None => {
+                let sep = if src.ends_with('\n') || src.is_empty() {
+                    ""
+                } else {
+                    "\n"
+                };
+                return Some(format!("{src}{sep}\n[{t}]\n{key} = {rendered}\n"));
+            }
+        },
+    };
+    if let Some(existing) = find(table_node, key) {
+        let span = existing.span?;
+        let (before, after) = (src.get(..span.start)?, src.get(span.end..)?);
+        return Some(format!("{before}{rendered}{after}"));
+    }
+    match table_path {
+        None => {
+            // Top-level keys must come before the first table header.
+            let at = first_header(src).unwrap_or(src.len());
+            let (before, after) = (src.get(..at)?, src.get(at..)?);
+            let sep = if before.is_empty() || before.ends_with('\n') {
+                ""
+            } else {
+                "\n"
+            };
+            Some(format!("{before}{sep}{key} = {rendered}\n{after}"))
+        }
+        Some(t) => {
+            let header = format!("[{t}]");
+            let mut offset = 0;
+            for line in src.split_inclusive('\n') {
+                offset += line.len();
+                if line.trim() == header {
+                    let (before, after) = (src.get(..offset)?, src.get(offset..)?);
+                    let sep = if before.ends_with('\n') { "" } else { "\n" };
+                    return Some(format!("{before}{sep}{key} = {rendered}\n{after}"));
+                }
+            }
+            None
+        }
+    }
+}
+
+fn find<'a>(table: &'a Node, key: &str) -> Option<&'a Node> {
+    match &table.val {
+        Val::Table(entries) => entries
+            .iter()
+            .rev()
+            .find(|(k, _)| k.name == key)
+            .map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+fn first_header(src: &str) -> Option<usize> {
+    let mut offset = 0;
+    for line in src.split_inclusive('\n') {
+        if line.trim_start().starts_with('[') {
+            return Some(offset);
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// Writes a spec as canonical TOML (comments are not kept; see `apply_patch_toml`).
+pub fn to_toml(spec: &JobSpec) -> String {
+    toml::to_string(spec).unwrap_or_default()
+}
+
+/// Catalogue cards in the order suggestions consider them (kept public for the app's picker).
+pub fn gpu_cards() -> impl Iterator<Item = &'static catalog::Card> {
+    CARDS.iter().filter(|c| c.is_gpu)
+}

@@ -1,0 +1,273 @@
+//! Launch artifacts: the `deepspeed` / `torchrun` command lines and a complete sbatch script.
+//!
+//! The training entry point is `train.py`, a Hugging Face Trainer script whose flags are the
+//! Trainer's own (`--per_device_train_batch_size`, `--deepspeed`, …) plus `--lora_*` for PEFT.
+//! Every user-written string is shell-quoted; the job name is reduced to safe characters because
+//! it lands in an `#SBATCH` line.
+
+use crate::catalog;
+use crate::spec::{ModelRef, Precision, Recompute, Task};
+use crate::validate::ValidSpec;
+use serde::Serialize;
+
+/// Every generated launch artifact of a spec.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Artifacts {
+    /// Pretty-printed ds_config.json (empty for the CPU runner, which does not use DeepSpeed).
+    pub ds_config: String,
+    /// Single-node launch with the DeepSpeed launcher.
+    pub deepspeed: String,
+    /// Launch with torchrun (what the sbatch script runs on every node).
+    pub torchrun: String,
+    pub sbatch: String,
+}
+
+pub fn artifacts(v: &ValidSpec) -> Artifacts {
+    let ds_config = if v.card().is_gpu {
+        serde_json::to_string_pretty(&crate::deepspeed::ds_config(v)).unwrap_or_default()
+    } else {
+        String::new()
+    };
+    Artifacts {
+        ds_config,
+        deepspeed: deepspeed_command(v),
+        torchrun: torchrun_command(v),
+        sbatch: sbatch_script(v),
+    }
+}
+
+/// Quotes a word for POSIX shells: bare when it is plainly safe, single-quoted otherwise.
+pub fn shell_quote(s: &str) -> String {
+    let safe = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@+,".contains(c));
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// A job name safe for `#SBATCH --job-name` and file names.
+pub fn safe_name(s: &str) -> String {
+    let cleaned: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(64)
+        .collect();
+    if cleaned.is_empty() {
+        "onramp-job".to_string()
+    } else {
+        cleaned
+    }
+}
+
+fn model_path(v: &ValidSpec) -> String {
+    match &v.spec().model {
+        ModelRef::Id(id) => {
+            catalog::model(id).map_or_else(|| id.clone(), |m| m.hf_repo.to_string())
+        }
+        ModelRef::Custom(_) => "./custom-model".to_string(),
+    }
+}
+
+/// The training script's arguments (Hugging Face Trainer flags).
+fn train_args(v: &ValidSpec, with_deepspeed: bool) -> Vec<String> {
+    let s = v.spec();
+    let t = &s.train;
+    let mut a: Vec<String> = vec![
+        "train.py".into(),
+        format!("--model_name_or_path {}", shell_quote(&model_path(v))),
+        format!("--dataset {}", shell_quote(&s.data.dataset)),
+        format!("--max_seq_length {}", s.data.seq_len),
+        format!("--per_device_train_batch_size {}", t.micro_batch),
+        format!("--gradient_accumulation_steps {}", t.grad_accum),
+        format!("--learning_rate {}", t.lr),
+        format!("--warmup_steps {}", t.warmup),
+        format!(
+            "--lr_scheduler_type {}",
+            match t.schedule {
+                crate::spec::Schedule::Cosine => "cosine",
+                crate::spec::Schedule::Linear => "linear",
+                crate::spec::Schedule::Constant => "constant_with_warmup",
+            }
+        ),
+    ];
+    match (t.epochs, t.steps) {
+        (_, Some(steps)) => a.push(format!("--max_steps {steps}")),
+        (epochs, None) => a.push(format!("--num_train_epochs {}", epochs.unwrap_or(1.0))),
+    }
+    match t.precision {
+        Precision::Bf16 => a.push("--bf16".into()),
+        Precision::Fp16 => a.push("--fp16".into()),
+        Precision::Fp32 => {}
+    }
+    if t.grad_checkpointing != Recompute::None {
+        a.push("--gradient_checkpointing".into());
+    }
+    if t.flash_attention && v.card().is_gpu {
+        a.push("--attn_implementation flash_attention_2".into());
+    }
+    if s.task.is_adapter() {
+        a.push(format!("--lora_r {}", v.lora_rank()));
+        a.push(format!("--lora_alpha {}", v.lora_alpha()));
+        a.push(format!(
+            "--lora_target_modules {}",
+            shell_quote(&v.lora_targets().join(","))
+        ));
+        if s.task == Task::Qlora {
+            a.push("--load_in_4bit --bnb_4bit_quant_type nf4 --bnb_4bit_use_double_quant".into());
+        }
+    }
+    if s.parallel.sp > 1 {
+        a.push(format!("--sequence_parallel_size {}", s.parallel.sp));
+    }
+    if with_deepspeed {
+        a.push("--deepspeed ds_config.json".into());
+    }
+    a.push(format!(
+        "--output_dir {}",
+        shell_quote(&format!("out/{}", safe_name(&s.name)))
+    ));
+    a
+}
+
+fn join(lines: &[String]) -> String {
+    lines.join(" \\\n    ")
+}
+
+/// `onramp-runner`'s tiny-train command for the CPU runner.
+fn tiny_command(v: &ValidSpec) -> String {
+    let s = v.spec();
+    let model = match &s.model {
+        ModelRef::Id(id) => id.clone(),
+        ModelRef::Custom(_) => "custom".into(),
+    };
+    join(&[
+        "onramp-runner tiny-train".into(),
+        format!("--model {}", shell_quote(&model)),
+        format!("--dataset {}", shell_quote(&s.data.dataset)),
+        format!("--steps {}", v.steps()),
+        format!("--micro-batch {}", s.train.micro_batch),
+        format!("--seq-len {}", s.data.seq_len),
+        format!("--lr {}", s.train.lr),
+        format!("--warmup {}", s.train.warmup),
+    ])
+}
+
+/// Single-node launch with the DeepSpeed launcher.
+pub fn deepspeed_command(v: &ValidSpec) -> String {
+    if !v.card().is_gpu {
+        return tiny_command(v);
+    }
+    let s = v.spec();
+    let mut lines = vec![format!(
+        "deepspeed --num_gpus {}",
+        s.resources.cards_per_node
+    )];
+    if s.resources.nodes > 1 {
+        lines[0] = format!(
+            "deepspeed --hostfile hostfile --num_nodes {} --num_gpus {}",
+            s.resources.nodes, s.resources.cards_per_node
+        );
+    }
+    lines.extend(train_args(v, true));
+    join(&lines)
+}
+
+/// torchrun, with c10d rendezvous so every node runs the same line.
+pub fn torchrun_command(v: &ValidSpec) -> String {
+    if !v.card().is_gpu {
+        return tiny_command(v);
+    }
+    let s = v.spec();
+    let mut lines = vec![
+        "torchrun".to_string(),
+        format!("--nnodes {}", s.resources.nodes),
+        format!("--nproc_per_node {}", s.resources.cards_per_node),
+    ];
+    if s.resources.nodes > 1 {
+        lines.push("--rdzv_id \"$SLURM_JOB_ID\" --rdzv_backend c10d --rdzv_endpoint \"$MASTER_ADDR:$MASTER_PORT\"".into());
+    }
+    lines.extend(train_args(v, true));
+    join(&lines)
+}
+
+/// Slurm's `D-HH:MM:SS`.
+pub fn slurm_time(seconds: u64) -> String {
+    let (d, h, m, s) = (
+        seconds / 86_400,
+        (seconds % 86_400) / 3600,
+        (seconds % 3600) / 60,
+        seconds % 60,
+    );
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{h:02}:{m:02}:{s:02}")
+    }
+}
+
+/// A complete sbatch script: resources, environment, the ds_config written next to the job, and
+/// one torchrun per node under srun.
+pub fn sbatch_script(v: &ValidSpec) -> String {
+    let s = v.spec();
+    let r = &s.resources;
+    let name = safe_name(&s.name);
+    let mut out = String::new();
+    out.push_str("#!/bin/bash\n");
+    out.push_str(&format!("#SBATCH --job-name={name}\n"));
+    out.push_str(&format!("#SBATCH --nodes={}\n", r.nodes));
+    out.push_str("#SBATCH --ntasks-per-node=1\n");
+    if v.card().is_gpu {
+        out.push_str(&format!("#SBATCH --gres=gpu:{}\n", r.cards_per_node));
+        out.push_str(&format!(
+            "#SBATCH --cpus-per-task={}\n",
+            8 * r.cards_per_node
+        ));
+    } else {
+        out.push_str("#SBATCH --cpus-per-task=4\n");
+    }
+    out.push_str(&format!(
+        "#SBATCH --time={}\n",
+        slurm_time(v.time_limit_s())
+    ));
+    out.push_str("#SBATCH --output=%x-%j.out\n");
+    out.push_str(&format!(
+        "# Generated by Onramp for {} on {} × {} ({} step(s), {} tokens).\n",
+        v.model_name(),
+        v.world_size(),
+        v.card().display,
+        v.steps(),
+        v.train_tokens()
+    ));
+    out.push_str("set -euo pipefail\n\n");
+    out.push_str(
+        "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n",
+    );
+    out.push_str("export MASTER_PORT=29500\n");
+    out.push_str("export OMP_NUM_THREADS=8\n");
+    out.push_str("export TOKENIZERS_PARALLELISM=false\n");
+    if v.card().is_gpu {
+        out.push_str("export NCCL_ASYNC_ERROR_HANDLING=1\n");
+        out.push_str("export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
+        out.push_str("\ncat > ds_config.json <<'ONRAMP_DS_CONFIG'\n");
+        out.push_str(
+            &serde_json::to_string_pretty(&crate::deepspeed::ds_config(v)).unwrap_or_default(),
+        );
+        out.push_str("\nONRAMP_DS_CONFIG\n\n");
+        out.push_str("srun ");
+        out.push_str(&torchrun_command(v));
+    } else {
+        out.push('\n');
+        out.push_str(&tiny_command(v));
+    }
+    out.push('\n');
+    out
+}

@@ -1,0 +1,503 @@
+//! The job spec as the user writes it (TOML or JSON), with every default filled in.
+//!
+//! `JobSpec` is what the editor and the form show and what patches change; it may still be
+//! invalid. Only `validate` turns it into a `ValidSpec`, which the estimators require.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// One training job, as written.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// A short human name for the job.
+    pub name: String,
+    pub task: Task,
+    /// Where the job should run; `auto` lets the edge pick a backend that has the card.
+    #[serde(default)]
+    pub backend: Backend,
+    /// A catalogue id (`deepseek-llm-7b`, `qwen2.5-7b`, …) or a table of architecture numbers.
+    pub model: ModelRef,
+    pub data: DataSpec,
+    #[serde(default)]
+    pub train: TrainSpec,
+    #[serde(default)]
+    pub parallel: ParallelSpec,
+    pub resources: ResourcesSpec,
+    #[serde(default)]
+    pub estimate: EstimateSpec,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Task {
+    /// Train every weight from scratch.
+    Pretrain,
+    /// Supervised full fine-tuning: every weight trains.
+    Sft,
+    /// Low-rank adapters on a frozen 16-bit base.
+    Lora,
+    /// Low-rank adapters on a frozen 4-bit (NF4) base.
+    Qlora,
+    /// Train the in-browser `model-tiny` (llama2.c family) on the local runner.
+    TinyTrain,
+}
+
+impl Task {
+    pub const ALL: [&'static str; 5] = ["pretrain", "sft", "lora", "qlora", "tiny-train"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Task::Pretrain => "pretrain",
+            Task::Sft => "sft",
+            Task::Lora => "lora",
+            Task::Qlora => "qlora",
+            Task::TinyTrain => "tiny-train",
+        }
+    }
+
+    pub fn from_word(s: &str) -> Option<Self> {
+        Some(match s {
+            "pretrain" => Task::Pretrain,
+            "sft" => Task::Sft,
+            "lora" => Task::Lora,
+            "qlora" => Task::Qlora,
+            "tiny-train" => Task::TinyTrain,
+            _ => return None,
+        })
+    }
+
+    /// Whether only adapter weights train.
+    pub fn is_adapter(self) -> bool {
+        matches!(self, Task::Lora | Task::Qlora)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    #[default]
+    Auto,
+    /// The local `onramp-runner` (CPU here).
+    Runner,
+    /// A Slurm cluster through slurmrestd.
+    Slurm,
+    /// A Ray cluster through the Ray Jobs API.
+    Ray,
+}
+
+impl Backend {
+    pub const ALL: [&'static str; 4] = ["auto", "runner", "slurm", "ray"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Auto => "auto",
+            Backend::Runner => "runner",
+            Backend::Slurm => "slurm",
+            Backend::Ray => "ray",
+        }
+    }
+
+    pub fn from_word(s: &str) -> Option<Self> {
+        Some(match s {
+            "auto" => Backend::Auto,
+            "runner" => Backend::Runner,
+            "slurm" => Backend::Slurm,
+            "ray" => Backend::Ray,
+            _ => return None,
+        })
+    }
+}
+
+/// A model from the catalogue, or a custom architecture.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ModelRef {
+    Id(String),
+    Custom(CustomModel),
+}
+
+/// Architecture numbers of a llama-family decoder (gated MLP, RMSNorm, rotary positions).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CustomModel {
+    /// A display name for the custom model.
+    #[serde(default)]
+    pub name: String,
+    pub layers: u32,
+    pub hidden: u32,
+    pub heads: u32,
+    pub kv_heads: u32,
+    /// Intermediate size of the gated MLP.
+    pub ffn: u32,
+    pub vocab: u32,
+    /// Whether the output projection shares the embedding matrix.
+    #[serde(default)]
+    pub tied_embeddings: bool,
+    /// Whether q/k/v projections have biases (Qwen2, ChatGLM3).
+    #[serde(default)]
+    pub qkv_bias: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DataSpec {
+    /// A dataset id or a path on the cluster.
+    pub dataset: String,
+    /// Tokens in one epoch of the dataset. Needed when training by epochs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// Sequence length in tokens, 1 to 131072.
+    pub seq_len: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrainSpec {
+    /// Passes over `data.tokens`; give this or `steps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epochs: Option<f64>,
+    /// Optimizer steps; give this or `epochs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<u64>,
+    /// Sequences per GPU per forward pass.
+    pub micro_batch: u32,
+    /// Micro-batches accumulated per optimizer step.
+    pub grad_accum: u32,
+    /// Peak learning rate.
+    pub lr: f64,
+    /// Warm-up steps.
+    pub warmup: u64,
+    pub schedule: Schedule,
+    pub precision: Precision,
+    /// Activation recomputation: `true` (= `"full"`), `false` (= `"none"`) or `"selective"`.
+    #[schemars(schema_with = "recompute_schema")]
+    pub grad_checkpointing: Recompute,
+    /// FlashAttention: the s×s attention scores are never stored.
+    pub flash_attention: bool,
+    pub optimizer: Optimizer,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora_rank: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora_alpha: Option<u32>,
+    /// Module names that get adapters, or `["all-linear"]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora_targets: Option<Vec<String>>,
+}
+
+impl Default for TrainSpec {
+    fn default() -> Self {
+        TrainSpec {
+            epochs: None,
+            steps: None,
+            micro_batch: 1,
+            grad_accum: 1,
+            lr: 2e-5,
+            warmup: 0,
+            schedule: Schedule::Cosine,
+            precision: Precision::Bf16,
+            grad_checkpointing: Recompute::None,
+            flash_attention: true,
+            optimizer: Optimizer::Adamw,
+            lora_rank: None,
+            lora_alpha: None,
+            lora_targets: None,
+        }
+    }
+}
+
+fn recompute_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "Activation recomputation: true (= \"full\"), false (= \"none\") or \"selective\".",
+        "anyOf": [
+            { "type": "boolean" },
+            { "type": "string", "enum": ["none", "selective", "full"] }
+        ]
+    })
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Schedule {
+    Cosine,
+    Linear,
+    Constant,
+}
+
+impl Schedule {
+    pub const ALL: [&'static str; 3] = ["cosine", "linear", "constant"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Schedule::Cosine => "cosine",
+            Schedule::Linear => "linear",
+            Schedule::Constant => "constant",
+        }
+    }
+
+    pub fn from_word(s: &str) -> Option<Self> {
+        Some(match s {
+            "cosine" => Schedule::Cosine,
+            "linear" => Schedule::Linear,
+            "constant" => Schedule::Constant,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    Bf16,
+    Fp16,
+    Fp32,
+}
+
+impl Precision {
+    pub const ALL: [&'static str; 3] = ["bf16", "fp16", "fp32"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precision::Bf16 => "bf16",
+            Precision::Fp16 => "fp16",
+            Precision::Fp32 => "fp32",
+        }
+    }
+
+    pub fn from_word(s: &str) -> Option<Self> {
+        Some(match s {
+            "bf16" => Precision::Bf16,
+            "fp16" => Precision::Fp16,
+            "fp32" => Precision::Fp32,
+            _ => return None,
+        })
+    }
+
+    /// Bytes per element of weights and activations in this precision.
+    pub fn bytes(self) -> u64 {
+        match self {
+            Precision::Bf16 | Precision::Fp16 => 2,
+            Precision::Fp32 => 4,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Recompute {
+    None,
+    Selective,
+    Full,
+}
+
+impl Recompute {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Recompute::None => "none",
+            Recompute::Selective => "selective",
+            Recompute::Full => "full",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Optimizer {
+    /// AdamW: two fp32 moments per parameter.
+    Adamw,
+    /// SGD with momentum: one fp32 buffer per parameter.
+    Sgd,
+}
+
+impl Optimizer {
+    pub const ALL: [&'static str; 2] = ["adamw", "sgd"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Optimizer::Adamw => "adamw",
+            Optimizer::Sgd => "sgd",
+        }
+    }
+
+    pub fn from_word(s: &str) -> Option<Self> {
+        Some(match s {
+            "adamw" => Optimizer::Adamw,
+            "sgd" => Optimizer::Sgd,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ParallelSpec {
+    /// DeepSpeed ZeRO stage, 0 to 3.
+    pub zero_stage: u8,
+    pub offload_optimizer: Offload,
+    pub offload_params: Offload,
+    /// Tensor-parallel degree.
+    pub tp: u32,
+    /// Pipeline-parallel degree.
+    pub pp: u32,
+    /// Sequence-parallel degree (DeepSpeed-Ulysses): splits each sequence across GPUs.
+    pub sp: u32,
+}
+
+impl Default for ParallelSpec {
+    fn default() -> Self {
+        ParallelSpec {
+            zero_stage: 0,
+            offload_optimizer: Offload::None,
+            offload_params: Offload::None,
+            tp: 1,
+            pp: 1,
+            sp: 1,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Offload {
+    None,
+    Cpu,
+    Nvme,
+}
+
+impl Offload {
+    pub const ALL: [&'static str; 3] = ["none", "cpu", "nvme"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Offload::None => "none",
+            Offload::Cpu => "cpu",
+            Offload::Nvme => "nvme",
+        }
+    }
+
+    pub fn from_word(s: &str) -> Option<Self> {
+        Some(match s {
+            "none" => Offload::None,
+            "cpu" => Offload::Cpu,
+            "nvme" => Offload::Nvme,
+            _ => return None,
+        })
+    }
+
+    pub fn is_on(self) -> bool {
+        self != Offload::None
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResourcesSpec {
+    /// A card id from the catalogue (`a100-80g`, `rtx-4090`, `mxc500`, `cpu`, …).
+    pub card: String,
+    pub cards_per_node: u32,
+    pub nodes: u32,
+    /// Wall-clock limit such as `"24h"`, `"30m"`, `"2d"` or `"1h30m"`.
+    pub time_limit: String,
+}
+
+/// Knobs of the estimate itself.
+#[derive(Clone, Debug, PartialEq, Default, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EstimateSpec {
+    /// Model FLOPs utilisation assumed for the time estimate (default 0.40 on GPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mfu: Option<f64>,
+    /// A wall time someone claims for this job, such as `"30h"`; checked against physics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_time: Option<String>,
+}
+
+/// Reads durations such as `"24h"`, `"30m"`, `"90s"`, `"2d"`, `"1h30m"` or `"1:30:00"`.
+pub fn parse_duration_s(text: &str) -> Option<u64> {
+    let t = text.trim();
+    if t.is_empty() {
+        return None;
+    }
+    if t.contains(':') {
+        // Slurm's H:MM:SS / MM:SS.
+        let parts: Vec<&str> = t.split(':').collect();
+        if parts.len() > 3 {
+            return None;
+        }
+        let mut total: u64 = 0;
+        for p in parts {
+            let n: u64 = p.parse().ok()?;
+            total = total.checked_mul(60)?.checked_add(n)?;
+        }
+        return Some(total);
+    }
+    let mut total: u64 = 0;
+    let mut num = String::new();
+    let mut saw_unit = false;
+    for c in t.chars() {
+        if c.is_ascii_digit() {
+            num.push(c);
+        } else if c == ' ' {
+            continue;
+        } else {
+            let mult: u64 = match c {
+                's' => 1,
+                'm' => 60,
+                'h' => 3600,
+                'd' => 86_400,
+                _ => return None,
+            };
+            let n: u64 = num.parse().ok()?;
+            total = total.checked_add(n.checked_mul(mult)?)?;
+            num.clear();
+            saw_unit = true;
+        }
+    }
+    if !num.is_empty() {
+        // A bare number means hours only if there was no unit at all ("24" → 24h is a guess
+        // we refuse: the reader reports it instead).
+        return None;
+    }
+    saw_unit.then_some(total)
+}
+
+/// Writes seconds the way a person reads them: `1d 2h`, `3h 20m`, `45m`, `30s`.
+pub fn format_duration(seconds: f64) -> String {
+    if !seconds.is_finite() {
+        return "∞".to_string();
+    }
+    let s = seconds.max(0.0);
+    if s >= 86_400.0 * 365.0 {
+        return format!("{:.1} years", s / (86_400.0 * 365.0));
+    }
+    let s = s.round() as u64;
+    let (d, h, m, sec) = (s / 86_400, (s % 86_400) / 3600, (s % 3600) / 60, s % 60);
+    if d > 0 {
+        format!("{d}d {h}h")
+    } else if h > 0 {
+        format!("{h}h {m}m")
+    } else if m > 0 {
+        format!("{m}m {sec}s")
+    } else {
+        format!("{sec}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_s("24h"), Some(86_400));
+        assert_eq!(parse_duration_s("30m"), Some(1800));
+        assert_eq!(parse_duration_s("1h30m"), Some(5400));
+        assert_eq!(parse_duration_s("2d"), Some(172_800));
+        assert_eq!(parse_duration_s("1:30:00"), Some(5400));
+        assert_eq!(parse_duration_s("24"), None);
+        assert_eq!(parse_duration_s("h"), None);
+        assert_eq!(parse_duration_s("99999999999999999999d"), None);
+        assert_eq!(format_duration(5400.0), "1h 30m");
+        assert_eq!(format_duration(f64::INFINITY), "∞");
+    }
+}

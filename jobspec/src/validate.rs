@@ -1,0 +1,806 @@
+//! Validation: from text (or a `JobSpec` built by a form) to a `ValidSpec` plus every diagnostic.
+//!
+//! A `ValidSpec` is a spec whose keys, values and combinations are consistent; it is the only
+//! input the estimators and the submission path accept. Whether the job *fits* and *finishes*
+//! is the estimators' finding, reported by `plan`.
+
+use crate::catalog::{self, Arch, Card};
+use crate::diag::{Code, Diagnostic, Span, did_you_mean, hint, locate};
+use crate::node::{self, Node, Val};
+use crate::parse::Reader;
+use crate::spec::*;
+
+/// Default model FLOPs utilisation on GPUs: a typical well-tuned dense-transformer figure
+/// (Megatron-LM and PaLM report 0.4–0.55; 0.4 is the conservative end).
+pub const DEFAULT_MFU_GPU: f64 = 0.40;
+/// Default utilisation of the local runner's CPU cores for candle training.
+pub const DEFAULT_MFU_CPU: f64 = 0.20;
+
+/// Module names that may carry LoRA adapters (Hugging Face PEFT names for llama-family models).
+pub const LORA_TARGETS: &[&str] = &[
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+    "all-linear",
+];
+
+/// A spec that passed validation, with everything the estimators need resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidSpec {
+    spec: JobSpec,
+    card: &'static Card,
+    arch: Arch,
+    model_name: String,
+    model_max_seq_len: Option<u32>,
+    world: u32,
+    dp: u32,
+    steps: u64,
+    train_tokens: u64,
+    time_limit_s: u64,
+    claimed_s: Option<u64>,
+    mfu: f64,
+    lora_rank: u32,
+    lora_alpha: u32,
+    lora_targets: Vec<String>,
+}
+
+impl ValidSpec {
+    pub fn spec(&self) -> &JobSpec {
+        &self.spec
+    }
+    pub fn card(&self) -> &'static Card {
+        self.card
+    }
+    pub fn arch(&self) -> &Arch {
+        &self.arch
+    }
+    pub fn model_name(&self) -> &str {
+        &self.model_name
+    }
+    /// Total cards: cards per node × nodes.
+    pub fn world_size(&self) -> u32 {
+        self.world
+    }
+    /// Data-parallel degree: world / (tp × pp × sp).
+    pub fn dp(&self) -> u32 {
+        self.dp
+    }
+    /// Sequences per optimizer step: micro-batch × accumulation × data-parallel degree.
+    pub fn global_batch(&self) -> u64 {
+        u64::from(self.spec.train.micro_batch)
+            * u64::from(self.spec.train.grad_accum)
+            * u64::from(self.dp)
+    }
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+    /// Tokens processed over the whole run.
+    pub fn train_tokens(&self) -> u64 {
+        self.train_tokens
+    }
+    pub fn time_limit_s(&self) -> u64 {
+        self.time_limit_s
+    }
+    pub fn claimed_s(&self) -> Option<u64> {
+        self.claimed_s
+    }
+    pub fn mfu(&self) -> f64 {
+        self.mfu
+    }
+    pub fn lora_rank(&self) -> u32 {
+        self.lora_rank
+    }
+    pub fn lora_alpha(&self) -> u32 {
+        self.lora_alpha
+    }
+    pub fn lora_targets(&self) -> &[String] {
+        &self.lora_targets
+    }
+    /// The same job on another card type, same cluster shape (clamped to what a node holds);
+    /// MFU follows the card type unless the spec fixed it.
+    pub(crate) fn with_card(&self, card: &'static Card) -> ValidSpec {
+        let mut v = self.clone();
+        v.card = card;
+        v.spec.resources.card = card.id.to_string();
+        if v.spec.estimate.mfu.is_none() {
+            v.mfu = if card.is_gpu {
+                DEFAULT_MFU_GPU
+            } else {
+                DEFAULT_MFU_CPU
+            };
+        }
+        v
+    }
+
+    /// The most this job can cost: every card for the whole time limit, in fen.
+    pub fn max_cost_fen(&self) -> u64 {
+        crate::estimate::cost_fen(self.card, self.world, self.time_limit_s)
+    }
+}
+
+/// Which text format a spec is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Toml,
+    Json,
+}
+
+/// Parses and validates a spec written in TOML.
+pub fn validate_toml(src: &str) -> (Option<ValidSpec>, Vec<Diagnostic>) {
+    validate_text(src, Format::Toml)
+}
+
+/// Parses and validates a spec written in JSON (the API's format).
+pub fn validate_json(src: &str) -> (Option<ValidSpec>, Vec<Diagnostic>) {
+    validate_text(src, Format::Json)
+}
+
+/// Parses a spec without the semantic checks: what the form view edits.
+pub fn parse_text(src: &str, format: Format) -> (Option<JobSpec>, Vec<Diagnostic>) {
+    let (root, mut diags) = match format {
+        Format::Toml => node::from_toml(src),
+        Format::Json => node::from_json(src),
+    };
+    let mut reader = Reader::new();
+    let spec = reader.spec(&root);
+    diags.extend(reader.diags);
+    locate(src, &mut diags);
+    (spec, diags)
+}
+
+pub fn validate_text(src: &str, format: Format) -> (Option<ValidSpec>, Vec<Diagnostic>) {
+    let (root, mut diags) = match format {
+        Format::Toml => node::from_toml(src),
+        Format::Json => node::from_json(src),
+    };
+    let mut reader = Reader::new();
+    let spec = reader.spec(&root);
+    diags.extend(reader.diags);
+    let valid = spec.and_then(|spec| {
+        let mut checks = Vec::new();
+        let v = check(spec, &mut checks, Some(&root));
+        diags.extend(checks);
+        v
+    });
+    locate(src, &mut diags);
+    let valid = valid.filter(|_| !diags.iter().any(Diagnostic::is_error));
+    (valid, diags)
+}
+
+/// Validates a spec built in code (the form view); diagnostics carry paths but no spans.
+pub fn validate_spec(spec: JobSpec) -> (Option<ValidSpec>, Vec<Diagnostic>) {
+    let mut diags = Vec::new();
+    let valid = check(spec, &mut diags, None);
+    let valid = valid.filter(|_| !diags.iter().any(Diagnostic::is_error));
+    (valid, diags)
+}
+
+/// Gives diagnostics found after parsing (by the estimators) the span of their key path.
+pub(crate) fn attach_spans(src: &str, format: Format, diags: &mut [Diagnostic]) {
+    if format != Format::Toml || diags.iter().all(|d| d.span.is_some()) {
+        return;
+    }
+    let (root, _) = node::from_toml(src);
+    for d in diags
+        .iter_mut()
+        .filter(|d| d.span.is_none() && !d.path.is_empty())
+    {
+        d.span = span_at(Some(&root), &d.path);
+    }
+    locate(src, diags);
+}
+
+/// Finds the span of a dotted path in the source tree, for semantic diagnostics.
+fn span_at(root: Option<&Node>, path: &str) -> Option<Span> {
+    let mut node = root?;
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        let Val::Table(entries) = &node.val else {
+            return node.span;
+        };
+        match entries.iter().rev().find(|(k, _)| k.name == part) {
+            Some((_, v)) => node = v,
+            None => {
+                return node.span.map(|s| Span {
+                    start: s.start,
+                    end: s.start,
+                });
+            }
+        }
+    }
+    node.span
+}
+
+struct Checker<'a> {
+    root: Option<&'a Node>,
+    diags: &'a mut Vec<Diagnostic>,
+}
+
+impl Checker<'_> {
+    fn push(&mut self, d: Diagnostic) {
+        let span = span_at(self.root, &d.path);
+        self.diags.push(d.with_span(span));
+    }
+    fn error(&mut self, code: Code, path: &str, en: String, zh: String) {
+        self.push(Diagnostic::error(code, path, en, zh));
+    }
+    fn warn(&mut self, code: Code, path: &str, en: String, zh: String) {
+        self.push(Diagnostic::warning(code, path, en, zh));
+    }
+    fn info(&mut self, code: Code, path: &str, en: String, zh: String) {
+        self.push(Diagnostic::info(code, path, en, zh));
+    }
+}
+
+fn check(spec: JobSpec, diags: &mut Vec<Diagnostic>, root: Option<&Node>) -> Option<ValidSpec> {
+    let mut c = Checker { root, diags };
+    let card = match catalog::card(&spec.resources.card) {
+        Some(card) => Some(card),
+        None => {
+            c.push(
+                Diagnostic::error(
+                    Code::UnknownCard,
+                    "resources.card",
+                    format!("unknown card `{}`", spec.resources.card),
+                    format!("未知的卡型 `{}`", spec.resources.card),
+                )
+                .with_help(hint(did_you_mean(
+                    &spec.resources.card,
+                    catalog::card_ids(),
+                ))),
+            );
+            None
+        }
+    };
+    let (arch, model_name, model_max_seq_len, is_tiny) = match &spec.model {
+        ModelRef::Id(id) => match catalog::model(id) {
+            Some(m) => (
+                Some(m.arch),
+                m.display.to_string(),
+                Some(m.max_seq_len),
+                m.id.starts_with("stories"),
+            ),
+            None => {
+                c.push(
+                    Diagnostic::error(
+                        Code::UnknownModel,
+                        "model",
+                        format!("unknown model `{id}`"),
+                        format!("未知的模型 `{id}`"),
+                    )
+                    .with_help(hint(did_you_mean(id, catalog::model_ids()))),
+                );
+                (None, id.clone(), None, false)
+            }
+        },
+        ModelRef::Custom(m) => {
+            let name = if m.name.is_empty() {
+                "custom".to_string()
+            } else {
+                m.name.clone()
+            };
+            let arch = Arch {
+                layers: m.layers,
+                hidden: m.hidden,
+                heads: m.heads,
+                kv_heads: m.kv_heads,
+                ffn: m.ffn,
+                vocab: m.vocab,
+                tied_embeddings: m.tied_embeddings,
+                qkv_bias: m.qkv_bias,
+            };
+            check_custom(&mut c, &arch);
+            (Some(arch), name, None, false)
+        }
+    };
+
+    let t = &spec.train;
+    let p = &spec.parallel;
+    let r = &spec.resources;
+    check_ranges(&mut c, &spec);
+
+    if spec.name.trim().is_empty() || spec.name.len() > 128 {
+        c.error(
+            Code::BadValue,
+            "name",
+            "`name` must be 1 to 128 characters".into(),
+            "`name` 须为 1 到 128 个字符".into(),
+        );
+    }
+
+    // Shape of the cluster.
+    let world = r.cards_per_node.saturating_mul(r.nodes);
+    if let Some(card) = card
+        && r.cards_per_node > card.max_per_node
+    {
+        c.error(
+            Code::OutOfRange,
+            "resources.cards_per_node",
+            format!(
+                "a {} node holds at most {} cards, not {}",
+                card.display, card.max_per_node, r.cards_per_node
+            ),
+            format!(
+                "每个 {} 节点最多 {} 张卡，而不是 {}",
+                card.display, card.max_per_node, r.cards_per_node
+            ),
+        );
+    }
+    let model_par = p.tp.saturating_mul(p.pp).saturating_mul(p.sp);
+    let dp = if model_par > 0 && world.is_multiple_of(model_par) {
+        world / model_par
+    } else {
+        c.error(
+            Code::Conflict,
+            "parallel",
+            format!("tp × pp × sp = {model_par} must divide the {world} cards"),
+            format!("tp × pp × sp = {model_par} 必须整除总卡数 {world}"),
+        );
+        0
+    };
+    if p.tp > r.cards_per_node {
+        c.warn(
+            Code::Suspicious,
+            "parallel.tp",
+            format!(
+                "tp = {} spans nodes; tensor parallelism across nodes is slow",
+                p.tp
+            ),
+            format!("tp = {} 跨节点；跨节点的张量并行非常慢", p.tp),
+        );
+    }
+    if let Some(a) = &arch {
+        if a.heads.checked_rem(p.tp) != Some(0) {
+            c.error(
+                Code::Conflict,
+                "parallel.tp",
+                format!("tp = {} must divide the {} attention heads", p.tp, a.heads),
+                format!("tp = {} 必须整除 {} 个注意力头", p.tp, a.heads),
+            );
+        }
+        if a.heads.checked_rem(p.sp) != Some(0) {
+            c.error(
+                Code::Conflict,
+                "parallel.sp",
+                format!(
+                    "sp = {} must divide the {} attention heads (DeepSpeed-Ulysses splits heads)",
+                    p.sp, a.heads
+                ),
+                format!(
+                    "sp = {} 必须整除 {} 个注意力头（DeepSpeed-Ulysses 按头切分）",
+                    p.sp, a.heads
+                ),
+            );
+        }
+        if a.layers.checked_rem(p.pp) != Some(0) {
+            c.warn(
+                Code::Suspicious,
+                "parallel.pp",
+                format!(
+                    "pp = {} does not divide {} layers: stages are uneven",
+                    p.pp, a.layers
+                ),
+                format!("pp = {} 不能整除 {} 层：各流水线阶段不均衡", p.pp, a.layers),
+            );
+        }
+    }
+    if spec.data.seq_len.checked_rem(p.sp) != Some(0) {
+        c.error(
+            Code::Conflict,
+            "parallel.sp",
+            format!("sp = {} must divide seq_len = {}", p.sp, spec.data.seq_len),
+            format!("sp = {} 必须整除 seq_len = {}", p.sp, spec.data.seq_len),
+        );
+    }
+
+    // DeepSpeed's own combination rules.
+    if p.pp > 1 && p.zero_stage >= 2 {
+        c.error(
+            Code::Conflict,
+            "parallel.zero_stage",
+            format!(
+                "DeepSpeed pipeline parallelism (pp = {}) works with ZeRO stage 0 or 1 only",
+                p.pp
+            ),
+            format!(
+                "DeepSpeed 流水线并行（pp = {}）只能与 ZeRO 0 或 1 同用",
+                p.pp
+            ),
+        );
+    }
+    if p.offload_optimizer.is_on() && p.zero_stage == 0 {
+        c.error(
+            Code::Conflict,
+            "parallel.offload_optimizer",
+            "optimizer offload needs ZeRO stage 1, 2 or 3".into(),
+            "优化器卸载需要 ZeRO 1、2 或 3".into(),
+        );
+    }
+    if p.offload_params.is_on() && p.zero_stage != 3 {
+        c.error(
+            Code::Conflict,
+            "parallel.offload_params",
+            "parameter offload needs ZeRO stage 3".into(),
+            "参数卸载需要 ZeRO 3".into(),
+        );
+    }
+    if p.offload_params.is_on() && !p.offload_optimizer.is_on() {
+        c.warn(
+            Code::Suspicious,
+            "parallel.offload_params",
+            "parameters are offloaded but the optimizer is not; offload the optimizer first, it saves more".into(),
+            "参数已卸载但优化器未卸载；先卸载优化器，省得更多".into(),
+        );
+    }
+
+    // Card and backend.
+    if let Some(card) = card {
+        if !card.is_gpu {
+            if spec.task != Task::TinyTrain {
+                c.error(
+                    Code::Conflict,
+                    "resources.card",
+                    format!(
+                        "card = \"cpu\" runs only task = \"tiny-train\", not \"{}\"",
+                        spec.task.as_str()
+                    ),
+                    format!(
+                        "card = \"cpu\" 只能运行 task = \"tiny-train\"，不能运行 \"{}\"",
+                        spec.task.as_str()
+                    ),
+                );
+            }
+            if p.zero_stage > 0
+                || p.offload_optimizer.is_on()
+                || p.tp > 1
+                || p.pp > 1
+                || p.sp > 1
+                || world > 1
+            {
+                c.error(
+                    Code::Conflict,
+                    "parallel",
+                    "the CPU runner trains on one process: no ZeRO, offload or model parallelism, one card".into(),
+                    "CPU 运行器只用单进程训练：不支持 ZeRO、卸载或模型并行，且只能一张卡".into(),
+                );
+            }
+            if t.precision != Precision::Fp32 {
+                c.warn(
+                    Code::Suspicious,
+                    "train.precision",
+                    format!(
+                        "the CPU runner trains in fp32; {} will be ignored",
+                        t.precision.as_str()
+                    ),
+                    format!(
+                        "CPU 运行器使用 fp32 训练；{} 将被忽略",
+                        t.precision.as_str()
+                    ),
+                );
+            }
+        }
+        if spec.backend == Backend::Runner && card.is_gpu {
+            c.error(
+                Code::Conflict,
+                "backend",
+                format!("backend = \"runner\" has only CPU cores; use card = \"cpu\" or backend = \"slurm\" for {}", card.display),
+                format!("backend = \"runner\" 只有 CPU；请用 card = \"cpu\"，或对 {} 使用 backend = \"slurm\"", card.display),
+            );
+        }
+    }
+    if spec.task == Task::TinyTrain && !is_tiny {
+        c.error(
+            Code::Conflict,
+            "model",
+            "task = \"tiny-train\" trains a llama2.c model: stories260K, stories15M, stories42M or stories110M".into(),
+            "task = \"tiny-train\" 只训练 llama2.c 模型：stories260K、stories15M、stories42M 或 stories110M".into(),
+        );
+    }
+    if spec.task == Task::Qlora && t.precision == Precision::Fp32 {
+        c.error(
+            Code::Conflict,
+            "train.precision",
+            "QLoRA computes in bf16 or fp16 over a 4-bit base, not fp32".into(),
+            "QLoRA 在 4 位底座上以 bf16 或 fp16 计算，不能用 fp32".into(),
+        );
+    }
+
+    // Length of the run.
+    let global_batch = u64::from(t.micro_batch) * u64::from(t.grad_accum) * u64::from(dp);
+    let tokens_per_step = global_batch.saturating_mul(u64::from(spec.data.seq_len));
+    let (steps, train_tokens) = match (t.epochs, t.steps) {
+        (Some(_), Some(_)) => {
+            c.error(
+                Code::Conflict,
+                "train.steps",
+                "give `train.epochs` or `train.steps`, not both".into(),
+                "`train.epochs` 与 `train.steps` 只能给一个".into(),
+            );
+            (0, 0)
+        }
+        (None, Some(s)) => (s, s.saturating_mul(tokens_per_step)),
+        (epochs, None) => {
+            if epochs.is_none() {
+                c.info(
+                    Code::Defaulted,
+                    "train.epochs",
+                    "neither epochs nor steps given: training for 1 epoch".into(),
+                    "未给出 epochs 或 steps：默认训练 1 个 epoch".into(),
+                );
+            }
+            let epochs = epochs.unwrap_or(1.0);
+            match spec.data.tokens {
+                Some(tokens) => {
+                    let total = (tokens as f64 * epochs).min(1e18) as u64;
+                    let steps = if tokens_per_step == 0 {
+                        0
+                    } else {
+                        total.div_ceil(tokens_per_step)
+                    };
+                    (steps, total)
+                }
+                None => {
+                    c.error(
+                        Code::MissingKey,
+                        "data.tokens",
+                        "training by epochs needs `data.tokens` (tokens in one epoch); or give `train.steps`".into(),
+                        "按 epoch 训练需要 `data.tokens`（每个 epoch 的 token 数）；或改为给出 `train.steps`".into(),
+                    );
+                    (0, 0)
+                }
+            }
+        }
+    };
+    if steps > 0 && t.warmup > steps {
+        c.warn(
+            Code::Suspicious,
+            "train.warmup",
+            format!(
+                "warmup ({} steps) is longer than the run ({steps} steps)",
+                t.warmup
+            ),
+            format!("预热（{} 步）比整个训练（{steps} 步）还长", t.warmup),
+        );
+    }
+    let lr_high = if spec.task.is_adapter() { 1e-2 } else { 1e-3 };
+    if t.lr > lr_high && spec.task != Task::TinyTrain {
+        c.warn(
+            Code::Suspicious,
+            "train.lr",
+            format!("lr = {} is unusually high for {}", t.lr, spec.task.as_str()),
+            format!("对 {} 来说 lr = {} 偏高", spec.task.as_str(), t.lr),
+        );
+    }
+    if let Some(max) = model_max_seq_len
+        && spec.data.seq_len > max
+    {
+        c.warn(
+            Code::Suspicious,
+            "data.seq_len",
+            format!("seq_len = {} is longer than the {max} tokens {model_name} was trained for; plan for RoPE scaling", spec.data.seq_len),
+            format!("seq_len = {} 超过 {model_name} 训练时的 {max} 个 token；需要 RoPE 外推/缩放", spec.data.seq_len),
+        );
+    }
+
+    // LoRA.
+    let (lora_rank, lora_alpha, lora_targets) = check_lora(&mut c, &spec);
+
+    // Durations and MFU.
+    let time_limit_s = parse_duration_s(&r.time_limit).filter(|s| *s > 0);
+    if time_limit_s.is_none() {
+        c.error(
+            Code::BadDuration,
+            "resources.time_limit",
+            format!("cannot read time_limit \"{}\"", r.time_limit),
+            format!("无法识别 time_limit \"{}\"", r.time_limit),
+        );
+    }
+    let claimed_s = spec
+        .estimate
+        .claimed_time
+        .as_deref()
+        .and_then(parse_duration_s);
+    let mfu = spec
+        .estimate
+        .mfu
+        .unwrap_or(if card.is_some_and(|k| !k.is_gpu) {
+            DEFAULT_MFU_CPU
+        } else {
+            DEFAULT_MFU_GPU
+        });
+
+    Some(ValidSpec {
+        card: card?,
+        arch: arch?,
+        model_name,
+        model_max_seq_len,
+        world,
+        dp,
+        steps,
+        train_tokens,
+        time_limit_s: time_limit_s?,
+        claimed_s,
+        mfu,
+        lora_rank,
+        lora_alpha,
+        lora_targets,
+        spec,
+    })
+}
+
+fn check_custom(c: &mut Checker<'_>, a: &Arch) {
+    if [a.layers, a.hidden, a.heads, a.kv_heads, a.ffn, a.vocab].contains(&0) {
+        c.error(
+            Code::OutOfRange,
+            "model",
+            "custom model numbers must all be at least 1".into(),
+            "自定义模型的各项数值都必须至少为 1".into(),
+        );
+        return;
+    }
+    if !a.hidden.is_multiple_of(a.heads) {
+        c.error(
+            Code::Conflict,
+            "model.heads",
+            format!("heads = {} must divide hidden = {}", a.heads, a.hidden),
+            format!("heads = {} 必须整除 hidden = {}", a.heads, a.hidden),
+        );
+    }
+    if a.kv_heads > a.heads || !a.heads.is_multiple_of(a.kv_heads) {
+        c.error(
+            Code::Conflict,
+            "model.kv_heads",
+            format!("kv_heads = {} must divide heads = {}", a.kv_heads, a.heads),
+            format!("kv_heads = {} 必须整除 heads = {}", a.kv_heads, a.heads),
+        );
+    }
+}
+
+fn check_lora(c: &mut Checker<'_>, spec: &JobSpec) -> (u32, u32, Vec<String>) {
+    let t = &spec.train;
+    if !spec.task.is_adapter() {
+        if t.lora_rank.is_some() || t.lora_alpha.is_some() || t.lora_targets.is_some() {
+            c.warn(
+                Code::Suspicious,
+                "train.lora_rank",
+                format!(
+                    "LoRA settings are ignored for task = \"{}\"; use task = \"lora\"",
+                    spec.task.as_str()
+                ),
+                format!(
+                    "task = \"{}\" 时 LoRA 设置会被忽略；请用 task = \"lora\"",
+                    spec.task.as_str()
+                ),
+            );
+        }
+        return (0, 0, Vec::new());
+    }
+    let rank = t.lora_rank.unwrap_or_else(|| {
+        c.info(
+            Code::Defaulted,
+            "train.lora_rank",
+            "lora_rank not given: using 16".into(),
+            "未给出 lora_rank：使用 16".into(),
+        );
+        16
+    });
+    let alpha = t.lora_alpha.unwrap_or(rank.saturating_mul(2));
+    let targets = t.lora_targets.clone().unwrap_or_else(|| {
+        ["q_proj", "k_proj", "v_proj", "o_proj"]
+            .map(String::from)
+            .to_vec()
+    });
+    if targets.is_empty() {
+        c.error(
+            Code::BadValue,
+            "train.lora_targets",
+            "lora_targets is empty: nothing would train".into(),
+            "lora_targets 为空：没有可训练的参数".into(),
+        );
+    }
+    for target in &targets {
+        if !LORA_TARGETS.contains(&target.as_str()) {
+            c.push(
+                Diagnostic::error(
+                    Code::BadValue,
+                    "train.lora_targets",
+                    format!(
+                        "unknown LoRA target `{target}`; known: {}",
+                        LORA_TARGETS.join(", ")
+                    ),
+                    format!(
+                        "未知的 LoRA 目标 `{target}`；可选：{}",
+                        LORA_TARGETS.join(", ")
+                    ),
+                )
+                .with_help(hint(did_you_mean(target, LORA_TARGETS.iter().copied()))),
+            );
+        }
+    }
+    (rank, alpha, targets)
+}
+
+/// The ranges the text reader enforces, again, for specs built in code (the form view).
+fn check_ranges(c: &mut Checker<'_>, spec: &JobSpec) {
+    let max_seq = u32::try_from(crate::parse::MAX_SEQ_LEN).unwrap_or(u32::MAX);
+    let checks: [(&str, u64, u64, u64); 10] = [
+        (
+            "data.seq_len",
+            u64::from(spec.data.seq_len),
+            1,
+            u64::from(max_seq),
+        ),
+        (
+            "train.micro_batch",
+            u64::from(spec.train.micro_batch),
+            1,
+            65_536,
+        ),
+        (
+            "train.grad_accum",
+            u64::from(spec.train.grad_accum),
+            1,
+            65_536,
+        ),
+        (
+            "parallel.zero_stage",
+            u64::from(spec.parallel.zero_stage),
+            0,
+            3,
+        ),
+        ("parallel.tp", u64::from(spec.parallel.tp), 1, 1024),
+        ("parallel.pp", u64::from(spec.parallel.pp), 1, 1024),
+        ("parallel.sp", u64::from(spec.parallel.sp), 1, 1024),
+        (
+            "resources.cards_per_node",
+            u64::from(spec.resources.cards_per_node),
+            1,
+            64,
+        ),
+        ("resources.nodes", u64::from(spec.resources.nodes), 1, 4096),
+        (
+            "train.steps",
+            spec.train.steps.unwrap_or(1),
+            1,
+            1_000_000_000_000,
+        ),
+    ];
+    for (path, value, min, max) in checks {
+        if value < min || value > max {
+            c.error(
+                Code::OutOfRange,
+                path,
+                format!("`{path}` = {value} is out of range ({min} to {max})"),
+                format!("`{path}` = {value} 超出范围（{min} 到 {max}）"),
+            );
+        }
+    }
+    let floats = [
+        ("train.lr", Some(spec.train.lr), 0.0, 10.0),
+        ("train.epochs", spec.train.epochs, 1e-6, 1e6),
+        ("estimate.mfu", spec.estimate.mfu, 0.01, 1.0),
+    ];
+    for (path, value, min, max) in floats {
+        if let Some(v) = value
+            && (!v.is_finite() || v < min || v > max)
+        {
+            c.error(
+                Code::OutOfRange,
+                path,
+                format!("`{path}` = {v} is out of range ({min} to {max})"),
+                format!("`{path}` = {v} 超出范围（{min} 到 {max}）"),
+            );
+        }
+    }
+    if spec.data.dataset.trim().is_empty() {
+        c.error(
+            Code::BadValue,
+            "data.dataset",
+            "`data.dataset` is empty".into(),
+            "`data.dataset` 为空".into(),
+        );
+    }
+}
