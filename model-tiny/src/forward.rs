@@ -1,0 +1,173 @@
+//! The fast inference path: a hand-written single-token f32 forward pass with a KV cache, built
+//! from the same [`Weights`] as the candle model but with Q/K/V and W1/W3 fused into one matrix
+//! each, and every buffer allocated once, because tiny models are bound by per-token overhead.
+
+use crate::config::{Config, ROPE_THETA};
+use crate::error::{Error, Result};
+use crate::kernels::{add_assign, axpy, dot, matvec, rmsnorm};
+use crate::sampler::softmax;
+use crate::weights::Weights;
+
+struct Layer {
+    attention_norm: Vec<f32>,
+    /// Rows of wq, then wk, then wv: `[dim + 2 kv_dim, dim]`.
+    wqkv: Vec<f32>,
+    wo: Vec<f32>,
+    ffn_norm: Vec<f32>,
+    /// Rows of w1, then w3: `[2 hidden_dim, dim]`.
+    w13: Vec<f32>,
+    w2: Vec<f32>,
+}
+
+/// A model ready for token-by-token inference, with its activations and KV cache.
+pub struct Transformer {
+    config: Config,
+    tok_embeddings: Vec<f32>,
+    layers: Vec<Layer>,
+    norm: Vec<f32>,
+    output: Option<Vec<f32>>,
+    /// cos and sin of every (position, pair) for RoPE, computed with run.c's f32 formula.
+    rope: Vec<(f32, f32)>,
+    x: Vec<f32>,
+    xb: Vec<f32>,
+    xb2: Vec<f32>,
+    qkv: Vec<f32>,
+    hb: Vec<f32>,
+    att: Vec<f32>,
+    logits: Vec<f32>,
+    key_cache: Vec<f32>,
+    value_cache: Vec<f32>,
+}
+
+fn concat(parts: &[&[f32]]) -> Vec<f32> {
+    parts.concat()
+}
+
+impl Transformer {
+    /// Prepares `weights` for inference (they are copied into the fused layout).
+    pub fn new(weights: &Weights) -> Self {
+        let c = weights.config;
+        let layers = weights
+            .layers
+            .iter()
+            .map(|l| Layer {
+                attention_norm: l.attention_norm.clone(),
+                wqkv: concat(&[&l.wq, &l.wk, &l.wv]),
+                wo: l.wo.clone(),
+                ffn_norm: l.ffn_norm.clone(),
+                w13: concat(&[&l.w1, &l.w3]),
+                w2: l.w2.clone(),
+            })
+            .collect();
+        let hs = c.head_size();
+        let mut rope = Vec::with_capacity(c.seq_len * hs / 2);
+        for pos in 0..c.seq_len {
+            for i in (0..hs).step_by(2) {
+                let freq = 1.0f32 / ROPE_THETA.powf(i as f32 / hs as f32);
+                let val = pos as f32 * freq;
+                rope.push((val.cos(), val.sin()));
+            }
+        }
+        let cache = c.n_layers * c.seq_len * c.kv_dim();
+        Transformer {
+            config: c,
+            tok_embeddings: weights.tok_embeddings.clone(),
+            layers,
+            norm: weights.norm.clone(),
+            output: weights.output.clone(),
+            rope,
+            x: vec![0.0; c.dim],
+            xb: vec![0.0; c.dim],
+            xb2: vec![0.0; c.dim],
+            qkv: vec![0.0; c.dim + 2 * c.kv_dim()],
+            hb: vec![0.0; 2 * c.hidden_dim],
+            att: vec![0.0; c.seq_len],
+            logits: vec![0.0; c.vocab_size],
+            key_cache: vec![0.0; cache],
+            value_cache: vec![0.0; cache],
+        }
+    }
+
+    /// The architecture.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Runs `token` at position `pos` (positions must be fed in order from 0; the KV cache keeps
+    /// the earlier ones) and returns the logits for the next token.
+    pub fn forward(&mut self, token: u32, pos: usize) -> Result<&mut [f32]> {
+        let c = self.config;
+        if token as usize >= c.vocab_size {
+            return Err(Error::Usage(format!(
+                "token {token} is outside the vocabulary (size {})",
+                c.vocab_size
+            )));
+        }
+        if pos >= c.seq_len {
+            return Err(Error::Usage(format!(
+                "position {pos} is past the model's sequence length {}",
+                c.seq_len
+            )));
+        }
+        let (dim, kv_dim, hidden, hs) = (c.dim, c.kv_dim(), c.hidden_dim, c.head_size());
+        let kv_mul = c.kv_mul();
+        let t = token as usize;
+        self.x
+            .copy_from_slice(&self.tok_embeddings[t * dim..(t + 1) * dim]);
+        let rope = &self.rope[pos * hs / 2..(pos + 1) * hs / 2];
+        let scale = (hs as f32).sqrt();
+        for (l, layer) in self.layers.iter().enumerate() {
+            rmsnorm(&mut self.xb, &self.x, &layer.attention_norm);
+            matvec(&mut self.qkv, &layer.wqkv, &self.xb);
+            let (q, kv) = self.qkv.split_at_mut(dim);
+            let (k, v) = kv.split_at_mut(kv_dim);
+            // RoPE: rotate each (even, odd) pair of every query head and key head.
+            for head in q.chunks_exact_mut(hs).chain(k.chunks_exact_mut(hs)) {
+                for (pair, (fcr, fci)) in head.chunks_exact_mut(2).zip(rope) {
+                    let (v0, v1) = (pair[0], pair[1]);
+                    pair[0] = v0 * fcr - v1 * fci;
+                    pair[1] = v0 * fci + v1 * fcr;
+                }
+            }
+            let loff = l * c.seq_len * kv_dim;
+            let at = loff + pos * kv_dim;
+            self.key_cache[at..at + kv_dim].copy_from_slice(k);
+            self.value_cache[at..at + kv_dim].copy_from_slice(v);
+            let keys = &self.key_cache[loff..loff + (pos + 1) * kv_dim];
+            let values = &self.value_cache[loff..loff + (pos + 1) * kv_dim];
+            for (h, (qh, out)) in q
+                .chunks_exact(hs)
+                .zip(self.xb.chunks_exact_mut(hs))
+                .enumerate()
+            {
+                let off = (h / kv_mul) * hs;
+                let att = &mut self.att[..=pos];
+                for (a, key) in att.iter_mut().zip(keys.chunks_exact(kv_dim)) {
+                    *a = dot(qh, &key[off..off + hs]) / scale;
+                }
+                softmax(att);
+                out.fill(0.0);
+                for (a, value) in att.iter().zip(values.chunks_exact(kv_dim)) {
+                    axpy(out, *a, &value[off..off + hs]);
+                }
+            }
+            matvec(&mut self.xb2, &layer.wo, &self.xb);
+            add_assign(&mut self.x, &self.xb2);
+
+            rmsnorm(&mut self.xb, &self.x, &layer.ffn_norm);
+            matvec(&mut self.hb, &layer.w13, &self.xb);
+            let (h1, h3) = self.hb.split_at_mut(hidden);
+            for (a, b) in h1.iter_mut().zip(h3.iter()) {
+                let val = *a;
+                *a = val * (1.0 / (1.0 + (-val).exp())) * b;
+            }
+            matvec(&mut self.xb, &layer.w2, h1);
+            add_assign(&mut self.x, &self.xb);
+        }
+        self.xb.copy_from_slice(&self.x);
+        rmsnorm(&mut self.x, &self.xb, &self.norm);
+        let classifier = self.output.as_deref().unwrap_or(&self.tok_embeddings);
+        matvec(&mut self.logits, classifier, &self.x);
+        Ok(&mut self.logits)
+    }
+}
