@@ -91,7 +91,7 @@ impl Config {
                 return Err(Error::format(what, name, "a number in 1..=16777216", value));
             }
         }
-        if self.dim % self.n_heads != 0 {
+        if !self.dim.is_multiple_of(self.n_heads) {
             return Err(Error::format(
                 what,
                 "dim",
@@ -99,7 +99,7 @@ impl Config {
                 self.dim,
             ));
         }
-        if self.head_size() % 2 != 0 {
+        if !self.head_size().is_multiple_of(2) {
             return Err(Error::format(
                 what,
                 "dim / n_heads",
@@ -107,7 +107,7 @@ impl Config {
                 self.head_size(),
             ));
         }
-        if self.n_kv_heads > self.n_heads || self.n_heads % self.n_kv_heads != 0 {
+        if self.n_kv_heads > self.n_heads || !self.n_heads.is_multiple_of(self.n_kv_heads) {
             return Err(Error::format(
                 what,
                 "n_kv_heads",

@@ -1,4 +1,5 @@
 //! The reference outputs of llama2.c's run.c, reproduced exactly by the fast inference path.
+#![allow(clippy::unwrap_used)] // Test helpers may panic: a failure is the test failing.
 
 use model_tiny::{SamplerConfig, Tokenizer, Transformer, generate_text, load_weights};
 use std::path::PathBuf;
