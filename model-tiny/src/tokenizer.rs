@@ -140,10 +140,12 @@ impl Tokenizer {
         if bos {
             tokens.push(BOS);
         }
-        if dummy_prefix && !text.is_empty()
-            && let Some(id) = self.id_of(b" ") {
-                tokens.push(id);
-            }
+        if dummy_prefix
+            && !text.is_empty()
+            && let Some(id) = self.id_of(b" ")
+        {
+            tokens.push(id);
+        }
         let mut i = 0;
         while i < text.len() {
             // One code point: a leading byte plus at most three continuation bytes.
@@ -195,9 +197,10 @@ impl Tokenizer {
             let mut best: Option<(usize, f32, u32)> = None;
             for (i, p) in pairs.iter().enumerate() {
                 if let Some((score, id)) = *p
-                    && score > best.map_or(-1e10, |b| b.1) {
-                        best = Some((i, score, id));
-                    }
+                    && score > best.map_or(-1e10, |b| b.1)
+                {
+                    best = Some((i, score, id));
+                }
             }
             let Some((idx, _, id)) = best else { break };
             tokens[idx] = id;

@@ -1,0 +1,3 @@
+pub fn main(_a: &[String]) -> model_tiny::Result<()> {
+    Err(model_tiny::Error::Usage("bench: not yet".into()))
+}
