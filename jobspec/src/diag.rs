@@ -219,8 +219,8 @@ pub(crate) fn locate(src: &str, diags: &mut [Diagnostic]) {
         }
     }
     diags.sort_by(|a, b| {
-        (a.span.is_none(), a.line, a.column, a.severity).cmp(&(
-            b.span.is_none(),
+        (a.line == 0, a.line, a.column, a.severity).cmp(&(
+            b.line == 0,
             b.line,
             b.column,
             b.severity,

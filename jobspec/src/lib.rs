@@ -8,6 +8,7 @@
 //! [`estimate`], launch artifacts in [`deepspeed`] and [`launch`], and the share codec in
 //! [`share`].
 
+pub mod bench;
 pub mod catalog;
 pub mod deepspeed;
 pub mod diag;
@@ -17,13 +18,17 @@ mod node;
 mod parse;
 pub mod plan;
 pub mod report;
+pub mod schema;
+pub mod share;
 pub mod spec;
+pub mod templates;
 pub mod validate;
 
 pub use diag::{Code, Diagnostic, DiagnosticWire, Lang, Message, Severity, Span};
 pub use estimate::{Estimate, estimate};
 pub use plan::{Plan, PlanWire, plan_json, plan_spec, plan_text, plan_toml};
 pub use spec::JobSpec;
+pub use templates::{Template, templates};
 pub use validate::{
     Format, ValidSpec, parse_text, validate_json, validate_spec, validate_text, validate_toml,
 };

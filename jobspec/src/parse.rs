@@ -178,9 +178,9 @@ impl Reader {
             Diagnostic::error(
                 Code::WrongType,
                 path,
-                format!("`{path}` must be {expected}, not a {}", node.type_name()),
+                format!("`{path}` must be {expected}, found {}", node.type_name()),
                 format!(
-                    "`{path}` 应为{}，而不是 {}",
+                    "`{path}` 应为{}，实际是 {}",
                     zh_kind(expected),
                     node.type_name()
                 ),
@@ -513,6 +513,19 @@ impl Reader {
                 Val::Str(s) if s == "full" => Recompute::Full,
                 Val::Str(s) if s == "selective" => Recompute::Selective,
                 Val::Str(s) if s == "none" => Recompute::None,
+                Val::Str(s) => {
+                    self.push(
+                        Diagnostic::error(
+                            Code::BadValue,
+                            "train.grad_checkpointing",
+                            format!("`train.grad_checkpointing` = \"{s}\" is not one of: true, false, \"full\", \"selective\", \"none\""),
+                            format!("`train.grad_checkpointing` = \"{s}\" 不是以下之一：true、false、\"full\"、\"selective\"、\"none\""),
+                        )
+                        .with_span(node.span)
+                        .with_help(hint(did_you_mean(s, ["full", "selective", "none"]))),
+                    );
+                    d.grad_checkpointing
+                }
                 _ => {
                     self.wrong_type(
                         node,

@@ -157,6 +157,10 @@ pub fn validate_text(src: &str, format: Format) -> (Option<ValidSpec>, Vec<Diagn
         Format::Toml => node::from_toml(src),
         Format::Json => node::from_json(src),
     };
+    // A JSON syntax error leaves nothing to read; TOML recovers, so keep reading it.
+    if format == Format::Json && !diags.is_empty() {
+        return (None, diags);
+    }
     let mut reader = Reader::new();
     let spec = reader.spec(&root);
     diags.extend(reader.diags);

@@ -1,0 +1,154 @@
+//! DeepSpeed ds_config import and checks, and export round trip.
+
+// Test helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used)]
+
+use expect_test::{Expect, expect};
+use jobspec::deepspeed::{ds_config, import_ds_config};
+
+fn check(json: &str, dp: Option<u32>, expect: Expect) {
+    let (import, diags) = import_ds_config(json, dp);
+    let mut out = String::new();
+    for d in &diags {
+        out.push_str(&format!(
+            "{} {} {}: {}\n",
+            d.severity.as_str(),
+            d.code.as_str(),
+            d.path,
+            d.message.en
+        ));
+        if let Some(h) = &d.help {
+            out.push_str(&format!("  help: {}\n", h.en));
+        }
+    }
+    match import {
+        Some(i) => out.push_str(&format!(
+            "batch {:?} micro {:?} accum {:?} zero {} offload {}/{} precision {:?}\n",
+            i.train_batch_size,
+            i.micro_batch,
+            i.grad_accum,
+            i.zero_stage,
+            i.offload_optimizer.as_str(),
+            i.offload_params.as_str(),
+            i.precision.map(|p| p.as_str())
+        )),
+        None => out.push_str("rejected\n"),
+    }
+    expect.assert_eq(&out);
+}
+
+#[test]
+fn two_values_give_the_third() {
+    check(
+        r#"{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 2, "bf16": {"enabled": true}}"#,
+        Some(8),
+        expect![[r#"
+        batch Some(64) micro Some(2) accum Some(4) zero 0 offload none/none precision Some("bf16")
+    "#]],
+    );
+    check(
+        r#"{"train_batch_size": 64, "gradient_accumulation_steps": 2}"#,
+        Some(8),
+        expect![[r#"
+        batch Some(64) micro Some(4) accum Some(2) zero 0 offload none/none precision Some("fp32")
+    "#]],
+    );
+    check(
+        r#"{"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3}"#,
+        Some(4),
+        expect![[r#"
+        batch Some(24) micro Some(2) accum Some(3) zero 0 offload none/none precision Some("fp32")
+    "#]],
+    );
+}
+
+#[test]
+fn inconsistent_batch_is_an_error() {
+    check(
+        r#"{"train_batch_size": 60, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 4}"#,
+        Some(8),
+        expect![[r#"
+        error batch-mismatch train_batch_size: train_batch_size 60 ≠ micro batch 2 × accumulation 4 × data-parallel size 8 = 64
+        rejected
+    "#]],
+    );
+    check(
+        r#"{"train_batch_size": 60, "train_micro_batch_size_per_gpu": 16}"#,
+        Some(8),
+        expect![[r#"
+        error batch-mismatch train_batch_size: train_batch_size 60 is not divisible by 128: no whole gradient_accumulation_steps fits
+        rejected
+    "#]],
+    );
+}
+
+#[test]
+fn auto_values_defer_to_the_spec() {
+    check(
+        r#"{"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+            "bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+            "offload_param": {"device": "cpu"}, "stage3_gather_16bit_weights_on_model_save": true}}"#,
+        Some(8),
+        expect![[r#"
+            info defaulted train_batch_size: neither train_batch_size nor train_micro_batch_size_per_gpu is set ("auto"): the spec's batch settings apply
+            batch None micro None accum None zero 3 offload cpu/cpu precision None
+        "#]],
+    );
+}
+
+#[test]
+fn deepspeed_rules() {
+    check(
+        r#"{"train_micro_batch_size_per_gpu": 1, "fp16": {"enabled": true}, "bf16": {"enabled": true},
+            "zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}, "overlap_com": true},
+            "optimiser": {}}"#,
+        Some(1),
+        expect![[r#"
+            warning unknown-key optimiser: DeepSpeed does not know `optimiser`; it will be ignored
+              help: did you mean `optimizer`?
+            error conflict bf16: fp16 and bf16 cannot both be enabled
+            warning unknown-key zero_optimization.overlap_com: DeepSpeed does not know `zero_optimization.overlap_com`; it will be ignored
+              help: did you mean `overlap_comm`?
+            error conflict zero_optimization.offload_param: offload_param needs ZeRO stage 3
+            rejected
+        "#]],
+    );
+    check(
+        r#"{"zero_optimization": {"stage": 0, "offload_optimizer": {"device": "nvme"}}}"#,
+        None,
+        expect![[r#"
+        error conflict zero_optimization.offload_optimizer: offload_optimizer needs ZeRO stage 1, 2 or 3
+        rejected
+    "#]],
+    );
+    check(
+        "[1, 2]",
+        None,
+        expect![[r#"
+        error wrong-type : a ds_config must be a JSON object
+        rejected
+    "#]],
+    );
+}
+
+/// An exported config imports back with no complaint and the same settings.
+#[test]
+fn export_imports_cleanly() {
+    for t in jobspec::templates() {
+        let (Some(v), _) = jobspec::validate_toml(t.toml) else {
+            panic!("{}", t.id)
+        };
+        if !v.card().is_gpu {
+            continue;
+        }
+        let cfg = ds_config(&v).to_string();
+        let (import, diags) = import_ds_config(&cfg, Some(v.dp()));
+        assert!(diags.is_empty(), "{}: {diags:#?}", t.id);
+        let import = import.unwrap();
+        assert_eq!(import.train_batch_size, Some(v.global_batch()));
+        assert_eq!(import.zero_stage, v.spec().parallel.zero_stage);
+        // And its patch leaves the spec as it was.
+        let patched = jobspec::estimate::apply_patch(v.spec(), &import.patch()).unwrap();
+        assert_eq!(&patched, v.spec(), "{}", t.id);
+    }
+}

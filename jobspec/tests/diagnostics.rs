@@ -1,0 +1,186 @@
+//! Diagnostics: places, codes, both languages, "did you mean", JSON input and form input.
+
+// Test helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used)]
+
+use expect_test::{Expect, expect};
+use jobspec::{Lang, validate_json, validate_spec, validate_toml};
+
+fn check(src: &str, expect: Expect) {
+    let (valid, diags) = validate_toml(src);
+    let mut out = String::new();
+    for d in &diags {
+        out.push_str(&format!(
+            "{}:{} {} {} {}: {}\n",
+            d.line,
+            d.column,
+            d.severity.as_str(),
+            d.code.as_str(),
+            d.path,
+            d.message.get(Lang::En)
+        ));
+        if let Some(h) = &d.help {
+            out.push_str(&format!("  help: {}\n", h.en));
+        }
+    }
+    out.push_str(&format!("valid: {}\n", valid.is_some()));
+    expect.assert_eq(&out);
+}
+
+const MINIMAL: &str = r#"name = "m"
+task = "sft"
+model = "qwen2.5-7b"
+[data]
+dataset = "d"
+tokens = 1000000
+seq_len = 1024
+[resources]
+card = "a100-80g"
+"#;
+
+#[test]
+fn minimal_spec_is_valid() {
+    check(
+        MINIMAL,
+        expect![[r#"
+        1:1 info defaulted train.epochs: neither epochs nor steps given: training for 1 epoch
+        valid: true
+    "#]],
+    );
+}
+
+#[test]
+fn empty_input_reports_every_missing_key() {
+    check(
+        "",
+        expect![[r#"
+        1:1 error missing-key name: missing required key `name` (for example `name = "my-job"`)
+        1:1 error missing-key task: missing required key `task` (for example `task = "sft"`)
+        1:1 error missing-key model: missing required key `model` (for example `model = "qwen2.5-7b"`)
+        1:1 error missing-key data: missing required key `data` (for example `data = { … }`)
+        1:1 error missing-key resources: missing required key `resources` (for example `resources = { … }`)
+        valid: false
+    "#]],
+    );
+}
+
+#[test]
+fn syntax_errors_keep_going() {
+    check(
+        "name = \"x\nmodel = 3\n[data\n",
+        expect![[r#"
+        1:1 error missing-key task: missing required key `task` (for example `task = "sft"`)
+        1:1 error missing-key resources: missing required key `resources` (for example `resources = { … }`)
+        1:10 error syntax : TOML syntax error: invalid basic string, expected `"`
+        2:9 error wrong-type model: `model` must be a model id or a [model] table, not a integer
+        3:1 error missing-key data.dataset: missing required key `data.dataset` (for example `dataset = "alpaca-zh"`)
+        3:1 error missing-key data.seq_len: missing required key `data.seq_len` (for example `seq_len = 4096`)
+        3:6 error syntax : TOML syntax error: unclosed table, expected `]`
+        valid: false
+    "#]],
+    );
+}
+
+#[test]
+fn misplaced_key_names_its_table() {
+    let src = format!("seq_len = 4096\n{MINIMAL}");
+    check(
+        &src,
+        expect![[r#"
+        1:1 error unknown-key seq_len: unknown key `seq_len` at the top level
+          help: did you mean `data.seq_len`?
+        1:1 info defaulted train.epochs: neither epochs nor steps given: training for 1 epoch
+        valid: false
+    "#]],
+    );
+}
+
+#[test]
+fn combination_rules() {
+    let src = MINIMAL.replace(
+        "[resources]\ncard = \"a100-80g\"\n",
+        "[train]\nepochs = 1\nsteps = 10\n[parallel]\nzero_stage = 1\noffload_params = \"cpu\"\npp = 2\ntp = 3\n[resources]\ncard = \"a100-80g\"\ncards_per_node = 8\nbackend = 1\n",
+    );
+    check(
+        &src,
+        expect![[r#"
+        10:9 error conflict train.steps: give `train.epochs` or `train.steps`, not both
+        11:1 error conflict parallel: tp × pp × sp = 6 must divide the 8 cards
+        13:18 error conflict parallel.offload_params: parameter offload needs ZeRO stage 3
+        13:18 warning suspicious parallel.offload_params: parameters are offloaded but the optimizer is not; offload the optimizer first, it saves more
+        15:6 error conflict parallel.tp: tp = 3 must divide the 28 attention heads
+        19:1 error unknown-key resources.backend: unknown key `backend` in [resources]
+        valid: false
+    "#]],
+    );
+}
+
+#[test]
+fn json_input_has_paths() {
+    let src = r#"{"name":"j","task":"lora","model":"llama-3-8b","data":{"dataset":"d","seq_len":2048,"tokens":1e9},
+        "train":{"lora_targets":["q_proj","v_prj"]},"resources":{"card":"h100","time_limit":"2h"}}"#;
+    let (valid, diags) = validate_json(src);
+    assert!(valid.is_none());
+    let got: Vec<String> = diags
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {} {:?}",
+                d.code.as_str(),
+                d.path,
+                d.help.as_ref().map(|h| h.en.clone())
+            )
+        })
+        .collect();
+    expect![[r#"
+        [
+            "unknown-card resources.card Some(\"did you mean `h100-80g`?\")",
+        ]
+    "#]]
+    .assert_debug_eq(&got);
+}
+
+#[test]
+fn json_syntax_error_has_line_and_column() {
+    let (_, diags) = validate_json("{\n  \"name\": }");
+    assert_eq!(
+        (diags[0].code.as_str(), diags[0].line, diags[0].column),
+        ("syntax", 2, 11)
+    );
+}
+
+#[test]
+fn form_specs_are_range_checked() {
+    let (Some(v), _) = validate_toml(MINIMAL) else {
+        panic!()
+    };
+    let mut spec = v.spec().clone();
+    spec.parallel.tp = 0;
+    spec.train.micro_batch = 0;
+    spec.data.seq_len = 0;
+    let (valid, diags) = validate_spec(spec);
+    assert!(valid.is_none());
+    let codes: Vec<_> = diags
+        .iter()
+        .map(|d| (d.code.as_str(), d.path.as_str()))
+        .collect();
+    assert!(
+        codes.contains(&("out-of-range", "parallel.tp")),
+        "{codes:?}"
+    );
+    assert!(
+        codes.contains(&("out-of-range", "train.micro_batch")),
+        "{codes:?}"
+    );
+}
+
+#[test]
+fn columns_count_characters_not_bytes() {
+    let src = MINIMAL.replace("name = \"m\"", "name = \"模型\"\n# 注释\n  模 = 1");
+    let (_, diags) = validate_toml(&src);
+    let d = diags
+        .iter()
+        .find(|d| d.code.as_str() == "unknown-key")
+        .unwrap();
+    assert_eq!((d.line, d.column), (3, 3));
+}

@@ -1,0 +1,106 @@
+//! Fix suggestions are patches that really make the spec fit, applied to a spec or to its text.
+
+// Test helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used)]
+
+use expect_test::expect;
+use jobspec::estimate::suggest::{apply_patch_toml, to_toml};
+use jobspec::estimate::{PatchOp, apply_patch};
+use jobspec::{plan_toml, validate_toml};
+use serde_json::json;
+
+const FULL_4090: &str = include_str!("../specs/7b-full-4090.toml");
+
+#[test]
+fn every_suggestion_fits_when_applied_to_the_text() {
+    let plan = plan_toml(FULL_4090);
+    assert!(!plan.suggestions.is_empty());
+    for s in &plan.suggestions {
+        let text = apply_patch_toml(FULL_4090, &s.patch).expect("patchable in place");
+        assert!(text.starts_with("# A 7B full fine-tune"), "comments kept");
+        let patched = plan_toml(&text);
+        let mem = &patched.estimate.as_ref().unwrap().memory;
+        assert!(mem.fits, "{}: {text}", s.title.en);
+        assert_eq!(mem.per_gpu.total_bytes, s.per_gpu_bytes);
+    }
+}
+
+#[test]
+fn patch_text_in_place_and_new_tables() {
+    let ops = vec![
+        PatchOp {
+            path: "parallel.zero_stage".into(),
+            value: json!(3),
+        },
+        PatchOp {
+            path: "train.micro_batch".into(),
+            value: json!(1),
+        },
+        PatchOp {
+            path: "train.grad_checkpointing".into(),
+            value: json!(true),
+        },
+        PatchOp {
+            path: "backend".into(),
+            value: json!("slurm"),
+        },
+    ];
+    let text = apply_patch_toml(FULL_4090, &ops).unwrap();
+    expect![[r#"
+        # A 7B full fine-tune on one RTX 4090: the classic "24 GB blew up".
+        name = "7b-full-on-a-4090"
+        task = "sft"
+        model = "qwen2.5-7b"
+
+        backend = "slurm"
+        [data]
+        dataset = "alpaca-zh"
+        tokens = 20_000_000
+        seq_len = 2048
+
+        [train]
+        grad_checkpointing = true
+        epochs = 1
+        micro_batch = 1
+        grad_accum = 4
+        lr = 1e-5
+
+        [resources]
+        card = "rtx-4090"
+        time_limit = "24h"
+
+        [parallel]
+        zero_stage = 3
+    "#]]
+    .assert_eq(&text);
+    let (valid, _) = validate_toml(&text);
+    assert_eq!(valid.unwrap().spec().parallel.zero_stage, 3);
+}
+
+#[test]
+fn patch_spec_and_canonical_toml_round_trip() {
+    for t in jobspec::templates() {
+        let (Some(v), _) = validate_toml(t.toml) else {
+            panic!("{}", t.id)
+        };
+        let text = to_toml(v.spec());
+        let (again, diags) = validate_toml(&text);
+        assert_eq!(
+            again.as_ref().map(|a| a.spec()),
+            Some(v.spec()),
+            "{}: {diags:#?}\n{text}",
+            t.id
+        );
+    }
+    let (Some(v), _) = validate_toml(FULL_4090) else {
+        panic!()
+    };
+    let bad = apply_patch(
+        v.spec(),
+        &[PatchOp {
+            path: "parallel.zero_stage".into(),
+            value: json!(7),
+        }],
+    );
+    assert!(bad.is_err());
+}
