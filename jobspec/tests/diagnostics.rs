@@ -69,15 +69,15 @@ fn syntax_errors_keep_going() {
     check(
         "name = \"x\nmodel = 3\n[data\n",
         expect![[r#"
-        1:1 error missing-key task: missing required key `task` (for example `task = "sft"`)
-        1:1 error missing-key resources: missing required key `resources` (for example `resources = { … }`)
-        1:10 error syntax : TOML syntax error: invalid basic string, expected `"`
-        2:9 error wrong-type model: `model` must be a model id or a [model] table, not a integer
-        3:1 error missing-key data.dataset: missing required key `data.dataset` (for example `dataset = "alpaca-zh"`)
-        3:1 error missing-key data.seq_len: missing required key `data.seq_len` (for example `seq_len = 4096`)
-        3:6 error syntax : TOML syntax error: unclosed table, expected `]`
-        valid: false
-    "#]],
+            1:1 error missing-key task: missing required key `task` (for example `task = "sft"`)
+            1:1 error missing-key resources: missing required key `resources` (for example `resources = { … }`)
+            1:10 error syntax : TOML syntax error: invalid basic string, expected `"`
+            2:9 error wrong-type model: `model` must be a model id or a [model] table, found integer
+            3:1 error missing-key data.dataset: missing required key `data.dataset` (for example `dataset = "alpaca-zh"`)
+            3:1 error missing-key data.seq_len: missing required key `data.seq_len` (for example `seq_len = 4096`)
+            3:6 error syntax : TOML syntax error: unclosed table, expected `]`
+            valid: false
+        "#]],
     );
 }
 
