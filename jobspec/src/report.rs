@@ -42,8 +42,18 @@ fn big(n: u64) -> String {
 
 /// Renders a plan for a terminal. `artifacts` adds the ds_config, commands and sbatch script.
 pub fn render_text(plan: &Plan, lang: Lang, artifacts: bool) -> String {
+    render_text_for(plan, lang, artifacts, "")
+}
+
+/// As `render_text`, with diagnostics prefixed by `origin` (a file name) as compilers do.
+pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -> String {
     let zh = lang == Lang::ZhCn;
     let mut o = String::new();
+    let origin = if origin.is_empty() {
+        String::new()
+    } else {
+        format!("{origin}:")
+    };
     for d in &plan.diagnostics {
         let sev = match d.severity {
             Severity::Error => "error",
@@ -59,7 +69,7 @@ pub fn render_text(plan: &Plan, lang: Lang, artifacts: bool) -> String {
         };
         let _ = writeln!(
             o,
-            "{place}{sev}[{}]: {}",
+            "{origin}{place}{sev}[{}]: {}",
             d.code.as_str(),
             d.message.get(lang)
         );
