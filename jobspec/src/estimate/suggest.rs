@@ -219,7 +219,7 @@ pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
     }
     let mut found: Vec<Suggestion> = Vec::new();
     for (title, ops) in tries {
-        let Ok(patched) = apply_patch(v.spec(), &ops) else {
+        let Some(patched) = apply_patch_fast(v.spec(), &ops) else {
             continue;
         };
         let (Some(pv), _) = validate_spec(patched) else {
@@ -252,6 +252,43 @@ pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
         }
     }
     kept
+}
+
+/// `apply_patch` for the paths the candidates use, without the JSON round trip: the fix search
+/// tries a hundred patches per keystroke. `None` for any other path or value (the search then
+/// skips the candidate); a unit test checks it agrees with `apply_patch`.
+fn apply_patch_fast(spec: &JobSpec, ops: &[PatchOp]) -> Option<JobSpec> {
+    let mut s = spec.clone();
+    for o in ops {
+        let v = &o.value;
+        let u32v = || v.as_u64().and_then(|n| u32::try_from(n).ok());
+        match o.path.as_str() {
+            "task" => s.task = Task::from_word(v.as_str()?)?,
+            "train.grad_checkpointing" => {
+                s.train.grad_checkpointing = if v.as_bool()? {
+                    Recompute::Full
+                } else {
+                    Recompute::None
+                }
+            }
+            "train.micro_batch" => s.train.micro_batch = u32v()?,
+            "train.grad_accum" => s.train.grad_accum = u32v()?,
+            "train.flash_attention" => s.train.flash_attention = v.as_bool()?,
+            "train.lora_rank" => s.train.lora_rank = Some(u32v()?),
+            "parallel.zero_stage" => s.parallel.zero_stage = u8::try_from(v.as_u64()?).ok()?,
+            "parallel.offload_optimizer" => {
+                s.parallel.offload_optimizer = Offload::from_word(v.as_str()?)?
+            }
+            "parallel.offload_params" => {
+                s.parallel.offload_params = Offload::from_word(v.as_str()?)?
+            }
+            "parallel.sp" => s.parallel.sp = u32v()?,
+            "resources.cards_per_node" => s.resources.cards_per_node = u32v()?,
+            "resources.card" => s.resources.card = catalog::card(v.as_str()?)?.id.to_string(),
+            _ => return None,
+        }
+    }
+    Some(s)
 }
 
 /// Applies a patch to a spec, re-reading the result with the spec reader so that a patch can
@@ -400,4 +437,32 @@ pub fn to_toml(spec: &JobSpec) -> String {
 /// Catalogue cards in the order suggestions consider them (kept public for the app's picker).
 pub fn gpu_cards() -> impl Iterator<Item = &'static catalog::Card> {
     CARDS.iter().filter(|c| c.is_gpu)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast path and the general one agree on every candidate of every corpus spec.
+    #[test]
+    fn fast_patch_agrees_with_apply_patch() {
+        let specs = [
+            include_str!("../../specs/7b-full-4090.toml"),
+            include_str!("../../specs/7b-lora-4090.toml"),
+            include_str!("../../specs/deepseek-7b-128k-mxc500.toml"),
+            include_str!("../../specs/7b-sft-zero3-8xa100.toml"),
+        ];
+        let mut checked = 0;
+        for src in specs {
+            let (Some(v), _) = crate::validate_toml(src) else {
+                panic!("invalid corpus spec")
+            };
+            for c in candidates(&v) {
+                let slow = apply_patch(v.spec(), &c.ops).ok();
+                assert_eq!(apply_patch_fast(v.spec(), &c.ops), slow, "{}", c.title.en);
+                checked += 1;
+            }
+        }
+        assert!(checked > 30);
+    }
 }
