@@ -1,0 +1,382 @@
+//! Reads a value tree into a `JobSpec`, reporting every unknown key, wrong type and bad word.
+//!
+//! Reading never stops at the first problem: a field that cannot be read gets its default and a
+//! diagnostic, so one pass reports everything. Missing required fields make the result `None`.
+
+use crate::catalog;
+use crate::diag::{Code, Diagnostic, Span, did_you_mean, hint};
+use crate::node::{Key, Node, Val};
+use crate::spec::*;
+
+mod sections;
+
+/// The keys each table accepts. `schema` tests check these against the serde types.
+pub(crate) const ROOT_KEYS: &[&str] = &[
+    "name",
+    "task",
+    "backend",
+    "model",
+    "data",
+    "train",
+    "parallel",
+    "resources",
+    "estimate",
+];
+pub(crate) const MODEL_KEYS: &[&str] = &[
+    "id",
+    "name",
+    "layers",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "ffn",
+    "vocab",
+    "tied_embeddings",
+    "qkv_bias",
+];
+pub(crate) const DATA_KEYS: &[&str] = &["dataset", "tokens", "seq_len"];
+pub(crate) const TRAIN_KEYS: &[&str] = &[
+    "epochs",
+    "steps",
+    "micro_batch",
+    "grad_accum",
+    "lr",
+    "warmup",
+    "schedule",
+    "precision",
+    "grad_checkpointing",
+    "flash_attention",
+    "optimizer",
+    "lora_rank",
+    "lora_alpha",
+    "lora_targets",
+];
+pub(crate) const PARALLEL_KEYS: &[&str] = &[
+    "zero_stage",
+    "offload_optimizer",
+    "offload_params",
+    "tp",
+    "pp",
+    "sp",
+];
+pub(crate) const RESOURCES_KEYS: &[&str] = &["card", "cards_per_node", "nodes", "time_limit"];
+pub(crate) const ESTIMATE_KEYS: &[&str] = &["mfu", "claimed_time"];
+
+/// The longest sequence a spec may ask for.
+pub const MAX_SEQ_LEN: u64 = 131_072;
+
+pub(crate) struct Reader {
+    pub diags: Vec<Diagnostic>,
+}
+
+/// A table's entries, after unknown keys were reported.
+pub(crate) struct Table<'a> {
+    path: String,
+    span: Option<Span>,
+    entries: Vec<(&'a Key, &'a Node)>,
+}
+
+impl<'a> Table<'a> {
+    fn get(&self, key: &str) -> Option<&'a Node> {
+        // The last occurrence wins, as in JSON; TOML rejects duplicates itself.
+        self.entries
+            .iter()
+            .rev()
+            .find(|(k, _)| k.name == key)
+            .map(|(_, v)| *v)
+    }
+
+    fn path(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+}
+
+impl Reader {
+    pub fn new() -> Self {
+        Reader { diags: Vec::new() }
+    }
+
+    fn push(&mut self, d: Diagnostic) {
+        // A pathological input could produce a diagnostic per byte; a few hundred say enough.
+        if self.diags.len() < 500 {
+            self.diags.push(d);
+        }
+    }
+
+    /// Opens `node` as a table, reporting keys not in `known`.
+    fn table<'a>(&mut self, node: &'a Node, path: &str, known: &[&str]) -> Option<Table<'a>> {
+        let Val::Table(entries) = &node.val else {
+            self.wrong_type(node, path, "a table");
+            return None;
+        };
+        let mut kept = Vec::with_capacity(entries.len());
+        for (k, v) in entries {
+            if known.contains(&k.name.as_str()) {
+                kept.push((k, v));
+            } else {
+                let full = if path.is_empty() {
+                    k.name.clone()
+                } else {
+                    format!("{path}.{}", k.name)
+                };
+                let suggestion = did_you_mean(&k.name, known.iter().copied())
+                    .or_else(|| self.misplaced_hint(&k.name));
+                let where_en = if path.is_empty() {
+                    "at the top level".to_string()
+                } else {
+                    format!("in [{path}]")
+                };
+                let where_zh = if path.is_empty() {
+                    "顶层".to_string()
+                } else {
+                    format!("[{path}] 中")
+                };
+                self.push(
+                    Diagnostic::error(
+                        Code::UnknownKey,
+                        &full,
+                        format!("unknown key `{}` {where_en}", k.name),
+                        format!("{where_zh}有未知的键 `{}`", k.name),
+                    )
+                    .with_span(k.span.or(v.span))
+                    .with_help(hint(suggestion)),
+                );
+            }
+        }
+        Some(Table {
+            path: path.to_string(),
+            span: node.span,
+            entries: kept,
+        })
+    }
+
+    /// A key that belongs in another table ("seq_len" at the top level) gets that table named.
+    fn misplaced_hint(&self, key: &str) -> Option<&'static str> {
+        let tables: [(&str, &[&str]); 5] = [
+            ("data.", DATA_KEYS),
+            ("train.", TRAIN_KEYS),
+            ("parallel.", PARALLEL_KEYS),
+            ("resources.", RESOURCES_KEYS),
+            ("estimate.", ESTIMATE_KEYS),
+        ];
+        for (prefix, keys) in tables {
+            if let Some(k) = keys.iter().find(|k| **k == key) {
+                // Leak-free: build the "table.key" name from the static lists.
+                return QUALIFIED
+                    .iter()
+                    .find(|q| q.strip_prefix(prefix) == Some(k))
+                    .copied();
+            }
+        }
+        None
+    }
+
+    fn wrong_type(&mut self, node: &Node, path: &str, expected: &str) {
+        self.push(
+            Diagnostic::error(
+                Code::WrongType,
+                path,
+                format!("`{path}` must be {expected}, found {}", node.type_name()),
+                format!(
+                    "`{path}` 应为{}，实际是 {}",
+                    zh_kind(expected),
+                    node.type_name()
+                ),
+            )
+            .with_span(node.span),
+        );
+    }
+
+    fn missing(&mut self, t: &Table<'_>, key: &str, example: &str) {
+        let path = t.path(key);
+        self.push(
+            Diagnostic::error(
+                Code::MissingKey,
+                &path,
+                format!("missing required key `{path}` (for example `{key} = {example}`)"),
+                format!("缺少必填的键 `{path}`（例如 `{key} = {example}`）"),
+            )
+            .with_span(t.span.map(|s| Span {
+                start: s.start,
+                end: s.start,
+            })),
+        );
+    }
+
+    fn string(&mut self, t: &Table<'_>, key: &str) -> Option<(String, Option<Span>)> {
+        let node = t.get(key)?;
+        match &node.val {
+            Val::Str(s) => Some((s.clone(), node.span)),
+            _ => {
+                self.wrong_type(node, &t.path(key), "a string");
+                None
+            }
+        }
+    }
+
+    fn uint(&mut self, t: &Table<'_>, key: &str, min: u64, max: u64) -> Option<u64> {
+        let node = t.get(key)?;
+        let path = t.path(key);
+        let n = match node.val {
+            Val::Int(i) => i128::from(i),
+            // 1e9 written as a float is a fine token count if it is a whole number.
+            Val::Float(f) if f.fract() == 0.0 && f.abs() < 1e30 => f as i128,
+            _ => {
+                self.wrong_type(node, &path, "a whole number");
+                return None;
+            }
+        };
+        if n < i128::from(min) || n > i128::from(max) {
+            self.push(
+                Diagnostic::error(
+                    Code::OutOfRange,
+                    &path,
+                    format!("`{path}` = {n} is out of range ({min} to {max})"),
+                    format!("`{path}` = {n} 超出范围（{min} 到 {max}）"),
+                )
+                .with_span(node.span),
+            );
+            return None;
+        }
+        u64::try_from(n).ok()
+    }
+
+    fn uint32(&mut self, t: &Table<'_>, key: &str, min: u32, max: u32) -> Option<u32> {
+        self.uint(t, key, u64::from(min), u64::from(max))
+            .and_then(|n| u32::try_from(n).ok())
+    }
+
+    fn float(&mut self, t: &Table<'_>, key: &str, min: f64, max: f64) -> Option<f64> {
+        let node = t.get(key)?;
+        let path = t.path(key);
+        let f = match node.val {
+            Val::Int(i) => i as f64,
+            Val::Float(f) => f,
+            _ => {
+                self.wrong_type(node, &path, "a number");
+                return None;
+            }
+        };
+        if !f.is_finite() || f < min || f > max {
+            self.push(
+                Diagnostic::error(
+                    Code::OutOfRange,
+                    &path,
+                    format!("`{path}` = {f} is out of range ({min} to {max})"),
+                    format!("`{path}` = {f} 超出范围（{min} 到 {max}）"),
+                )
+                .with_span(node.span),
+            );
+            return None;
+        }
+        Some(f)
+    }
+
+    fn boolean(&mut self, t: &Table<'_>, key: &str) -> Option<bool> {
+        let node = t.get(key)?;
+        match node.val {
+            Val::Bool(b) => Some(b),
+            _ => {
+                self.wrong_type(node, &t.path(key), "true or false");
+                None
+            }
+        }
+    }
+
+    /// A string that must be one of `words`; returns the word as written when it is one.
+    fn word<T>(
+        &mut self,
+        t: &Table<'_>,
+        key: &str,
+        words: &[&str],
+        from: fn(&str) -> Option<T>,
+    ) -> Option<T> {
+        let (s, span) = self.string(t, key)?;
+        if let Some(v) = from(&s) {
+            return Some(v);
+        }
+        let path = t.path(key);
+        let list = words.join(", ");
+        self.push(
+            Diagnostic::error(
+                Code::BadValue,
+                &path,
+                format!("`{path}` = \"{s}\" is not one of: {list}"),
+                format!("`{path}` = \"{s}\" 不是以下之一：{list}"),
+            )
+            .with_span(span)
+            .with_help(hint(did_you_mean(&s, words.iter().copied()))),
+        );
+        None
+    }
+
+    fn string_list(&mut self, t: &Table<'_>, key: &str) -> Option<Vec<String>> {
+        let node = t.get(key)?;
+        let path = t.path(key);
+        let Val::Arr(items) = &node.val else {
+            self.wrong_type(node, &path, "an array of strings");
+            return None;
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            match &item.val {
+                Val::Str(s) => out.push(s.clone()),
+                _ => self.wrong_type(item, &path, "a string"),
+            }
+        }
+        Some(out)
+    }
+}
+
+/// Every `table.key` name, so that hints can be `&'static str`.
+const QUALIFIED: &[&str] = &[
+    "data.dataset",
+    "data.tokens",
+    "data.seq_len",
+    "train.epochs",
+    "train.steps",
+    "train.micro_batch",
+    "train.grad_accum",
+    "train.lr",
+    "train.warmup",
+    "train.schedule",
+    "train.precision",
+    "train.grad_checkpointing",
+    "train.flash_attention",
+    "train.optimizer",
+    "train.lora_rank",
+    "train.lora_alpha",
+    "train.lora_targets",
+    "parallel.zero_stage",
+    "parallel.offload_optimizer",
+    "parallel.offload_params",
+    "parallel.tp",
+    "parallel.pp",
+    "parallel.sp",
+    "resources.card",
+    "resources.cards_per_node",
+    "resources.nodes",
+    "resources.time_limit",
+    "estimate.mfu",
+    "estimate.claimed_time",
+];
+
+fn ids(it: impl Iterator<Item = &'static str>) -> String {
+    it.collect::<Vec<_>>().join(", ")
+}
+
+fn zh_kind(expected: &str) -> String {
+    match expected {
+        "a table" => "表".to_string(),
+        "a string" => "字符串".to_string(),
+        "a whole number" => "整数".to_string(),
+        "a number" => "数字".to_string(),
+        "true or false" => "true 或 false".to_string(),
+        "an array of strings" => "字符串数组".to_string(),
+        other => other.to_string(),
+    }
+}
