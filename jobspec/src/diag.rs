@@ -228,6 +228,26 @@ pub(crate) fn locate(src: &str, diags: &mut [Diagnostic]) {
     });
 }
 
+/// Drops exact repeats (a check made both while reading and by the rules), keeping order.
+pub(crate) fn dedup(diags: &mut Vec<Diagnostic>) {
+    let mut seen: Vec<(Code, String, String, u32, u32)> = Vec::with_capacity(diags.len());
+    diags.retain(|d| {
+        let key = (
+            d.code,
+            d.path.clone(),
+            d.message.en.clone(),
+            d.line,
+            d.column,
+        );
+        if seen.contains(&key) {
+            false
+        } else {
+            seen.push(key);
+            true
+        }
+    });
+}
+
 /// 1-based line and character column of a byte offset; offsets past the end or inside a
 /// character are clamped rather than trusted.
 pub fn line_col(src: &str, offset: usize) -> (u32, u32) {

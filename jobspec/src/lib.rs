@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod deepspeed;
 pub mod diag;
 pub mod estimate;
+mod json_spans;
 pub mod launch;
 mod node;
 mod parse;

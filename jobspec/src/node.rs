@@ -124,11 +124,13 @@ fn de_val(v: &DeValue<'_>) -> Val {
     }
 }
 
-/// Parses JSON. JSON carries no spans here: diagnostics name the key path instead, except for
-/// syntax errors, whose line and column serde_json reports.
+/// Parses JSON, with spans from `json_spans` (syntax errors carry serde_json's line and column).
 pub(crate) fn from_json(src: &str) -> (Node, Vec<Diagnostic>) {
     match serde_json::from_str::<serde_json::Value>(src) {
-        Ok(v) => (from_json_value(&v, 0), Vec::new()),
+        Ok(v) => (
+            crate::json_spans::parse(src).unwrap_or_else(|| from_json_value(&v, 0)),
+            Vec::new(),
+        ),
         Err(e) => {
             let mut d = Diagnostic::error(
                 Code::Syntax,

@@ -184,3 +184,23 @@ fn columns_count_characters_not_bytes() {
         .unwrap();
     assert_eq!((d.line, d.column), (3, 3));
 }
+
+#[test]
+fn json_diagnostics_have_line_and_column() {
+    let src = "{\n  \"name\": \"j\",\n  \"task\": \"sft\",\n  \"model\": \"llama-3-8b\",\n  \"data\": {\"dataset\": \"d\", \"seq_len\": 2048, \"tokns\": 5},\n  \"resources\": {\"card\": \"h100-80g\", \"time_limit\": \"soon\"}\n}";
+    let (_, diags) = validate_json(src);
+    let got: Vec<_> = diags
+        .iter()
+        .map(|d| (d.code.as_str(), d.line, d.column))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("defaulted", 1, 1),
+            ("missing-key", 5, 11),
+            ("unknown-key", 5, 45),
+            ("bad-duration", 6, 51)
+        ],
+        "{diags:#?}"
+    );
+}

@@ -5,7 +5,7 @@
 //! is the estimators' finding, reported by `plan`.
 
 use crate::catalog::{Arch, Card};
-use crate::diag::{Code, Diagnostic, Span, locate};
+use crate::diag::{Code, Diagnostic, Span, dedup, locate};
 use crate::node::{self, Node, Val};
 use crate::parse::Reader;
 use crate::spec::*;
@@ -174,6 +174,7 @@ pub fn validate_text(src: &str, format: Format) -> (Option<ValidSpec>, Vec<Diagn
         v
     });
     locate(src, &mut diags);
+    dedup(&mut diags);
     let valid = valid.filter(|_| !diags.iter().any(Diagnostic::is_error));
     (valid, diags)
 }
@@ -188,10 +189,13 @@ pub fn validate_spec(spec: JobSpec) -> (Option<ValidSpec>, Vec<Diagnostic>) {
 
 /// Gives diagnostics found after parsing (by the estimators) the span of their key path.
 pub(crate) fn attach_spans(src: &str, format: Format, diags: &mut [Diagnostic]) {
-    if format != Format::Toml || diags.iter().all(|d| d.span.is_some()) {
+    if diags.iter().all(|d| d.span.is_some()) {
         return;
     }
-    let (root, _) = node::from_toml(src);
+    let (root, _) = match format {
+        Format::Toml => node::from_toml(src),
+        Format::Json => node::from_json(src),
+    };
     for d in diags
         .iter_mut()
         .filter(|d| d.span.is_none() && !d.path.is_empty())

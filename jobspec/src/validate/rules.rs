@@ -370,8 +370,24 @@ pub(super) fn check(
         c.error(
             Code::BadDuration,
             "resources.time_limit",
-            format!("cannot read time_limit \"{}\"", r.time_limit),
-            format!("无法识别 time_limit \"{}\"", r.time_limit),
+            format!(
+                "cannot read time_limit \"{}\"; write e.g. \"24h\", \"30m\", \"1h30m\" or \"2d\"",
+                r.time_limit
+            ),
+            format!(
+                "无法识别 time_limit \"{}\"；请写成 \"24h\"、\"30m\"、\"1h30m\" 或 \"2d\"",
+                r.time_limit
+            ),
+        );
+    }
+    if let Some(claim) = &spec.estimate.claimed_time
+        && parse_duration_s(claim).is_none_or(|s| s == 0)
+    {
+        c.error(
+            Code::BadDuration,
+            "estimate.claimed_time",
+            format!("cannot read claimed_time \"{claim}\"; write e.g. \"30h\""),
+            format!("无法识别 claimed_time \"{claim}\"；请写成 \"30h\" 这样的形式"),
         );
     }
     let claimed_s = spec
