@@ -4,9 +4,10 @@ use std::process::ExitCode;
 
 const USAGE: &str = "\
 usage:
-  onramp plan SPEC.toml|SPEC.json [--json] [--lang en|zh] [--no-artifacts]
+  onramp plan SPEC.toml|SPEC.json [--json] [--lang en|zh] [--no-artifacts] [--explain]
       diagnostics, memory per card, time and cost, every card type, fixes and launch artifacts;
-      exits 1 when the spec has errors (including: does not fit, cannot finish)
+      exits 1 when the spec has errors (including: does not fit, cannot finish);
+      --explain adds the formula and assumptions behind every figure
   onramp ds-check ds_config.json [--dp N]
       check a DeepSpeed config with DeepSpeed's own batch and offload rules
   onramp schema
@@ -54,6 +55,7 @@ struct PlanArgs {
     json: bool,
     lang: jobspec::Lang,
     artifacts: bool,
+    explain: bool,
 }
 
 fn plan_args(rest: &[String]) -> Result<PlanArgs, String> {
@@ -62,12 +64,14 @@ fn plan_args(rest: &[String]) -> Result<PlanArgs, String> {
         json: false,
         lang: jobspec::Lang::En,
         artifacts: true,
+        explain: false,
     };
     let mut it = rest.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--json" => out.json = true,
             "--no-artifacts" => out.artifacts = false,
+            "--explain" => out.explain = true,
             "--lang" => {
                 out.lang = match it.next().map(String::as_str) {
                     Some("en") => jobspec::Lang::En,
@@ -115,6 +119,9 @@ fn plan(rest: &[String]) -> Result<ExitCode, String> {
             "{}",
             jobspec::report::render_text_for(&plan, args.lang, args.artifacts, &args.path)
         );
+        if args.explain {
+            print!("\n{}", jobspec::report::render_explain(&plan, args.lang));
+        }
     }
     Ok(if plan.has_errors() {
         ExitCode::from(1)

@@ -27,7 +27,7 @@ pub mod validate;
 
 pub use diag::{Code, Diagnostic, DiagnosticWire, Lang, Message, Severity, Span};
 pub use estimate::{Estimate, estimate};
-pub use plan::{Plan, PlanWire, plan_json, plan_spec, plan_text, plan_toml};
+pub use plan::{Plan, PlanWire, plan_json, plan_spec, plan_text, plan_text_with, plan_toml};
 pub use spec::JobSpec;
 pub use templates::{Template, templates};
 pub use validate::{

@@ -43,7 +43,13 @@ pub fn plan_json(src: &str) -> Plan {
 }
 
 pub fn plan_text(src: &str, format: Format) -> Plan {
+    plan_text_with(src, format, &[])
+}
+
+/// `plan_text` with the deployment's prices (`(card id, fen per card-hour)`).
+pub fn plan_text_with(src: &str, format: Format, prices: &[(&str, u64)]) -> Plan {
     let (valid, diags) = validate::validate_text(src, format);
+    let valid = valid.map(|v| v.with_prices(prices));
     let mut plan = finish(valid, diags);
     validate::attach_spans(src, format, &mut plan.diagnostics);
     plan

@@ -242,3 +242,20 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
     }
     o
 }
+
+/// The formula and assumptions behind every figure ("show the formula").
+pub fn render_explain(plan: &Plan, lang: Lang) -> String {
+    let mut o = String::new();
+    if let Some(e) = &plan.estimate {
+        for x in &e.explain {
+            let _ = writeln!(
+                o,
+                "{}:\n  {}\n  {}",
+                x.figure,
+                x.formula,
+                x.assumptions.get(lang)
+            );
+        }
+    }
+    o
+}

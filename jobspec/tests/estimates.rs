@@ -128,17 +128,19 @@ fn activations_move_the_right_way() {
 #[test]
 fn cost_is_integer_fen_rounded_up() {
     let card = jobspec::catalog::card("a100-80g").unwrap();
-    assert_eq!(
-        estimate::cost_fen(card, 8, 3600),
-        8 * card.price_fen_per_hour
-    );
-    assert_eq!(
-        estimate::cost_fen(card, 1, 1),
-        card.price_fen_per_hour.div_ceil(3600)
-    );
-    assert_eq!(estimate::cost_fen(card, u32::MAX, u64::MAX), u64::MAX);
+    let price = card.price_fen_per_hour;
+    assert_eq!(estimate::cost_fen(price, 8, 3600), 8 * price);
+    assert_eq!(estimate::cost_fen(price, 1, 1), price.div_ceil(3600));
+    assert_eq!(estimate::cost_fen(price, u32::MAX, u64::MAX), u64::MAX);
     let v = spec("llama-3-8b", "a100-80g", 8, 1, "");
-    assert_eq!(v.max_cost_fen(), 8 * 24 * card.price_fen_per_hour);
+    assert_eq!(v.max_cost_fen(), 8 * 24 * price);
+    // A deployment's own price applies everywhere costs appear.
+    let v = v.with_prices(&[("a100-80g", 1234), ("h100-80g", 1)]);
+    assert_eq!(v.max_cost_fen(), 8 * 24 * 1234);
+    let plan = jobspec::plan::finish(Some(v), Vec::new());
+    assert_eq!(plan.estimate.unwrap().cost.price_fen_per_hour, 1234);
+    let h100 = plan.cards.iter().find(|r| r.card == "h100-80g").unwrap();
+    assert_eq!(h100.price_fen_per_hour, 1);
 }
 
 #[test]

@@ -42,7 +42,7 @@ pub fn compare_cards(v: &ValidSpec) -> Vec<CardRow> {
                 fits: m.fits,
                 seconds: t.seconds,
                 fen: c.fen,
-                price_fen_per_hour: card.price_fen_per_hour,
+                price_fen_per_hour: other.price_fen_per_hour(),
                 current: card.id == v.card().id,
             }
         })

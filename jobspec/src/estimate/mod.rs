@@ -114,6 +114,21 @@ fn explain(
                 .to_string()
         }
     };
+    let zero = if s.task.is_adapter() {
+        format!(
+            "frozen base ({} at {}) + adapters A = {} × 16 bytes (2 weights + 2 grads + 12 Adam), partitioned by ZeRO-{} (base too at stage 3)",
+            pc.total,
+            if s.task == crate::spec::Task::Qlora {
+                "NF4 4.127 bits, embeddings 2 bytes"
+            } else {
+                "2 bytes"
+            },
+            pc.adapter,
+            p.zero_stage
+        )
+    } else {
+        zero
+    };
     let n = u64::from(v.world_size()) / (u64::from(p.tp) * u64::from(p.pp)).max(1);
     let (dense, attn) = time::flops_per_token(v, pc);
     vec![
@@ -210,7 +225,7 @@ fn explain(
                 "{} cards × {:.2} h × {} fen/card-hour, rounded up",
                 v.world_size(),
                 t.seconds / 3600.0,
-                v.card().price_fen_per_hour
+                v.price_fen_per_hour()
             ),
             assumptions: Message::new(
                 "default catalogue prices; a deployment may override them",

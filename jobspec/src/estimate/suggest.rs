@@ -217,6 +217,7 @@ pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
             tries.push((title, ops));
         }
     }
+    let prices: Vec<(&str, u64)> = v.price_overrides().to_vec();
     let mut found: Vec<Suggestion> = Vec::new();
     for (title, ops) in tries {
         let Some(patched) = apply_patch_fast(v.spec(), &ops) else {
@@ -225,6 +226,7 @@ pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
         let (Some(pv), _) = validate_spec(patched) else {
             continue;
         };
+        let pv = pv.with_prices(&prices);
         let (m, t, c) = super::quick(&pv);
         if m.fits {
             found.push(Suggestion {

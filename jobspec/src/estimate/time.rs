@@ -1,7 +1,6 @@
 //! Training time from FLOPs over cards × peak × MFU, cost in fen, and the physics check.
 
 use super::params::ParamCount;
-use crate::catalog::Card;
 use crate::spec::{Recompute, format_duration};
 use crate::validate::ValidSpec;
 use serde::Serialize;
@@ -75,9 +74,10 @@ pub fn estimate(v: &ValidSpec, pc: &ParamCount) -> TimeEstimate {
     }
 }
 
-/// Fen for `cards` cards for `seconds`, rounded up: cards × seconds × price / 3600, in integers.
-pub fn cost_fen(card: &Card, cards: u32, seconds: u64) -> u64 {
-    let numer = u128::from(cards) * u128::from(seconds) * u128::from(card.price_fen_per_hour);
+/// Fen for `cards` cards for `seconds` at a price per card-hour, rounded up:
+/// cards × seconds × price / 3600, in integers. The edge settles holds with this.
+pub fn cost_fen(price_fen_per_hour: u64, cards: u32, seconds: u64) -> u64 {
+    let numer = u128::from(cards) * u128::from(seconds) * u128::from(price_fen_per_hour);
     u64::try_from(numer.div_ceil(3600)).unwrap_or(u64::MAX)
 }
 
@@ -89,9 +89,9 @@ pub fn cost(v: &ValidSpec, t: &TimeEstimate) -> CostEstimate {
     };
     CostEstimate {
         card_hours: f64::from(v.world_size()) * t.seconds / 3600.0,
-        fen: cost_fen(v.card(), v.world_size(), secs),
+        fen: cost_fen(v.price_fen_per_hour(), v.world_size(), secs),
         max_fen: v.max_cost_fen(),
-        price_fen_per_hour: v.card().price_fen_per_hour,
+        price_fen_per_hour: v.price_fen_per_hour(),
     }
 }
 

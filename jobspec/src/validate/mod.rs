@@ -4,7 +4,7 @@
 //! input the estimators and the submission path accept. Whether the job *fits* and *finishes*
 //! is the estimators' finding, reported by `plan`.
 
-use crate::catalog::{Arch, Card};
+use crate::catalog::{self, Arch, Card};
 use crate::diag::{Code, Diagnostic, Span, dedup, locate};
 use crate::node::{self, Node, Val};
 use crate::parse::Reader;
@@ -49,6 +49,7 @@ pub struct ValidSpec {
     lora_rank: u32,
     lora_alpha: u32,
     lora_targets: Vec<String>,
+    price_overrides: Vec<(&'static str, u64)>,
 }
 
 impl ValidSpec {
@@ -119,9 +120,31 @@ impl ValidSpec {
         v
     }
 
+    /// Price per card-hour in fen: the deployment's override for this card, else the catalogue's.
+    pub fn price_fen_per_hour(&self) -> u64 {
+        self.price_overrides
+            .iter()
+            .find(|(id, _)| *id == self.card.id)
+            .map_or(self.card.price_fen_per_hour, |(_, fen)| *fen)
+    }
+
+    /// The same spec priced with a deployment's own prices (`(card id, fen per card-hour)`;
+    /// unknown ids are ignored). Every cost figure derived from it uses them.
+    pub fn with_prices(mut self, prices: &[(&str, u64)]) -> ValidSpec {
+        self.price_overrides = prices
+            .iter()
+            .filter_map(|(id, fen)| catalog::card(id).map(|c| (c.id, *fen)))
+            .collect();
+        self
+    }
+
+    pub(crate) fn price_overrides(&self) -> &[(&'static str, u64)] {
+        &self.price_overrides
+    }
+
     /// The most this job can cost: every card for the whole time limit, in fen.
     pub fn max_cost_fen(&self) -> u64 {
-        crate::estimate::cost_fen(self.card, self.world, self.time_limit_s)
+        crate::estimate::cost_fen(self.price_fen_per_hour(), self.world, self.time_limit_s)
     }
 }
 

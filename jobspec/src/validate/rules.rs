@@ -419,6 +419,7 @@ pub(super) fn check(
         lora_rank,
         lora_alpha,
         lora_targets,
+        price_overrides: Vec::new(),
         spec,
     })
 }
