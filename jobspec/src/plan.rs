@@ -80,7 +80,7 @@ pub fn finish(valid: Option<ValidSpec>, mut diagnostics: Vec<Diagnostic>) -> Pla
             Code::DoesNotFit,
             "resources.card",
             format!(
-                "does not fit: needs {:.1} GiB per card, a {} has {:.1} GiB ({:.1} GiB short)",
+                "does not fit: needs {:.1} GiB per card, one {} has {:.1} GiB ({:.1} GiB short)",
                 gib(m.per_gpu.total_bytes),
                 v.card().display,
                 gib(m.card_bytes),

@@ -199,6 +199,18 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
                 format_duration(sg.seconds),
                 yuan(sg.fen)
             );
+            if sg.cpu_bytes_per_node > 0 {
+                let _ = writeln!(
+                    o,
+                    "      {} {}",
+                    if zh {
+                        "每节点需要主机内存"
+                    } else {
+                        "needs host RAM per node:"
+                    },
+                    gib(sg.cpu_bytes_per_node)
+                );
+            }
             for op in &sg.patch {
                 let _ = writeln!(o, "      {} = {}", op.path, op.value);
             }

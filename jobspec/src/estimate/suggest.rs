@@ -35,6 +35,8 @@ pub struct Suggestion {
     pub card_bytes: u64,
     pub seconds: f64,
     pub fen: u64,
+    /// Host RAM per node the offloaded states need (0 without offload): check the nodes have it.
+    pub cpu_bytes_per_node: u64,
 }
 
 struct Change {
@@ -236,6 +238,7 @@ pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
                 card_bytes: m.card_bytes,
                 seconds: t.seconds,
                 fen: c.fen,
+                cpu_bytes_per_node: m.cpu_bytes_per_node,
             });
         }
     }
