@@ -3,10 +3,19 @@
 //! No I/O, no async: this crate builds for native targets and for wasm32, and the app, the edge,
 //! the runner and the CLI all call it so that they can never disagree.
 //!
-//! Entry points: [`plan_toml`] / [`plan_json`] (everything at once), [`validate_toml`] /
-//! [`validate_json`] / [`validate_spec`] (spec → `ValidSpec` + diagnostics), the estimators in
-//! [`estimate`], launch artifacts in [`deepspeed`] and [`launch`], and the share codec in
-//! [`share`].
+//! Entry points:
+//! - [`plan_toml`] / [`plan_json`] / [`plan_spec`] / [`plan_text_with`]: everything at once
+//!   (diagnostics, estimate, card comparison, fixes, artifacts); [`Plan::is_submittable`] is the
+//!   edge's gate and [`PlanWire`] its JSON form.
+//! - [`validate_toml`] / [`validate_json`] / [`validate_spec`]: spec → `(Option<ValidSpec>,
+//!   Vec<Diagnostic>)`, every problem with a stable code, line/column and zh-CN + en text.
+//! - [`estimate()`], [`estimate::compare_cards`], [`estimate::suggest_fixes`] and
+//!   [`estimate::apply_patch`] / [`estimate::suggest::apply_patch_toml`]: only on a `ValidSpec`.
+//! - [`deepspeed`] (ds_config export and import), [`launch`] (commands, sbatch), [`share`]
+//!   (URL-fragment codec), [`schema`] (JSON Schema), [`templates()`], [`report`] (terminal
+//!   text) and [`bench`](mod@bench) (the `cargo xtask bench` hook).
+//!
+//! Deliberately absent: HTTP, files, clocks, randomness. Money is integer fen.
 
 pub mod bench;
 pub mod catalog;
