@@ -4,8 +4,7 @@
 
 use crate::config::{Config, ROPE_THETA};
 use crate::error::{Error, Result};
-use crate::kernels::{add_assign, axpy, dot, matvec, rmsnorm};
-use crate::sampler::softmax;
+use crate::kernels::{add_assign, attend, exp, matvec, rmsnorm};
 use crate::weights::Weights;
 
 struct Layer {
@@ -141,15 +140,16 @@ impl Transformer {
                 .enumerate()
             {
                 let off = (h / kv_mul) * hs;
-                let att = &mut self.att[..=pos];
-                for (a, key) in att.iter_mut().zip(keys.chunks_exact(kv_dim)) {
-                    *a = dot(qh, &key[off..off + hs]) / scale;
-                }
-                softmax(att);
-                out.fill(0.0);
-                for (a, value) in att.iter().zip(values.chunks_exact(kv_dim)) {
-                    axpy(out, *a, &value[off..off + hs]);
-                }
+                attend(
+                    qh,
+                    keys,
+                    values,
+                    kv_dim,
+                    off,
+                    scale,
+                    &mut self.att[..=pos],
+                    out,
+                );
             }
             matvec(&mut self.xb2, &layer.wo, &self.xb);
             add_assign(&mut self.x, &self.xb2);
@@ -159,7 +159,7 @@ impl Transformer {
             let (h1, h3) = self.hb.split_at_mut(hidden);
             for (a, b) in h1.iter_mut().zip(h3.iter()) {
                 let val = *a;
-                *a = val * (1.0 / (1.0 + (-val).exp())) * b;
+                *a = val * (1.0 / (1.0 + exp(-val))) * b;
             }
             matvec(&mut self.xb, &layer.w2, h1);
             add_assign(&mut self.x, &self.xb);

@@ -1,32 +1,33 @@
 //! The f32 kernels of the inference path, written so that LLVM vectorises them (SSE2/AVX natively,
 //! SIMD128 in the browser) without `unsafe`.
 
-const LANES: usize = 16;
+use wide::f32x4;
 
-/// Dot product of two equally long vectors with 16 independent accumulators.
+const LANES: usize = 8;
+
+/// Dot product of two equally long vectors: four independent 4-lane accumulators, so that long
+/// rows keep several loads in flight and short ones (a head of 8) still use vector operations.
 #[inline(always)]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    let (ca, ra) = a[..n].as_chunks::<LANES>();
-    let (cb, rb) = b[..n].as_chunks::<LANES>();
-    let mut acc = [0.0f32; LANES];
-    for (x, y) in ca.iter().zip(cb) {
-        for k in 0..LANES {
-            acc[k] += x[k] * y[k];
+    let (ca, ra) = a.as_chunks::<4>();
+    let (cb, rb) = b.as_chunks::<4>();
+    let mut acc = [f32x4::ZERO; 4];
+    let ga = ca.chunks_exact(4);
+    let gb = cb.chunks_exact(4);
+    let (rest_a, rest_b) = (ga.remainder(), gb.remainder());
+    for (xa, xb) in ga.zip(gb) {
+        for j in 0..4 {
+            acc[j] += f32x4::new(xa[j]) * f32x4::new(xb[j]);
         }
+    }
+    for (j, (xa, xb)) in rest_a.iter().zip(rest_b).enumerate() {
+        acc[j] += f32x4::new(*xa) * f32x4::new(*xb);
     }
     let mut tail = 0.0f32;
     for (x, y) in ra.iter().zip(rb) {
         tail += x * y;
     }
-    let mut width = LANES / 2;
-    while width > 0 {
-        for k in 0..width {
-            acc[k] += acc[k + width];
-        }
-        width /= 2;
-    }
-    acc[0] + tail
+    ((acc[0] + acc[2]) + (acc[1] + acc[3])).reduce_add() + tail
 }
 
 /// `out = W x` for a row-major `W` of shape `[out.len(), x.len()]`.
@@ -52,6 +53,60 @@ pub fn rmsnorm(out: &mut [f32], x: &[f32], weight: &[f32]) {
     }
 }
 
+/// The sum of `x` over 8 lanes.
+#[inline]
+pub fn sum(x: &[f32]) -> f32 {
+    let (chunks, rest) = x.as_chunks::<LANES>();
+    let mut acc = [0.0f32; LANES];
+    for c in chunks {
+        for k in 0..LANES {
+            acc[k] += c[k];
+        }
+    }
+    acc.iter().sum::<f32>() + rest.iter().sum::<f32>()
+}
+
+/// One attention head: scores of `q` against every cached key (at `off` within each
+/// `kv_dim`-wide position), softmax, then the weighted sum of the cached values into `out`.
+#[inline]
+#[allow(clippy::too_many_arguments)] // The head's slices and its geometry; a struct would only rename them.
+pub fn attend(
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    kv_dim: usize,
+    off: usize,
+    scale: f32,
+    att: &mut [f32],
+    out: &mut [f32],
+) {
+    let hs = q.len();
+    for (a, key) in att.iter_mut().zip(keys.chunks_exact(kv_dim)) {
+        *a = dot(q, &key[off..off + hs]) / scale;
+    }
+    softmax(att);
+    let (out8, rest) = out.as_chunks_mut::<LANES>();
+    // Eight output lanes at a time stay in registers across all positions.
+    for (c, o) in out8.iter_mut().enumerate() {
+        let start = off + c * LANES;
+        let mut acc = [0.0f32; LANES];
+        for (a, value) in att.iter().zip(values.chunks_exact(kv_dim)) {
+            let v = &value[start..start + LANES];
+            for k in 0..LANES {
+                acc[k] += a * v[k];
+            }
+        }
+        *o = acc;
+    }
+    if !rest.is_empty() {
+        let start = off + out8.len() * LANES;
+        rest.fill(0.0);
+        for (a, value) in att.iter().zip(values.chunks_exact(kv_dim)) {
+            axpy(rest, *a, &value[start..start + rest.len()]);
+        }
+    }
+}
+
 /// `x += y`, elementwise.
 #[inline]
 pub fn add_assign(x: &mut [f32], y: &[f32]) {
@@ -65,5 +120,61 @@ pub fn add_assign(x: &mut [f32], y: &[f32]) {
 pub fn axpy(x: &mut [f32], a: f32, y: &[f32]) {
     for (xi, yi) in x.iter_mut().zip(y) {
         *xi += a * yi;
+    }
+}
+
+/// `e^x` in f32 without branches, so loops over it vectorise (as gcc's libmvec does for run.c).
+/// Cephes' `expf` polynomial: within 2 ulp of the correctly rounded result over the f32 range.
+#[inline(always)]
+pub fn exp(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const ROUND: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer.
+    let x = x.clamp(-87.336_55, 88.722_83);
+    let t = x * LOG2E + ROUND;
+    let n = t - ROUND;
+    let r = x - n * 0.693_359_4 - n * -2.121_944_4e-4;
+    let p = ((((1.987_569_1e-4 * r + 1.398_2e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
+        + 0.166_666_65)
+        * r
+        + 0.5;
+    let y = p * r * r + r + 1.0;
+    // 2^n built from its exponent bits; n is in -126..=128, split in two to stay finite.
+    let ni = t.to_bits() as i32 - ROUND.to_bits() as i32;
+    let half = ni >> 1;
+    let s1 = f32::from_bits(((half + 127) as u32) << 23);
+    let s2 = f32::from_bits(((ni - half + 127) as u32) << 23);
+    y * s1 * s2
+}
+
+/// In-place softmax (max subtracted, then divided by the sum) using [`exp`].
+#[inline]
+pub fn softmax(x: &mut [f32]) {
+    let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    // Two loops, so the exponentials vectorise; the sum then runs over 8 lanes.
+    for v in x.iter_mut() {
+        *v = exp(*v - max);
+    }
+    let sum = sum(x);
+    for v in x.iter_mut() {
+        *v /= sum;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_is_close_to_std() {
+        let mut worst = 0.0f32;
+        let mut x = -87.0f32;
+        while x < 88.0 {
+            let (a, b) = (exp(x), x.exp());
+            worst = worst.max(((a - b) / b).abs());
+            x += 0.0137;
+        }
+        assert!(worst < 3e-7, "worst relative error {worst}");
+        assert_eq!(exp(-1000.0), (-87.336_55f32).exp().max(exp(-1000.0)));
+        assert!(exp(0.0) == 1.0);
     }
 }

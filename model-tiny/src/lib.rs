@@ -7,6 +7,7 @@
 //!   llama2.c's `run.c` does; [`Tokenizer`] and [`Sampler`] are run.c's.
 //! - [`train`] trains the same weights with candle's autograd.
 
+pub mod bench;
 pub mod checkpoint;
 pub mod config;
 pub mod error;

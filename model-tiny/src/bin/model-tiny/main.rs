@@ -16,6 +16,7 @@ fn main() {
     let result = match argv.get(1).map(String::as_str) {
         Some("train") => train::main(&argv[2..]),
         Some("bench") => bench::main(&argv[2..]),
+        Some("random") => bench::random(&argv[2..]),
         Some("-h" | "--help" | "help") | None => {
             eprint!("{}", run::USAGE);
             std::process::exit(1);
