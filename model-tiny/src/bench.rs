@@ -17,18 +17,33 @@ pub fn random_15m() -> Result<Weights> {
     Weights::random(Config::stories15m(), BENCH_SEED)
 }
 
-/// Greedy generation from BOS for `steps` positions (stopping early at BOS, as run.c does);
-/// returns run.c's figure: tokens after the first, per second of `now_s` time.
-pub fn greedy_tokens_per_s(
+/// The sampling each benchmark model uses: greedy for the trained stories260K; plain
+/// multinomial sampling (`-t 1 -p 0 -s 42`) for the random model, whose greedy choice after BOS
+/// is BOS itself (a shared classifier scores the input token highest), which would end at once.
+pub fn bench_sampler(random_weights: bool) -> SamplerConfig {
+    if random_weights {
+        SamplerConfig {
+            temperature: 1.0,
+            topp: 0.0,
+            seed: 42,
+        }
+    } else {
+        SamplerConfig {
+            temperature: 0.0,
+            ..SamplerConfig::default()
+        }
+    }
+}
+
+/// Generation from BOS for `steps` positions (stopping early at BOS, as run.c does); returns
+/// run.c's figure: tokens after the first, per second of `now_s` time.
+pub fn tokens_per_s(
     model: &mut Transformer,
     steps: usize,
+    sampler: SamplerConfig,
     now_s: &dyn Fn() -> f64,
 ) -> Result<f64> {
-    let greedy = SamplerConfig {
-        temperature: 0.0,
-        ..SamplerConfig::default()
-    };
-    let mut generator = Generator::from_tokens(model, vec![BOS], steps, greedy);
+    let mut generator = Generator::from_tokens(model, vec![BOS], steps, sampler);
     let mut start = None;
     while generator.next_token()?.is_some() {
         start.get_or_insert_with(now_s);

@@ -5,7 +5,8 @@
 //!   bytes, [`load_weights`] picks the format by itself.
 //! - [`Transformer`] is the fast f32 inference path; [`Generator`] streams tokens exactly as
 //!   llama2.c's `run.c` does; [`Tokenizer`] and [`Sampler`] are run.c's.
-//! - [`train`] trains the same weights with candle's autograd.
+//! - [`model::CandleModel`] is the same model in candle for autograd; `train` (native only)
+//!   trains it.
 
 pub mod bench;
 pub mod checkpoint;
@@ -15,8 +16,11 @@ pub mod forward;
 pub mod generate;
 mod kernels;
 pub mod llama2c;
+pub mod model;
 pub mod sampler;
 pub mod tokenizer;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod train;
 pub mod weights;
 
 pub use config::Config;

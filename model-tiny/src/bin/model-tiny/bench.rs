@@ -3,7 +3,7 @@
 
 use crate::args::Flags;
 use crate::run::read;
-use model_tiny::bench::{greedy_tokens_per_s, random_15m};
+use model_tiny::bench::{bench_sampler, random_15m, tokens_per_s};
 use model_tiny::{Error, Result, Transformer, Weights, llama2c, load_weights};
 use std::process::Command;
 use std::time::Instant;
@@ -21,22 +21,30 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs.get(xs.len() / 2).copied().unwrap_or(0.0)
 }
 
-fn ours(weights: &Weights, repeats: usize) -> Result<f64> {
+fn ours(weights: &Weights, random: bool, repeats: usize) -> Result<f64> {
     let t0 = Instant::now();
     let now = move || t0.elapsed().as_secs_f64();
     let mut runs = Vec::new();
     for _ in 0..repeats {
         let mut model = Transformer::new(weights);
-        runs.push(greedy_tokens_per_s(&mut model, 256, &now)?);
+        runs.push(tokens_per_s(&mut model, 256, bench_sampler(random), &now)?);
     }
     Ok(median(runs))
 }
 
-fn run_c(bin: &str, model: &str, tokenizer: &str, repeats: usize) -> Result<f64> {
+fn run_c(bin: &str, model: &str, tokenizer: &str, random: bool, repeats: usize) -> Result<f64> {
+    let s = bench_sampler(random);
+    let (t, p, seed) = (
+        s.temperature.to_string(),
+        s.topp.to_string(),
+        s.seed.to_string(),
+    );
     let mut runs = Vec::new();
     for _ in 0..repeats {
         let out = Command::new(bin)
-            .args([model, "-z", tokenizer, "-t", "0", "-n", "256"])
+            .args([
+                model, "-z", tokenizer, "-t", &t, "-p", &p, "-s", &seed, "-n", "256",
+            ])
             .output()
             .map_err(|e| Error::io(bin, e))?;
         let err = String::from_utf8_lossy(&out.stderr);
@@ -87,14 +95,15 @@ pub fn main(args: &[String]) -> Result<()> {
         ),
     ];
     for (name, weights, path, tok) in cases {
-        let ours = ours(weights, repeats)?;
+        let random = name != "stories260K";
+        let ours = ours(weights, random, repeats)?;
         let theirs = match &runc {
             Some(bin) => {
-                if name != "stories260K" {
+                if random {
                     std::fs::write(&tmp, llama2c::export_v0(weights))
                         .map_err(|e| Error::io(&tmp, e))?;
                 }
-                let r = run_c(bin, &path, &tok, repeats);
+                let r = run_c(bin, &path, &tok, random, repeats);
                 let _ = std::fs::remove_file(&tmp);
                 Some(r?)
             }

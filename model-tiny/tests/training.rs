@@ -1,0 +1,165 @@
+//! Training: the candle model agrees with the fast path, the loss falls on tinyshakespeare, and a
+//! checkpoint written by training resumes and loads back for inference.
+#![cfg(not(target_arch = "wasm32"))]
+#![allow(clippy::unwrap_used)] // Test helpers may panic: a failure is the test failing.
+
+use candle_core::{Device, Tensor};
+use model_tiny::model::CandleModel;
+use model_tiny::train::{TrainConfig, Trainer, encode_corpus};
+use model_tiny::{
+    Config, SamplerConfig, Tokenizer, Transformer, Weights, generate_text, load_weights,
+};
+use std::path::PathBuf;
+
+fn shared(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared")
+        .join(rel)
+}
+
+fn tok512() -> Tokenizer {
+    Tokenizer::from_bytes(&std::fs::read(shared("models/tok512.bin")).unwrap(), 512).unwrap()
+}
+
+fn shakespeare(chars: usize) -> Vec<u32> {
+    let text = std::fs::read_to_string(shared("data/tinyshakespeare.txt")).unwrap();
+    let end = text
+        .char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(i, _)| i);
+    encode_corpus(&tok512(), &text[..end])
+}
+
+#[test]
+fn candle_forward_matches_fast_forward_on_stories260k() {
+    let w = load_weights(&std::fs::read(shared("models/stories260K.bin")).unwrap()).unwrap();
+    let tokens: Vec<u32> = vec![1, 403, 407, 261, 378, 432, 383, 286, 261, 376];
+    let model = CandleModel::from_weights(&w, &Device::Cpu).unwrap();
+    let input = Tensor::from_vec(tokens.clone(), (1, tokens.len()), &Device::Cpu).unwrap();
+    let logits = model.forward(&input).unwrap();
+    let mut fast = Transformer::new(&w);
+    for (pos, t) in tokens.iter().enumerate() {
+        let want = fast.forward(*t, pos).unwrap().to_vec();
+        let got = logits
+            .get(0)
+            .unwrap()
+            .get(pos)
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        let worst = want
+            .iter()
+            .zip(&got)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        assert!(worst < 1e-3, "position {pos}: max difference {worst}");
+    }
+}
+
+fn tiny_config() -> Config {
+    Config {
+        dim: 64,
+        hidden_dim: 172,
+        n_layers: 2,
+        n_heads: 8,
+        n_kv_heads: 4,
+        vocab_size: 512,
+        seq_len: 64,
+        shared_classifier: true,
+    }
+}
+
+#[test]
+fn loss_falls_on_tinyshakespeare_from_scratch() {
+    let tokens = shakespeare(60_000);
+    let cfg = TrainConfig {
+        steps: 40,
+        batch_size: 8,
+        seq_len: 64,
+        learning_rate: 3e-3,
+        warmup_steps: 5,
+        eval_every: 40,
+        log_every: 1,
+        ..TrainConfig::default()
+    };
+    let w = Weights::random(tiny_config(), 7).unwrap();
+    let mut trainer = Trainer::new(&w, &tokens, cfg).unwrap();
+    let initial = trainer.val_loss().unwrap().unwrap();
+    let mut lines = Vec::new();
+    trainer
+        .run(None, &mut |m| {
+            lines.push(m.clone());
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(lines.len(), 40);
+    let last = lines.last().unwrap();
+    let val = last.val_loss.unwrap();
+    assert!(val < initial - 1.0, "validation loss {initial} -> {val}");
+    assert!(
+        last.loss < lines[0].loss - 1.0,
+        "{} -> {}",
+        lines[0].loss,
+        last.loss
+    );
+    assert!(last.tokens_per_s > 0.0 && last.elapsed_s > 0.0);
+    let json = serde_json::to_string(last).unwrap();
+    for key in [
+        "step",
+        "loss",
+        "val_loss",
+        "lr",
+        "tokens_per_s",
+        "elapsed_s",
+    ] {
+        assert!(json.contains(&format!("\"{key}\"")), "{json}");
+    }
+}
+
+#[test]
+fn checkpoint_resumes_and_loads_for_inference() {
+    let tokens = shakespeare(20_000);
+    let dir = std::env::temp_dir().join(format!("model-tiny-ckpt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cfg = TrainConfig {
+        steps: 6,
+        batch_size: 2,
+        seq_len: 32,
+        checkpoint_every: 3,
+        ..TrainConfig::default()
+    };
+    let w = Weights::random(tiny_config(), 3).unwrap();
+    // One run of 6 steps, and one of 3 steps resumed for 3 more, end with the same weights.
+    let mut straight = Trainer::new(&w, &tokens, cfg.clone()).unwrap();
+    straight.run(None, &mut |_| Ok(())).unwrap();
+    let half = TrainConfig {
+        steps: 3,
+        ..cfg.clone()
+    };
+    let mut first = Trainer::new(&w, &tokens, half).unwrap();
+    first.run(Some(&dir), &mut |_| Ok(())).unwrap();
+    assert!(Trainer::can_resume(&dir));
+    let mut resumed = Trainer::resume(&dir, &tokens, cfg).unwrap();
+    assert_eq!(resumed.step_count(), 3);
+    resumed.run(Some(&dir), &mut |_| Ok(())).unwrap();
+    let (a, b) = (straight.weights().unwrap(), resumed.weights().unwrap());
+    let worst = a
+        .tok_embeddings
+        .iter()
+        .zip(&b.tok_embeddings)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max);
+    assert!(worst < 1e-5, "resumed run differs by {worst}");
+
+    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let loaded = load_weights(&bytes).unwrap();
+    assert_eq!(loaded, b);
+    let mut model = Transformer::new(&loaded);
+    let greedy = SamplerConfig {
+        temperature: 0.0,
+        ..SamplerConfig::default()
+    };
+    let (_, ids) = generate_text(&mut model, &tok512(), "First", 20, greedy).unwrap();
+    assert!(!ids.is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
