@@ -1,0 +1,68 @@
+//! The one error shape of the API: `{"error": {"code", "message", "details"}}` with an HTTP status.
+
+use serde::Serialize;
+
+/// An error answered to a client. `code` is stable and machine-readable; `message` is for people.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApiError {
+    #[serde(skip)]
+    pub status: u16,
+    pub code: &'static str,
+    pub message: String,
+    pub details: serde_json::Value,
+}
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    error: &'a ApiError,
+}
+
+impl ApiError {
+    pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            details: serde_json::Value::Null,
+        }
+    }
+
+    pub fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = details;
+        self
+    }
+
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Self::new(404, "not_found", what)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "internal", message)
+    }
+
+    /// The JSON body for this error.
+    pub fn to_body(&self) -> String {
+        // Serialising a struct of strings and a JSON value cannot fail; fall back to a fixed body
+        // rather than panicking if it ever did.
+        serde_json::to_string(&Envelope { error: self }).unwrap_or_else(|_| {
+            r#"{"error":{"code":"internal","message":"error serialisation failed","details":null}}"#
+                .to_string()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_has_the_documented_shape() {
+        let e = ApiError::not_found("no route for GET /api/nope")
+            .with_details(serde_json::json!({"path": "/api/nope"}));
+        let v: serde_json::Value = serde_json::from_str(&e.to_body()).unwrap();
+        assert_eq!(v["error"]["code"], "not_found");
+        assert_eq!(v["error"]["message"], "no route for GET /api/nope");
+        assert_eq!(v["error"]["details"]["path"], "/api/nope");
+        assert_eq!(e.status, 404);
+    }
+}

@@ -1,0 +1,153 @@
+//! `GET /api/health`: the edge's version, a real round trip through each storage binding, and the
+//! reachability of every configured backend.
+
+use super::http::respond;
+use crate::backends::{self, BackendConfig};
+use crate::health::{BackendHealth, Bindings, Check, HealthReport};
+use futures_util::future::{Either, join_all, select};
+use std::time::Duration;
+use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit, Response, RouteContext};
+
+pub async fn get(_req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
+    let env = &ctx.env;
+    let bindings = Bindings {
+        d1: Check::from_result(check_d1(env).await),
+        kv: Check::from_result(check_kv(env).await),
+        durable_object: Check::from_result(check_durable_object(env).await),
+    };
+    let configured = backends::parse(env.var("BACKENDS").ok().map(|v| v.to_string()).as_deref());
+    let backends = match configured {
+        Ok(list) => join_all(list.iter().map(check_backend)).await,
+        Err(e) => vec![BackendHealth {
+            name: "BACKENDS".into(),
+            kind: backends::BackendKind::Runner,
+            reachable: false,
+            detail: e,
+        }],
+    };
+    let ok = bindings.d1.ok && bindings.kv.ok && bindings.durable_object.ok;
+    let report = HealthReport {
+        ok,
+        service: "onramp-edge".into(),
+        version: crate::VERSION.into(),
+        bindings,
+        backends,
+    };
+    respond(if ok { 200 } else { 503 }, Ok(report))
+}
+
+async fn check_d1(env: &Env) -> Result<String, String> {
+    let db = env.d1("DB").map_err(|e| format!("binding DB: {e}"))?;
+    #[derive(serde::Deserialize)]
+    struct Row {
+        migrations: i64,
+    }
+    // The migrations table proves both that D1 answers and that `wrangler d1 migrations apply`
+    // ran; a missing table is reported as such.
+    let row: Option<Row> = db
+        .prepare("SELECT COUNT(*) AS migrations FROM d1_migrations")
+        .first(None)
+        .await
+        .map_err(|e| format!("D1 query failed (were migrations applied?): {e}"))?;
+    let n = row.map_or(0, |r| r.migrations);
+    Ok(format!("{n} migrations applied"))
+}
+
+async fn check_kv(env: &Env) -> Result<String, String> {
+    let kv = env.kv("KV").map_err(|e| format!("binding KV: {e}"))?;
+    let stamp = format!("{}", worker::Date::now().as_millis());
+    kv.put("health:probe", &stamp)
+        .map_err(|e| format!("KV put: {e}"))?
+        .execute()
+        .await
+        .map_err(|e| format!("KV put: {e}"))?;
+    let back = kv
+        .get("health:probe")
+        .text()
+        .await
+        .map_err(|e| format!("KV get: {e}"))?;
+    // Another probe may have written in between; any value written by a probe proves the round trip.
+    match back {
+        Some(_) => Ok("write and read back".into()),
+        None => Err("KV read back nothing after a write".into()),
+    }
+}
+
+async fn check_durable_object(env: &Env) -> Result<String, String> {
+    let ns = env
+        .durable_object("COORDINATOR")
+        .map_err(|e| format!("binding COORDINATOR: {e}"))?;
+    let stub = ns
+        .id_from_name("health")
+        .and_then(|id| id.get_stub())
+        .map_err(|e| format!("Durable Object stub: {e}"))?;
+    let mut resp = stub
+        .fetch_with_str("https://coordinator/probe")
+        .await
+        .map_err(|e| format!("Durable Object fetch: {e}"))?;
+    let text = resp
+        .text()
+        .await
+        .map_err(|e| format!("Durable Object body: {e}"))?;
+    if resp.status_code() != 200 {
+        return Err(format!(
+            "Durable Object answered {}: {text}",
+            resp.status_code()
+        ));
+    }
+    Ok(format!("SQLite storage answered, probe count {text}"))
+}
+
+async fn check_backend(backend: &BackendConfig) -> BackendHealth {
+    let result = probe_backend(backend).await;
+    BackendHealth {
+        name: backend.name.clone(),
+        kind: backend.kind,
+        reachable: result.is_ok(),
+        detail: result.unwrap_or_else(|e| e),
+    }
+}
+
+async fn probe_backend(backend: &BackendConfig) -> Result<String, String> {
+    let headers = Headers::new();
+    if !backend.secret.is_empty() {
+        headers
+            .set("authorization", &format!("Bearer {}", backend.secret))
+            .map_err(|e| e.to_string())?;
+    }
+    let mut init = RequestInit::new();
+    init.with_method(Method::Get).with_headers(headers);
+    let req = Request::new_with_init(&backend.health_url(), &init).map_err(|e| e.to_string())?;
+    let fetch = Fetch::Request(req);
+    let send = fetch.send();
+    let timeout = Delay::from(Duration::from_secs(3));
+    futures_util::pin_mut!(send);
+    futures_util::pin_mut!(timeout);
+    match select(send, timeout).await {
+        Either::Left((Ok(mut resp), _)) => {
+            let status = resp.status_code();
+            let body = resp.text().await.unwrap_or_default();
+            if status == 200 {
+                Ok(summarise(&body))
+            } else {
+                Err(format!("answered HTTP {status}"))
+            }
+        }
+        Either::Left((Err(e), _)) => Err(format!("unreachable: {e}")),
+        Either::Right(_) => Err("no answer within 3 s".into()),
+    }
+}
+
+/// A one-line description of a runner's health answer, e.g. "onramp-runner 0.1.0, 2 CPUs".
+fn summarise(body: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    match (v["service"].as_str(), v["version"].as_str()) {
+        (Some(s), Some(ver)) => {
+            format!(
+                "{s} {ver}, {} CPUs",
+                v["resources"]["cpus"].as_u64().unwrap_or(0)
+            )
+        }
+        _ => "answered".into(),
+    }
+}

@@ -1,0 +1,240 @@
+//! The local stack: `onramp-runner` plus `wrangler dev` (workerd with local D1, KV and Durable
+//! Objects) serving the app and `/api/*` on one URL. Used by `cargo xtask dev` and by the tests,
+//! so both start exactly the same thing.
+
+use crate::paths;
+use crate::process::{Service, free_port};
+use crate::wait;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// How to start a stack.
+#[derive(Debug, Clone)]
+pub struct StackOptions {
+    /// Port of the one URL; a free one when `None`.
+    pub port: Option<u16>,
+    /// Where wrangler's local D1/KV/DO state, the runner's state and the logs live.
+    pub state_dir: PathBuf,
+    /// Remove `state_dir` when the stack stops (tests); kept for `cargo xtask dev`.
+    pub remove_state_on_drop: bool,
+    /// Let the services write to the terminal instead of log files.
+    pub inherit_output: bool,
+    pub admin_token: String,
+    /// Start the runner and configure it as a backend.
+    pub with_runner: bool,
+}
+
+impl StackOptions {
+    /// A stack with fresh temporary state, for a test.
+    pub fn for_test(name: &str) -> StackOptions {
+        StackOptions {
+            port: None,
+            state_dir: unique_temp_dir(name),
+            remove_state_on_drop: true,
+            inherit_output: false,
+            admin_token: random_hex(16),
+            with_runner: true,
+        }
+    }
+}
+
+/// A running stack; dropping it stops every process it started and, for tests, removes its state.
+pub struct Stack {
+    pub url: String,
+    pub admin_token: String,
+    pub runner_url: Option<String>,
+    pub runner_secret: String,
+    pub state_dir: PathBuf,
+    remove_state_on_drop: bool,
+    // Declared in stop order: the edge first, then the runner.
+    pub edge: Option<Service>,
+    pub runner: Option<Service>,
+}
+
+impl Stack {
+    pub fn start(opts: StackOptions) -> Result<Stack, String> {
+        std::fs::create_dir_all(&opts.state_dir)
+            .map_err(|e| format!("cannot create {}: {e}", opts.state_dir.display()))?;
+        let mut stack = Stack {
+            url: String::new(),
+            admin_token: opts.admin_token.clone(),
+            runner_url: None,
+            runner_secret: random_hex(32),
+            state_dir: opts.state_dir.clone(),
+            remove_state_on_drop: opts.remove_state_on_drop,
+            edge: None,
+            runner: None,
+        };
+        let mut backends = Vec::new();
+        if opts.with_runner {
+            let port = free_port()?;
+            let url = format!("http://127.0.0.1:{port}");
+            let mut cmd = Command::new(paths::runner_bin());
+            cmd.args(["--addr", &format!("127.0.0.1:{port}"), "--state-dir"])
+                .arg(opts.state_dir.join("runner"))
+                .env("ONRAMP_RUNNER_SECRET", &stack.runner_secret);
+            let log = opts.state_dir.join("runner.log");
+            stack.runner = Some(Service::start(
+                "onramp-runner",
+                cmd,
+                &log,
+                opts.inherit_output,
+            )?);
+            let secret = stack.runner_secret.clone();
+            let health = format!("{url}/health");
+            let runner = stack.runner.as_mut();
+            wait_healthy("the runner", runner, Duration::from_secs(30), || {
+                let resp = crate::http()
+                    .get(&health)
+                    .header("authorization", &format!("Bearer {secret}"))
+                    .call();
+                Ok(resp.is_ok_and(|r| r.status() == 200))
+            })?;
+            backends.push(serde_json::json!({
+                "name": "local", "kind": "runner", "url": url,
+                "secret": stack.runner_secret, "cards": {"cpu": 1}
+            }));
+            stack.runner_url = Some(url);
+        }
+
+        let persist = opts.state_dir.join("wrangler");
+        let status = wrangler(&opts.state_dir)
+            .args(["d1", "migrations", "apply", "DB", "--local", "--persist-to"])
+            .arg(&persist)
+            .output()
+            .map_err(|e| format!("cannot run wrangler d1 migrations apply: {e}"))?;
+        if !status.status.success() {
+            return Err(format!(
+                "wrangler d1 migrations apply failed: {}\n{}",
+                String::from_utf8_lossy(&status.stdout),
+                String::from_utf8_lossy(&status.stderr)
+            ));
+        }
+
+        let port = match opts.port {
+            Some(p) => p,
+            None => free_port()?,
+        };
+        stack.url = format!("http://127.0.0.1:{port}");
+        let mut cmd = wrangler(&opts.state_dir);
+        cmd.args([
+            "dev",
+            "--local",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+        ])
+        .args(["--show-interactive-dev-session=false", "--persist-to"])
+        .arg(&persist)
+        // Each wrangler opens a debugger port (9229 by default); parallel stacks need their own.
+        .args(["--inspector-port", &free_port()?.to_string()])
+        .args([
+            "--var",
+            &format!("BACKENDS:{}", serde_json::Value::Array(backends)),
+        ])
+        .args(["--var", &format!("ADMIN_TOKEN:{}", opts.admin_token)]);
+        let log = opts.state_dir.join("edge.log");
+        stack.edge = Some(Service::start(
+            "wrangler dev",
+            cmd,
+            &log,
+            opts.inherit_output,
+        )?);
+        let health = format!("{}/api/health", stack.url);
+        let edge = stack.edge.as_mut();
+        wait_healthy("wrangler dev", edge, Duration::from_secs(90), || {
+            Ok(crate::http()
+                .get(&health)
+                .call()
+                .is_ok_and(|r| r.status() == 200 || r.status() == 503))
+        })?;
+        Ok(stack)
+    }
+
+    /// Stops everything; also done on drop.
+    pub fn stop(&mut self) {
+        self.edge.take();
+        self.runner.take();
+        if self.remove_state_on_drop {
+            let _ = std::fs::remove_dir_all(&self.state_dir);
+        }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Waits until `ready` says yes, failing early with the log tail if the service exits.
+fn wait_healthy(
+    what: &str,
+    service: Option<&mut Service>,
+    timeout: Duration,
+    mut ready: impl FnMut() -> Result<bool, String>,
+) -> Result<(), String> {
+    let service = service.ok_or_else(|| format!("{what} was not started"))?;
+    // A service that exited will not become ready: stop waiting at once (`Some(Err)`).
+    let result = wait::until(what, timeout, || {
+        if let Some(status) = service.exited() {
+            return Ok(Some(Err(format!("{what} exited with {status}"))));
+        }
+        Ok(ready()?.then_some(Ok(())))
+    })
+    .and_then(|r| r);
+    result.map_err(|e| {
+        format!(
+            "{e}\n--- {} log ---\n{}",
+            service.name,
+            service.log_tail(4000)
+        )
+    })
+}
+
+/// A wrangler command with everything that would phone out switched off and its own
+/// configuration folder inside `state_dir`.
+pub fn wrangler(state_dir: &Path) -> Command {
+    let root = paths::repo_root();
+    let mut cmd = Command::new("node");
+    cmd.arg(paths::wrangler_js())
+        .arg("--config")
+        .arg(root.join("edge/wrangler.toml"))
+        .current_dir(root.join("edge"))
+        .env("WRANGLER_SEND_METRICS", "false")
+        .env("WRANGLER_HIDE_BANNER", "true")
+        .env("CLOUDFLARE_CF_FETCH_ENABLED", "false")
+        .env("XDG_CONFIG_HOME", state_dir.join("xdg"))
+        .env("WRANGLER_LOG_PATH", state_dir.join("wrangler-logs"))
+        .env("CI", "true");
+    cmd
+}
+
+/// `len` random bytes as hex, from the kernel's generator.
+pub fn random_hex(len: usize) -> String {
+    use std::io::Read;
+    let mut buf = vec![0u8; len];
+    let filled = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf));
+    if filled.is_err() {
+        // No /dev/urandom: fall back to the clock and pid, which is still unique per run.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let seed = format!("{t}{}", std::process::id());
+        for (i, b) in seed.bytes().cycle().take(len).enumerate() {
+            buf[i] = b ^ (i as u8).wrapping_mul(31);
+        }
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A new, empty folder under the system's temp dir.
+pub fn unique_temp_dir(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "onramp-{name}-{}-{}",
+        std::process::id(),
+        random_hex(6)
+    ))
+}

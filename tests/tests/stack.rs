@@ -1,0 +1,129 @@
+//! The walking skeleton through every layer: `wrangler dev` (workerd with real local D1, KV and
+//! Durable Objects) answers `/api/health` with its bindings and the runner's reachability, and
+//! the Leptos app, loaded in headless Chromium, renders it.
+//!
+//! These tests need the built stack (app, worker, runner) and installed tools, so they are
+//! ignored in a plain `cargo test`; `cargo xtask test` builds everything and runs them.
+
+use onramp_tests::stack::{Stack, StackOptions};
+use onramp_tests::webdriver::Browser;
+use serde_json::Value;
+use std::time::Duration;
+
+fn get_json(url: &str) -> (u16, Value) {
+    let resp = onramp_tests::http().get(url).call().expect("request");
+    let status = resp.status().as_u16();
+    let body: Value = resp.into_body().read_json().expect("JSON body");
+    (status, body)
+}
+
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn health_reports_bindings_and_the_runner() {
+    let stack = Stack::start(StackOptions::for_test("health")).expect("stack starts");
+    let (status, h) = get_json(&format!("{}/api/health", stack.url));
+    assert_eq!(status, 200, "{h}");
+    assert_eq!(h["ok"], true, "{h}");
+    assert_eq!(h["service"], "onramp-edge");
+    assert_eq!(h["version"], env!("CARGO_PKG_VERSION"));
+    for binding in ["d1", "kv", "durable_object"] {
+        assert_eq!(h["bindings"][binding]["ok"], true, "{binding}: {h}");
+    }
+    assert!(
+        h["bindings"]["d1"]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("1 migrations applied"),
+        "{h}"
+    );
+    let backends = h["backends"].as_array().expect("backends list");
+    assert_eq!(backends.len(), 1, "{h}");
+    assert_eq!(backends[0]["name"], "local");
+    assert_eq!(backends[0]["reachable"], true, "{h}");
+    assert!(
+        backends[0]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("onramp-runner"),
+        "{h}"
+    );
+    // The runner secret never leaks into the answer.
+    assert!(!h.to_string().contains(&stack.runner_secret));
+
+    // The Durable Object really stores: its probe counter grows across requests.
+    let count = |h: &Value| -> u64 {
+        let d = h["bindings"]["durable_object"]["detail"].as_str().unwrap();
+        d.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let (_, h2) = get_json(&format!("{}/api/health", stack.url));
+    assert!(count(&h2) > count(&h), "{h} then {h2}");
+}
+
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn unknown_api_routes_get_the_json_error_shape() {
+    let stack = Stack::start(StackOptions {
+        with_runner: false,
+        ..StackOptions::for_test("routes")
+    })
+    .expect("stack starts");
+    let (status, body) = get_json(&format!("{}/api/no-such-thing", stack.url));
+    assert_eq!(status, 404);
+    assert_eq!(body["error"]["code"], "not_found");
+    assert_eq!(
+        body["error"]["message"],
+        "no route for GET /api/no-such-thing"
+    );
+    // Without a runner configured there are no backends to report.
+    let (status, h) = get_json(&format!("{}/api/health", stack.url));
+    assert_eq!(status, 200);
+    assert_eq!(h["backends"], serde_json::json!([]));
+}
+
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn a_runner_that_is_down_is_reported_unreachable() {
+    let mut stack = Stack::start(StackOptions::for_test("down")).expect("stack starts");
+    stack.runner.take(); // stops the runner's process group
+    let (status, h) = get_json(&format!("{}/api/health", stack.url));
+    assert_eq!(status, 200, "the edge itself is still healthy: {h}");
+    assert_eq!(h["backends"][0]["reachable"], false, "{h}");
+    assert!(
+        h["backends"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("unreachable"),
+        "{h}"
+    );
+}
+
+#[test]
+#[ignore = "needs the built stack and Chromium: run through `cargo xtask test`"]
+fn the_page_renders_the_health_of_the_stack() {
+    let stack = Stack::start(StackOptions::for_test("page")).expect("stack starts");
+    let browser = Browser::start(None).expect("chromium starts");
+    browser.goto(&format!("{}/", stack.url)).unwrap();
+    let text = browser
+        .wait_for_text(
+            "[data-testid=health-result]",
+            Duration::from_secs(30),
+            |t| t.contains("backend local"),
+        )
+        .unwrap();
+    assert!(text.contains("edge 0.1.0: ok"), "{text}");
+    assert!(text.contains("D1: ok"), "{text}");
+    assert!(text.contains("KV: ok"), "{text}");
+    assert!(text.contains("Durable Object: ok"), "{text}");
+    assert!(
+        text.contains("backend local: reachable (onramp-runner"),
+        "{text}"
+    );
+    let el = browser
+        .find("[data-testid=health-result]")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        browser.attribute(&el, "data-state").unwrap().as_deref(),
+        Some("ok")
+    );
+}

@@ -1,0 +1,113 @@
+//! Building the served artifacts: the app (wasm + JS glue) with `public/` and the verified models
+//! into `dist/`, the worker with worker-build into `edge/build/`, and the native runner.
+
+use crate::cmd::{self, cargo, dist_dir, repo_root, shared_dir, target_dir};
+use crate::setup::Tools;
+use std::path::Path;
+use std::process::Command;
+
+pub fn all(tools: &Tools) -> Result<(), String> {
+    assets()?;
+    app(tools)?;
+    edge(tools)?;
+    runner()
+}
+
+/// `public/` and the verified reference models into `dist/`.
+pub fn assets() -> Result<(), String> {
+    let dist = dist_dir();
+    crate::models::copy_verified(&shared_dir().join("models"), &dist.join("models"))?;
+    copy_dir(&repo_root().join("public"), &dist)
+}
+
+/// The Leptos app: a release wasm build, then wasm-bindgen's web glue into `dist/pkg`.
+pub fn app(tools: &Tools) -> Result<(), String> {
+    cmd::run(
+        "cargo build app (wasm32, release)",
+        cargo().args([
+            "build",
+            "--quiet",
+            "-p",
+            "app",
+            "--target",
+            "wasm32-unknown-unknown",
+            "--release",
+            "--bin",
+            "app",
+        ]),
+    )?;
+    let wasm = target_dir().join("wasm32-unknown-unknown/release/app.wasm");
+    bindgen(tools, &wasm, "web", "app")
+}
+
+fn bindgen(tools: &Tools, wasm: &Path, target: &str, out_name: &str) -> Result<(), String> {
+    let out_dir = dist_dir().join("pkg");
+    let out_wasm = out_dir.join(format!("{out_name}_bg.wasm"));
+    if is_newer(&out_wasm, wasm) {
+        return Ok(());
+    }
+    cmd::run(
+        &format!("wasm-bindgen {out_name}"),
+        Command::new(tools.wasm_bindgen_bin.join("wasm-bindgen"))
+            .args([
+                "--target",
+                target,
+                "--no-typescript",
+                "--out-name",
+                out_name,
+                "--out-dir",
+            ])
+            .arg(&out_dir)
+            .arg(wasm),
+    )
+}
+
+/// The worker, built by worker-build with our pinned wasm-bindgen and wrangler's esbuild so that
+/// nothing is downloaded.
+pub fn edge(tools: &Tools) -> Result<(), String> {
+    cmd::run(
+        "worker-build edge (wasm32, release)",
+        Command::new(&tools.worker_build)
+            .arg("--release")
+            .current_dir(repo_root().join("edge"))
+            .env(
+                "WASM_BINDGEN_BIN",
+                tools.wasm_bindgen_bin.join("wasm-bindgen"),
+            )
+            .env("ESBUILD_BIN", &tools.esbuild)
+            .env("WASM_OPT_BIN", &tools.wasm_opt)
+            .env("CARGO_TARGET_DIR", target_dir()),
+    )
+}
+
+/// The native runner (debug profile; its dependencies and model-tiny are optimised).
+pub fn runner() -> Result<(), String> {
+    cmd::run(
+        "cargo build onramp-runner",
+        cargo().args(["build", "--quiet", "-p", "onramp-runner"]),
+    )
+}
+
+/// Whether `out` exists and is at least as new as `input`.
+fn is_newer(out: &Path, input: &Path) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    matches!((modified(out), modified(input)), (Some(o), Some(i)) if o >= i)
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
+    let entries =
+        std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let path = entry.path();
+        let dest = to.join(entry.file_name());
+        if path.is_dir() {
+            copy_dir(&path, &dest)?;
+        } else {
+            std::fs::copy(&path, &dest)
+                .map_err(|e| format!("cannot copy {}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,48 @@
+//! `cargo xtask`: the single source of developer commands.
+//!
+//! - `setup`: install whatever is missing (wasm target, Chromium, wasm-bindgen-cli, worker-build,
+//!   the Node tools), machine-wide and keyed by version so that every clone reuses them;
+//! - `dev`: setup, build, and serve the whole local stack on one URL until Ctrl-C;
+//! - `test`: setup, build, and run every test (host, wasm in headless Chromium, the stack);
+//! - `bench`: benchmarks, printed as ratios against a reference measured in the same run.
+
+mod bench;
+mod build;
+mod cmd;
+mod dev;
+mod models;
+mod setup;
+mod test;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (command, rest) = match args.split_first() {
+        Some((c, rest)) => (c.as_str(), rest),
+        None => ("help", &[][..]),
+    };
+    let result = match command {
+        "setup" => setup::run().map(|_| ()),
+        "dev" => dev::run(rest),
+        "test" => test::run(rest),
+        "bench" => bench::run(rest),
+        "build" => setup::run().and_then(|tools| build::all(&tools)),
+        "help" | "-h" | "--help" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        other => Err(format!("unknown command {other:?}\n\n{USAGE}")),
+    };
+    if let Err(e) = result {
+        eprintln!("xtask: error: {e}");
+        std::process::exit(1);
+    }
+}
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  setup   install what is missing (wasm target, chromium, wasm-bindgen-cli, worker-build, node tools)
+  dev     build everything and serve the local stack on http://127.0.0.1:$ONRAMP_PORT (default 8787)
+  test    run every test: host, wasm in headless Chromium, the edge under wrangler, end to end
+  bench   print benchmarks as ratios against references measured in the same run
+  build   build the app, the worker and the runner without starting anything";

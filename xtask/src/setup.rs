@@ -1,0 +1,115 @@
+//! `cargo xtask setup`: installs whatever is missing. Tools built from source are installed
+//! machine-wide under `~/.cache/onramp/tools/<name>-<version>` and reused by every clone; the
+//! Node tools come from package-lock.json with `npm ci`.
+
+use crate::cmd::{self, locked_version, repo_root, tools_dir};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where the installed tools are, for the build and the tests.
+#[derive(Debug, Clone)]
+pub struct Tools {
+    /// Folder with `wasm-bindgen` and `wasm-bindgen-test-runner` matching Cargo.lock.
+    pub wasm_bindgen_bin: PathBuf,
+    pub worker_build: PathBuf,
+    pub esbuild: PathBuf,
+    pub wasm_opt: PathBuf,
+    pub chromedriver: PathBuf,
+}
+
+pub fn run() -> Result<Tools, String> {
+    wasm_target()?;
+    chromium()?;
+    let wb_version = locked_version("wasm-bindgen")?;
+    let wasm_bindgen_bin = cargo_tool("wasm-bindgen-cli", &wb_version, "wasm-bindgen")?;
+    let worker_version = locked_version("worker")?;
+    let worker_build = cargo_tool("worker-build", &worker_version, "worker-build")?;
+    node_tools()?;
+    let root = repo_root();
+    Ok(Tools {
+        wasm_bindgen_bin,
+        worker_build: worker_build.join("worker-build"),
+        esbuild: root.join("node_modules/esbuild/bin/esbuild"),
+        wasm_opt: root.join("node_modules/binaryen/bin/wasm-opt"),
+        chromedriver: PathBuf::from("/usr/bin/chromedriver"),
+    })
+}
+
+fn wasm_target() -> Result<(), String> {
+    let installed = cmd::output(Command::new("rustup").args(["target", "list", "--installed"]))
+        .unwrap_or_default();
+    if installed
+        .lines()
+        .any(|l| l.trim() == "wasm32-unknown-unknown")
+    {
+        return Ok(());
+    }
+    cmd::run(
+        "rustup target add wasm32-unknown-unknown",
+        Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]),
+    )
+}
+
+/// Debian's chromium and chromium-driver, for the wasm tests and the end-to-end tests.
+fn chromium() -> Result<(), String> {
+    if Path::new("/usr/bin/chromium").exists() && Path::new("/usr/bin/chromedriver").exists() {
+        return Ok(());
+    }
+    let sudo = if cmd::output(Command::new("id").arg("-u")).as_deref() == Some("0\n") {
+        vec![]
+    } else {
+        vec!["sudo"]
+    };
+    let apt = |args: &[&str]| {
+        let mut c = Command::new(sudo.first().copied().unwrap_or("apt-get"));
+        if !sudo.is_empty() {
+            c.arg("apt-get");
+        }
+        c.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+        c
+    };
+    cmd::run("apt-get update", &mut apt(&["update", "-qq"]))?;
+    cmd::run(
+        "apt-get install chromium chromium-driver",
+        &mut apt(&["install", "-y", "-qq", "chromium", "chromium-driver"]),
+    )
+}
+
+/// `cargo install NAME --version VERSION` into the machine-wide cache, unless that exact version
+/// is already there. Returns the folder holding its binaries.
+fn cargo_tool(name: &str, version: &str, probe_bin: &str) -> Result<PathBuf, String> {
+    let root = tools_dir().join(format!("{name}-{version}"));
+    let bin = root.join("bin");
+    let probe = bin.join(probe_bin);
+    let installed = cmd::output(Command::new(&probe).arg("--version")).unwrap_or_default();
+    if installed.contains(version) {
+        return Ok(bin);
+    }
+    // Not --locked: a dependency version pinned by the tool's lockfile is missing from the index.
+    cmd::run(
+        &format!("cargo install {name} {version} (once per machine, several minutes)"),
+        Command::new("cargo")
+            .args(["install", name, "--version", version, "--root"])
+            .arg(&root),
+    )?;
+    Ok(bin)
+}
+
+/// `npm ci` when node_modules does not match package-lock.json.
+fn node_tools() -> Result<(), String> {
+    let root = repo_root();
+    let lock = std::fs::read(root.join("package-lock.json"))
+        .map_err(|e| format!("cannot read package-lock.json: {e}"))?;
+    let stamp_path = root.join("node_modules/.onramp-lock-stamp");
+    let stamp = crate::models::sha256_hex(&lock);
+    if std::fs::read_to_string(&stamp_path).ok().as_deref() == Some(stamp.as_str()) {
+        return Ok(());
+    }
+    cmd::run(
+        "npm ci (wrangler, binaryen)",
+        Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&root),
+    )?;
+    std::fs::write(&stamp_path, stamp).map_err(|e| format!("cannot write npm stamp: {e}"))
+}
