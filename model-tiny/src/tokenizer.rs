@@ -106,6 +106,24 @@ impl Tokenizer {
         })
     }
 
+    /// Reads a llama2.c tokenizer file with however many entries it holds (for training, where
+    /// the tokenizer decides the vocabulary size).
+    pub fn from_bytes_all(bytes: &[u8]) -> Result<Self> {
+        let mut at = 4usize;
+        let mut n = 0usize;
+        while at < bytes.len() {
+            let len = bytes
+                .get(at + 4..at + 8)
+                .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            match len {
+                Some(len) if len >= 0 => at += 8 + len as usize,
+                _ => break,
+            }
+            n += 1;
+        }
+        Self::from_bytes(bytes, n)
+    }
+
     /// Number of tokens in the vocabulary.
     pub fn vocab_size(&self) -> usize {
         self.vocab.len()

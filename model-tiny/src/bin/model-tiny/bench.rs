@@ -3,16 +3,16 @@
 
 use crate::args::Flags;
 use crate::run::read;
-use model_tiny::bench::{bench_sampler, random_15m, tokens_per_s};
-use model_tiny::{Error, Result, Transformer, Weights, llama2c, load_weights};
+use model_tiny::bench::{bench_sampler, random_15m};
+use model_tiny::{Error, Result, Weights, llama2c, load_weights};
 use std::process::Command;
-use std::time::Instant;
 
 const HELP: &str = "Usage: model-tiny bench [--models DIR] [--run-c PATH] [--repeats N] [--json] [--train-steps N]
   --models DIR     where stories260K.bin, tok512.bin and tokenizer.bin are (default ../shared/models)
   --run-c PATH     llama2.c's run binary (default: $LLAMA2C_RUN if set); measured in the same run
   --repeats N      runs per figure, the median is reported (default 5)
   --train-steps N  also measure training tokens/s over N steps (default 0: skip)
+  --data FILE      training corpus for --train-steps (default ../shared/data/tinyshakespeare.txt)
   --json           one JSON object per line instead of text
 ";
 
@@ -21,18 +21,9 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs.get(xs.len() / 2).copied().unwrap_or(0.0)
 }
 
-fn ours(weights: &Weights, random: bool, repeats: usize) -> Result<f64> {
-    let t0 = Instant::now();
-    let now = move || t0.elapsed().as_secs_f64();
-    let mut runs = Vec::new();
-    for _ in 0..repeats {
-        let mut model = Transformer::new(weights);
-        runs.push(tokens_per_s(&mut model, 256, bench_sampler(random), &now)?);
-    }
-    Ok(median(runs))
-}
-
-fn run_c(bin: &str, model: &str, tokenizer: &str, random: bool, repeats: usize) -> Result<f64> {
+/// Median of `bin`'s own "achieved tok/s" over `repeats` runs with the benchmark's sampling.
+/// Our binary is measured the same way as run.c's, so both pay for printing alike.
+fn measure(bin: &str, model: &str, tokenizer: &str, random: bool, repeats: usize) -> Result<f64> {
     let s = bench_sampler(random);
     let (t, p, seed) = (
         s.temperature.to_string(),
@@ -64,7 +55,15 @@ pub fn main(args: &[String]) -> Result<()> {
         eprint!("{HELP}");
         return Ok(());
     }
-    flags.only(&["models", "run-c", "repeats", "json", "help", "train-steps"])?;
+    flags.only(&[
+        "models",
+        "run-c",
+        "repeats",
+        "json",
+        "help",
+        "train-steps",
+        "data",
+    ])?;
     let dir = flags
         .get("models")
         .unwrap_or("../shared/models")
@@ -76,6 +75,10 @@ pub fn main(args: &[String]) -> Result<()> {
     let repeats = flags.num("repeats", 5usize)?.max(1);
     let json = flags.has("json");
 
+    let me = std::env::current_exe()
+        .map_err(|e| Error::io("current executable", e))?
+        .display()
+        .to_string();
     let m260 = format!("{dir}/stories260K.bin");
     let w260 = load_weights(&read(&m260)?)?;
     let w15 = random_15m()?;
@@ -96,24 +99,33 @@ pub fn main(args: &[String]) -> Result<()> {
     ];
     for (name, weights, path, tok) in cases {
         let random = name != "stories260K";
-        let ours = ours(weights, random, repeats)?;
-        let theirs = match &runc {
-            Some(bin) => {
-                if random {
-                    std::fs::write(&tmp, llama2c::export_v0(weights))
-                        .map_err(|e| Error::io(&tmp, e))?;
+        if random {
+            std::fs::write(&tmp, llama2c::export_v0(weights)).map_err(|e| Error::io(&tmp, e))?;
+        }
+        let result = (|| -> Result<(f64, Option<f64>)> {
+            let mut ours = Vec::new();
+            let mut theirs = Vec::new();
+            // Alternate the two programs so that a busy machine slows both alike.
+            for _ in 0..repeats {
+                ours.push(measure(&me, &path, &tok, random, 1)?);
+                if let Some(bin) = &runc {
+                    theirs.push(measure(bin, &path, &tok, random, 1)?);
                 }
-                let r = run_c(bin, &path, &tok, random, repeats);
-                let _ = std::fs::remove_file(&tmp);
-                Some(r?)
             }
-            None => None,
-        };
+            Ok((median(ours), (!theirs.is_empty()).then(|| median(theirs))))
+        })();
+        if random {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        let (ours, theirs) = result?;
         report(json, name, ours, theirs);
     }
     let train_steps = flags.num("train-steps", 0usize)?;
     if train_steps > 0 {
-        crate::train::bench(train_steps, json)?;
+        let data = flags
+            .get("data")
+            .unwrap_or("../shared/data/tinyshakespeare.txt");
+        crate::train::bench(&dir, data, train_steps, json)?;
     }
     Ok(())
 }
