@@ -2,13 +2,22 @@
 //! serves the app's static files and `/api/*`, keeps accounts, credits, jobs and shared
 //! experiments in D1, KV and Durable Objects, and calls the configured backends.
 //!
-//! Everything that can be decided without the Workers runtime (wire types, configuration
-//! parsing, the error shape) lives in plain modules tested natively; the handlers that touch
-//! the runtime live under [`worker`] and only build for wasm32.
+//! Everything that can be decided without the Workers runtime (the route table, wire types and
+//! their checks, credit rules, backend adapters, the error shape) lives in plain modules tested
+//! natively; the handlers that touch the runtime live under `worker` and only build for wasm32.
 
+pub mod adapter;
+pub mod auth;
 pub mod backends;
 pub mod error;
 pub mod health;
+pub mod jobs;
+pub mod ledger;
+pub mod openapi;
+pub mod routes;
+pub mod runner_adapter;
+pub mod time;
+pub mod wire;
 
 #[cfg(target_arch = "wasm32")]
 mod worker;

@@ -1,0 +1,136 @@
+//! The one trait every backend adapter implements, sans I/O: an adapter *builds* HTTP requests
+//! and *parses* answers, and the worker performs them. So each adapter is tested natively, and
+//! the worker has one code path for every kind of backend.
+
+use crate::backends::{BackendConfig, BackendKind};
+use crate::jobs::JobState;
+use std::collections::BTreeMap;
+
+/// An HTTP request for the worker to send to a backend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpCall {
+    pub method: &'static str,
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<String>,
+}
+
+/// What a backend needs to start a job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dispatch {
+    pub job_id: String,
+    /// `tiny-train` or `command`.
+    pub task: String,
+    pub spec_toml: String,
+    /// The process to run, for `task = command`.
+    pub command: Option<Vec<String>>,
+    pub env: BTreeMap<String, String>,
+    pub time_limit_s: u64,
+    pub report_url: String,
+    pub report_token: String,
+    pub card: String,
+    pub cards: u32,
+}
+
+/// A backend's answer to a submission.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Submitted {
+    pub remote_id: String,
+    pub state: JobState,
+}
+
+/// A backend's view of a job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteStatus {
+    pub state: JobState,
+    pub exit_code: Option<i64>,
+    pub started_at_ms: Option<i64>,
+    pub ended_at_ms: Option<i64>,
+    pub checkpoint: bool,
+}
+
+/// A slice of a job's log.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LogChunk {
+    pub offset: u64,
+    pub next_offset: u64,
+    pub text: String,
+    pub eof: bool,
+}
+
+/// Why a backend call failed. `Unavailable` becomes a 503 for the client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BackendError {
+    Unavailable(String),
+    /// The backend answered, but not with what the contract promises.
+    Protocol(String),
+    /// The backend has no such thing (a job or a checkpoint).
+    NotFound,
+}
+
+impl BackendError {
+    pub fn into_api(self, backend: &str) -> crate::error::ApiError {
+        use crate::error::ApiError;
+        match self {
+            BackendError::Unavailable(why) => ApiError::new(
+                503,
+                "backend_unavailable",
+                format!("backend {backend} is unavailable: {why}"),
+            ),
+            BackendError::Protocol(why) => ApiError::new(
+                502,
+                "backend_error",
+                format!("backend {backend} answered unexpectedly: {why}"),
+            ),
+            BackendError::NotFound => {
+                ApiError::not_found(format!("backend {backend} has no such item"))
+            }
+        }
+    }
+}
+
+/// One kind of backend, sans I/O.
+pub trait Backend {
+    fn submit(&self, job: &Dispatch) -> HttpCall;
+    fn parse_submit(&self, status: u16, body: &[u8]) -> Result<Submitted, BackendError>;
+    fn status(&self, remote_id: &str) -> HttpCall;
+    fn parse_status(&self, status: u16, body: &[u8]) -> Result<RemoteStatus, BackendError>;
+    fn logs(&self, remote_id: &str, offset: u64) -> HttpCall;
+    fn parse_logs(&self, status: u16, body: &[u8]) -> Result<LogChunk, BackendError>;
+    fn cancel(&self, remote_id: &str) -> HttpCall;
+    fn parse_cancel(&self, status: u16, body: &[u8]) -> Result<JobState, BackendError>;
+    /// The checkpoint download, when this kind of backend serves one.
+    fn checkpoint(&self, remote_id: &str) -> Option<HttpCall>;
+}
+
+/// The adapter for a configured backend.
+pub fn adapter(config: &BackendConfig) -> Result<Box<dyn Backend>, crate::error::ApiError> {
+    match config.kind {
+        BackendKind::Runner => Ok(Box::new(crate::runner_adapter::RunnerBackend::new(config))),
+        // The Slurm adapter is written in its own module (slurm*.rs) and plugs in here.
+        BackendKind::Slurm => Err(crate::error::ApiError::new(
+            503,
+            "backend_unavailable",
+            format!(
+                "backend {} is a Slurm cluster, which this edge cannot drive yet",
+                config.name
+            ),
+        )),
+    }
+}
+
+/// Status codes every adapter treats alike: 404 is "no such job", 5xx is "unavailable".
+pub fn common_status(status: u16, body: &[u8]) -> Result<(), BackendError> {
+    match status {
+        200..=299 => Ok(()),
+        404 => Err(BackendError::NotFound),
+        500..=599 => Err(BackendError::Unavailable(format!(
+            "HTTP {status}: {}",
+            String::from_utf8_lossy(&body[..body.len().min(200)])
+        ))),
+        _ => Err(BackendError::Protocol(format!(
+            "HTTP {status}: {}",
+            String::from_utf8_lossy(&body[..body.len().min(200)])
+        ))),
+    }
+}

@@ -1,0 +1,167 @@
+//! Job states and the pure decisions about jobs: which transitions are allowed, which backend
+//! takes a spec, and what a job's wire form shows.
+
+use crate::backends::{BackendConfig, BackendKind};
+use crate::error::ApiError;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+    TimedOut,
+    Lost,
+}
+
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Succeeded => "succeeded",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+            JobState::TimedOut => "timed_out",
+            JobState::Lost => "lost",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<JobState> {
+        serde_json::from_value(serde_json::Value::String(s.to_string())).ok()
+    }
+
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, JobState::Queued | JobState::Running)
+    }
+
+    /// A terminal state is final: late or repeated reports cannot reopen or relabel a job.
+    pub fn can_become(self, next: JobState) -> bool {
+        !self.is_terminal()
+            && self != next
+            && !(self == JobState::Running && next == JobState::Queued)
+    }
+}
+
+/// The backend for a spec: one that has enough cards of its type, of the preferred kind if the
+/// spec names one. The first fitting backend in configuration order wins.
+pub fn pick_backend<'a>(
+    backends: &'a [BackendConfig],
+    card: &str,
+    cards_needed: u32,
+    preference: &jobspec::spec::Backend,
+) -> Result<&'a BackendConfig, ApiError> {
+    use jobspec::spec::Backend as Pref;
+    let kind_ok = |b: &BackendConfig| match preference {
+        Pref::Auto => true,
+        Pref::Runner => b.kind == BackendKind::Runner,
+        Pref::Slurm => b.kind == BackendKind::Slurm,
+        Pref::Ray => false,
+    };
+    backends
+        .iter()
+        .filter(|b| kind_ok(b))
+        .find(|b| b.cards.get(card).is_some_and(|n| *n >= cards_needed))
+        .ok_or_else(|| {
+            ApiError::new(
+                409,
+                "no_backend",
+                format!("no configured backend offers {cards_needed} × {card} for backend = {preference:?}"),
+            )
+            .with_details(serde_json::json!({"card": card, "cards": cards_needed}))
+        })
+}
+
+/// A job as the API shows it to its owner.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct JobWire {
+    pub id: String,
+    pub name: String,
+    pub state: JobState,
+    pub backend: String,
+    pub card: String,
+    pub cards: u32,
+    pub hold_fen: i64,
+    /// What the job cost once settled; none while it runs.
+    pub charged_fen: Option<i64>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    pub message: Option<String>,
+    pub checkpoint: bool,
+    pub spec: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jobspec::spec::Backend as Pref;
+
+    fn b(name: &str, kind: BackendKind, card: &str, n: u32) -> BackendConfig {
+        BackendConfig {
+            name: name.into(),
+            kind,
+            url: "http://x".into(),
+            secret: String::new(),
+            cards: [(card.to_string(), n)].into(),
+        }
+    }
+
+    #[test]
+    fn picks_a_backend_with_the_cards() {
+        let list = vec![
+            b("small", BackendKind::Runner, "a100-80g", 2),
+            b("big", BackendKind::Slurm, "a100-80g", 8),
+        ];
+        assert_eq!(
+            pick_backend(&list, "a100-80g", 2, &Pref::Auto)
+                .unwrap()
+                .name,
+            "small"
+        );
+        assert_eq!(
+            pick_backend(&list, "a100-80g", 4, &Pref::Auto)
+                .unwrap()
+                .name,
+            "big"
+        );
+        assert_eq!(
+            pick_backend(&list, "a100-80g", 1, &Pref::Slurm)
+                .unwrap()
+                .name,
+            "big"
+        );
+        assert_eq!(
+            pick_backend(&list, "h100", 1, &Pref::Auto)
+                .unwrap_err()
+                .code,
+            "no_backend"
+        );
+        assert_eq!(
+            pick_backend(&list, "a100-80g", 16, &Pref::Auto)
+                .unwrap_err()
+                .status,
+            409
+        );
+    }
+
+    #[test]
+    fn terminal_states_are_final() {
+        use JobState::*;
+        assert!(
+            Queued.can_become(Running)
+                && Running.can_become(Succeeded)
+                && Queued.can_become(Cancelled)
+        );
+        assert!(
+            !Succeeded.can_become(Failed)
+                && !Cancelled.can_become(Running)
+                && !Running.can_become(Queued)
+        );
+        assert_eq!(JobState::parse("timed_out"), Some(TimedOut));
+        assert_eq!(JobState::parse("nope"), None);
+    }
+}

@@ -1,0 +1,350 @@
+//! The route table of the API, as data: the dispatcher in the worker and the OpenAPI document
+//! both derive from [`ROUTES`], so a route cannot exist in one and be missing from the other.
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone.
+    Public,
+    /// A signed-in user: session cookie (with an Origin check on writes) or an API token.
+    User,
+    /// `Authorization: Bearer <ADMIN_TOKEN>`.
+    Admin,
+    /// The job's own process: `Authorization: Bearer <job token>`.
+    JobToken,
+}
+
+/// Every operation of the API; the dispatcher matches on it exhaustively.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteId {
+    Health,
+    OpenApi,
+    Signup,
+    Login,
+    Logout,
+    Me,
+    CreateToken,
+    Ledger,
+    Redeem,
+    AdminPromoCodes,
+    AdminReconcile,
+    AdminBackends,
+    SubmitJob,
+    ListJobs,
+    GetJob,
+    JobLogs,
+    JobMetrics,
+    CancelJob,
+    JobReport,
+    JobCheckpoint,
+    ListCheckpoints,
+    CreateExperiment,
+    GetExperiment,
+}
+
+/// One route: method, path template (`{name}` is one path segment), who may call it, and what it
+/// does (the OpenAPI summary).
+#[derive(Debug, Clone, Copy)]
+pub struct Route {
+    pub id: RouteId,
+    pub method: &'static str,
+    pub path: &'static str,
+    pub access: Access,
+    pub summary: &'static str,
+    /// Success status, for the OpenAPI document.
+    pub status: u16,
+}
+
+const fn r(
+    id: RouteId,
+    method: &'static str,
+    path: &'static str,
+    access: Access,
+    status: u16,
+    summary: &'static str,
+) -> Route {
+    Route {
+        id,
+        method,
+        path,
+        access,
+        summary,
+        status,
+    }
+}
+
+use Access::*;
+use RouteId::*;
+
+pub const ROUTES: &[Route] = &[
+    r(
+        Health,
+        "GET",
+        "/api/health",
+        Public,
+        200,
+        "Bindings and backends health",
+    ),
+    r(
+        OpenApi,
+        "GET",
+        "/api/openapi.json",
+        Public,
+        200,
+        "This document",
+    ),
+    r(
+        Signup,
+        "POST",
+        "/api/auth/signup",
+        Public,
+        201,
+        "Create an account; sets the session cookie",
+    ),
+    r(
+        Login,
+        "POST",
+        "/api/auth/login",
+        Public,
+        200,
+        "Sign in; sets the session cookie",
+    ),
+    r(
+        Logout,
+        "POST",
+        "/api/auth/logout",
+        User,
+        200,
+        "End this session",
+    ),
+    r(
+        Me,
+        "GET",
+        "/api/me",
+        User,
+        200,
+        "The signed-in account and its balance",
+    ),
+    r(
+        CreateToken,
+        "POST",
+        "/api/tokens",
+        User,
+        201,
+        "A new API token for the CLI (shown once)",
+    ),
+    r(
+        Ledger,
+        "GET",
+        "/api/ledger",
+        User,
+        200,
+        "Every credit movement of the account",
+    ),
+    r(
+        Redeem,
+        "POST",
+        "/api/credits/redeem",
+        User,
+        200,
+        "Redeem a promotion code",
+    ),
+    r(
+        AdminPromoCodes,
+        "POST",
+        "/api/admin/promo-codes",
+        Admin,
+        201,
+        "Create a promotion code",
+    ),
+    r(
+        AdminReconcile,
+        "POST",
+        "/api/admin/reconcile",
+        Admin,
+        200,
+        "Ask backends about silent jobs now",
+    ),
+    r(
+        AdminBackends,
+        "GET",
+        "/api/admin/backends",
+        Admin,
+        200,
+        "The configured backends (no secrets)",
+    ),
+    r(
+        SubmitJob,
+        "POST",
+        "/api/jobs",
+        User,
+        201,
+        "Validate, hold the maximum cost and dispatch a job",
+    ),
+    r(
+        ListJobs,
+        "GET",
+        "/api/jobs",
+        User,
+        200,
+        "The account's jobs, newest first",
+    ),
+    r(GetJob, "GET", "/api/jobs/{id}", User, 200, "One job"),
+    r(
+        JobLogs,
+        "GET",
+        "/api/jobs/{id}/logs",
+        User,
+        200,
+        "Log text from a byte offset",
+    ),
+    r(
+        JobMetrics,
+        "GET",
+        "/api/jobs/{id}/metrics",
+        User,
+        200,
+        "Metrics after a step",
+    ),
+    r(
+        CancelJob,
+        "POST",
+        "/api/jobs/{id}/cancel",
+        User,
+        200,
+        "Cancel a job and settle its hold",
+    ),
+    r(
+        JobReport,
+        "POST",
+        "/api/jobs/{id}/report",
+        JobToken,
+        200,
+        "State and metrics from the job itself",
+    ),
+    r(
+        JobCheckpoint,
+        "GET",
+        "/api/jobs/{id}/checkpoint",
+        User,
+        200,
+        "The trained checkpoint bundle",
+    ),
+    r(
+        ListCheckpoints,
+        "GET",
+        "/api/checkpoints",
+        User,
+        200,
+        "The account's jobs that have a checkpoint",
+    ),
+    r(
+        CreateExperiment,
+        "POST",
+        "/api/experiments",
+        User,
+        201,
+        "Store an immutable experiment snapshot",
+    ),
+    r(
+        GetExperiment,
+        "GET",
+        "/api/experiments/{id}",
+        Public,
+        200,
+        "A saved experiment (owner only when unpublished)",
+    ),
+];
+
+/// The outcome of matching a request against the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Matched {
+    /// A route, with the value of its `{id}` segment when it has one.
+    Route(RouteId, Option<String>),
+    /// The path exists with other methods (405, with these in `Allow`).
+    WrongMethod(Vec<&'static str>),
+    NoRoute,
+}
+
+/// Finds the route for a method and path (no query string).
+pub fn find(method: &str, path: &str) -> Matched {
+    let mut allowed = Vec::new();
+    for route in ROUTES {
+        if let Some(param) = match_path(route.path, path) {
+            if route.method == method {
+                return Matched::Route(route.id, param);
+            }
+            allowed.push(route.method);
+        }
+    }
+    if allowed.is_empty() {
+        Matched::NoRoute
+    } else {
+        Matched::WrongMethod(allowed)
+    }
+}
+
+/// `Some(param)` when `path` fits `template`; a `{…}` segment matches one non-empty segment.
+fn match_path(template: &str, path: &str) -> Option<Option<String>> {
+    let mut t = template.split('/');
+    let mut p = path.split('/');
+    let mut param = None;
+    loop {
+        match (t.next(), p.next()) {
+            (None, None) => return Some(param),
+            (Some(ts), Some(ps)) if ts.starts_with('{') => {
+                if ps.is_empty() {
+                    return None;
+                }
+                param = Some(ps.to_string());
+            }
+            (Some(ts), Some(ps)) if ts == ps => {}
+            _ => return None,
+        }
+    }
+}
+
+pub fn route(id: RouteId) -> Option<&'static Route> {
+    ROUTES.iter().find(|r| r.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn matches_templates_and_methods() {
+        assert_eq!(find("GET", "/api/me"), Matched::Route(Me, None));
+        assert_eq!(
+            find("GET", "/api/jobs/abc/logs"),
+            Matched::Route(JobLogs, Some("abc".into()))
+        );
+        assert_eq!(find("POST", "/api/jobs"), Matched::Route(SubmitJob, None));
+        assert_eq!(find("DELETE", "/api/me"), Matched::WrongMethod(vec!["GET"]));
+        assert_eq!(find("GET", "/api/jobs//logs"), Matched::NoRoute);
+        assert_eq!(find("GET", "/api/nope"), Matched::NoRoute);
+    }
+
+    #[test]
+    fn every_route_is_unique_and_reachable() {
+        for (i, a) in ROUTES.iter().enumerate() {
+            let concrete = a.path.replace("{id}", "x");
+            assert_eq!(
+                find(a.method, &concrete),
+                Matched::Route(a.id, a.path.contains('{').then(|| "x".to_string())),
+                "{a:?}"
+            );
+            for b in &ROUTES[i + 1..] {
+                assert!(a.id != b.id && (a.method, a.path) != (b.method, b.path));
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn matching_never_panics(method in "[A-Z]{0,7}", path in "(/[a-z{}.]{0,8}){0,6}") {
+            let _ = find(&method, &path);
+        }
+    }
+}

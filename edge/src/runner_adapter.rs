@@ -1,0 +1,270 @@
+//! The adapter for `onramp-runner` (the local backend), to the runner's HTTP contract:
+//! `POST /jobs`, `GET /jobs/{id}`, `GET /jobs/{id}/logs?offset=`, `POST /jobs/{id}/cancel`,
+//! `GET /jobs/{id}/checkpoint`, every request with `Authorization: Bearer <backend secret>`.
+
+use crate::adapter::{
+    Backend, BackendError, Dispatch, HttpCall, LogChunk, RemoteStatus, Submitted, common_status,
+};
+use crate::backends::BackendConfig;
+use crate::jobs::JobState;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub struct RunnerBackend {
+    url: String,
+    secret: String,
+}
+
+#[derive(Serialize)]
+struct SubmitBody<'a> {
+    job_id: &'a str,
+    task: &'a str,
+    spec_toml: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command: Option<&'a [String]>,
+    env: &'a BTreeMap<String, String>,
+    time_limit_s: u64,
+    report_url: &'a str,
+    report_token: &'a str,
+}
+
+#[derive(Deserialize)]
+struct SubmitAnswer {
+    id: String,
+    state: String,
+}
+
+#[derive(Deserialize)]
+struct StatusAnswer {
+    state: String,
+    #[serde(default)]
+    exit_code: Option<i64>,
+    #[serde(default)]
+    started_at: Option<String>,
+    #[serde(default)]
+    ended_at: Option<String>,
+    #[serde(default)]
+    checkpoint: bool,
+}
+
+#[derive(Deserialize)]
+struct CancelAnswer {
+    state: String,
+}
+
+fn state(s: &str) -> Result<JobState, BackendError> {
+    JobState::parse(s).ok_or_else(|| BackendError::Protocol(format!("unknown job state {s:?}")))
+}
+
+fn json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, BackendError> {
+    serde_json::from_slice(body).map_err(|e| BackendError::Protocol(format!("malformed JSON: {e}")))
+}
+
+/// Path segments from the runner are placed into URLs; keep them to a safe alphabet.
+fn segment(id: &str) -> String {
+    id.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+        .collect()
+}
+
+impl RunnerBackend {
+    pub fn new(config: &BackendConfig) -> Self {
+        RunnerBackend {
+            url: config.url.clone(),
+            secret: config.secret.clone(),
+        }
+    }
+
+    fn call(&self, method: &'static str, path: &str, body: Option<String>) -> HttpCall {
+        let mut headers = vec![(
+            "authorization".to_string(),
+            format!("Bearer {}", self.secret),
+        )];
+        if body.is_some() {
+            headers.push(("content-type".into(), "application/json".into()));
+        }
+        HttpCall {
+            method,
+            url: format!("{}{path}", self.url),
+            headers,
+            body,
+        }
+    }
+}
+
+impl Backend for RunnerBackend {
+    fn submit(&self, job: &Dispatch) -> HttpCall {
+        let body = SubmitBody {
+            job_id: &job.job_id,
+            task: &job.task,
+            spec_toml: &job.spec_toml,
+            command: job.command.as_deref(),
+            env: &job.env,
+            time_limit_s: job.time_limit_s,
+            report_url: &job.report_url,
+            report_token: &job.report_token,
+        };
+        // Serialising strings and numbers cannot fail; an empty body would be refused by the runner.
+        self.call(
+            "POST",
+            "/jobs",
+            Some(serde_json::to_string(&body).unwrap_or_default()),
+        )
+    }
+
+    fn parse_submit(&self, status: u16, body: &[u8]) -> Result<Submitted, BackendError> {
+        common_status(status, body)?;
+        let a: SubmitAnswer = json(body)?;
+        if a.id.is_empty() {
+            return Err(BackendError::Protocol(
+                "the runner returned an empty job id".into(),
+            ));
+        }
+        Ok(Submitted {
+            remote_id: a.id,
+            state: state(&a.state)?,
+        })
+    }
+
+    fn status(&self, remote_id: &str) -> HttpCall {
+        self.call("GET", &format!("/jobs/{}", segment(remote_id)), None)
+    }
+
+    fn parse_status(&self, status: u16, body: &[u8]) -> Result<RemoteStatus, BackendError> {
+        common_status(status, body)?;
+        let a: StatusAnswer = json(body)?;
+        let time = |t: Option<String>| t.as_deref().and_then(crate::time::parse_rfc3339_ms);
+        Ok(RemoteStatus {
+            state: state(&a.state)?,
+            exit_code: a.exit_code,
+            started_at_ms: time(a.started_at),
+            ended_at_ms: time(a.ended_at),
+            checkpoint: a.checkpoint,
+        })
+    }
+
+    fn logs(&self, remote_id: &str, offset: u64) -> HttpCall {
+        self.call(
+            "GET",
+            &format!("/jobs/{}/logs?offset={offset}", segment(remote_id)),
+            None,
+        )
+    }
+
+    fn parse_logs(&self, status: u16, body: &[u8]) -> Result<LogChunk, BackendError> {
+        common_status(status, body)?;
+        json(body)
+    }
+
+    fn cancel(&self, remote_id: &str) -> HttpCall {
+        self.call(
+            "POST",
+            &format!("/jobs/{}/cancel", segment(remote_id)),
+            None,
+        )
+    }
+
+    fn parse_cancel(&self, status: u16, body: &[u8]) -> Result<JobState, BackendError> {
+        common_status(status, body)?;
+        let a: CancelAnswer = json(body)?;
+        state(&a.state)
+    }
+
+    fn checkpoint(&self, remote_id: &str) -> Option<HttpCall> {
+        Some(self.call(
+            "GET",
+            &format!("/jobs/{}/checkpoint", segment(remote_id)),
+            None,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backends::BackendKind;
+
+    fn runner() -> RunnerBackend {
+        RunnerBackend::new(&BackendConfig {
+            name: "local".into(),
+            kind: BackendKind::Runner,
+            url: "http://127.0.0.1:9".into(),
+            secret: "s3".into(),
+            cards: BTreeMap::new(),
+        })
+    }
+
+    #[test]
+    fn builds_the_submission() {
+        let call = runner().submit(&Dispatch {
+            job_id: "j1".into(),
+            task: "tiny-train".into(),
+            spec_toml: "name = 'x'".into(),
+            command: None,
+            env: BTreeMap::new(),
+            time_limit_s: 60,
+            report_url: "http://e/api/jobs/j1/report".into(),
+            report_token: "t".into(),
+            card: "cpu".into(),
+            cards: 1,
+        });
+        assert_eq!(call.method, "POST");
+        assert_eq!(call.url, "http://127.0.0.1:9/jobs");
+        assert!(
+            call.headers
+                .contains(&("authorization".into(), "Bearer s3".into()))
+        );
+        let body: serde_json::Value = serde_json::from_str(call.body.as_deref().unwrap()).unwrap();
+        assert_eq!(body["job_id"], "j1");
+        assert_eq!(body["time_limit_s"], 60);
+        assert_eq!(body["report_token"], "t");
+        assert!(body.get("command").is_none());
+    }
+
+    #[test]
+    fn parses_answers() {
+        let r = runner();
+        assert_eq!(
+            r.parse_submit(201, br#"{"id":"r7","state":"queued"}"#)
+                .unwrap(),
+            Submitted {
+                remote_id: "r7".into(),
+                state: JobState::Queued
+            }
+        );
+        let s = r
+            .parse_status(200, br#"{"id":"r7","state":"succeeded","exit_code":0,"started_at":"2030-01-01T00:00:00Z","ended_at":"2030-01-01T00:00:10Z","checkpoint":true}"#)
+            .unwrap();
+        assert_eq!(s.state, JobState::Succeeded);
+        assert_eq!(s.ended_at_ms.unwrap() - s.started_at_ms.unwrap(), 10_000);
+        assert!(s.checkpoint);
+        assert_eq!(
+            r.parse_status(404, b"").unwrap_err(),
+            BackendError::NotFound
+        );
+        assert!(matches!(
+            r.parse_submit(503, b"down").unwrap_err(),
+            BackendError::Unavailable(_)
+        ));
+        assert!(matches!(
+            r.parse_submit(201, b"{}").unwrap_err(),
+            BackendError::Protocol(_)
+        ));
+        assert!(matches!(
+            r.parse_cancel(200, br#"{"id":"r","state":"paused"}"#)
+                .unwrap_err(),
+            BackendError::Protocol(_)
+        ));
+        let l = r
+            .parse_logs(
+                200,
+                br#"{"offset":0,"next_offset":3,"text":"abc","eof":false}"#,
+            )
+            .unwrap();
+        assert_eq!(l.next_offset, 3);
+        assert_eq!(
+            r.logs("../x", 5).url,
+            "http://127.0.0.1:9/jobs/x/logs?offset=5"
+        );
+    }
+}

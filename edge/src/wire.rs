@@ -1,0 +1,421 @@
+//! Request bodies and query parameters of the API, and the checks that turn client input into
+//! values the handlers trust. Every check names the field it refused.
+
+use crate::error::ApiError;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+/// Largest JSON body for ordinary requests.
+pub const MAX_JSON_BYTES: usize = 64 * 1024;
+/// Largest body carrying a job spec or a batch of metrics.
+pub const MAX_SPEC_BYTES: usize = 256 * 1024;
+
+/// Refuses a body over `limit` (413) before or after reading it.
+pub fn check_size(len: usize, limit: usize) -> Result<(), ApiError> {
+    if len > limit {
+        return Err(ApiError::new(
+            413,
+            "body_too_large",
+            format!("the request body has {len} bytes; at most {limit} are accepted"),
+        )
+        .with_details(serde_json::json!({"limit_bytes": limit})));
+    }
+    Ok(())
+}
+
+/// Parses a JSON body, saying where it is malformed.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::new(
+            400,
+            "invalid_json",
+            format!("the request body is not the expected JSON: {e}"),
+        )
+        .with_details(serde_json::json!({"line": e.line(), "column": e.column()}))
+    })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Credentials {
+    pub email: String,
+    pub password: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewToken {
+    #[serde(default)]
+    pub name: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedeemRequest {
+    pub code: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewPromoCode {
+    pub code: String,
+    pub amount_fen: i64,
+    pub max_redemptions: i64,
+    /// RFC 3339; none means no expiry.
+    #[serde(default)]
+    pub expires_at: Option<String>,
+}
+
+/// A checked promotion code: the code normalised, the expiry in epoch milliseconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromoCode {
+    pub code: String,
+    pub amount_fen: i64,
+    pub max_redemptions: i64,
+    pub expires_at_ms: Option<i64>,
+}
+
+/// Codes are case-insensitive: upper-cased, 3–64 of `A-Z 0-9 - _`.
+pub fn normalise_code(raw: &str) -> Result<String, ApiError> {
+    let code = raw.trim().to_ascii_uppercase();
+    let ok = (3..=64).contains(&code.len())
+        && code
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !ok {
+        return Err(ApiError::new(
+            400,
+            "invalid_code",
+            format!("{raw:?} is not a promotion code (3-64 letters, digits, '-' or '_')"),
+        )
+        .with_details(serde_json::json!({"field": "code"})));
+    }
+    Ok(code)
+}
+
+impl NewPromoCode {
+    pub fn check(self) -> Result<PromoCode, ApiError> {
+        let code = normalise_code(&self.code)?;
+        let field = |f: &str, msg: String| {
+            ApiError::new(400, "invalid_field", msg).with_details(serde_json::json!({"field": f}))
+        };
+        // An upper bound keeps every sum of the ledger far inside the exact range of a JS number.
+        if !(1..=100_000_000).contains(&self.amount_fen) {
+            return Err(field(
+                "amount_fen",
+                format!("amount_fen must be 1..=100000000, got {}", self.amount_fen),
+            ));
+        }
+        if !(1..=1_000_000).contains(&self.max_redemptions) {
+            return Err(field(
+                "max_redemptions",
+                format!(
+                    "max_redemptions must be 1..=1000000, got {}",
+                    self.max_redemptions
+                ),
+            ));
+        }
+        let expires_at_ms = match self.expires_at.as_deref() {
+            None => None,
+            Some(t) => Some(crate::time::parse_rfc3339_ms(t).ok_or_else(|| {
+                field(
+                    "expires_at",
+                    format!("expires_at {t:?} is not an RFC 3339 time"),
+                )
+            })?),
+        };
+        Ok(PromoCode {
+            code,
+            amount_fen: self.amount_fen,
+            max_redemptions: self.max_redemptions,
+            expires_at_ms,
+        })
+    }
+}
+
+/// `Idempotency-Key`: required on job submission, 1–128 visible ASCII characters.
+pub fn idempotency_key(header: Option<&str>) -> Result<String, ApiError> {
+    match header.map(str::trim) {
+        Some(k) if (1..=128).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic()) => {
+            Ok(k.to_string())
+        }
+        Some(_) => Err(ApiError::new(
+            400,
+            "invalid_idempotency_key",
+            "Idempotency-Key must be 1-128 visible ASCII characters",
+        )),
+        None => Err(ApiError::new(
+            400,
+            "missing_idempotency_key",
+            "POST /api/jobs needs an Idempotency-Key header, so that a retry never starts a second job",
+        )),
+    }
+}
+
+/// A submitted spec: JSON bodies `{"spec": "<toml>"}`, `{"spec": {...}}` or a bare spec object;
+/// anything else is TOML text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SpecText {
+    Toml(String),
+    Json(String),
+}
+
+pub fn spec_from_body(content_type: Option<&str>, bytes: &[u8]) -> Result<SpecText, ApiError> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| ApiError::new(400, "invalid_encoding", "the spec is not UTF-8 text"))?;
+    let is_json = content_type.is_some_and(|c| c.contains("json"));
+    if !is_json {
+        return Ok(SpecText::Toml(text.to_string()));
+    }
+    let value: serde_json::Value = parse_json(bytes)?;
+    match value.get("spec") {
+        Some(serde_json::Value::String(toml)) => Ok(SpecText::Toml(toml.clone())),
+        Some(obj @ serde_json::Value::Object(_)) => Ok(SpecText::Json(obj.to_string())),
+        Some(_) => Err(ApiError::new(
+            400,
+            "invalid_field",
+            "\"spec\" must be TOML text or an object",
+        )
+        .with_details(serde_json::json!({"field": "spec"}))),
+        None => Ok(SpecText::Json(text.to_string())),
+    }
+}
+
+/// What a job's process reports.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    #[serde(default)]
+    pub state: Option<crate::jobs::JobState>,
+    #[serde(default)]
+    pub metrics: Vec<MetricPoint>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MetricPoint {
+    pub step: u64,
+    pub loss: f64,
+    #[serde(default)]
+    pub val_loss: Option<f64>,
+    #[serde(default)]
+    pub lr: Option<f64>,
+    #[serde(default)]
+    pub tokens_per_s: Option<f64>,
+    pub elapsed_s: f64,
+}
+
+pub const MAX_METRICS_PER_REPORT: usize = 1000;
+
+impl Report {
+    /// Refuses states a job may not report (`queued`, which only the edge sets) and non-finite
+    /// numbers, which JSON cannot carry back out.
+    pub fn check(&self) -> Result<(), ApiError> {
+        if self.state == Some(crate::jobs::JobState::Queued) {
+            return Err(ApiError::new(
+                400,
+                "invalid_state",
+                "a job cannot report itself queued",
+            ));
+        }
+        if self.metrics.len() > MAX_METRICS_PER_REPORT {
+            return Err(ApiError::new(
+                400,
+                "too_many_metrics",
+                format!("at most {MAX_METRICS_PER_REPORT} metric points per report"),
+            ));
+        }
+        for (i, m) in self.metrics.iter().enumerate() {
+            let nums = [
+                Some(m.loss),
+                m.val_loss,
+                m.lr,
+                m.tokens_per_s,
+                Some(m.elapsed_s),
+            ];
+            if nums.iter().flatten().any(|x| !x.is_finite()) || m.elapsed_s < 0.0 {
+                return Err(ApiError::new(
+                    400,
+                    "invalid_metric",
+                    format!("metrics[{i}] has a non-finite or negative number"),
+                )
+                .with_details(serde_json::json!({"index": i})));
+            }
+            if i64::try_from(m.step).is_err() {
+                return Err(ApiError::new(
+                    400,
+                    "invalid_metric",
+                    format!("metrics[{i}].step is too large"),
+                ));
+            }
+        }
+        if self.message.as_ref().is_some_and(|m| m.len() > 4096) {
+            return Err(ApiError::new(
+                400,
+                "invalid_field",
+                "message has more than 4096 bytes",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One non-negative integer query parameter (`offset`, `since`); absent means `default`.
+pub fn query_u64(query: Option<&str>, name: &str, default: u64) -> Result<u64, ApiError> {
+    let Some(q) = query else { return Ok(default) };
+    for pair in q.split('&') {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        if k == name {
+            return v
+                .parse::<u64>()
+                .ok()
+                .filter(|n| i64::try_from(*n).is_ok())
+                .ok_or_else(|| {
+                    ApiError::new(
+                        400,
+                        "invalid_query",
+                        format!("?{name}= must be a non-negative integer, got {v:?}"),
+                    )
+                    .with_details(serde_json::json!({"parameter": name}))
+                });
+        }
+    }
+    Ok(default)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewExperiment {
+    /// Spec text (TOML, or JSON when it starts with `{`).
+    pub spec: String,
+    #[serde(default)]
+    pub job_id: Option<String>,
+    #[serde(default = "yes")]
+    pub published: bool,
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Ids we mint are lower-case hex; anything else cannot name a row, so refuse it early.
+pub fn check_id(id: &str) -> Result<(), ApiError> {
+    if (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(())
+    } else {
+        Err(ApiError::not_found(format!("no such id {id:?}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn codes_and_keys() {
+        assert_eq!(normalise_code(" welcome-2026 ").unwrap(), "WELCOME-2026");
+        assert_eq!(normalise_code("a b").unwrap_err().code, "invalid_code");
+        assert_eq!(
+            idempotency_key(None).unwrap_err().code,
+            "missing_idempotency_key"
+        );
+        assert_eq!(
+            idempotency_key(Some("")).unwrap_err().code,
+            "invalid_idempotency_key"
+        );
+        assert_eq!(idempotency_key(Some("k-1")).unwrap(), "k-1");
+    }
+
+    #[test]
+    fn promo_checks_each_field() {
+        let p = |amount, max, exp: Option<&str>| {
+            NewPromoCode {
+                code: "ABC".into(),
+                amount_fen: amount,
+                max_redemptions: max,
+                expires_at: exp.map(String::from),
+            }
+            .check()
+        };
+        assert_eq!(
+            p(100, 5, Some("2030-01-01T00:00:00Z"))
+                .unwrap()
+                .expires_at_ms,
+            Some(1_893_456_000_000)
+        );
+        assert_eq!(p(0, 5, None).unwrap_err().details["field"], "amount_fen");
+        assert_eq!(
+            p(1, 0, None).unwrap_err().details["field"],
+            "max_redemptions"
+        );
+        assert_eq!(
+            p(1, 1, Some("tomorrow")).unwrap_err().details["field"],
+            "expires_at"
+        );
+    }
+
+    #[test]
+    fn spec_bodies() {
+        assert_eq!(
+            spec_from_body(None, b"name = 'x'").unwrap(),
+            SpecText::Toml("name = 'x'".into())
+        );
+        assert_eq!(
+            spec_from_body(Some("application/json"), br#"{"spec":"a = 1"}"#).unwrap(),
+            SpecText::Toml("a = 1".into())
+        );
+        assert!(matches!(
+            spec_from_body(Some("application/json"), br#"{"name":"x"}"#).unwrap(),
+            SpecText::Json(_)
+        ));
+        assert_eq!(
+            spec_from_body(Some("application/json"), b"{")
+                .unwrap_err()
+                .code,
+            "invalid_json"
+        );
+        assert_eq!(
+            spec_from_body(None, &[0xff, 0xfe]).unwrap_err().code,
+            "invalid_encoding"
+        );
+    }
+
+    #[test]
+    fn reports_and_queries() {
+        let r: Report =
+            parse_json(br#"{"state":"running","metrics":[{"step":1,"loss":2.5,"elapsed_s":0.5}]}"#)
+                .unwrap();
+        assert!(r.check().is_ok());
+        let r: Report = parse_json(br#"{"state":"queued"}"#).unwrap();
+        assert_eq!(r.check().unwrap_err().code, "invalid_state");
+        assert!(parse_json::<Report>(br#"{"state":"flying"}"#).is_err());
+        assert_eq!(query_u64(Some("offset=12&x=1"), "offset", 0).unwrap(), 12);
+        assert_eq!(query_u64(None, "offset", 7).unwrap(), 7);
+        assert_eq!(
+            query_u64(Some("offset=-1"), "offset", 0).unwrap_err().code,
+            "invalid_query"
+        );
+        assert_eq!(check_size(10, 5).unwrap_err().status, 413);
+        assert!(check_id("abc123").is_ok() && check_id("../x").is_err() && check_id("").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn parsing_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200), s in "\\PC{0,60}") {
+            let _ = parse_json::<Report>(&bytes).map(|r| r.check());
+            let _ = parse_json::<NewPromoCode>(&bytes).map(NewPromoCode::check);
+            let _ = parse_json::<Credentials>(&bytes);
+            let _ = spec_from_body(Some("application/json"), &bytes);
+            let _ = spec_from_body(None, &bytes);
+            let _ = normalise_code(&s);
+            let _ = idempotency_key(Some(&s));
+            let _ = query_u64(Some(&s), "offset", 0);
+            let _ = check_id(&s);
+        }
+    }
+}
