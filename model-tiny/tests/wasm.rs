@@ -80,11 +80,11 @@ fn bench_stories260k_tokens_per_s() {
     let mut runs = Vec::new();
     for _ in 0..5 {
         let mut model = Transformer::new(&weights);
-        runs.push(tokens_per_s(&mut model, 512, bench_sampler(false), &now).unwrap());
+        runs.push(tokens_per_s(&mut model, 256, bench_sampler(false), &now).unwrap());
     }
     runs.sort_by(f64::total_cmp);
     console_log!(
-        "model-tiny wasm bench: stories260K {:.1} tok/s (median of 5, 512 steps, greedy)",
+        "model-tiny wasm bench: stories260K {:.1} tok/s (median of 5, 256 steps, greedy)",
         runs[2]
     );
     assert!(runs[2] > 0.0);
