@@ -12,9 +12,16 @@ pub struct Config {
     pub state_dir: PathBuf,
     /// The shared secret the edge sends as `Authorization: Bearer <secret>`.
     pub secret: String,
+    /// How many jobs run at once; later ones wait as `queued`.
+    pub max_jobs: usize,
+    /// The shared reference data (models, corpora) copied into the state dir at start.
+    pub shared: PathBuf,
 }
 
-/// Parses `--addr HOST:PORT --state-dir DIR`; the secret comes from `ONRAMP_RUNNER_SECRET` so that
+/// Jobs that run at once by default: enough for a few light commands beside one training run.
+pub const DEFAULT_MAX_JOBS: usize = 4;
+
+/// Parses `--addr HOST:PORT --state-dir DIR [--max-jobs N] [--shared DIR]`; the secret comes from `ONRAMP_RUNNER_SECRET` so that
 /// it never shows up in a process listing.
 pub fn from_args(
     args: impl IntoIterator<Item = String>,
@@ -22,6 +29,8 @@ pub fn from_args(
 ) -> Result<Config, String> {
     let mut addr: SocketAddr = ([127, 0, 0, 1], 8788).into();
     let mut state_dir = PathBuf::from(".onramp/runner");
+    let mut max_jobs = DEFAULT_MAX_JOBS;
+    let mut shared = crate::assets::Assets::shared_default();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -36,13 +45,18 @@ pub fn from_args(
             "--state-dir" => {
                 state_dir = args.next().ok_or("--state-dir needs a directory")?.into();
             }
-            "-h" | "--help" => {
-                return Err(
-                    "usage: onramp-runner [--addr 127.0.0.1:8788] [--state-dir DIR] \
-                     (secret in ONRAMP_RUNNER_SECRET)"
-                        .into(),
-                );
+            "--max-jobs" => {
+                let value = args.next().ok_or("--max-jobs needs a number")?;
+                max_jobs = value
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("--max-jobs {value:?} is not a positive number"))?;
             }
+            "--shared" => {
+                shared = args.next().ok_or("--shared needs a directory")?.into();
+            }
+            "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}; try --help")),
         }
     }
@@ -53,8 +67,14 @@ pub fn from_args(
         addr,
         state_dir,
         secret,
+        max_jobs,
+        shared,
     })
 }
+
+pub const USAGE: &str = "usage: onramp-runner [--addr 127.0.0.1:8788] [--state-dir DIR] \
+    [--max-jobs N] [--shared DIR]   (secret in ONRAMP_RUNNER_SECRET)
+       onramp-runner tiny-train --help";
 
 #[cfg(test)]
 mod tests {
@@ -85,5 +105,7 @@ mod tests {
         let err = from_args(args(&["--addr", "nope"]), Some("s".into())).unwrap_err();
         assert!(err.contains("not HOST:PORT"), "{err}");
         assert!(from_args(args(&["--frob"]), Some("s".into())).is_err());
+        let err = from_args(args(&["--max-jobs", "0"]), Some("s".into())).unwrap_err();
+        assert!(err.contains("--max-jobs"), "{err}");
     }
 }

@@ -1,37 +1,69 @@
-//! `onramp-runner` entry point: parse the configuration and serve until told to stop.
+//! `onramp-runner` entry point: serve the API, or (`onramp-runner tiny-train …`) be a training
+//! job's process.
 
-use onramp_runner::{config, http};
+use onramp_runner::assets::Assets;
+use onramp_runner::jobs::Runner;
+use onramp_runner::store::Store;
+use onramp_runner::{config, http, tiny_train};
 use std::sync::Arc;
 
-#[tokio::main]
-async fn main() {
-    let config = match config::from_args(
-        std::env::args().skip(1),
-        std::env::var("ONRAMP_RUNNER_SECRET").ok(),
-    ) {
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("tiny-train") {
+        if let Err(e) = tiny_train::main(&args[1..]) {
+            eprintln!("onramp-runner tiny-train: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    let config = match config::from_args(args, std::env::var("ONRAMP_RUNNER_SECRET").ok()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("onramp-runner: {e}");
             std::process::exit(2);
         }
     };
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => fail(&format!("cannot start the async runtime: {e}")),
+    };
+    rt.block_on(serve(config));
+}
+
+fn fail(msg: &str) -> ! {
+    eprintln!("onramp-runner: {msg}");
+    std::process::exit(1);
+}
+
+async fn serve(config: config::Config) {
     if let Err(e) = std::fs::create_dir_all(&config.state_dir) {
-        eprintln!(
-            "onramp-runner: cannot create state dir {}: {e}",
+        fail(&format!(
+            "cannot create state dir {}: {e}",
             config.state_dir.display()
+        ));
+    }
+    let store = Store::open(&config.state_dir).unwrap_or_else(|e| fail(&e));
+    let (assets, missing) =
+        Assets::install(&config.shared, &config.state_dir).unwrap_or_else(|e| fail(&e));
+    for m in missing {
+        eprintln!(
+            "onramp-runner: warning: {m} is missing; tiny-train jobs that need it will be refused"
         );
-        std::process::exit(1);
+    }
+    let exe = std::env::current_exe()
+        .unwrap_or_else(|e| fail(&format!("cannot find the runner's own executable: {e}")));
+    let (runner, problems) = Runner::open(store, assets, exe, config.max_jobs);
+    for p in problems {
+        eprintln!("onramp-runner: warning: unreadable job record {p}");
     }
     let listener = match tokio::net::TcpListener::bind(config.addr).await {
         Ok(l) => l,
-        Err(e) => {
-            eprintln!("onramp-runner: cannot listen on {}: {e}", config.addr);
-            std::process::exit(1);
-        }
+        Err(e) => fail(&format!("cannot listen on {}: {e}", config.addr)),
     };
     eprintln!("onramp-runner: listening on http://{}", config.addr);
     let app = http::router(Arc::new(http::AppState {
         secret: config.secret,
+        runner: runner.clone(),
     }));
     let shutdown = async {
         let mut term =
@@ -41,11 +73,12 @@ async fn main() {
             _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
         }
     };
-    if let Err(e) = axum::serve(listener, app)
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
-        .await
-    {
-        eprintln!("onramp-runner: server error: {e}");
-        std::process::exit(1);
+        .await;
+    // Jobs do not outlive the runner that supervises them: stop them and record them as lost.
+    runner.shutdown().await;
+    if let Err(e) = served {
+        fail(&format!("server error: {e}"));
     }
 }

@@ -1,0 +1,239 @@
+//! One job's life: wait for a slot, start the process in its own process group with its output
+//! in the job's log, enforce the time limit, stop the whole group on cancel, and record and
+//! report how it ended.
+
+use crate::clock::now_rfc3339;
+use crate::jobs::Runner;
+use crate::store::LOG;
+use crate::wire::JobState;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use std::io::Write;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+
+/// How long a stopped job gets between SIGTERM and SIGKILL.
+pub const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// Why a job is being stopped from outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    Cancel,
+    /// The runner is shutting down; the job ends as `lost`.
+    Shutdown,
+}
+
+/// How the process ended.
+enum Outcome {
+    Exited(ExitStatus),
+    TimedOut,
+    Stopped(Stop),
+}
+
+pub async fn run(
+    runner: Arc<Runner>,
+    id: String,
+    mut stop: mpsc::UnboundedReceiver<Stop>,
+    done: watch::Sender<bool>,
+) {
+    let ended = supervise(&runner, &id, &mut stop).await;
+    runner.finished(&id);
+    if let Some(r) = runner.update(&id, |r| {
+        r.state = ended.0;
+        r.exit_code = ended.1;
+        r.message = ended.2;
+        r.ended_at = Some(now_rfc3339());
+        r.pgid = None;
+    }) {
+        runner.report_state(&r);
+    }
+    let _ = done.send(true);
+}
+
+/// Runs the job to its end; returns its final state, exit code and message.
+async fn supervise(
+    runner: &Arc<Runner>,
+    id: &str,
+    stop: &mut mpsc::UnboundedReceiver<Stop>,
+) -> (JobState, Option<i32>, Option<String>) {
+    let Some(record) = runner.record(id) else {
+        return (JobState::Failed, None, Some("job record vanished".into()));
+    };
+    // Queued until a slot frees up; a cancel while queued ends it without running anything.
+    let permit = tokio::select! {
+        p = runner.slots.clone().acquire_owned() => match p {
+            Ok(p) => p,
+            Err(_) => return (JobState::Lost, None, Some("the runner is shutting down".into())),
+        },
+        s = stop.recv() => return stopped_state(s.unwrap_or(Stop::Shutdown), false),
+    };
+    let dir = runner.store.job_dir(id);
+    let log_path = dir.join(LOG);
+    let log = match std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+    {
+        Ok(f) => f,
+        Err(e) => {
+            let msg = format!("cannot open the log {}: {e}", log_path.display());
+            return (JobState::Failed, None, Some(msg));
+        }
+    };
+    let mut cmd = tokio::process::Command::new(&record.argv[0]);
+    cmd.args(&record.argv[1..])
+        .current_dir(&dir)
+        // A clean environment: the runner's own (its secret above all) never reaches a job.
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+        )
+        .env("HOME", &dir)
+        .env("LANG", "C.UTF-8")
+        .env("ONRAMP_JOB_ID", &record.job_id)
+        .env("ONRAMP_RUNNER_JOB_ID", &record.id)
+        .envs(&record.env)
+        .stdin(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(false);
+    if let Some(t) = &record.report {
+        cmd.env("ONRAMP_REPORT_URL", &t.url)
+            .env("ONRAMP_REPORT_TOKEN", &t.token);
+    }
+    match (log.try_clone(), log.try_clone()) {
+        (Ok(out), Ok(err)) => {
+            cmd.stdout(Stdio::from(out)).stderr(Stdio::from(err));
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            return (
+                JobState::Failed,
+                None,
+                Some(format!("cannot share the log: {e}")),
+            );
+        }
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let msg = format!("cannot start {:?}: {e}", record.argv[0]);
+            let _ = writeln!(&log, "onramp-runner: {msg}");
+            return (JobState::Failed, None, Some(msg));
+        }
+    };
+    let pgid = child.id();
+    if let Some(r) = runner.update(id, |r| {
+        r.state = JobState::Running;
+        r.started_at = Some(now_rfc3339());
+        r.pgid = pgid;
+    }) {
+        runner.report_state(&r);
+    }
+    let limit = Duration::from_secs(record.time_limit_s);
+    let outcome = tokio::select! {
+        status = child.wait() => match status {
+            Ok(s) => Outcome::Exited(s),
+            Err(e) => return (JobState::Failed, None, Some(format!("cannot wait for the job: {e}"))),
+        },
+        _ = tokio::time::sleep(limit) => Outcome::TimedOut,
+        s = stop.recv() => Outcome::Stopped(s.unwrap_or(Stop::Shutdown)),
+    };
+    if let Some(pgid) = pgid {
+        if !matches!(outcome, Outcome::Exited(_)) {
+            signal_group(pgid, Signal::SIGTERM);
+            if tokio::time::timeout(KILL_GRACE, child.wait())
+                .await
+                .is_err()
+            {
+                signal_group(pgid, Signal::SIGKILL);
+            }
+        }
+        // Whatever the job left behind in its group (background children) goes with it.
+        signal_group(pgid, Signal::SIGKILL);
+    }
+    let _ = child.wait().await;
+    drop(permit);
+    match outcome {
+        Outcome::Exited(status) => exited_state(status, &log_path),
+        Outcome::TimedOut => {
+            let msg = format!("killed at its time limit of {} s", record.time_limit_s);
+            let _ = writeln!(&log, "onramp-runner: {msg}");
+            (JobState::TimedOut, None, Some(msg))
+        }
+        Outcome::Stopped(s) => {
+            let (state, code, msg) = stopped_state(s, true);
+            if let Some(m) = &msg {
+                let _ = writeln!(&log, "onramp-runner: {m}");
+            }
+            (state, code, msg)
+        }
+    }
+}
+
+fn stopped_state(stop: Stop, was_running: bool) -> (JobState, Option<i32>, Option<String>) {
+    match stop {
+        Stop::Cancel if was_running => (JobState::Cancelled, None, Some("cancelled".into())),
+        Stop::Cancel => (
+            JobState::Cancelled,
+            None,
+            Some("cancelled before it started".into()),
+        ),
+        Stop::Shutdown => (
+            JobState::Lost,
+            None,
+            Some("the runner stopped while this job was active".into()),
+        ),
+    }
+}
+
+fn exited_state(status: ExitStatus, log: &Path) -> (JobState, Option<i32>, Option<String>) {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(0), _) => (JobState::Succeeded, Some(0), None),
+        (Some(code), _) => {
+            let last = last_line(log).map(|l| format!(": {l}")).unwrap_or_default();
+            (
+                JobState::Failed,
+                Some(code),
+                Some(format!("exited with code {code}{last}")),
+            )
+        }
+        (None, sig) => {
+            let sig = sig.unwrap_or(0);
+            (
+                JobState::Failed,
+                None,
+                Some(format!("killed by signal {sig}")),
+            )
+        }
+    }
+}
+
+/// The last non-empty line of the log (at most 300 characters), to say why a job failed.
+fn last_line(log: &Path) -> Option<String> {
+    let bytes = std::fs::read(log).ok()?;
+    let tail = &bytes[bytes.len().saturating_sub(4096)..];
+    let text = String::from_utf8_lossy(tail);
+    let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
+    Some(line.trim().chars().take(300).collect())
+}
+
+/// Signals a whole process group; a group that is already gone is not an error.
+pub fn signal_group(pgid: u32, signal: Signal) {
+    if let Ok(pgid) = i32::try_from(pgid) {
+        let _ = killpg(Pid::from_raw(pgid), signal);
+    }
+}
+
+/// Stops the process group a previous runner left running for a job, but only when its leader is
+/// still working in that job's folder: the pid may have been reused by something else since.
+pub fn kill_orphan_group(pgid: u32, job_dir: &Path) {
+    let cwd = std::fs::read_link(format!("/proc/{pgid}/cwd"));
+    let job_dir = std::fs::canonicalize(job_dir).unwrap_or_else(|_| job_dir.to_path_buf());
+    if cwd.is_ok_and(|c| c == job_dir) {
+        signal_group(pgid, Signal::SIGKILL);
+    }
+}

@@ -1,0 +1,264 @@
+//! `onramp-runner tiny-train`: the child process of a tiny-train job. Trains model-tiny on this
+//! machine's cores with the spec's settings, prints JSON-lines metrics, POSTs them to the edge
+//! (`ONRAMP_REPORT_URL`, `ONRAMP_REPORT_TOKEN`) from a background thread so that a slow or absent
+//! edge never slows or stops training, and writes the checkpoint into `--out`.
+
+use crate::assets::Assets;
+use crate::report::{self, MetricPoint, Report};
+use crate::tiny_args::TinyArgs;
+use crate::wire::ReportTarget;
+use model_tiny::train::{Metrics, TrainConfig, Trainer, encode_corpus};
+use model_tiny::{Config, Tokenizer, Weights, load_weights};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+
+/// Runs the subcommand; the error is printed by `main` and makes the exit code 1.
+pub fn main(args: &[String]) -> Result<(), String> {
+    let args = TinyArgs::parse(args)?;
+    let assets = Assets {
+        root: args.assets.clone().unwrap_or_else(Assets::shared_default),
+    };
+    let target = report_target();
+    let (tx, sender) = start_reporter(target);
+    let result = train(&args, &assets, &tx);
+    if let Err(e) = &result {
+        let _ = tx.send(Report {
+            message: Some(format!("tiny-train failed: {e}")),
+            ..Report::default()
+        });
+    }
+    drop(tx);
+    if let Some(h) = sender {
+        // Every queued report goes out before the process ends (the runner reports the final
+        // state after this exit, so metrics arrive first).
+        let _ = h.join();
+    }
+    result
+}
+
+fn report_target() -> Option<ReportTarget> {
+    let url = std::env::var("ONRAMP_REPORT_URL")
+        .ok()
+        .filter(|u| !u.is_empty())?;
+    let token = std::env::var("ONRAMP_REPORT_TOKEN").unwrap_or_default();
+    Some(ReportTarget { url, token })
+}
+
+/// A thread that posts queued reports in order; without a target it drains them.
+fn start_reporter(
+    target: Option<ReportTarget>,
+) -> (mpsc::Sender<Report>, Option<std::thread::JoinHandle<()>>) {
+    let (tx, rx) = mpsc::channel::<Report>();
+    let Some(target) = target else {
+        return (tx, None);
+    };
+    let handle = std::thread::spawn(move || {
+        while let Ok(first) = rx.recv() {
+            // Points that queued up while a post was in flight go out together.
+            let mut batch = vec![first];
+            batch.extend(rx.try_iter());
+            for r in coalesce(batch) {
+                post(&target, &r);
+            }
+        }
+    });
+    (tx, Some(handle))
+}
+
+/// Joins runs of metrics-only reports into one, keeping their order and every other report.
+fn coalesce(batch: Vec<Report>) -> Vec<Report> {
+    let only_metrics = |r: &Report| r.state.is_none() && r.message.is_none();
+    let mut out: Vec<Report> = Vec::new();
+    for r in batch {
+        match out.last_mut() {
+            Some(last) if only_metrics(last) && only_metrics(&r) => last
+                .metrics
+                .get_or_insert_with(Vec::new)
+                .extend(r.metrics.unwrap_or_default()),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+fn post(target: &ReportTarget, r: &Report) {
+    if let Err(e) = report::post_blocking(target, r, 2) {
+        eprintln!("tiny-train: {e} (training goes on)");
+    }
+}
+
+fn train(args: &TinyArgs, assets: &Assets, reports: &mpsc::Sender<Report>) -> Result<(), String> {
+    let (weights, origin) = initial_weights(args, assets)?;
+    let c = weights.config;
+    let tok_path = assets.tokenizer(c.vocab_size).ok_or_else(|| {
+        format!(
+            "no tokenizer for a vocabulary of {} in {}",
+            c.vocab_size,
+            assets.root.join("models").display()
+        )
+    })?;
+    let tokenizer = Tokenizer::from_bytes(&read(&tok_path)?, c.vocab_size)
+        .map_err(|e| format!("{}: {e}", tok_path.display()))?;
+    let data_path = dataset_path(&args.dataset, assets)?;
+    let text = String::from_utf8_lossy(&read(&data_path)?).into_owned();
+    let tokens = encode_corpus(&tokenizer, &text);
+    let seq_len = args.seq_len.min(c.seq_len);
+    eprintln!(
+        "tiny-train: {} ({origin}, {} parameters) on {} ({} tokens), {} steps of {}x{seq_len}",
+        args.model,
+        c.n_params(),
+        data_path.display(),
+        tokens.len(),
+        args.steps,
+        args.micro_batch
+    );
+    let cfg = train_config(args, seq_len);
+    let mut trainer = Trainer::new(&weights, &tokens, cfg).map_err(|e| e.to_string())?;
+    let out = args.out.as_deref();
+    trainer
+        .run(out, &mut |m: &Metrics| {
+            if let Ok(line) = serde_json::to_string(m) {
+                println!("{line}");
+            }
+            let _ = reports.send(Report {
+                metrics: Some(vec![point(m)]),
+                ..Report::default()
+            });
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+    if let Some(dir) = out {
+        eprintln!(
+            "tiny-train: checkpoint written to {}",
+            dir.join(crate::store::CHECKPOINT_FILE).display()
+        );
+    }
+    Ok(())
+}
+
+/// The spec's settings as model-tiny's; evaluation and logging scale with the run so that a
+/// short test run and a long one both give a readable curve (about 40 points, 5 validations).
+fn train_config(args: &TinyArgs, seq_len: usize) -> TrainConfig {
+    let d = TrainConfig::default();
+    TrainConfig {
+        steps: args.steps,
+        batch_size: args.micro_batch,
+        seq_len,
+        learning_rate: args.lr,
+        min_lr: args.lr / 10.0,
+        warmup_steps: args.warmup.min(args.steps.saturating_sub(1)),
+        log_every: (args.steps / 40).max(1),
+        eval_every: (args.steps / 5).max(1),
+        seed: args.seed,
+        ..d
+    }
+}
+
+fn point(m: &Metrics) -> MetricPoint {
+    MetricPoint {
+        step: m.step as u64,
+        loss: m.loss,
+        val_loss: m.val_loss,
+        lr: Some(m.lr),
+        tokens_per_s: Some(m.tokens_per_s),
+        elapsed_s: m.elapsed_s,
+    }
+}
+
+/// The catalogue model's published weights when the assets have them (fine-tuning), else its
+/// shape with random weights (training from scratch).
+fn initial_weights(args: &TinyArgs, assets: &Assets) -> Result<(Weights, &'static str), String> {
+    let m = jobspec::catalog::model(&args.model)
+        .ok_or_else(|| format!("--model {:?} is not in the catalogue", args.model))?;
+    if let Some(path) = assets.model(m.id) {
+        let w = load_weights(&read(&path)?).map_err(|e| format!("{}: {e}", path.display()))?;
+        return Ok((w, "fine-tuning its published weights"));
+    }
+    let a = m.arch;
+    let config = Config {
+        dim: a.hidden as usize,
+        hidden_dim: a.ffn as usize,
+        n_layers: a.layers as usize,
+        n_heads: a.heads as usize,
+        n_kv_heads: a.kv_heads as usize,
+        vocab_size: a.vocab as usize,
+        seq_len: m.max_seq_len as usize,
+        shared_classifier: a.tied_embeddings,
+    };
+    let w = Weights::random(config, args.seed).map_err(|e| e.to_string())?;
+    Ok((w, "from scratch"))
+}
+
+/// A dataset id from the assets, or a path to a text file (the command line may name one; the
+/// runner's API only passes ids).
+fn dataset_path(dataset: &str, assets: &Assets) -> Result<PathBuf, String> {
+    if let Some(p) = assets.dataset(dataset) {
+        return Ok(p);
+    }
+    let p = Path::new(dataset);
+    if p.is_file() {
+        return Ok(p.to_path_buf());
+    }
+    Err(format!(
+        "dataset {dataset:?} is neither an id in {} nor a file",
+        assets.root.join("data").display()
+    ))
+}
+
+fn read(p: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metrics(steps: &[u64]) -> Report {
+        Report {
+            metrics: Some(
+                steps
+                    .iter()
+                    .map(|&step| MetricPoint {
+                        step,
+                        loss: 1.0,
+                        val_loss: None,
+                        lr: None,
+                        tokens_per_s: None,
+                        elapsed_s: 0.0,
+                    })
+                    .collect(),
+            ),
+            ..Report::default()
+        }
+    }
+
+    #[test]
+    fn coalesces_metrics_but_keeps_messages_in_order() {
+        let msg = Report {
+            message: Some("failed".into()),
+            ..Report::default()
+        };
+        let out = coalesce(vec![
+            metrics(&[1]),
+            metrics(&[2, 3]),
+            msg.clone(),
+            metrics(&[4]),
+        ]);
+        assert_eq!(out, vec![metrics(&[1, 2, 3]), msg, metrics(&[4])]);
+    }
+
+    #[test]
+    fn the_train_config_follows_the_spec_and_scales_logging() {
+        let args = TinyArgs::parse(
+            &"--model stories260K --dataset d --steps 200 --micro-batch 4 --seq-len 64 --lr 0.002 --warmup 500"
+                .split(' ')
+                .map(String::from)
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let c = train_config(&args, 64);
+        assert_eq!((c.steps, c.batch_size, c.seq_len), (200, 4, 64));
+        assert_eq!((c.log_every, c.eval_every, c.warmup_steps), (5, 40, 199));
+        assert_eq!(c.learning_rate, 0.002);
+    }
+}
