@@ -2,9 +2,23 @@
 //! so tests can mount them; `main.rs` only mounts.
 
 pub mod health;
+pub mod i18n;
+pub mod worker_proto;
 
 #[cfg(target_arch = "wasm32")]
+pub mod inference;
+#[cfg(target_arch = "wasm32")]
+pub mod pages;
+#[cfg(target_arch = "wasm32")]
+pub mod router;
+#[cfg(target_arch = "wasm32")]
+pub mod share_ui;
+#[cfg(target_arch = "wasm32")]
+pub mod state;
+#[cfg(target_arch = "wasm32")]
 mod ui;
+#[cfg(target_arch = "wasm32")]
+pub mod worker_client;
 
 #[cfg(target_arch = "wasm32")]
 pub use ui::*;

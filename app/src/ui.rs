@@ -1,6 +1,10 @@
 //! The components of the app.
 
 use crate::health::Health;
+use crate::i18n::Key;
+use crate::router::{Link, Router};
+use crate::state::{I18n, Shared, use_i18n};
+use crate::worker_client::ModelWorker;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -21,27 +25,54 @@ pub async fn fetch_health() -> Result<Health, String> {
         .map_err(|e| format!("HTTP {}: unexpected answer: {e}", resp.status()))
 }
 
-/// The whole app.
+/// The whole app: header with navigation and the language switch, the routed page, and the
+/// stack's health in the footer.
 #[component]
 pub fn App() -> impl IntoView {
+    let i = I18n::install();
+    Shared::install();
+    ModelWorker::install();
+    crate::share_ui::restore_from_location();
+    let router = Router::install();
     view! {
+        <a class="skip" href="#main">{move || i.t(Key::AppName)}</a>
         <header class="top">
-            <h1>"Onramp"</h1>
+            <span class="brand">{move || i.t(Key::AppName)}</span>
+            <nav aria-label=move || i.t(Key::NavMain)>
+                <Link href="/" testid="nav-try">{move || i.t(Key::NavTry)}</Link>
+                <Link href="/plan" testid="nav-plan">{move || i.t(Key::NavPlan)}</Link>
+                <Link href="/jobs" testid="nav-jobs">{move || i.t(Key::NavJobs)}</Link>
+                <Link href="/account" testid="nav-account">{move || i.t(Key::NavAccount)}</Link>
+            </nav>
+            <button
+                type="button"
+                class="lang"
+                data-testid="lang-switch"
+                aria-label=move || i.t(Key::Language)
+                on:click=move |_| i.toggle()
+            >
+                {move || i.t(Key::SwitchLanguage)}
+            </button>
         </header>
-        <main>
-            <HealthPanel/>
+        <crate::share_ui::ShareBanner/>
+        <main id="main" tabindex="-1">
+            {move || crate::pages::page(router.route())}
         </main>
+        <footer class="bottom">
+            <HealthPanel/>
+        </footer>
     }
 }
 
 /// Shows the edge's health: version, bindings and backends.
 #[component]
 pub fn HealthPanel() -> impl IntoView {
+    let i = use_i18n();
     let health = LocalResource::new(fetch_health);
     view! {
         <section class="health" data-testid="health">
-            <h2>"Stack"</h2>
-            <Suspense fallback=|| view! { <p data-testid="health-loading">"Checking the edge…"</p> }>
+            <h2>{move || i.t(Key::StackTitle)}</h2>
+            <Suspense fallback=move || view! { <p data-testid="health-loading">{move || i.t(Key::CheckingEdge)}</p> }>
                 {move || health.get().map(|result| match result {
                     Ok(h) => {
                         let state = if h.ok { "ok" } else { "failed" };

@@ -1,9 +1,12 @@
-//! Component tests in headless Chromium: the app mounts, and the health panel shows a clear error
-//! when no edge answers (the test server has no `/api/health`).
+//! Component tests in headless Chromium: the app mounts, the health panel shows a clear error
+//! when no edge answers (the test server has no `/api/health`), the language switch, a share
+//! link from the future, and the Plan page's diagnostics.
 #![cfg(target_arch = "wasm32")]
+// wasm-bindgen-test functions are not `#[test]`s to clippy, so its in-test unwrap allowance
+// does not reach them; a panic is how these tests fail.
+#![allow(clippy::unwrap_used)]
 
-use leptos::prelude::*;
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -36,4 +39,139 @@ async fn health_panel_reports_a_missing_edge() {
         .text_content()
         .unwrap();
     assert!(text.contains("HTTP 404"), "{text}");
+}
+
+fn mount_app() -> web_sys::Element {
+    let document = web_sys::window().unwrap().document().unwrap();
+    let root = document.create_element("div").unwrap();
+    document.body().unwrap().append_child(&root).unwrap();
+    // Each test mounts its own copy; leaking the handle keeps it alive for the test's duration.
+    std::mem::forget(leptos::mount::mount_to(
+        root.clone().unchecked_into(),
+        app::App,
+    ));
+    root
+}
+
+fn click(root: &web_sys::Element, sel: &str) {
+    root.query_selector(sel)
+        .unwrap()
+        .unwrap_or_else(|| panic!("{sel} not found"))
+        .unchecked_into::<web_sys::HtmlElement>()
+        .click();
+}
+
+fn text(root: &web_sys::Element, sel: &str) -> String {
+    root.query_selector(sel)
+        .unwrap()
+        .and_then(|e| e.text_content())
+        .unwrap_or_default()
+}
+
+#[wasm_bindgen_test]
+async fn the_language_switch_translates_and_is_remembered() {
+    let root = mount_app();
+    let before = text(&root, "[data-testid=nav-try]");
+    assert!(before == "Try" || before == "试用", "{before}");
+    click(&root, "[data-testid=lang-switch]");
+    let want = if before == "Try" { "试用" } else { "Try" };
+    assert!(
+        until(|| text(&root, "[data-testid=nav-try]") == want).await,
+        "{}",
+        root.inner_html()
+    );
+    let stored = web_sys::window()
+        .unwrap()
+        .local_storage()
+        .unwrap()
+        .unwrap()
+        .get_item("onramp.lang")
+        .unwrap();
+    assert_eq!(
+        stored.as_deref(),
+        Some(if want == "Try" { "en" } else { "zh-CN" })
+    );
+    let lang = web_sys::window()
+        .unwrap()
+        .document()
+        .unwrap()
+        .document_element()
+        .unwrap()
+        .get_attribute("lang");
+    assert_eq!(lang, stored);
+}
+
+#[wasm_bindgen_test]
+async fn a_link_from_a_newer_onramp_loads_nothing_and_says_so() {
+    let w = web_sys::window().unwrap();
+    let history = w.history().unwrap();
+    history
+        .replace_state_with_url(&JsValue::NULL, "", Some("#9.AAAA"))
+        .unwrap();
+    let root = mount_app();
+    history
+        .replace_state_with_url(&JsValue::NULL, "", Some(&w.location().pathname().unwrap()))
+        .unwrap();
+    assert!(
+        until(|| root
+            .query_selector("[data-testid=share-error]")
+            .unwrap()
+            .is_some())
+        .await,
+        "{}",
+        root.inner_html()
+    );
+    let banner = root
+        .query_selector("[data-testid=share-error]")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        banner.get_attribute("data-kind").as_deref(),
+        Some("UnknownVersion(\"9\")")
+    );
+}
+
+#[wasm_bindgen_test]
+async fn the_plan_page_points_at_the_broken_line_and_clears_when_fixed() {
+    let document = web_sys::window().unwrap().document().unwrap();
+    let root = document.create_element("div").unwrap();
+    document.body().unwrap().append_child(&root).unwrap();
+    std::mem::forget(leptos::mount::mount_to(
+        root.clone().unchecked_into(),
+        app::pages::plan::PlanPage,
+    ));
+    let area: web_sys::HtmlTextAreaElement = root
+        .query_selector("[data-testid=plan-toml]")
+        .unwrap()
+        .unwrap()
+        .unchecked_into();
+    let good = area.value();
+    assert!(good.contains("micro_batch = 2"), "{good}");
+    let set = |v: &str| {
+        area.set_value(v);
+        area.dispatch_event(&web_sys::Event::new("input").unwrap())
+            .unwrap();
+    };
+    set(&good.replace("micro_batch = 2", "micro_batch = \"two\""));
+    let line = good
+        .lines()
+        .position(|l| l.starts_with("micro_batch"))
+        .unwrap()
+        + 1;
+    let sel = format!("[data-testid=diag][data-severity=error][data-line=\"{line}\"]");
+    assert!(
+        until(|| root.query_selector(&sel).unwrap().is_some()).await,
+        "no error at line {line}: {}",
+        text(&root, "[data-testid=plan-diagnostics]")
+    );
+    set(&good);
+    assert!(
+        until(|| root
+            .query_selector("[data-testid=diag][data-severity=error]")
+            .unwrap()
+            .is_none())
+        .await,
+        "{}",
+        text(&root, "[data-testid=plan-diagnostics]")
+    );
 }

@@ -20,10 +20,14 @@ pub fn assets() -> Result<(), String> {
     copy_dir(&repo_root().join("public"), &dist)
 }
 
-/// The Leptos app: a release wasm build, then wasm-bindgen's web glue into `dist/pkg`.
+/// The Leptos app and its inference worker: one release wasm build of both binaries, then
+/// wasm-bindgen's glue into `dist/pkg` — ES module glue for the page (`app.js`), classic-script
+/// glue for the Web Worker (`worker.js`, loaded by `public/worker.js` with `importScripts`).
+/// With `ONRAMP_WASM_OPT=1`, npm binaryen's `wasm-opt -Oz` shrinks both, and each result is
+/// kept only when it is smaller.
 pub fn app(tools: &Tools) -> Result<(), String> {
     cmd::run(
-        "cargo build app (wasm32, release)",
+        "cargo build app + worker (wasm32, release)",
         cargo().args([
             "build",
             "--quiet",
@@ -34,32 +38,47 @@ pub fn app(tools: &Tools) -> Result<(), String> {
             "--release",
             "--bin",
             "app",
+            "--bin",
+            "worker",
         ]),
     )?;
-    let wasm = target_dir().join("wasm32-unknown-unknown/release/app.wasm");
-    bindgen(tools, &wasm, "web", "app")
+    let release = target_dir().join("wasm32-unknown-unknown/release");
+    let optimise = std::env::var("ONRAMP_WASM_OPT").is_ok_and(|v| v == "1");
+    for (bin, target) in [("app", "web"), ("worker", "no-modules")] {
+        let wasm = release.join(format!("{bin}.wasm"));
+        if bindgen(tools, &wasm, target, bin)? && optimise {
+            wasm_opt(tools, &dist_dir().join(format!("pkg/{bin}_bg.wasm")))?;
+        }
+    }
+    Ok(())
 }
 
-fn bindgen(tools: &Tools, wasm: &Path, target: &str, out_name: &str) -> Result<(), String> {
-    let out_dir = dist_dir().join("pkg");
-    let out_wasm = out_dir.join(format!("{out_name}_bg.wasm"));
-    if is_newer(&out_wasm, wasm) {
-        return Ok(());
-    }
+/// `wasm-opt -Oz` on a bindgen output, replacing it only when the result is smaller.
+fn wasm_opt(tools: &Tools, wasm: &Path) -> Result<(), String> {
+    let out = wasm.with_extension("opt.wasm");
     cmd::run(
-        &format!("wasm-bindgen {out_name}"),
-        Command::new(tools.wasm_bindgen_bin.join("wasm-bindgen"))
+        &format!("wasm-opt -Oz {}", wasm.display()),
+        Command::new(&tools.wasm_opt)
             .args([
-                "--target",
-                target,
-                "--no-typescript",
-                "--out-name",
-                out_name,
-                "--out-dir",
+                "-Oz",
+                "--enable-simd",
+                "--enable-bulk-memory",
+                "--enable-nontrapping-float-to-int",
+                "--enable-sign-ext",
+                "--enable-mutable-globals",
+                "--enable-reference-types",
+                "--enable-multivalue",
             ])
-            .arg(&out_dir)
-            .arg(wasm),
-    )
+            .arg(wasm)
+            .arg("-o")
+            .arg(&out),
+    )?;
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(u64::MAX);
+    if size(&out) < size(wasm) {
+        std::fs::rename(&out, wasm).map_err(|e| format!("cannot replace {}: {e}", wasm.display()))
+    } else {
+        std::fs::remove_file(&out).map_err(|e| format!("cannot remove {}: {e}", out.display()))
+    }
 }
 
 /// The worker, built by worker-build with our pinned wasm-bindgen and wrangler's esbuild so that

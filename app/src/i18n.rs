@@ -1,0 +1,229 @@
+//! Every user-visible string of the app in English and Simplified Chinese: a typed key per
+//! string, so a missing translation is a compile error and a misspelt key cannot exist.
+
+/// The languages the app speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lang {
+    En,
+    Zh,
+}
+
+impl Lang {
+    /// The BCP 47 tag (for `<html lang>` and localStorage).
+    pub fn tag(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Zh => "zh-CN",
+        }
+    }
+
+    /// Reads a stored tag or a browser language (`navigator.language`): any `zh*` is Chinese,
+    /// everything else English.
+    pub fn from_tag(tag: &str) -> Lang {
+        if tag.trim().to_ascii_lowercase().starts_with("zh") {
+            Lang::Zh
+        } else {
+            Lang::En
+        }
+    }
+
+    /// The jobspec language for diagnostics and suggestion titles.
+    pub fn spec_lang(self) -> jobspec::Lang {
+        match self {
+            Lang::En => jobspec::Lang::En,
+            Lang::Zh => jobspec::Lang::ZhCn,
+        }
+    }
+}
+
+macro_rules! messages {
+    ($($key:ident => $en:literal, $zh:literal;)*) => {
+        /// A user-visible string.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Key { $($key,)* }
+
+        impl Key {
+            /// Every key, for the completeness test.
+            pub const ALL: &'static [Key] = &[$(Key::$key,)*];
+
+            /// The text in `lang`.
+            pub fn text(self, lang: Lang) -> &'static str {
+                match (self, lang) {
+                    $((Key::$key, Lang::En) => $en, (Key::$key, Lang::Zh) => $zh,)*
+                }
+            }
+        }
+    };
+}
+
+messages! {
+    AppName => "Onramp", "Onramp";
+    Tagline => "From a tiny model in your browser to a training job on a cluster", "从浏览器里的小模型到集群上的训练作业";
+    NavMain => "Main", "主导航";
+    NavTry => "Try", "试用";
+    NavPlan => "Plan", "规划";
+    NavJobs => "Jobs", "作业";
+    NavAccount => "Account", "账户";
+    NavStatus => "Status", "状态";
+    Language => "Language", "语言";
+    SwitchLanguage => "中文", "English";
+    NotFound => "There is no page at this address.", "此地址没有页面。";
+    ComingSoon => "This page is not available yet.", "此页面尚未开放。";
+    StackTitle => "Stack", "系统状态";
+    CheckingEdge => "Checking the edge…", "正在检查服务端…";
+    // Try
+    TryTitle => "Try a tiny language model", "试用一个小型语言模型";
+    TryIntro => "The model runs in your browser, in a background worker.", "模型在你的浏览器中、在后台线程里运行。";
+    Model => "Model", "模型";
+    Prompt => "Prompt", "提示词";
+    PromptPlaceholder => "Once upon a time", "从前有一天";
+    Temperature => "Temperature", "温度";
+    TopP => "Top-p", "Top-p";
+    Seed => "Seed", "随机种子";
+    MaxTokens => "Max tokens", "最大 token 数";
+    Generate => "Generate", "生成";
+    Stop => "Stop", "停止";
+    Output => "Output", "输出";
+    StartingWorker => "Starting the model worker…", "正在启动模型线程…";
+    Downloading => "Downloading the model", "正在下载模型";
+    LoadedFromCache => "Model loaded from the browser cache", "已从浏览器缓存加载模型";
+    LoadedFromNetwork => "Model downloaded and cached", "模型已下载并缓存";
+    Generating => "Generating…", "正在生成…";
+    Stopped => "Stopped", "已停止";
+    Finished => "Finished", "已完成";
+    TokensPerSecond => "tokens/s", "token/秒";
+    TimeToFirstToken => "time to first token", "首个 token 用时";
+    Tokens => "tokens", "个 token";
+    ErrDownload => "The model could not be downloaded", "无法下载模型";
+    ErrFormat => "The model file is not usable", "模型文件无法使用";
+    ErrGenerate => "Generation failed", "生成失败";
+    ErrWorker => "The model worker failed", "模型线程出错";
+    ErrBadInput => "A setting is out of range", "某项设置超出范围";
+    // Plan
+    PlanTitle => "Plan a training job", "规划训练作业";
+    Templates => "Start from a template", "从模板开始";
+    SpecEditor => "Job spec (TOML)", "作业配置（TOML）";
+    FormView => "Form", "表单";
+    Diagnostics => "Problems", "问题";
+    NoProblems => "No problems found.", "未发现问题。";
+    Line => "line", "行";
+    Column => "column", "列";
+    MemoryPerGpu => "Memory per card", "每张卡的显存";
+    Params => "parameters", "参数";
+    Grads => "gradients", "梯度";
+    Optimizer => "optimizer", "优化器";
+    Activations => "activations", "激活值";
+    Buffers => "buffers", "缓冲区";
+    CardMemory => "card memory", "卡显存";
+    Fits => "Fits", "放得下";
+    DoesNotFit => "Does not fit", "放不下";
+    AcrossCards => "Time and cost on every card", "各种卡上的时间与费用";
+    Card => "Card", "卡";
+    Cards => "Cards", "卡数";
+    Time => "Time", "时间";
+    Cost => "Cost", "费用";
+    Memory => "Memory", "显存";
+    Suggestions => "Ways to make it fit", "让它放得下的办法";
+    Apply => "Apply", "应用";
+    Artifacts => "Launch files", "启动文件";
+    Copy => "Copy", "复制";
+    Copied => "Copied", "已复制";
+    ImportDs => "Import a DeepSpeed config (JSON)", "导入 DeepSpeed 配置（JSON）";
+    ImportButton => "Import", "导入";
+    Imported => "Imported into the spec", "已导入到作业配置";
+    InvalidSpec => "Fix the problems above to see estimates.", "修正上面的问题后即可看到估算。";
+    FieldName => "Name", "名称";
+    FieldCard => "Card", "卡型";
+    FieldCardsPerNode => "Cards per node", "每节点卡数";
+    FieldNodes => "Nodes", "节点数";
+    FieldMicroBatch => "Micro batch", "微批大小";
+    FieldSeqLen => "Sequence length", "序列长度";
+    FieldZero => "ZeRO stage", "ZeRO 阶段";
+    FormNeedsValidToml => "The form shows the spec once the TOML parses.", "TOML 能解析后表单才会显示。";
+    // Share
+    CopyLink => "Copy link", "复制链接";
+    LinkCopied => "Link copied", "链接已复制";
+    ShareBroken => "This share link cannot be opened", "无法打开此分享链接";
+    ShareTooNew => "This share link comes from a newer Onramp", "此分享链接来自更新版本的 Onramp";
+    ShareErrTooLong => "the link is too long", "链接过长";
+    ShareErrNoVersion => "the link has no version tag", "链接缺少版本标记";
+    ShareErrBase64 => "the link is damaged (not base64url)", "链接已损坏（不是 base64url）";
+    ShareErrCorrupt => "the link's data is corrupt", "链接数据已损坏";
+    ShareErrContent => "the link's content is invalid", "链接内容无效";
+    ShareLink => "Share link", "分享链接";
+    ShareNothingLoaded => "Nothing was loaded from it.", "未从中加载任何内容。";
+    Dismiss => "Dismiss", "关闭";
+}
+
+/// Formats a byte count for people: `1.5 GiB`, `12.0 MiB`.
+pub fn bytes(b: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    const MIB: f64 = (1u64 << 20) as f64;
+    let b = b as f64;
+    if b >= GIB {
+        format!("{:.1} GiB", b / GIB)
+    } else if b >= MIB {
+        format!("{:.1} MiB", b / MIB)
+    } else {
+        format!("{:.0} KiB", b / 1024.0)
+    }
+}
+
+/// Formats integer fen as yuan with two decimals: `¥12.34`.
+pub fn yuan(fen: u64) -> String {
+    format!("¥{}.{:02}", fen / 100, fen % 100)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Strings that are the same in both languages on purpose (names and technical terms).
+    const SAME_IN_BOTH: &[Key] = &[Key::AppName, Key::TopP];
+
+    fn has_cjk(s: &str) -> bool {
+        s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
+    }
+
+    #[test]
+    fn every_key_has_both_languages() {
+        for &k in Key::ALL {
+            let (en, zh) = (k.text(Lang::En), k.text(Lang::Zh));
+            assert!(!en.trim().is_empty(), "{k:?} has no English text");
+            assert!(!zh.trim().is_empty(), "{k:?} has no Chinese text");
+            if SAME_IN_BOTH.contains(&k) {
+                continue;
+            }
+            // The language switch shows the other language's name in that language.
+            if k == Key::SwitchLanguage {
+                assert!(has_cjk(en) && !has_cjk(zh), "{k:?}");
+                continue;
+            }
+            assert!(
+                has_cjk(zh),
+                "{k:?}: the Chinese text {zh:?} has no Chinese in it"
+            );
+            assert!(
+                !has_cjk(en),
+                "{k:?}: the English text {en:?} has Chinese in it"
+            );
+        }
+    }
+
+    #[test]
+    fn language_tags_pick_the_right_table() {
+        assert_eq!(Lang::from_tag("zh-CN"), Lang::Zh);
+        assert_eq!(Lang::from_tag("zh-TW"), Lang::Zh);
+        assert_eq!(Lang::from_tag("en-US"), Lang::En);
+        assert_eq!(Lang::from_tag("fr"), Lang::En);
+        assert_eq!(Lang::from_tag(Lang::Zh.tag()), Lang::Zh);
+    }
+
+    #[test]
+    fn money_and_bytes_read_well() {
+        assert_eq!(yuan(123_456), "¥1234.56");
+        assert_eq!(yuan(5), "¥0.05");
+        assert_eq!(bytes(3 << 30), "3.0 GiB");
+        assert_eq!(bytes(5 << 20), "5.0 MiB");
+    }
+}

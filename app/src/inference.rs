@@ -1,0 +1,294 @@
+//! The inference worker's side: loads a model (from the Cache API when it is there, else from
+//! the network with progress, then caches it) and streams generated text back to the page,
+//! yielding to the event loop often enough that a Stop message is seen within a few
+//! milliseconds.
+
+use crate::worker_proto::{
+    ErrorKind, GenerateRequest, ModelSource, Utf8Stream, WorkerError, WorkerInput, WorkerOutput,
+};
+use model_tiny::{Generator, SamplerConfig, Tokenizer, Transformer};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::{JsFuture, spawn_local};
+use web_sys::{Cache, DedicatedWorkerGlobalScope, MessageEvent, Response};
+
+/// Bump when the cached bytes' meaning changes, so that old entries are never read.
+const CACHE_NAME: &str = "onramp-models-v1";
+/// Longest stretch of model work between two looks at the message queue.
+const YIELD_EVERY_MS: f64 = 12.0;
+
+struct LoadedModel {
+    model: Transformer,
+    tokenizer: Tokenizer,
+}
+
+#[derive(Default)]
+struct State {
+    loaded: RefCell<Option<LoadedModel>>,
+    busy: Cell<bool>,
+    stop: Cell<bool>,
+}
+
+fn scope() -> DedicatedWorkerGlobalScope {
+    js_sys::global().unchecked_into()
+}
+
+fn post(msg: &WorkerOutput) {
+    // Serialising our own enum cannot fail; an empty string would show up as a parse error on
+    // the page rather than vanish.
+    let json = serde_json::to_string(msg).unwrap_or_default();
+    if let Err(e) = scope().post_message(&JsValue::from_str(&json)) {
+        web_sys::console::error_1(&e);
+    }
+}
+
+fn fail(kind: ErrorKind, detail: impl Into<String>) -> WorkerError {
+    WorkerError {
+        kind,
+        detail: detail.into(),
+    }
+}
+
+fn js_detail(e: JsValue) -> String {
+    e.as_string()
+        .or_else(|| {
+            e.dyn_ref::<js_sys::Error>()
+                .map(|e| String::from(e.message()))
+        })
+        .unwrap_or_else(|| format!("{e:?}"))
+}
+
+/// Installs the message handler and tells the page the worker is listening.
+pub fn start() {
+    let state = Rc::new(State::default());
+    let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        let input = ev
+            .data()
+            .as_string()
+            .ok_or_else(|| "a message that is not text".to_string())
+            .and_then(|t| serde_json::from_str::<WorkerInput>(&t).map_err(|e| e.to_string()));
+        match input {
+            Err(e) => post(&WorkerOutput::Error(fail(ErrorKind::BadInput, e))),
+            Ok(WorkerInput::Stop) => state.stop.set(true),
+            Ok(WorkerInput::Load(src)) => spawn_local(load(state.clone(), src)),
+            Ok(WorkerInput::Generate(req)) => spawn_local(generate(state.clone(), req)),
+        }
+    });
+    scope().set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+    // The handler lives as long as the worker.
+    onmessage.forget();
+    post(&WorkerOutput::Ready);
+}
+
+async fn load(state: Rc<State>, src: ModelSource) {
+    if state.busy.get() {
+        post(&WorkerOutput::Error(fail(
+            ErrorKind::NotReady,
+            "a generation is running; stop it before switching models",
+        )));
+        return;
+    }
+    state.busy.set(true);
+    let result = load_model(&src).await;
+    state.busy.set(false);
+    match result {
+        Ok((loaded, from_cache, params)) => {
+            *state.loaded.borrow_mut() = Some(loaded);
+            post(&WorkerOutput::Loaded {
+                name: src.name,
+                from_cache,
+                params,
+            });
+        }
+        Err(e) => post(&WorkerOutput::Error(e)),
+    }
+}
+
+async fn load_model(src: &ModelSource) -> Result<(LoadedModel, bool, u64), WorkerError> {
+    let (model_bytes, model_cached) = fetch_cached(&src.model_url, true).await?;
+    let (tok_bytes, tok_cached) = fetch_cached(&src.tokenizer_url, false).await?;
+    let weights = model_tiny::load_weights(&model_bytes)
+        .map_err(|e| fail(ErrorKind::Format, format!("{}: {e}", src.model_url)))?;
+    let params = weights.ordered().iter().map(|t| t.len() as u64).sum();
+    let tokenizer = Tokenizer::from_bytes(&tok_bytes, weights.config.vocab_size)
+        .map_err(|e| fail(ErrorKind::Format, format!("{}: {e}", src.tokenizer_url)))?;
+    let model = Transformer::new(&weights);
+    Ok((
+        LoadedModel { model, tokenizer },
+        model_cached && tok_cached,
+        params,
+    ))
+}
+
+/// The bytes at `url`, from the cache when present (true), else downloaded and stored.
+async fn fetch_cached(url: &str, progress: bool) -> Result<(Vec<u8>, bool), WorkerError> {
+    let dl = |what: &str, e: JsValue| {
+        fail(
+            ErrorKind::Download,
+            format!("{what} {url}: {}", js_detail(e)),
+        )
+    };
+    let caches = scope().caches().map_err(|e| dl("cache storage for", e))?;
+    let cache: Cache = JsFuture::from(caches.open(CACHE_NAME))
+        .await
+        .map_err(|e| dl("opening the cache for", e))?
+        .unchecked_into();
+    let hit = JsFuture::from(cache.match_with_str(url))
+        .await
+        .map_err(|e| dl("reading the cache for", e))?;
+    if let Ok(resp) = hit.dyn_into::<Response>() {
+        let buf = JsFuture::from(resp.array_buffer().map_err(|e| dl("reading cached", e))?)
+            .await
+            .map_err(|e| dl("reading cached", e))?;
+        return Ok((js_sys::Uint8Array::new(&buf).to_vec(), true));
+    }
+    let resp: Response = JsFuture::from(scope().fetch_with_str(url))
+        .await
+        .map_err(|e| dl("GET", e))?
+        .unchecked_into();
+    if !resp.ok() {
+        return Err(fail(
+            ErrorKind::Download,
+            format!("GET {url}: HTTP {}", resp.status()),
+        ));
+    }
+    let total = resp
+        .headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|v| v.parse::<u64>().ok());
+    let bytes = read_body(&resp, url, progress.then_some(total)).await?;
+    // Caching is an optimisation: when it fails (quota, private mode) the model still loads and
+    // the next visit simply downloads again.
+    let body = js_sys::Uint8Array::from(bytes.as_slice());
+    if let Ok(copy) = Response::new_with_opt_buffer_source(Some(&body))
+        && let Err(e) = JsFuture::from(cache.put_with_str(url, &copy)).await
+    {
+        web_sys::console::warn_2(&JsValue::from_str("not cached"), &e);
+    }
+    Ok((bytes, false))
+}
+
+/// Reads a response body chunk by chunk, posting progress when `progress` is set.
+async fn read_body(
+    resp: &Response,
+    url: &str,
+    progress: Option<Option<u64>>,
+) -> Result<Vec<u8>, WorkerError> {
+    let dl = |e: JsValue| fail(ErrorKind::Download, format!("GET {url}: {}", js_detail(e)));
+    let Some(body) = resp.body() else {
+        return Ok(Vec::new());
+    };
+    let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+    let mut bytes = Vec::with_capacity(progress.flatten().unwrap_or(0) as usize);
+    loop {
+        let chunk = JsFuture::from(reader.read()).await.map_err(dl)?;
+        let done = js_sys::Reflect::get(&chunk, &"done".into()).map_err(dl)?;
+        if done.as_bool() == Some(true) {
+            break;
+        }
+        let value = js_sys::Reflect::get(&chunk, &"value".into()).map_err(dl)?;
+        let part: js_sys::Uint8Array = value.unchecked_into();
+        let at = bytes.len();
+        bytes.resize(at + part.length() as usize, 0);
+        part.copy_to(&mut bytes[at..]);
+        if let Some(total) = progress {
+            post(&WorkerOutput::Progress {
+                loaded: bytes.len() as u64,
+                total,
+            });
+        }
+    }
+    Ok(bytes)
+}
+
+async fn generate(state: Rc<State>, req: GenerateRequest) {
+    if let Err(e) = req.check() {
+        post(&WorkerOutput::Error(e));
+        return;
+    }
+    if state.busy.get() {
+        post(&WorkerOutput::Error(fail(
+            ErrorKind::NotReady,
+            "the model is busy (loading or generating)",
+        )));
+        return;
+    }
+    let Some(mut loaded) = state.loaded.borrow_mut().take() else {
+        post(&WorkerOutput::Error(fail(
+            ErrorKind::NotReady,
+            "no model is loaded yet",
+        )));
+        return;
+    };
+    state.busy.set(true);
+    state.stop.set(false);
+    let result = run(&state, &mut loaded, &req).await;
+    *state.loaded.borrow_mut() = Some(loaded);
+    state.busy.set(false);
+    match result {
+        Ok((tokens, stopped)) => post(&WorkerOutput::Done { tokens, stopped }),
+        Err(e) => post(&WorkerOutput::Error(e)),
+    }
+}
+
+async fn run(
+    state: &State,
+    loaded: &mut LoadedModel,
+    req: &GenerateRequest,
+) -> Result<(u32, bool), WorkerError> {
+    let LoadedModel { model, tokenizer } = loaded;
+    let sampler = SamplerConfig {
+        temperature: req.temperature,
+        topp: req.top_p,
+        seed: req.seed,
+    };
+    let mut generator = Generator::new(
+        model,
+        tokenizer,
+        &req.prompt,
+        req.max_tokens as usize,
+        sampler,
+    );
+    let mut text = Utf8Stream::default();
+    let mut tokens = 0u32;
+    let mut since_yield = js_sys::Date::now();
+    loop {
+        if state.stop.get() {
+            return Ok((tokens, true));
+        }
+        let Some(tok) = generator
+            .next_token()
+            .map_err(|e| fail(ErrorKind::Generate, e.to_string()))?
+        else {
+            break;
+        };
+        tokens += 1;
+        if let Some(piece) = tokenizer.decode_printable(tok.prev, tok.id) {
+            let t = text.push(piece);
+            if !t.is_empty() {
+                post(&WorkerOutput::Token { text: t });
+            }
+        }
+        if js_sys::Date::now() - since_yield > YIELD_EVERY_MS {
+            yield_to_events().await;
+            since_yield = js_sys::Date::now();
+        }
+    }
+    let rest = text.finish();
+    if !rest.is_empty() {
+        post(&WorkerOutput::Token { text: rest });
+    }
+    Ok((tokens, false))
+}
+
+/// Lets queued messages (Stop) run: a zero timeout is a macrotask, unlike a resolved promise.
+async fn yield_to_events() {
+    let p = js_sys::Promise::new(&mut |resolve, _| {
+        let _ = scope().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+    });
+    let _ = JsFuture::from(p).await;
+}

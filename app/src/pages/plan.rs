@@ -1,0 +1,200 @@
+//! `/plan`: the job spec editor. The TOML text is the one source of truth: every edit (typed,
+//! from the form, a suggestion, a template or a DeepSpeed import) replaces it, and the plan —
+//! diagnostics, estimates, card comparison, suggestions, launch files — is recomputed from it.
+
+use crate::i18n::{Key, bytes, yuan};
+use crate::pages::plan_parts::{Artifacts, CardTable, DsImport, FormView, MemoryBar};
+use crate::state::{use_i18n, use_shared};
+use jobspec::Plan;
+use leptos::prelude::*;
+
+#[component]
+pub fn PlanPage() -> impl IntoView {
+    let i = use_i18n();
+    let spec = use_shared().spec;
+    let plan = Memo::new(move |_| jobspec::plan_toml(&spec.get()));
+    view! {
+        <section class="page plan" data-testid="plan">
+            <h1>{move || i.t(Key::PlanTitle)}</h1>
+            <div class="actions">
+                <span>{move || i.t(Key::Templates)}</span>
+                <div class="templates">
+                    {jobspec::templates().iter().map(|t| view! {
+                        <button type="button" data-testid=format!("template-{}", t.id)
+                            on:click=move |_| spec.set(t.toml.to_string())>
+                            {move || match i.lang.get() {
+                                crate::i18n::Lang::En => t.title_en,
+                                crate::i18n::Lang::Zh => t.title_zh,
+                            }}
+                        </button>
+                    }).collect_view()}
+                </div>
+                <crate::share_ui::CopyLinkButton/>
+            </div>
+            <div class="plan-grid">
+                <div>
+                    <Editor plan=plan/>
+                    <Diagnostics plan=plan/>
+                    <FormView/>
+                    <DsImport plan=plan/>
+                </div>
+                <div>
+                    <Estimates plan=plan/>
+                    <Suggestions plan=plan/>
+                    <Artifacts plan=plan/>
+                </div>
+            </div>
+        </section>
+    }
+}
+
+/// The textarea with a line-number gutter that marks the lines with errors.
+#[component]
+fn Editor(plan: Memo<Plan>) -> impl IntoView {
+    let i = use_i18n();
+    let spec = use_shared().spec;
+    let gutter = NodeRef::<leptos::html::Pre>::new();
+    let lines = move || spec.with(|s| s.split('\n').count());
+    let bad_lines = move || {
+        plan.with(|p| {
+            p.diagnostics
+                .iter()
+                .filter(|d| d.is_error() && d.line > 0)
+                .map(|d| d.line as usize)
+                .collect::<Vec<_>>()
+        })
+    };
+    view! {
+        <label for="plan-toml"><h2>{move || i.t(Key::SpecEditor)}</h2></label>
+        <div class="editor">
+            <pre class="gutter" aria-hidden="true" node_ref=gutter data-testid="plan-gutter">
+                {move || {
+                    let bad = bad_lines();
+                    (1..=lines()).map(|n| {
+                        let class = if bad.contains(&n) { "bad" } else { "" };
+                        view! { <span class=class data-line=n>{n}</span>"\n" }
+                    }).collect_view()
+                }}
+            </pre>
+            <textarea
+                id="plan-toml"
+                data-testid="plan-toml"
+                spellcheck="false"
+                autocomplete="off"
+                prop:value=move || spec.get()
+                on:input=move |ev| spec.set(event_target_value(&ev))
+                on:scroll=move |ev| {
+                    let top = event_target::<web_sys::HtmlTextAreaElement>(&ev).scroll_top();
+                    if let Some(g) = gutter.get() {
+                        g.set_scroll_top(top);
+                    }
+                }
+            ></textarea>
+        </div>
+    }
+}
+
+#[component]
+fn Diagnostics(plan: Memo<Plan>) -> impl IntoView {
+    let i = use_i18n();
+    view! {
+        <h2>{move || i.t(Key::Diagnostics)}</h2>
+        <ul class="diags" data-testid="plan-diagnostics" aria-live="polite">
+            {move || {
+                let lang = i.lang.get().spec_lang();
+                plan.with(|p| {
+                    if p.diagnostics.is_empty() {
+                        return view! { <li data-testid="plan-no-problems">{i.t(Key::NoProblems)}</li> }.into_any();
+                    }
+                    p.diagnostics.iter().map(|d| {
+                        let sev = d.severity.as_str();
+                        let at = if d.line > 0 {
+                            format!("{} {}, {} {}: ", i.t(Key::Line), d.line, i.t(Key::Column), d.column)
+                        } else {
+                            String::new()
+                        };
+                        let help = d.help.as_ref().map(|h| format!(" — {}", h.get(lang)));
+                        view! {
+                            <li class=format!("sev-{sev}") data-testid="diag" data-severity=sev
+                                data-code=d.code.as_str() data-line=d.line data-column=d.column>
+                                {at}<code>{d.code.as_str()}</code>" "{d.message.get(lang).to_string()}{help}
+                            </li>
+                        }
+                    }).collect_view().into_any()
+                })
+            }}
+        </ul>
+    }
+}
+
+/// Memory bar, fit, parameters, time and cost, then the same on every card.
+#[component]
+fn Estimates(plan: Memo<Plan>) -> impl IntoView {
+    let i = use_i18n();
+    view! {
+        <h2>{move || i.t(Key::MemoryPerGpu)}</h2>
+        <div data-testid="plan-estimates" class="estimates">
+            {move || plan.with(|p| match &p.estimate {
+                None => view! { <p class="muted" data-testid="plan-invalid">{i.t(Key::InvalidSpec)}</p> }.into_any(),
+                Some(e) => {
+                    let m = e.memory;
+                    let (fits_key, fits_class) = if m.fits { (Key::Fits, "fits yes") } else { (Key::DoesNotFit, "fits no") };
+                    view! {
+                        <MemoryBar memory=m/>
+                        <p>
+                            <span class=fits_class data-testid="plan-fits" data-fits=m.fits.to_string()>{i.t(fits_key)}</span>
+                            {format!(": {} / {} ({})", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes), i.t(Key::CardMemory))}
+                        </p>
+                        <p data-testid="plan-time-cost">
+                            {format!("{}: {} · {}: {}", i.t(Key::Time), jobspec::spec::format_duration(e.time.seconds), i.t(Key::Cost), yuan(e.cost.fen))}
+                        </p>
+                    }.into_any()
+                }
+            })}
+        </div>
+        <CardTable plan=plan/>
+    }
+}
+
+#[component]
+fn Suggestions(plan: Memo<Plan>) -> impl IntoView {
+    let i = use_i18n();
+    let spec = use_shared().spec;
+    let apply = move |ops: Vec<jobspec::estimate::PatchOp>| {
+        let src = spec.get_untracked();
+        let patched = jobspec::estimate::suggest::apply_patch_toml(&src, &ops).or_else(|| {
+            // The text could not be patched in place: rebuild it from the patched spec.
+            let (parsed, _) = jobspec::parse_text(&src, jobspec::Format::Toml);
+            let patched = jobspec::estimate::apply_patch(&parsed?, &ops).ok()?;
+            Some(jobspec::estimate::suggest::to_toml(&patched))
+        });
+        if let Some(t) = patched {
+            spec.set(t);
+        }
+    };
+    move || {
+        plan.with(|p| {
+            (!p.suggestions.is_empty()).then(|| {
+                let lang = i.lang.get().spec_lang();
+                view! {
+                    <h2>{i.t(Key::Suggestions)}</h2>
+                    <ul class="suggestions" data-testid="plan-suggestions">
+                        {p.suggestions.iter().map(|s| {
+                            let ops = s.patch.clone();
+                            let fits = s.per_gpu_bytes <= s.card_bytes;
+                            view! {
+                                <li>
+                                    <span>{s.title.get(lang).to_string()}
+                                        <span class="muted">{format!(" ({} / {}, {})", bytes(s.per_gpu_bytes), bytes(s.card_bytes), yuan(s.fen))}</span>
+                                    </span>
+                                    <button type="button" data-testid="suggestion-apply" data-fits=fits.to_string()
+                                        on:click=move |_| apply(ops.clone())>{i.t(Key::Apply)}</button>
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                }
+            })
+        })
+    }
+}

@@ -1,0 +1,109 @@
+//! A small path router: the routes of the app as a type, History API navigation, and links
+//! that navigate without reloading. Small enough that leptos_router's weight is not worth it.
+
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+
+/// Every page of the app.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    Try,
+    Plan,
+    Status,
+    Account,
+    Jobs,
+    Job(String),
+    Experiment(String),
+    NotFound,
+}
+
+impl Route {
+    /// The route for a location path (query and fragment already removed).
+    pub fn parse(path: &str) -> Route {
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        match parts.as_slice() {
+            [] => Route::Try,
+            ["plan"] => Route::Plan,
+            ["status"] => Route::Status,
+            ["account"] => Route::Account,
+            ["jobs"] => Route::Jobs,
+            ["jobs", id] => Route::Job((*id).to_string()),
+            ["e", id] => Route::Experiment((*id).to_string()),
+            _ => Route::NotFound,
+        }
+    }
+}
+
+/// The current path, shared through context.
+#[derive(Clone, Copy)]
+pub struct Router {
+    pub path: RwSignal<String>,
+}
+
+impl Router {
+    /// Reads the current location and follows the browser's back and forward buttons.
+    pub fn install() -> Router {
+        let router = Router {
+            path: RwSignal::new(current_path()),
+        };
+        if let Some(w) = web_sys::window() {
+            let path = router.path;
+            let on_pop = Closure::<dyn FnMut()>::new(move || path.set(current_path()));
+            let _ = w.add_event_listener_with_callback("popstate", on_pop.as_ref().unchecked_ref());
+            // One listener for the whole life of the page.
+            on_pop.forget();
+        }
+        provide_context(router);
+        router
+    }
+
+    pub fn route(self) -> Route {
+        Route::parse(&self.path.get())
+    }
+
+    /// Goes to `href` (a path) with a history entry, keeping the page.
+    pub fn navigate(self, href: &str) {
+        if let Some(h) = web_sys::window().and_then(|w| w.history().ok()) {
+            let _ = h.push_state_with_url(&JsValue::NULL, "", Some(href));
+        }
+        self.path.set(current_path());
+    }
+}
+
+pub fn use_router() -> Router {
+    use_context::<Router>().unwrap_or_else(Router::install)
+}
+
+fn current_path() -> String {
+    web_sys::window()
+        .and_then(|w| w.location().pathname().ok())
+        .unwrap_or_else(|| "/".into())
+}
+
+/// A link that navigates in place; modified clicks (new tab) are left to the browser.
+#[component]
+pub fn Link(
+    href: &'static str,
+    children: Children,
+    #[prop(optional)] testid: &'static str,
+) -> impl IntoView {
+    let router = use_router();
+    let current = move || router.path.get() == href;
+    view! {
+        <a
+            href=href
+            data-testid=testid
+            aria-current=move || current().then_some("page")
+            on:click=move |ev: web_sys::MouseEvent| {
+                if ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.button() != 0 {
+                    return;
+                }
+                ev.prevent_default();
+                router.navigate(href);
+            }
+        >
+            {children()}
+        </a>
+    }
+}

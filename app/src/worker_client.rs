@@ -1,0 +1,215 @@
+//! The page's side of the inference worker: starts it once, turns its messages into signals the
+//! Try page renders, and measures time to first token and tokens per second.
+
+use crate::worker_proto::{GenerateRequest, ModelSource, WorkerError, WorkerInput, WorkerOutput};
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use web_sys::{MessageEvent, Worker};
+
+/// Where the model worker is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Phase {
+    Starting,
+    Downloading { loaded: u64, total: Option<u64> },
+    Ready,
+    Generating,
+    Failed(WorkerError),
+}
+
+impl Phase {
+    /// For `data-state`, which the end-to-end tests wait on.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Phase::Starting => "starting",
+            Phase::Downloading { .. } => "downloading",
+            Phase::Ready => "ready",
+            Phase::Generating => "generating",
+            Phase::Failed(_) => "error",
+        }
+    }
+}
+
+/// Figures of the current or last generation.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Metrics {
+    /// `performance.now()` when Generate was sent.
+    pub started_ms: f64,
+    /// `performance.now()` when the first text arrived.
+    pub first_token_at_ms: Option<f64>,
+    pub last_token_at_ms: f64,
+    pub tokens: u32,
+    /// Set when the generation ended: `Some(true)` when stopped by the user.
+    pub stopped: Option<bool>,
+}
+
+impl Metrics {
+    pub fn ttft_ms(&self) -> Option<f64> {
+        self.first_token_at_ms.map(|t| t - self.started_ms)
+    }
+
+    /// Tokens per second since the first token (the prompt-to-first-token wait is in TTFT).
+    pub fn tokens_per_s(&self) -> Option<f64> {
+        let first = self.first_token_at_ms?;
+        let dt = (self.last_token_at_ms - first) / 1000.0;
+        (self.tokens > 1 && dt > 0.0).then(|| f64::from(self.tokens - 1) / dt)
+    }
+}
+
+/// The model worker and what it reported.
+#[derive(Clone, Copy)]
+pub struct ModelWorker {
+    worker: StoredValue<Option<Worker>, LocalStorage>,
+    pub phase: RwSignal<Phase>,
+    pub output: RwSignal<String>,
+    pub metrics: RwSignal<Metrics>,
+    /// The model that is loaded, and whether it came from the cache.
+    pub loaded: RwSignal<Option<(String, bool)>>,
+    /// The model to load once the worker is listening.
+    pub wanted: RwSignal<ModelSource>,
+    /// `performance.now()` when the model became ready (for the load benchmark).
+    pub loaded_at_ms: RwSignal<Option<f64>>,
+}
+
+pub fn now_ms() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map(|p| p.now())
+        .unwrap_or_default()
+}
+
+impl ModelWorker {
+    /// Signals only; the worker starts on the first [`ModelWorker::ensure_started`].
+    pub fn install() -> ModelWorker {
+        let w = ModelWorker {
+            worker: StoredValue::new_local(None),
+            phase: RwSignal::new(Phase::Starting),
+            output: RwSignal::new(String::new()),
+            metrics: RwSignal::new(Metrics::default()),
+            loaded: RwSignal::new(None),
+            wanted: RwSignal::new(ModelSource::stories260k()),
+            loaded_at_ms: RwSignal::new(None),
+        };
+        provide_context(w);
+        w
+    }
+
+    pub fn ensure_started(self) {
+        if self.worker.with_value(Option::is_some) {
+            return;
+        }
+        let worker = match Worker::new("/worker.js") {
+            Ok(w) => w,
+            Err(e) => {
+                self.fail_js(e);
+                return;
+            }
+        };
+        let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+            let msg = ev
+                .data()
+                .as_string()
+                .ok_or_else(|| "a message that is not text".to_string())
+                .and_then(|t| serde_json::from_str::<WorkerOutput>(&t).map_err(|e| e.to_string()));
+            match msg {
+                Ok(m) => self.on_message(m),
+                Err(e) => self.phase.set(Phase::Failed(WorkerError {
+                    kind: crate::worker_proto::ErrorKind::BadInput,
+                    detail: e,
+                })),
+            }
+        });
+        worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+        onmessage.forget();
+        let onerror =
+            Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+                self.phase.set(Phase::Failed(WorkerError {
+                    kind: crate::worker_proto::ErrorKind::Generate,
+                    detail: ev.message(),
+                }));
+            });
+        worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
+        onerror.forget();
+        self.worker.set_value(Some(worker));
+    }
+
+    fn fail_js(self, e: JsValue) {
+        self.phase.set(Phase::Failed(WorkerError {
+            kind: crate::worker_proto::ErrorKind::Download,
+            detail: format!("{e:?}"),
+        }));
+    }
+
+    fn send(self, msg: &WorkerInput) {
+        let json = serde_json::to_string(msg).unwrap_or_default();
+        self.worker.with_value(|w| {
+            if let Some(w) = w
+                && let Err(e) = w.post_message(&JsValue::from_str(&json))
+            {
+                self.fail_js(e);
+            }
+        });
+    }
+
+    fn on_message(self, msg: WorkerOutput) {
+        match msg {
+            WorkerOutput::Ready => self.load(self.wanted.get_untracked()),
+            WorkerOutput::Progress { loaded, total } => {
+                self.phase.set(Phase::Downloading { loaded, total })
+            }
+            WorkerOutput::Loaded {
+                name, from_cache, ..
+            } => {
+                self.loaded_at_ms.set(Some(now_ms()));
+                self.loaded.set(Some((name, from_cache)));
+                self.phase.set(Phase::Ready);
+            }
+            WorkerOutput::Token { text } => {
+                let now = now_ms();
+                self.output.update(|o| o.push_str(&text));
+                self.metrics.update(|m| {
+                    m.first_token_at_ms.get_or_insert(now);
+                    m.last_token_at_ms = now;
+                    m.tokens += 1;
+                });
+            }
+            WorkerOutput::Done { tokens, stopped } => {
+                self.metrics.update(|m| {
+                    m.tokens = tokens;
+                    m.stopped = Some(stopped);
+                });
+                self.phase.set(Phase::Ready);
+            }
+            WorkerOutput::Error(e) => self.phase.set(Phase::Failed(e)),
+        }
+    }
+
+    /// Loads `src` (when the worker is listening; else as soon as it is).
+    pub fn load(self, src: ModelSource) {
+        self.wanted.set(src.clone());
+        self.loaded.set(None);
+        self.phase.set(Phase::Downloading {
+            loaded: 0,
+            total: None,
+        });
+        self.send(&WorkerInput::Load(src));
+    }
+
+    pub fn generate(self, req: GenerateRequest) {
+        self.output.set(String::new());
+        self.metrics.set(Metrics {
+            started_ms: now_ms(),
+            ..Metrics::default()
+        });
+        self.phase.set(Phase::Generating);
+        self.send(&WorkerInput::Generate(req));
+    }
+
+    pub fn stop(self) {
+        self.send(&WorkerInput::Stop);
+    }
+}
+
+pub fn use_model_worker() -> ModelWorker {
+    use_context::<ModelWorker>().unwrap_or_else(ModelWorker::install)
+}

@@ -1,0 +1,292 @@
+//! The messages between the page and the inference worker. Both sides send them as JSON text
+//! through `postMessage`, so that a message the other side cannot read is an error naming what
+//! was wrong rather than a silently ignored `undefined`.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a model lives: its checkpoint and the tokenizer that goes with it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelSource {
+    /// What the page shows, e.g. `stories260K`.
+    pub name: String,
+    pub model_url: String,
+    pub tokenizer_url: String,
+}
+
+impl ModelSource {
+    /// The default model, shipped with the app in `dist/models/`.
+    pub fn stories260k() -> Self {
+        ModelSource {
+            name: "stories260K".into(),
+            model_url: "/models/stories260K.bin".into(),
+            tokenizer_url: "/models/tok512.bin".into(),
+        }
+    }
+}
+
+/// The sampling settings of one generation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GenerateRequest {
+    pub prompt: String,
+    pub temperature: f32,
+    pub top_p: f32,
+    pub seed: u64,
+    /// Forward passes including the prompt's (llama2.c's `-n`); 0 means the model's context.
+    pub max_tokens: u32,
+}
+
+impl GenerateRequest {
+    /// Checks the ranges the sampler needs, naming the first setting that is out of range.
+    pub fn check(&self) -> Result<(), WorkerError> {
+        let bad = |what: &str, detail: String| {
+            Err(WorkerError {
+                kind: ErrorKind::BadInput,
+                detail: format!("{what}: {detail}"),
+            })
+        };
+        if !(self.temperature.is_finite() && (0.0..=2.0).contains(&self.temperature)) {
+            return bad("temperature", format!("{} is not in 0–2", self.temperature));
+        }
+        if !(self.top_p.is_finite() && (0.0..=1.0).contains(&self.top_p)) {
+            return bad("top_p", format!("{} is not in 0–1", self.top_p));
+        }
+        if self.seed == 0 {
+            // The xorshift state 0 stays 0: every draw would be the same.
+            return bad("seed", "must be at least 1".into());
+        }
+        if self.max_tokens > 4096 {
+            return bad(
+                "max_tokens",
+                format!("{} is more than 4096", self.max_tokens),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Page → worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WorkerInput {
+    /// Fetch (or take from the Cache API) a model and its tokenizer.
+    Load(ModelSource),
+    Generate(GenerateRequest),
+    /// End the running generation after the current token.
+    Stop,
+}
+
+/// Worker → page.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WorkerOutput {
+    /// The worker's wasm is running and listening.
+    Ready,
+    /// Download progress of the model being loaded (`total` when the server sent a length).
+    Progress {
+        loaded: u64,
+        total: Option<u64>,
+    },
+    /// The model is ready to generate.
+    Loaded {
+        name: String,
+        /// True when nothing was downloaded.
+        from_cache: bool,
+        params: u64,
+    },
+    /// The next piece of text (complete UTF-8; partial characters wait for their rest).
+    Token {
+        text: String,
+    },
+    /// The generation ended.
+    Done {
+        tokens: u32,
+        stopped: bool,
+    },
+    Error(WorkerError),
+}
+
+/// What went wrong in the worker, by kind (the page translates the kind) with the details.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerError {
+    pub kind: ErrorKind,
+    pub detail: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// Fetching the model or tokenizer failed (network, HTTP status, cache).
+    Download,
+    /// The bytes are not a model or tokenizer we can read.
+    Format,
+    /// The model failed while generating.
+    Generate,
+    /// A setting out of range, or a message the worker cannot read.
+    BadInput,
+    /// Generate before Load, or a second Generate while one runs.
+    NotReady,
+}
+
+/// Turns a byte stream of token pieces into complete UTF-8 text: a piece may end inside a
+/// multi-byte character (byte-fallback tokens), which is held back until its rest arrives.
+#[derive(Default, Debug)]
+pub struct Utf8Stream {
+    pending: Vec<u8>,
+}
+
+impl Utf8Stream {
+    /// Adds bytes and returns the text that is now complete (invalid bytes become U+FFFD).
+    pub fn push(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        let mut out = String::new();
+        loop {
+            match std::str::from_utf8(&self.pending) {
+                Ok(s) => {
+                    out.push_str(s);
+                    self.pending.clear();
+                    return out;
+                }
+                Err(e) => {
+                    let valid = e.valid_up_to();
+                    out.push_str(std::str::from_utf8(&self.pending[..valid]).unwrap_or_default());
+                    match e.error_len() {
+                        // An incomplete character at the end: keep it for the next piece.
+                        None => {
+                            self.pending.drain(..valid);
+                            return out;
+                        }
+                        Some(n) => {
+                            out.push('\u{FFFD}');
+                            self.pending.drain(..valid + n);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whatever is left at the end, lossily.
+    pub fn finish(&mut self) -> String {
+        let s = String::from_utf8_lossy(&self.pending).into_owned();
+        self.pending.clear();
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_tagged_json() {
+        let m = WorkerInput::Load(ModelSource::stories260k());
+        let json = serde_json::to_string(&m).unwrap();
+        assert!(
+            json.starts_with(r#"{"type":"load","name":"stories260K""#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<WorkerInput>(&json).unwrap(), m);
+        let out = WorkerOutput::Error(WorkerError {
+            kind: ErrorKind::Download,
+            detail: "HTTP 404".into(),
+        });
+        let json = serde_json::to_string(&out).unwrap();
+        assert_eq!(
+            json,
+            r#"{"type":"error","kind":"download","detail":"HTTP 404"}"#
+        );
+        assert_eq!(serde_json::from_str::<WorkerOutput>(&json).unwrap(), out);
+        assert!(serde_json::from_str::<WorkerInput>(r#"{"type":"fly"}"#).is_err());
+    }
+
+    #[test]
+    fn settings_out_of_range_are_named() {
+        let ok = GenerateRequest {
+            prompt: String::new(),
+            temperature: 0.0,
+            top_p: 0.9,
+            seed: 1,
+            max_tokens: 200,
+        };
+        assert!(ok.check().is_ok());
+        let hot = GenerateRequest {
+            temperature: f32::NAN,
+            ..ok.clone()
+        };
+        let e = hot.check().unwrap_err();
+        assert_eq!(e.kind, ErrorKind::BadInput);
+        assert!(e.detail.starts_with("temperature"), "{}", e.detail);
+        let e = GenerateRequest { top_p: 1.5, ..ok }.check().unwrap_err();
+        assert!(e.detail.starts_with("top_p"), "{}", e.detail);
+    }
+
+    #[test]
+    fn split_characters_wait_for_their_rest() {
+        let mut s = Utf8Stream::default();
+        let heart = "é♥".as_bytes();
+        assert_eq!(s.push(&heart[..1]), "");
+        assert_eq!(s.push(&heart[1..3]), "é");
+        assert_eq!(s.push(&heart[3..]), "♥");
+        assert_eq!(s.push(b"ok\xffyes"), "ok\u{FFFD}yes");
+        assert_eq!(s.push(b"\xe2"), "");
+        assert_eq!(s.finish(), "\u{FFFD}");
+    }
+}
+
+/// One entry of `GET /api/checkpoints` as far as the playground needs it. The list may be a
+/// bare array or `{"checkpoints": [...]}`; entries without a URL are skipped.
+#[derive(Deserialize)]
+struct CheckpointEntry {
+    #[serde(alias = "id")]
+    name: String,
+    #[serde(alias = "model_url")]
+    url: Option<String>,
+    tokenizer_url: Option<String>,
+}
+
+/// The models `GET /api/checkpoints` offers, after the default one (which is never repeated).
+pub fn parse_checkpoint_list(json: &str) -> Result<Vec<ModelSource>, String> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum List {
+        Bare(Vec<CheckpointEntry>),
+        Wrapped { checkpoints: Vec<CheckpointEntry> },
+    }
+    let list = match serde_json::from_str::<List>(json).map_err(|e| e.to_string())? {
+        List::Bare(v) | List::Wrapped { checkpoints: v } => v,
+    };
+    let default = ModelSource::stories260k();
+    Ok(list
+        .into_iter()
+        .filter_map(|c| {
+            Some(ModelSource {
+                name: c.name,
+                model_url: c.url?,
+                // Our checkpoints are trained with the 512-token tokenizer unless they say so.
+                tokenizer_url: c
+                    .tokenizer_url
+                    .unwrap_or_else(|| default.tokenizer_url.clone()),
+            })
+        })
+        .filter(|m| m.model_url != default.model_url)
+        .collect())
+}
+
+#[cfg(test)]
+mod checkpoint_tests {
+    use super::*;
+
+    #[test]
+    fn checkpoint_lists_in_either_shape() {
+        let bare = r#"[{"name":"mine","url":"/api/checkpoints/1/file"},{"name":"nourl"}]"#;
+        let got = parse_checkpoint_list(bare).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].tokenizer_url, "/models/tok512.bin");
+        let wrapped =
+            r#"{"checkpoints":[{"id":"x","model_url":"/m.bin","tokenizer_url":"/t.bin"}]}"#;
+        let got = parse_checkpoint_list(wrapped).unwrap();
+        assert_eq!(got[0].name, "x");
+        assert_eq!(got[0].tokenizer_url, "/t.bin");
+        assert!(parse_checkpoint_list("{\"error\":1}").is_err());
+    }
+}
