@@ -9,6 +9,9 @@ pub const NORM_EPS: f32 = 1e-5;
 pub const ROPE_THETA: f32 = 10000.0;
 /// The largest parameter count we accept, so a corrupt header cannot ask for terabytes.
 pub const MAX_PARAMS: u64 = 1 << 31;
+/// The largest KV cache (values in K, and again in V) we accept: Llama-2-7B at 4096 positions
+/// needs 2^29; a header asking for more is far more likely corrupt than real.
+pub const MAX_KV_CACHE: u64 = 1 << 30;
 
 /// The shape of a llama2.c-style transformer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,6 +124,15 @@ impl Config {
                 "vocab_size",
                 "at least 3 (<unk>, <s>, </s>)",
                 self.vocab_size,
+            ));
+        }
+        let kv = self.n_layers as u64 * self.seq_len as u64 * self.kv_dim() as u64;
+        if kv > MAX_KV_CACHE {
+            return Err(Error::format(
+                what,
+                "n_layers * seq_len * kv_dim (KV cache size)",
+                format!("at most {MAX_KV_CACHE} values"),
+                kv,
             ));
         }
         let n = self.n_params_u64();

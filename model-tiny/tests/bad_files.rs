@@ -254,3 +254,21 @@ fn mutated_and_truncated_files_never_panic() {
         }
     }
 }
+
+#[test]
+fn huge_kv_cache_is_refused_before_allocating() {
+    let config = Config {
+        dim: 64,
+        n_kv_heads: 4,
+        seq_len: 1 << 20,
+        ..small(true).config
+    };
+    let w = Weights::random(config, 1).unwrap();
+    let mut v1 = llama2c::export_v1(&w);
+    // A v1 file's size does not depend on seq_len: only the header says 2^24 positions.
+    v1[32..36].copy_from_slice(&(1i32 << 24).to_le_bytes());
+    let e = message(load_weights(&v1).unwrap_err());
+    assert!(e.contains("KV cache"), "{e}");
+    v1.truncate(100);
+    assert!(load_weights(&v1).is_err());
+}
