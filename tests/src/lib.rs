@@ -3,6 +3,7 @@
 //! WebDriver client for headless Chromium. Every process started here is stopped when its
 //! handle is dropped, also when a test fails.
 
+pub mod api;
 pub mod paths;
 pub mod process;
 pub mod stack;

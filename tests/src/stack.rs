@@ -39,6 +39,15 @@ impl StackOptions {
     }
 }
 
+/// Additions to a stack's configuration, for tests that need them (`Stack::start_with`).
+#[derive(Debug, Clone, Default)]
+pub struct StackExtras {
+    /// More `--var NAME:VALUE` for wrangler dev (e.g. limits a test wants low or high).
+    pub vars: Vec<(String, String)>,
+    /// More entries for `BACKENDS` (e.g. a fake backend served by the test itself).
+    pub extra_backends: Vec<serde_json::Value>,
+}
+
 /// A running stack; dropping it stops every process it started and, for tests, removes its state.
 pub struct Stack {
     pub url: String,
@@ -54,6 +63,11 @@ pub struct Stack {
 
 impl Stack {
     pub fn start(opts: StackOptions) -> Result<Stack, String> {
+        Stack::start_with(opts, StackExtras::default())
+    }
+
+    /// `start` with extra variables and backends.
+    pub fn start_with(opts: StackOptions, extras: StackExtras) -> Result<Stack, String> {
         std::fs::create_dir_all(&opts.state_dir)
             .map_err(|e| format!("cannot create {}: {e}", opts.state_dir.display()))?;
         let mut stack = Stack {
@@ -98,6 +112,8 @@ impl Stack {
             stack.runner_url = Some(url);
         }
 
+        backends.extend(extras.extra_backends.iter().cloned());
+
         let persist = opts.state_dir.join("wrangler");
         let status = wrangler(&opts.state_dir)
             .args(["d1", "migrations", "apply", "DB", "--local", "--persist-to"])
@@ -135,6 +151,9 @@ impl Stack {
             &format!("BACKENDS:{}", serde_json::Value::Array(backends)),
         ])
         .args(["--var", &format!("ADMIN_TOKEN:{}", opts.admin_token)]);
+        for (name, value) in &extras.vars {
+            cmd.args(["--var", &format!("{name}:{value}")]);
+        }
         let log = opts.state_dir.join("edge.log");
         stack.edge = Some(Service::start(
             "wrangler dev",

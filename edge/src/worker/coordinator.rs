@@ -1,42 +1,516 @@
-//! `Coordinator`, a SQLite-backed Durable Object: one instance per name serialises the work that
-//! must not race (credits, promotion codes). For now it answers the health probe with a real
-//! write and read of its own storage.
+//! `Coordinator`, a SQLite-backed Durable Object that serialises everything about money and
+//! limits: the ledger, holds, promotion codes and rate-limit counters.
+//!
+//! The guarantee relied on: a Durable Object runs one event at a time on one thread, and its
+//! SQLite calls are synchronous, so an operation that reads and then writes with no `await` in
+//! between cannot interleave with another operation (and its writes are committed together by
+//! the object's write coalescing). Every operation below parses its input first (the only
+//! `await`), then does all of its reads and writes synchronously in `apply`. The race tests in
+//! tests/tests/edge_credits.rs fire 200 parallel redemptions to show it.
 
-use worker::{DurableObject, Env, Request, Response, State, durable_object};
+use super::http::ApiResult;
+use crate::error::ApiError;
+use crate::ledger::{self, CodeState, LedgerKind};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::cell::Cell;
+use worker::{
+    DurableObject, Env, Request, Response, SqlStorage, SqlStorageValue, State, durable_object,
+};
 
 #[durable_object]
 pub struct Coordinator {
     state: State,
+    ready: Cell<bool>,
+}
+
+const SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, hits INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL, \
+     kind TEXT NOT NULL, amount_fen INTEGER NOT NULL, reference TEXT NOT NULL, created_at INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS ledger_user ON ledger (user_id, id)",
+    "CREATE TABLE IF NOT EXISTS promo_codes (code TEXT PRIMARY KEY, amount_fen INTEGER NOT NULL, \
+     max_redemptions INTEGER NOT NULL, redeemed INTEGER NOT NULL DEFAULT 0, expires_at INTEGER, created_at INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS redemptions (code TEXT NOT NULL, user_id TEXT NOT NULL, created_at INTEGER NOT NULL, \
+     PRIMARY KEY (code, user_id))",
+    "CREATE TABLE IF NOT EXISTS holds (job_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, amount_fen INTEGER NOT NULL, \
+     captured_fen INTEGER, settled INTEGER NOT NULL DEFAULT 0)",
+    "CREATE TABLE IF NOT EXISTS rate (key TEXT PRIMARY KEY, window_start INTEGER NOT NULL, count INTEGER NOT NULL)",
+];
+
+/// One operation, as posted by the worker.
+#[derive(Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    Probe,
+    Grant {
+        user_id: String,
+        amount_fen: i64,
+        reference: String,
+        now_ms: i64,
+    },
+    Ledger {
+        user_id: String,
+    },
+    Balance {
+        user_id: String,
+    },
+    CreateCode {
+        code: String,
+        amount_fen: i64,
+        max_redemptions: i64,
+        expires_at_ms: Option<i64>,
+        now_ms: i64,
+    },
+    Redeem {
+        user_id: String,
+        code: String,
+        now_ms: i64,
+    },
+    Hold {
+        user_id: String,
+        job_id: String,
+        amount_fen: i64,
+        now_ms: i64,
+    },
+    Settle {
+        job_id: String,
+        capture_fen: i64,
+        now_ms: i64,
+    },
+    Rate {
+        key: String,
+        limit: i64,
+        window_s: i64,
+        now_ms: i64,
+    },
 }
 
 impl DurableObject for Coordinator {
     fn new(state: State, _env: Env) -> Self {
-        Self { state }
+        Self {
+            state,
+            ready: Cell::new(false),
+        }
     }
 
-    async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        match req.path().as_str() {
-            "/probe" => {
-                let sql = self.state.storage().sql();
+    async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
+        let op: Result<Op, _> = req.json().await;
+        // From here on nothing awaits: the whole operation is one synchronous step.
+        let result = match op {
+            Ok(op) => self.apply(op),
+            Err(e) => Err(ApiError::internal(format!(
+                "coordinator: bad operation: {e}"
+            ))),
+        };
+        match result {
+            Ok(v) => Response::from_json(&json!({"ok": v})),
+            Err(e) => Response::from_json(&json!({"err": {
+                "status": e.status, "code": e.code, "message": e.message, "details": e.details
+            }})),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Sum {
+    total: Option<i64>,
+}
+
+fn sql_err(e: worker::Error) -> ApiError {
+    ApiError::internal(format!("coordinator storage: {e}"))
+}
+
+fn balance(sql: &SqlStorage, user_id: &str) -> ApiResult<i64> {
+    let row: Sum = sql
+        .exec(
+            "SELECT SUM(amount_fen) AS total FROM ledger WHERE user_id = ?",
+            vec![user_id.into()],
+        )
+        .and_then(|c| c.one())
+        .map_err(sql_err)?;
+    Ok(row.total.unwrap_or(0))
+}
+
+fn entry(
+    sql: &SqlStorage,
+    user: &str,
+    kind: LedgerKind,
+    amount: i64,
+    reference: &str,
+    now: i64,
+) -> ApiResult<()> {
+    sql.exec(
+        "INSERT INTO ledger (user_id, kind, amount_fen, reference, created_at) VALUES (?, ?, ?, ?, ?)",
+        vec![user.into(), kind.as_str().into(), amount.into(), reference.into(), now.into()],
+    )
+    .map_err(sql_err)?;
+    Ok(())
+}
+
+impl Coordinator {
+    fn sql(&self) -> ApiResult<SqlStorage> {
+        let sql = self.state.storage().sql();
+        if !self.ready.get() {
+            for stmt in SCHEMA {
+                sql.exec(stmt, None).map_err(sql_err)?;
+            }
+            self.ready.set(true);
+        }
+        Ok(sql)
+    }
+
+    fn apply(&self, op: Op) -> ApiResult<Value> {
+        let sql = self.sql()?;
+        match op {
+            Op::Probe => {
                 sql.exec(
-                    "CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, hits INTEGER NOT NULL)",
+                    "INSERT INTO probe (id, hits) VALUES (1, 1) ON CONFLICT(id) DO UPDATE SET hits = hits + 1",
                     None,
-                )?;
-                sql.exec(
-                    "INSERT INTO probe (id, hits) VALUES (1, 1) \
-                     ON CONFLICT(id) DO UPDATE SET hits = hits + 1",
-                    None,
-                )?;
-                #[derive(serde::Deserialize)]
+                )
+                .map_err(sql_err)?;
+                #[derive(Deserialize)]
                 struct Row {
                     hits: i64,
                 }
                 let row: Row = sql
-                    .exec("SELECT hits FROM probe WHERE id = 1", None)?
-                    .one()?;
-                Response::ok(format!("{}", row.hits))
+                    .exec("SELECT hits FROM probe WHERE id = 1", None)
+                    .and_then(|c| c.one())
+                    .map_err(sql_err)?;
+                Ok(json!(row.hits))
             }
-            other => Response::error(format!("no such coordinator route {other}"), 404),
+            Op::Grant {
+                user_id,
+                amount_fen,
+                reference,
+                now_ms,
+            } => {
+                entry(
+                    &sql,
+                    &user_id,
+                    LedgerKind::Grant,
+                    amount_fen,
+                    &reference,
+                    now_ms,
+                )?;
+                Ok(json!({"balance_fen": balance(&sql, &user_id)?}))
+            }
+            Op::Balance { user_id } => Ok(json!({"balance_fen": balance(&sql, &user_id)?})),
+            Op::Ledger { user_id } => {
+                #[derive(Deserialize, serde::Serialize)]
+                struct Row {
+                    id: i64,
+                    kind: String,
+                    amount_fen: i64,
+                    reference: String,
+                    created_at: i64,
+                }
+                let rows: Vec<Row> = sql
+                    .exec(
+                        "SELECT id, kind, amount_fen, reference, created_at FROM ledger WHERE user_id = ? ORDER BY id DESC LIMIT 500",
+                        vec![user_id.as_str().into()],
+                    )
+                    .and_then(|c| c.to_array())
+                    .map_err(sql_err)?;
+                let entries: Vec<Value> = rows
+                    .iter()
+                    .map(|r| json!({
+                        "id": r.id, "kind": r.kind, "amount_fen": r.amount_fen, "reference": r.reference,
+                        "time": crate::time::format_rfc3339_ms(r.created_at)
+                    }))
+                    .collect();
+                Ok(json!({"balance_fen": balance(&sql, &user_id)?, "entries": entries}))
+            }
+            Op::CreateCode {
+                code,
+                amount_fen,
+                max_redemptions,
+                expires_at_ms,
+                now_ms,
+            } => {
+                #[derive(Deserialize)]
+                struct Exists {
+                    n: i64,
+                }
+                let e: Exists = sql
+                    .exec(
+                        "SELECT COUNT(*) AS n FROM promo_codes WHERE code = ?",
+                        vec![code.as_str().into()],
+                    )
+                    .and_then(|c| c.one())
+                    .map_err(sql_err)?;
+                if e.n > 0 {
+                    return Err(ApiError::new(
+                        409,
+                        "code_exists",
+                        format!("promotion code {code} already exists"),
+                    ));
+                }
+                sql.exec(
+                    "INSERT INTO promo_codes (code, amount_fen, max_redemptions, redeemed, expires_at, created_at) VALUES (?, ?, ?, 0, ?, ?)",
+                    vec![
+                        code.as_str().into(),
+                        amount_fen.into(),
+                        max_redemptions.into(),
+                        expires_at_ms.map_or(SqlStorageValue::Null, SqlStorageValue::from),
+                        now_ms.into(),
+                    ],
+                )
+                .map_err(sql_err)?;
+                Ok(json!({"code": code}))
+            }
+            Op::Redeem {
+                user_id,
+                code,
+                now_ms,
+            } => {
+                #[derive(Deserialize)]
+                struct Code {
+                    amount_fen: i64,
+                    max_redemptions: i64,
+                    redeemed: i64,
+                    expires_at: Option<i64>,
+                    mine: i64,
+                }
+                let found: Vec<Code> = sql
+                    .exec(
+                        "SELECT amount_fen, max_redemptions, redeemed, expires_at, \
+                         (SELECT COUNT(*) FROM redemptions r WHERE r.code = p.code AND r.user_id = ?) AS mine \
+                         FROM promo_codes p WHERE code = ?",
+                        vec![user_id.as_str().into(), code.as_str().into()],
+                    )
+                    .and_then(|c| c.to_array())
+                    .map_err(sql_err)?;
+                let found = found.into_iter().next();
+                ledger::check_redeem(
+                    found.as_ref().map(|c| CodeState {
+                        max_redemptions: c.max_redemptions,
+                        redeemed: c.redeemed,
+                        expires_at_ms: c.expires_at,
+                        already_by_account: c.mine > 0,
+                    }),
+                    now_ms,
+                )?;
+                let amount = found.map_or(0, |c| c.amount_fen);
+                sql.exec(
+                    "INSERT INTO redemptions (code, user_id, created_at) VALUES (?, ?, ?)",
+                    vec![code.as_str().into(), user_id.as_str().into(), now_ms.into()],
+                )
+                .map_err(sql_err)?;
+                sql.exec(
+                    "UPDATE promo_codes SET redeemed = redeemed + 1 WHERE code = ?",
+                    vec![code.as_str().into()],
+                )
+                .map_err(sql_err)?;
+                entry(
+                    &sql,
+                    &user_id,
+                    LedgerKind::Redeem,
+                    amount,
+                    &format!("code:{code}"),
+                    now_ms,
+                )?;
+                Ok(json!({"amount_fen": amount, "balance_fen": balance(&sql, &user_id)?}))
+            }
+            Op::Hold {
+                user_id,
+                job_id,
+                amount_fen,
+                now_ms,
+            } => {
+                let have = balance(&sql, &user_id)?;
+                if have < amount_fen {
+                    return Err(ApiError::new(
+                        402,
+                        "insufficient_credit",
+                        format!(
+                            "this job may cost up to {amount_fen} fen; the balance is {have} fen"
+                        ),
+                    )
+                    .with_details(json!({"required_fen": amount_fen, "balance_fen": have})));
+                }
+                sql.exec(
+                    "INSERT INTO holds (job_id, user_id, amount_fen, settled) VALUES (?, ?, ?, 0)",
+                    vec![
+                        job_id.as_str().into(),
+                        user_id.as_str().into(),
+                        amount_fen.into(),
+                    ],
+                )
+                .map_err(sql_err)?;
+                entry(
+                    &sql,
+                    &user_id,
+                    LedgerKind::Hold,
+                    -amount_fen,
+                    &format!("job:{job_id}"),
+                    now_ms,
+                )?;
+                Ok(json!({"balance_fen": have - amount_fen}))
+            }
+            Op::Settle {
+                job_id,
+                capture_fen,
+                now_ms,
+            } => {
+                #[derive(Deserialize)]
+                struct Hold {
+                    user_id: String,
+                    amount_fen: i64,
+                    settled: i64,
+                    captured_fen: Option<i64>,
+                }
+                let holds: Vec<Hold> = sql
+                    .exec("SELECT user_id, amount_fen, settled, captured_fen FROM holds WHERE job_id = ?", vec![job_id.as_str().into()])
+                    .and_then(|c| c.to_array())
+                    .map_err(sql_err)?;
+                let Some(h) = holds.into_iter().next() else {
+                    return Err(ApiError::not_found(format!("no hold for job {job_id}")));
+                };
+                // Settling twice (a report and a reconcile racing) changes nothing the second time.
+                if h.settled != 0 {
+                    return Ok(
+                        json!({"captured_fen": h.captured_fen.unwrap_or(0), "already": true}),
+                    );
+                }
+                let capture = capture_fen.clamp(0, h.amount_fen);
+                let reference = format!("job:{job_id}");
+                sql.exec(
+                    "UPDATE holds SET settled = 1, captured_fen = ? WHERE job_id = ?",
+                    vec![capture.into(), job_id.as_str().into()],
+                )
+                .map_err(sql_err)?;
+                entry(
+                    &sql,
+                    &h.user_id,
+                    LedgerKind::Release,
+                    h.amount_fen,
+                    &reference,
+                    now_ms,
+                )?;
+                if capture > 0 {
+                    entry(
+                        &sql,
+                        &h.user_id,
+                        LedgerKind::Capture,
+                        -capture,
+                        &reference,
+                        now_ms,
+                    )?;
+                }
+                Ok(json!({"captured_fen": capture, "already": false}))
+            }
+            Op::Rate {
+                key,
+                limit,
+                window_s,
+                now_ms,
+            } => {
+                #[derive(Deserialize)]
+                struct Row {
+                    window_start: i64,
+                    count: i64,
+                }
+                let rows: Vec<Row> = sql
+                    .exec(
+                        "SELECT window_start, count FROM rate WHERE key = ?",
+                        vec![key.as_str().into()],
+                    )
+                    .and_then(|c| c.to_array())
+                    .map_err(sql_err)?;
+                let window_ms = window_s * 1000;
+                let (start, count) = match rows.first() {
+                    Some(r) if now_ms - r.window_start < window_ms => (r.window_start, r.count),
+                    _ => (now_ms, 0),
+                };
+                if count >= limit {
+                    let retry = ((start + window_ms - now_ms) / 1000).max(1);
+                    return Err(ApiError::new(
+                        429,
+                        "rate_limited",
+                        format!("too many attempts; try again in {retry} s"),
+                    )
+                    .with_details(json!({"retry_after_s": retry})));
+                }
+                sql.exec(
+                    "INSERT INTO rate (key, window_start, count) VALUES (?, ?, ?) \
+                     ON CONFLICT(key) DO UPDATE SET window_start = excluded.window_start, count = excluded.count",
+                    vec![key.as_str().into(), start.into(), (count + 1).into()],
+                )
+                .map_err(sql_err)?;
+                Ok(json!({"count": count + 1}))
+            }
         }
     }
+}
+
+/// The error codes the Coordinator can answer with, so the worker can hand them on unchanged.
+const CODES: &[&str] = &[
+    "code_unknown",
+    "code_already_redeemed",
+    "code_expired",
+    "code_exhausted",
+    "code_exists",
+    "insufficient_credit",
+    "rate_limited",
+    "not_found",
+];
+
+/// Sends one operation to the named Coordinator instance and returns its answer.
+pub async fn call(env: &Env, instance: &str, op: Value) -> ApiResult<Value> {
+    let ns = env
+        .durable_object("COORDINATOR")
+        .map_err(|e| ApiError::internal(format!("binding COORDINATOR: {e}")))?;
+    let stub = ns
+        .id_from_name(instance)
+        .and_then(|id| id.get_stub())
+        .map_err(|e| ApiError::internal(format!("Durable Object stub: {e}")))?;
+    let mut init = worker::RequestInit::new();
+    init.with_method(worker::Method::Post)
+        .with_body(Some(op.to_string().into()));
+    let req = Request::new_with_init("https://coordinator/op", &init)
+        .map_err(|e| ApiError::internal(format!("coordinator request: {e}")))?;
+    let mut resp = stub
+        .fetch_with_request(req)
+        .await
+        .map_err(|e| ApiError::internal(format!("coordinator: {e}")))?;
+    let answer: Value = resp
+        .json()
+        .await
+        .map_err(|e| ApiError::internal(format!("coordinator answer: {e}")))?;
+    if let Some(v) = answer.get("ok") {
+        return Ok(v.clone());
+    }
+    let err = &answer["err"];
+    let code = err["code"].as_str().unwrap_or("internal");
+    let status = err["status"]
+        .as_u64()
+        .and_then(|s| u16::try_from(s).ok())
+        .unwrap_or(500);
+    let message = err["message"]
+        .as_str()
+        .unwrap_or("coordinator failed")
+        .to_string();
+    let code = CODES
+        .iter()
+        .find(|c| **c == code)
+        .copied()
+        .unwrap_or("internal");
+    Err(ApiError::new(status, code, message).with_details(err["details"].clone()))
+}
+
+/// The single instance that owns the ledger and the promotion codes.
+pub const LEDGER: &str = "ledger";
+/// A separate instance for rate-limit counters, so login bursts do not queue behind money.
+pub const RATE: &str = "rate";
+
+/// Counts one attempt against `key`; 429 with `retry_after_s` once `limit` is reached in the window.
+pub async fn rate_limit(env: &Env, key: &str, limit: i64, window_s: i64) -> ApiResult<()> {
+    call(
+        env,
+        RATE,
+        json!({"op": "rate", "key": key, "limit": limit, "window_s": window_s, "now_ms": super::db::now_ms()}),
+    )
+    .await
+    .map(|_| ())
 }

@@ -1,15 +1,14 @@
 //! `GET /api/health`: the edge's version, a real round trip through each storage binding, and the
 //! reachability of every configured backend.
 
-use super::http::respond;
+use super::http::{self, ApiResult, respond};
 use crate::backends::{self, BackendConfig};
 use crate::health::{BackendHealth, Bindings, Check, HealthReport};
 use futures_util::future::{Either, join_all, select};
 use std::time::Duration;
-use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit, Response, RouteContext};
+use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit, Response};
 
-pub async fn get(_req: Request, ctx: RouteContext<()>) -> worker::Result<Response> {
-    let env = &ctx.env;
+pub async fn get(env: &Env) -> ApiResult<Response> {
     let bindings = Bindings {
         d1: Check::from_result(check_d1(env).await),
         kv: Check::from_result(check_kv(env).await),
@@ -33,7 +32,7 @@ pub async fn get(_req: Request, ctx: RouteContext<()>) -> worker::Result<Respons
         bindings,
         backends,
     };
-    respond(if ok { 200 } else { 503 }, Ok(report))
+    respond(if ok { 200 } else { 503 }, Ok(report)).map_err(http::internal("response"))
 }
 
 async fn check_d1(env: &Env) -> Result<String, String> {
@@ -74,28 +73,10 @@ async fn check_kv(env: &Env) -> Result<String, String> {
 }
 
 async fn check_durable_object(env: &Env) -> Result<String, String> {
-    let ns = env
-        .durable_object("COORDINATOR")
-        .map_err(|e| format!("binding COORDINATOR: {e}"))?;
-    let stub = ns
-        .id_from_name("health")
-        .and_then(|id| id.get_stub())
-        .map_err(|e| format!("Durable Object stub: {e}"))?;
-    let mut resp = stub
-        .fetch_with_str("https://coordinator/probe")
+    let hits = super::coordinator::call(env, "health", serde_json::json!({"op": "probe"}))
         .await
-        .map_err(|e| format!("Durable Object fetch: {e}"))?;
-    let text = resp
-        .text()
-        .await
-        .map_err(|e| format!("Durable Object body: {e}"))?;
-    if resp.status_code() != 200 {
-        return Err(format!(
-            "Durable Object answered {}: {text}",
-            resp.status_code()
-        ));
-    }
-    Ok(format!("SQLite storage answered, probe count {text}"))
+        .map_err(|e| format!("Durable Object: {}", e.message))?;
+    Ok(format!("SQLite storage answered, probe count {hits}"))
 }
 
 async fn check_backend(backend: &BackendConfig) -> BackendHealth {

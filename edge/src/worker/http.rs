@@ -1,8 +1,10 @@
-//! Turning handler results into HTTP responses, so every error has the same JSON shape.
+//! Turning handler results into HTTP responses, so every error has the same JSON shape, and the
+//! request helpers every handler shares (bounded bodies, the request's own origin).
 
 use crate::error::ApiError;
+use crate::wire;
 use serde::Serialize;
-use worker::{Request, Response, RouteContext};
+use worker::{Request, Response};
 
 /// The result every handler produces before it becomes a response.
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -10,21 +12,65 @@ pub type ApiResult<T> = Result<T, ApiError>;
 /// A JSON response with the given status, or the error's JSON with its status.
 pub fn respond<T: Serialize>(status: u16, result: ApiResult<T>) -> worker::Result<Response> {
     match result {
-        Ok(value) => Ok(Response::from_json(&value)?.with_status(status)),
+        Ok(value) => json(status, &value),
         Err(e) => error_response(&e),
     }
+}
+
+pub fn json<T: Serialize>(status: u16, value: &T) -> worker::Result<Response> {
+    let mut resp = Response::from_json(value)?.with_status(status);
+    resp.headers_mut().set("cache-control", "no-store")?;
+    Ok(resp)
 }
 
 pub fn error_response(e: &ApiError) -> worker::Result<Response> {
     let mut resp = Response::ok(e.to_body())?.with_status(e.status);
     resp.headers_mut().set("content-type", "application/json")?;
+    if let Some(after) = e
+        .details
+        .get("retry_after_s")
+        .and_then(serde_json::Value::as_u64)
+    {
+        resp.headers_mut().set("retry-after", &after.to_string())?;
+    }
     Ok(resp)
 }
 
-/// Any `/api/*` path without a route.
-pub async fn no_route(req: Request, _ctx: RouteContext<()>) -> worker::Result<Response> {
-    error_response(
-        &ApiError::not_found(format!("no route for {} {}", req.method(), req.path()))
-            .with_details(serde_json::json!({ "path": req.path() })),
-    )
+/// Any runtime error, as our error shape (D1 errors arrive both as `Error::D1` and as
+/// `UnknownJsError`: both become a 500 with the cause in the message).
+pub fn internal(what: &str) -> impl Fn(worker::Error) -> ApiError + '_ {
+    move |e| ApiError::internal(format!("{what}: {e}"))
+}
+
+/// The body, refused with 413 when it is over `limit` (by its declared length first, so an
+/// oversized body is not read at all).
+pub async fn body(req: &mut Request, limit: usize) -> ApiResult<Vec<u8>> {
+    if let Some(len) = header(req, "content-length").and_then(|l| l.parse::<usize>().ok()) {
+        wire::check_size(len, limit)?;
+    }
+    let bytes = req.bytes().await.map_err(internal("reading the body"))?;
+    wire::check_size(bytes.len(), limit)?;
+    Ok(bytes)
+}
+
+pub fn header(req: &Request, name: &str) -> Option<String> {
+    req.headers().get(name).ok().flatten()
+}
+
+/// `scheme://host[:port]` of this request: the only Origin a session may write from.
+pub fn own_origin(req: &Request) -> ApiResult<(String, String)> {
+    let url = req.url().map_err(internal("request URL"))?;
+    let host = url.host_str().unwrap_or_default().to_string();
+    let host = match url.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host,
+    };
+    Ok((format!("{}://{host}", url.scheme()), host))
+}
+
+/// A runtime failure while building a response is an internal error like any other.
+impl From<worker::Error> for ApiError {
+    fn from(e: worker::Error) -> Self {
+        ApiError::internal(format!("runtime: {e}"))
+    }
 }

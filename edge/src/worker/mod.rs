@@ -1,17 +1,92 @@
-//! Everything that runs only inside the Workers runtime: the fetch entry point, the routes, and
-//! the Durable Object classes.
+//! Everything that runs only inside the Workers runtime: the fetch and scheduled entry points,
+//! the dispatcher over the route table, the handlers and the Durable Object class.
 
+mod accounts;
+mod backend_io;
 mod coordinator;
+mod credits;
+mod db;
+mod experiments;
 mod health;
 mod http;
+mod jobs;
+mod report;
 
-use worker::{Context, Env, Request, Response, Router, event};
+use crate::error::ApiError;
+use crate::routes::{self, Matched, RouteId};
+use http::{ApiResult, error_response, json};
+use worker::{Context, Env, Request, Response, ScheduleContext, ScheduledEvent, event};
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
-    Router::new()
-        .get_async("/api/health", health::get)
-        .or_else_any_method_async("/api/*rest", http::no_route)
-        .run(req, env)
-        .await
+    let method = req.method().to_string();
+    let path = req.path();
+    match routes::find(&method, &path) {
+        Matched::Route(id, param) => match handle(id, param, req, &env).await {
+            Ok(resp) => Ok(resp),
+            Err(e) => error_response(&e),
+        },
+        Matched::WrongMethod(allowed) => {
+            let mut resp = error_response(
+                &ApiError::new(
+                    405,
+                    "method_not_allowed",
+                    format!("{method} is not allowed on {path}"),
+                )
+                .with_details(serde_json::json!({"allowed": allowed})),
+            )?;
+            resp.headers_mut().set("allow", &allowed.join(", "))?;
+            Ok(resp)
+        }
+        Matched::NoRoute => error_response(
+            &ApiError::not_found(format!("no route for {method} {path}"))
+                .with_details(serde_json::json!({ "path": path })),
+        ),
+    }
+}
+
+/// The cron trigger (see wrangler.toml): ask backends about jobs that went silent.
+#[event(scheduled)]
+async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
+    // A failed sweep is retried by the next tick; there is no caller to report to.
+    let _ = report::reconcile(&env, None).await;
+}
+
+fn ok<T: serde::Serialize>(status: u16, v: ApiResult<T>) -> ApiResult<Response> {
+    json(status, &v?).map_err(http::internal("response"))
+}
+
+async fn handle(
+    id: RouteId,
+    param: Option<String>,
+    req: Request,
+    env: &Env,
+) -> ApiResult<Response> {
+    let status = routes::route(id).map_or(200, |r| r.status);
+    let param = param.unwrap_or_default();
+    match id {
+        RouteId::Health => health::get(env).await,
+        RouteId::OpenApi => ok(status, Ok(crate::openapi::document())),
+        RouteId::Signup => accounts::signup(req, env).await,
+        RouteId::Login => accounts::login(req, env).await,
+        RouteId::Logout => accounts::logout(req, env).await,
+        RouteId::Me => accounts::me(req, env).await,
+        RouteId::CreateToken => accounts::create_token(req, env).await,
+        RouteId::Ledger => ok(status, credits::ledger(req, env).await),
+        RouteId::Redeem => ok(status, credits::redeem(req, env).await),
+        RouteId::AdminPromoCodes => ok(status, credits::create_code(req, env).await),
+        RouteId::AdminReconcile => ok(status, report::admin_reconcile(req, env).await),
+        RouteId::AdminBackends => ok(status, jobs::admin_backends(req, env)),
+        RouteId::SubmitJob => jobs::submit(req, env).await,
+        RouteId::ListJobs => ok(status, jobs::list(req, env).await),
+        RouteId::GetJob => ok(status, jobs::get(req, env, &param).await),
+        RouteId::JobLogs => ok(status, jobs::logs(req, env, &param).await),
+        RouteId::JobMetrics => ok(status, jobs::metrics(req, env, &param).await),
+        RouteId::CancelJob => ok(status, jobs::cancel(req, env, &param).await),
+        RouteId::JobReport => ok(status, report::report(req, env, &param).await),
+        RouteId::JobCheckpoint => jobs::checkpoint(req, env, &param).await,
+        RouteId::ListCheckpoints => ok(status, jobs::checkpoints(req, env).await),
+        RouteId::CreateExperiment => ok(status, experiments::create(req, env).await),
+        RouteId::GetExperiment => ok(status, experiments::get(req, env, &param).await),
+    }
 }

@@ -1,0 +1,345 @@
+//! Accounts: sign-up, login, logout, `GET /api/me`, API tokens, and resolving who is calling.
+//! Passwords are hashed with PBKDF2-SHA256 through WebCrypto; session and API tokens are random
+//! 256-bit values of which only the SHA-256 is stored.
+
+use super::coordinator::{self, LEDGER};
+use super::db::{self, n, now_ms, random_hex, s};
+use super::http::{self, ApiResult};
+use crate::auth;
+use crate::error::ApiError;
+use crate::wire::{self, Credentials, NewToken};
+use js_sys::{Array, Uint8Array};
+use serde::Deserialize;
+use serde_json::json;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use worker::{Env, Request, Response};
+
+/// The caller, once authenticated.
+#[derive(Debug, Clone)]
+pub struct User {
+    pub id: String,
+    pub email: String,
+    /// The session's token hash when signed in by cookie (logout ends it).
+    session_hash: Option<String>,
+    /// The API token's hash when signed in by bearer token.
+    token_hash: Option<String>,
+}
+
+fn js_err(what: &'static str) -> impl Fn(JsValue) -> ApiError {
+    move |e| ApiError::internal(format!("{what}: {e:?}"))
+}
+
+/// PBKDF2-SHA256 of the password, 256 bits, through WebCrypto.
+async fn pbkdf2(password: &str, salt: &[u8], iterations: u32) -> ApiResult<Vec<u8>> {
+    let crypto: web_sys::Crypto =
+        js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("crypto"))
+            .map_err(js_err("crypto"))?
+            .unchecked_into();
+    let subtle = crypto.subtle();
+    let usages = Array::of1(&JsValue::from_str("deriveBits"));
+    let key = subtle
+        .import_key_with_str(
+            "raw",
+            &Uint8Array::from(password.as_bytes()),
+            "PBKDF2",
+            false,
+            &usages,
+        )
+        .map_err(js_err("importKey"))?;
+    let key: web_sys::CryptoKey = JsFuture::from(key)
+        .await
+        .map_err(js_err("importKey"))?
+        .unchecked_into();
+    let params = web_sys::Pbkdf2Params::new(
+        "PBKDF2",
+        &JsValue::from_str("SHA-256"),
+        iterations,
+        &Uint8Array::from(salt),
+    );
+    let bits = subtle
+        .derive_bits_with_object(&params, &key, 256)
+        .map_err(js_err("deriveBits"))?;
+    let bits = JsFuture::from(bits).await.map_err(js_err("deriveBits"))?;
+    Ok(Uint8Array::new(&bits).to_vec())
+}
+
+fn client_ip(req: &Request) -> String {
+    http::header(req, "cf-connecting-ip").unwrap_or_else(|| "local".into())
+}
+
+fn var_i64(env: &Env, name: &str, default: i64) -> i64 {
+    env.var(name)
+        .ok()
+        .and_then(|v| v.to_string().trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// Sign-up and login are not cookie-authenticated, but a cross-site form could still sign a
+/// victim into an attacker's account; refuse a foreign Origin when one is sent.
+fn check_login_origin(req: &Request) -> ApiResult<()> {
+    match http::header(req, "origin") {
+        Some(o) => auth::check_origin(Some(&o), &http::own_origin(req)?.0),
+        None => Ok(()),
+    }
+}
+
+async fn new_session(env: &Env, user_id: &str) -> ApiResult<String> {
+    let token = random_hex(32)?;
+    let now = now_ms();
+    db::run(
+        env,
+        "INSERT INTO sessions (token_hash, user_id, expires_at, created_at) VALUES (?, ?, ?, ?)",
+        &[
+            s(&auth::hash_token(&token)),
+            s(user_id),
+            n(now + auth::SESSION_MAX_AGE_S as i64 * 1000),
+            n(now),
+        ],
+    )
+    .await?;
+    Ok(token)
+}
+
+fn with_cookie(mut resp: Response, cookie: &str) -> worker::Result<Response> {
+    resp.headers_mut().append("set-cookie", cookie)?;
+    Ok(resp)
+}
+
+async fn balance(env: &Env, user_id: &str) -> ApiResult<i64> {
+    let v = coordinator::call(env, LEDGER, json!({"op": "balance", "user_id": user_id})).await?;
+    Ok(v["balance_fen"].as_i64().unwrap_or(0))
+}
+
+pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
+    check_login_origin(&req)?;
+    let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
+    let c: Credentials = wire::parse_json(&body)?;
+    let email = auth::normalise_email(&c.email)?;
+    auth::check_password(&c.password)?;
+    let per_hour = var_i64(env, "SIGNUP_LIMIT_PER_HOUR", 20);
+    coordinator::rate_limit(
+        env,
+        &format!("signup:ip:{}", client_ip(&req)),
+        per_hour,
+        3600,
+    )
+    .await?;
+    let salt = random_hex(16)?;
+    let hash = pbkdf2(&c.password, salt.as_bytes(), auth::PBKDF2_ITERATIONS).await?;
+    let id = random_hex(16)?;
+    let now = now_ms();
+    let inserted = db::run(
+        env,
+        "INSERT INTO users (id, email, password_hash, salt, iterations, created_at) VALUES (?, ?, ?, ?, ?, ?) \
+         ON CONFLICT(email) DO NOTHING",
+        &[s(&id), s(&email), s(&hex::encode(hash)), s(&salt), n(i64::from(auth::PBKDF2_ITERATIONS)), n(now)],
+    )
+    .await?;
+    if inserted == 0 {
+        return Err(ApiError::new(
+            409,
+            "email_taken",
+            format!("an account for {email} already exists"),
+        )
+        .with_details(json!({"field": "email"})));
+    }
+    let grant = var_i64(env, "SIGNUP_GRANT_FEN", 1000).max(0);
+    let mut balance_fen = 0;
+    if grant > 0 {
+        let v = coordinator::call(
+            env,
+            LEDGER,
+            json!({"op": "grant", "user_id": id, "amount_fen": grant, "reference": "signup", "now_ms": now}),
+        )
+        .await?;
+        balance_fen = v["balance_fen"].as_i64().unwrap_or(0);
+    }
+    let token = new_session(env, &id).await?;
+    let host = http::own_origin(&req)?.1;
+    let resp = http::json(201, &json!({"email": email, "balance_fen": balance_fen}))?;
+    with_cookie(resp, &auth::session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
+}
+
+pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
+    check_login_origin(&req)?;
+    let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
+    let c: Credentials = wire::parse_json(&body)?;
+    let email = auth::normalise_email(&c.email)?;
+    let limit = var_i64(env, "LOGIN_LIMIT_PER_15_MIN", 10);
+    coordinator::rate_limit(env, &format!("login:email:{email}"), limit, 900).await?;
+    coordinator::rate_limit(
+        env,
+        &format!("login:ip:{}", client_ip(&req)),
+        limit * 10,
+        900,
+    )
+    .await?;
+    #[derive(Deserialize)]
+    struct Row {
+        id: String,
+        password_hash: String,
+        salt: String,
+        iterations: i64,
+    }
+    let row: Option<Row> = db::first(
+        env,
+        "SELECT id, password_hash, salt, iterations FROM users WHERE email = ?",
+        &[s(&email)],
+    )
+    .await?;
+    // Hash even for an unknown email, so the answer's timing does not reveal which emails exist.
+    let (salt, iterations) = row.as_ref().map_or(
+        ("unknown-user-salt".to_string(), auth::PBKDF2_ITERATIONS),
+        |r| {
+            (
+                r.salt.clone(),
+                u32::try_from(r.iterations).unwrap_or(auth::PBKDF2_ITERATIONS),
+            )
+        },
+    );
+    let hash = hex::encode(pbkdf2(&c.password, salt.as_bytes(), iterations).await?);
+    let Some(user) = row.filter(|r| auth::same_secret(&r.password_hash, &hash)) else {
+        return Err(ApiError::new(
+            401,
+            "bad_credentials",
+            "wrong email or password",
+        ));
+    };
+    let token = new_session(env, &user.id).await?;
+    let host = http::own_origin(&req)?.1;
+    let resp = http::json(
+        200,
+        &json!({"email": email, "balance_fen": balance(env, &user.id).await?}),
+    )?;
+    with_cookie(resp, &auth::session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
+}
+
+pub async fn logout(req: Request, env: &Env) -> ApiResult<Response> {
+    let user = authenticate(&req, env, true).await?;
+    if let Some(h) = &user.session_hash {
+        db::run(env, "DELETE FROM sessions WHERE token_hash = ?", &[s(h)]).await?;
+    }
+    if let Some(h) = &user.token_hash {
+        db::run(env, "DELETE FROM api_tokens WHERE token_hash = ?", &[s(h)]).await?;
+    }
+    let host = http::own_origin(&req)?.1;
+    let resp = http::json(200, &json!({"signed_out": true}))?;
+    with_cookie(resp, &auth::session_cookie(None, &host)).map_err(http::internal("cookie"))
+}
+
+pub async fn me(req: Request, env: &Env) -> ApiResult<Response> {
+    let user = authenticate(&req, env, false).await?;
+    let balance_fen = balance(env, &user.id).await?;
+    http::json(
+        200,
+        &json!({"email": user.email, "balance_fen": balance_fen}),
+    )
+    .map_err(http::internal("response"))
+}
+
+pub async fn create_token(mut req: Request, env: &Env) -> ApiResult<Response> {
+    let user = authenticate(&req, env, true).await?;
+    let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
+    let t: NewToken = if body.is_empty() {
+        NewToken {
+            name: String::new(),
+        }
+    } else {
+        wire::parse_json(&body)?
+    };
+    let name: String = t.name.chars().take(64).collect();
+    let token = format!("onr_{}", random_hex(32)?);
+    db::run(
+        env,
+        "INSERT INTO api_tokens (token_hash, user_id, name, created_at) VALUES (?, ?, ?, ?)",
+        &[
+            s(&auth::hash_token(&token)),
+            s(&user.id),
+            s(&name),
+            n(now_ms()),
+        ],
+    )
+    .await?;
+    http::json(201, &json!({"token": token, "name": name})).map_err(http::internal("response"))
+}
+
+/// Who is calling: an API token (`Authorization: Bearer`) or the session cookie. A write with
+/// the cookie must come from this server's own origin (CSRF); anonymous callers get 401.
+pub async fn authenticate(req: &Request, env: &Env, write: bool) -> ApiResult<User> {
+    #[derive(Deserialize)]
+    struct Row {
+        id: String,
+        email: String,
+    }
+    let unauthenticated = || {
+        ApiError::new(
+            401,
+            "unauthenticated",
+            "sign in first (session cookie or API token)",
+        )
+    };
+    let authz = http::header(req, "authorization");
+    if let Some(token) = auth::bearer(authz.as_deref()) {
+        let hash = auth::hash_token(token);
+        let row: Option<Row> = db::first(
+            env,
+            "SELECT u.id, u.email FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?",
+            &[s(&hash)],
+        )
+        .await?;
+        let row = row.ok_or_else(unauthenticated)?;
+        return Ok(User {
+            id: row.id,
+            email: row.email,
+            session_hash: None,
+            token_hash: Some(hash),
+        });
+    }
+    let cookies = http::header(req, "cookie");
+    let token =
+        auth::cookie(cookies.as_deref(), auth::SESSION_COOKIE).ok_or_else(unauthenticated)?;
+    let hash = auth::hash_token(token);
+    let row: Option<Row> = db::first(
+        env,
+        "SELECT u.id, u.email FROM sessions x JOIN users u ON u.id = x.user_id WHERE x.token_hash = ? AND x.expires_at > ?",
+        &[s(&hash), n(now_ms())],
+    )
+    .await?;
+    let row = row.ok_or_else(unauthenticated)?;
+    if write {
+        auth::check_origin(
+            http::header(req, "origin").as_deref(),
+            &http::own_origin(req)?.0,
+        )?;
+    }
+    Ok(User {
+        id: row.id,
+        email: row.email,
+        session_hash: Some(hash),
+        token_hash: None,
+    })
+}
+
+/// `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time; no token configured means
+/// no admin access at all.
+pub fn require_admin(req: &Request, env: &Env) -> ApiResult<()> {
+    let configured = env
+        .var("ADMIN_TOKEN")
+        .map(|v| v.to_string())
+        .unwrap_or_default();
+    let authz = http::header(req, "authorization");
+    match auth::bearer(authz.as_deref()) {
+        Some(t) if !configured.is_empty() && auth::same_secret(t, &configured) => Ok(()),
+        Some(_) => Err(ApiError::new(
+            403,
+            "forbidden",
+            "this admin token is not valid",
+        )),
+        None => Err(ApiError::new(
+            401,
+            "unauthenticated",
+            "admin routes need Authorization: Bearer <admin token>",
+        )),
+    }
+}

@@ -1,0 +1,68 @@
+//! Performing the HTTP calls that adapters build, with a deadline: the only place the edge
+//! talks to backends, and only to hosts named in `BACKENDS`.
+
+use super::http::ApiResult;
+use crate::adapter::{BackendError, HttpCall};
+use crate::backends::{self, BackendConfig};
+use crate::error::ApiError;
+use futures_util::future::{Either, select};
+use std::time::Duration;
+use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit};
+
+pub fn configured(env: &Env) -> ApiResult<Vec<BackendConfig>> {
+    let text = env.var("BACKENDS").ok().map(|v| v.to_string());
+    backends::parse(text.as_deref()).map_err(ApiError::internal)
+}
+
+pub fn named(env: &Env, name: &str) -> ApiResult<BackendConfig> {
+    configured(env)?
+        .into_iter()
+        .find(|b| b.name == name)
+        .ok_or_else(|| {
+            ApiError::new(
+                503,
+                "backend_unavailable",
+                format!("backend {name} is no longer configured"),
+            )
+        })
+}
+
+/// Sends a call; any failure to get an answer within `timeout` is `Unavailable`.
+pub async fn send(call: &HttpCall, timeout: Duration) -> Result<(u16, Vec<u8>), BackendError> {
+    let unavailable = |e: worker::Error| BackendError::Unavailable(e.to_string());
+    let headers = Headers::new();
+    for (k, v) in &call.headers {
+        headers.set(k, v).map_err(unavailable)?;
+    }
+    let method = match call.method {
+        "POST" => Method::Post,
+        "DELETE" => Method::Delete,
+        "PUT" => Method::Put,
+        _ => Method::Get,
+    };
+    let mut init = RequestInit::new();
+    init.with_method(method).with_headers(headers);
+    if let Some(body) = &call.body {
+        init.with_body(Some(body.as_str().into()));
+    }
+    let req = Request::new_with_init(&call.url, &init).map_err(unavailable)?;
+    let work = async move {
+        let mut resp = Fetch::Request(req).send().await?;
+        let status = resp.status_code();
+        let bytes = resp.bytes().await?;
+        Ok::<_, worker::Error>((status, bytes))
+    };
+    let timer = Delay::from(timeout);
+    futures_util::pin_mut!(work);
+    futures_util::pin_mut!(timer);
+    match select(work, timer).await {
+        Either::Left((Ok(answer), _)) => Ok(answer),
+        Either::Left((Err(e), _)) => Err(BackendError::Unavailable(format!("unreachable: {e}"))),
+        Either::Right(_) => Err(BackendError::Unavailable(format!(
+            "no answer within {} s",
+            timeout.as_secs()
+        ))),
+    }
+}
+
+pub const TIMEOUT: Duration = Duration::from_secs(10);

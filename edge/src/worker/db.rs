@@ -1,0 +1,92 @@
+//! D1 access with every failure mapped to our error shape, plus the clock and randomness.
+
+use super::http::ApiResult;
+use crate::error::ApiError;
+use serde::de::DeserializeOwned;
+use wasm_bindgen::JsValue;
+use worker::{D1Database, Env};
+
+pub fn db(env: &Env) -> ApiResult<D1Database> {
+    env.d1("DB")
+        .map_err(|e| ApiError::internal(format!("binding DB: {e}")))
+}
+
+fn d1_err(sql: &str) -> impl Fn(worker::Error) -> ApiError + '_ {
+    move |e| {
+        let head: String = sql.chars().take(60).collect();
+        ApiError::internal(format!("database error ({head}…): {e}"))
+    }
+}
+
+pub async fn first<T: DeserializeOwned>(
+    env: &Env,
+    sql: &str,
+    args: &[JsValue],
+) -> ApiResult<Option<T>> {
+    db(env)?
+        .prepare(sql)
+        .bind(args)
+        .map_err(d1_err(sql))?
+        .first::<T>(None)
+        .await
+        .map_err(d1_err(sql))
+}
+
+pub async fn all<T: DeserializeOwned>(env: &Env, sql: &str, args: &[JsValue]) -> ApiResult<Vec<T>> {
+    let result = db(env)?
+        .prepare(sql)
+        .bind(args)
+        .map_err(d1_err(sql))?
+        .all()
+        .await
+        .map_err(d1_err(sql))?;
+    result.results::<T>().map_err(d1_err(sql))
+}
+
+/// Runs a write and returns how many rows it changed.
+pub async fn run(env: &Env, sql: &str, args: &[JsValue]) -> ApiResult<u64> {
+    let result = db(env)?
+        .prepare(sql)
+        .bind(args)
+        .map_err(d1_err(sql))?
+        .run()
+        .await
+        .map_err(d1_err(sql))?;
+    if let Some(e) = result.error() {
+        return Err(ApiError::internal(format!("database error: {e}")));
+    }
+    Ok(result
+        .meta()
+        .ok()
+        .flatten()
+        .and_then(|m| m.changes)
+        .map_or(0, |c| c as u64))
+}
+
+pub fn s(v: &str) -> JsValue {
+    JsValue::from_str(v)
+}
+
+/// Integers travel as JS numbers; every integer we store is far inside the exact range.
+pub fn n(v: i64) -> JsValue {
+    JsValue::from_f64(v as f64)
+}
+
+pub fn opt_s(v: Option<&str>) -> JsValue {
+    v.map_or(JsValue::NULL, JsValue::from_str)
+}
+
+pub fn opt_n(v: Option<i64>) -> JsValue {
+    v.map_or(JsValue::NULL, n)
+}
+
+pub fn now_ms() -> i64 {
+    worker::Date::now().as_millis() as i64
+}
+
+/// `len` bytes from the platform's CSPRNG, as lower-case hex.
+pub fn random_hex(len: usize) -> ApiResult<String> {
+    let mut buf = vec![0u8; len];
+    getrandom::fill(&mut buf).map_err(|e| ApiError::internal(format!("no randomness: {e}")))?;
+    Ok(hex::encode(buf))
+}

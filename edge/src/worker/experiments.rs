@@ -1,0 +1,113 @@
+//! Saved experiments: immutable snapshots of a spec, its estimates and (for a finished job) its
+//! metrics and result, under an unguessable 128-bit id. Snapshots never contain the owner's
+//! email or balance; unpublished ones are visible to their owner only.
+
+use super::accounts::authenticate;
+use super::db::{self, n, now_ms, random_hex, s};
+use super::http::{self, ApiResult};
+use super::jobs;
+use super::report;
+use crate::error::ApiError;
+use crate::wire::{self, NewExperiment};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use worker::{Env, Request};
+
+pub async fn create(mut req: Request, env: &Env) -> ApiResult<Value> {
+    let user = authenticate(&req, env, true).await?;
+    let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
+    let e: NewExperiment = wire::parse_json(&body)?;
+    let plan = if e.spec.trim_start().starts_with('{') {
+        jobspec::plan_json(&e.spec)
+    } else {
+        jobspec::plan_toml(&e.spec)
+    };
+    if plan.valid.is_none() {
+        let diagnostics: Vec<jobspec::DiagnosticWire> =
+            plan.diagnostics.iter().map(Into::into).collect();
+        return Err(ApiError::new(
+            422,
+            "invalid_spec",
+            "only a valid spec can be saved; see details.diagnostics",
+        )
+        .with_details(json!({"diagnostics": diagnostics})));
+    }
+    let mut wire_plan = serde_json::to_value(jobspec::PlanWire::from(&plan))
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    // The launch artifacts are derived from the spec and can be regenerated; keep snapshots small.
+    if let Some(obj) = wire_plan.as_object_mut() {
+        obj.remove("artifacts");
+    }
+    let job = match e.job_id.as_deref() {
+        None => Value::Null,
+        Some(id) => {
+            let job = jobs::owned(env, &user, id).await?;
+            if !job.state().is_terminal() {
+                return Err(ApiError::new(
+                    409,
+                    "job_not_finished",
+                    format!("job {id} is still {}", job.state().as_str()),
+                ));
+            }
+            let metrics = report::metrics_after(env, &job.id, 0).await?;
+            let w = job.wire();
+            json!({
+                "state": w.state, "card": w.card, "cards": w.cards, "charged_fen": w.charged_fen,
+                "started_at": w.started_at, "ended_at": w.ended_at, "message": w.message, "metrics": metrics
+            })
+        }
+    };
+    let title: String = e
+        .title
+        .unwrap_or_else(|| {
+            plan.valid
+                .as_ref()
+                .map(|v| v.spec().name.clone())
+                .unwrap_or_default()
+        })
+        .chars()
+        .take(200)
+        .collect();
+    let id = random_hex(16)?;
+    let now = now_ms();
+    let snapshot = json!({
+        "id": id, "title": title, "created_at": crate::time::format_rfc3339_ms(now),
+        "published": e.published, "spec": e.spec, "plan": wire_plan, "job": job
+    });
+    db::run(
+        env,
+        "INSERT INTO experiments (id, user_id, published, snapshot, created_at) VALUES (?, ?, ?, ?, ?)",
+        &[s(&id), s(&user.id), n(i64::from(e.published)), s(&snapshot.to_string()), n(now)],
+    )
+    .await?;
+    Ok(json!({"id": id, "url": format!("/e/{id}"), "published": e.published}))
+}
+
+pub async fn get(req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+    wire::check_id(id)?;
+    #[derive(Deserialize)]
+    struct Row {
+        user_id: String,
+        published: i64,
+        snapshot: String,
+    }
+    let not_found = || ApiError::not_found(format!("no experiment {id}"));
+    let row: Row = db::first(
+        env,
+        "SELECT user_id, published, snapshot FROM experiments WHERE id = ?",
+        &[s(id)],
+    )
+    .await?
+    .ok_or_else(not_found)?;
+    if row.published == 0 {
+        // Unpublished: the owner only; everyone else is told it does not exist.
+        let user = authenticate(&req, env, false)
+            .await
+            .map_err(|_| not_found())?;
+        if user.id != row.user_id {
+            return Err(not_found());
+        }
+    }
+    serde_json::from_str(&row.snapshot)
+        .map_err(|e| ApiError::internal(format!("stored snapshot: {e}")))
+}

@@ -1,0 +1,388 @@
+//! Jobs: submission (validate, hold the maximum cost, dispatch), listing, one job, its logs,
+//! metrics, cancellation and checkpoint. A user only ever sees their own jobs: every query is
+//! scoped by the caller's id, and another user's job is "not found".
+
+use super::accounts::{User, authenticate, require_admin};
+use super::backend_io::{self, TIMEOUT};
+use super::coordinator::{self, LEDGER};
+use super::db::{self, n, now_ms, random_hex, s};
+use super::http::{self, ApiResult};
+use super::report;
+use crate::adapter::{self, Dispatch};
+use crate::error::ApiError;
+use crate::jobs::{JobState, JobWire, pick_backend};
+use crate::time::format_rfc3339_ms;
+use crate::wire::{self, SpecText};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use worker::{Env, Request, Response};
+
+/// A row of `jobs` (the columns the handlers use; serde ignores the others selected).
+#[derive(Debug, Clone, Deserialize)]
+pub struct JobRow {
+    pub id: String,
+    pub name: String,
+    pub spec: String,
+    pub state: String,
+    pub backend: String,
+    pub remote_id: Option<String>,
+    pub card: String,
+    pub cards: i64,
+    pub price_fen_per_hour: i64,
+    pub hold_fen: i64,
+    pub charged_fen: Option<i64>,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub ended_at: Option<i64>,
+    pub message: Option<String>,
+    pub checkpoint: i64,
+    pub token_hash: String,
+}
+
+impl JobRow {
+    pub fn state(&self) -> JobState {
+        JobState::parse(&self.state).unwrap_or(JobState::Lost)
+    }
+
+    pub fn wire(&self) -> JobWire {
+        JobWire {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            state: self.state(),
+            backend: self.backend.clone(),
+            card: self.card.clone(),
+            cards: u32::try_from(self.cards).unwrap_or(0),
+            hold_fen: self.hold_fen,
+            charged_fen: self.charged_fen,
+            created_at: format_rfc3339_ms(self.created_at),
+            started_at: self.started_at.map(format_rfc3339_ms),
+            ended_at: self.ended_at.map(format_rfc3339_ms),
+            message: self.message.clone(),
+            checkpoint: self.checkpoint != 0,
+            spec: self.spec.clone(),
+        }
+    }
+}
+
+const COLUMNS: &str = "id, user_id, name, spec, state, backend, remote_id, card, cards, price_fen_per_hour, hold_fen, \
+     charged_fen, created_at, started_at, ended_at, last_report_at, message, checkpoint, token_hash";
+
+/// The caller's job, or 404 (also for another user's job, so ids cannot be probed).
+pub async fn owned(env: &Env, user: &User, id: &str) -> ApiResult<JobRow> {
+    wire::check_id(id)?;
+    db::first(
+        env,
+        &format!("SELECT {COLUMNS} FROM jobs WHERE id = ? AND user_id = ?"),
+        &[s(id), s(&user.id)],
+    )
+    .await?
+    .ok_or_else(|| ApiError::not_found(format!("no job {id}")))
+}
+
+pub async fn by_id(env: &Env, id: &str) -> ApiResult<Option<JobRow>> {
+    db::first(
+        env,
+        &format!("SELECT {COLUMNS} FROM jobs WHERE id = ?"),
+        &[s(id)],
+    )
+    .await
+}
+
+async fn by_key(env: &Env, user: &User, key: &str) -> ApiResult<Option<JobRow>> {
+    db::first(
+        env,
+        &format!("SELECT {COLUMNS} FROM jobs WHERE user_id = ? AND idempotency_key = ?"),
+        &[s(&user.id), s(key)],
+    )
+    .await
+}
+
+fn created(status: u16, job: &JobRow) -> ApiResult<Response> {
+    http::json(status, &job.wire()).map_err(http::internal("response"))
+}
+
+pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
+    let user = authenticate(&req, env, true).await?;
+    let key = wire::idempotency_key(http::header(&req, "idempotency-key").as_deref())?;
+    // A retry of a submission that already has its job gets that job, whatever the body says.
+    if let Some(job) = by_key(env, &user, &key).await? {
+        return created(200, &job);
+    }
+    let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
+    let spec = wire::spec_from_body(http::header(&req, "content-type").as_deref(), &body)?;
+    let plan = match &spec {
+        SpecText::Toml(t) => jobspec::plan_toml(t),
+        SpecText::Json(j) => jobspec::plan_json(j),
+    };
+    let valid = match (&plan.valid, plan.is_submittable()) {
+        (Some(v), true) => v.clone(),
+        _ => {
+            let diagnostics: Vec<jobspec::DiagnosticWire> =
+                plan.diagnostics.iter().map(Into::into).collect();
+            return Err(ApiError::new(
+                422,
+                "invalid_spec",
+                "the spec cannot be submitted; see details.diagnostics",
+            )
+            .with_details(json!({"diagnostics": diagnostics})));
+        }
+    };
+    let spec_toml = match spec {
+        SpecText::Toml(t) => t,
+        SpecText::Json(_) => jobspec::estimate::suggest::to_toml(valid.spec()),
+    };
+    let backends = backend_io::configured(env)?;
+    let backend = pick_backend(
+        &backends,
+        valid.card().id,
+        valid.world_size(),
+        &valid.spec().backend,
+    )?
+    .clone();
+    let hold = i64::try_from(valid.max_cost_fen()).map_err(|_| {
+        ApiError::new(
+            422,
+            "invalid_spec",
+            "the maximum cost of this job is out of range",
+        )
+    })?;
+
+    let id = random_hex(16)?;
+    let token = random_hex(32)?;
+    let now = now_ms();
+    let inserted = db::run(
+        env,
+        "INSERT INTO jobs (id, user_id, idempotency_key, name, spec, state, backend, card, cards, price_fen_per_hour, \
+         hold_fen, created_at, token_hash, checkpoint) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, 0) \
+         ON CONFLICT(user_id, idempotency_key) DO NOTHING",
+        &[
+            s(&id),
+            s(&user.id),
+            s(&key),
+            s(&valid.spec().name),
+            s(&spec_toml),
+            s(&backend.name),
+            s(valid.card().id),
+            n(i64::from(valid.world_size())),
+            n(i64::try_from(valid.price_fen_per_hour()).unwrap_or(i64::MAX)),
+            n(hold),
+            n(now),
+            s(&crate::auth::hash_token(&token)),
+        ],
+    )
+    .await?;
+    if inserted == 0 {
+        // A concurrent request with the same key won the insert: answer with its job.
+        let job = by_key(env, &user, &key)
+            .await?
+            .ok_or_else(|| ApiError::internal("idempotent job vanished"))?;
+        return created(200, &job);
+    }
+    if let Err(e) = coordinator::call(
+        env,
+        LEDGER,
+        json!({"op": "hold", "user_id": user.id, "job_id": id, "amount_fen": hold, "now_ms": now}),
+    )
+    .await
+    {
+        db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(&id)]).await?;
+        return Err(e);
+    }
+    let (origin, _) = http::own_origin(&req)?;
+    let dispatch = Dispatch {
+        job_id: id.clone(),
+        task: if valid.spec().task == jobspec::spec::Task::TinyTrain {
+            "tiny-train"
+        } else {
+            "command"
+        }
+        .into(),
+        command: (valid.spec().task != jobspec::spec::Task::TinyTrain)
+            .then(|| {
+                plan.artifacts
+                    .as_ref()
+                    .map(|a| vec!["sh".into(), "-c".into(), a.torchrun.clone()])
+            })
+            .flatten(),
+        spec_toml,
+        env: BTreeMap::new(),
+        time_limit_s: valid.time_limit_s(),
+        report_url: format!("{origin}/api/jobs/{id}/report"),
+        report_token: token,
+        card: valid.card().id.to_string(),
+        cards: valid.world_size(),
+    };
+    let submitted = match adapter::adapter(&backend) {
+        Ok(a) => {
+            let answer = backend_io::send(&a.submit(&dispatch), TIMEOUT).await;
+            answer
+                .and_then(|(status, body)| a.parse_submit(status, &body))
+                .map_err(|e| e.into_api(&backend.name))
+        }
+        Err(e) => Err(e),
+    };
+    let submitted = match submitted {
+        Ok(s) => s,
+        Err(e) => {
+            // Nothing ran: release the whole hold and forget the job, so nothing is charged and a
+            // retry with the same key starts afresh.
+            coordinator::call(
+                env,
+                LEDGER,
+                json!({"op": "settle", "job_id": id, "capture_fen": 0, "now_ms": now_ms()}),
+            )
+            .await?;
+            db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(&id)]).await?;
+            return Err(e);
+        }
+    };
+    let started = (submitted.state == JobState::Running).then_some(now_ms());
+    db::run(
+        env,
+        "UPDATE jobs SET remote_id = ?, state = ?, started_at = ?, last_report_at = ? WHERE id = ? AND state = 'queued'",
+        &[s(&submitted.remote_id), s(submitted.state.as_str()), db::opt_n(started), n(now_ms()), s(&id)],
+    )
+    .await?;
+    let job = by_id(env, &id)
+        .await?
+        .ok_or_else(|| ApiError::internal("new job vanished"))?;
+    created(201, &job)
+}
+
+pub async fn list(req: Request, env: &Env) -> ApiResult<Value> {
+    let user = authenticate(&req, env, false).await?;
+    let rows: Vec<JobRow> = db::all(
+        env,
+        &format!("SELECT {COLUMNS} FROM jobs WHERE user_id = ? ORDER BY created_at DESC LIMIT 200"),
+        &[s(&user.id)],
+    )
+    .await?;
+    Ok(json!({"jobs": rows.iter().map(JobRow::wire).collect::<Vec<_>>()}))
+}
+
+pub async fn get(req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+    let user = authenticate(&req, env, false).await?;
+    let job = owned(env, &user, id).await?;
+    serde_json::to_value(job.wire()).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+fn backend_of(env: &Env, job: &JobRow) -> ApiResult<(Box<dyn adapter::Backend>, String)> {
+    let config = backend_io::named(env, &job.backend)?;
+    let remote = job.remote_id.clone().ok_or_else(|| {
+        ApiError::new(
+            409,
+            "not_dispatched",
+            "the job has not reached its backend yet",
+        )
+    })?;
+    Ok((adapter::adapter(&config)?, remote))
+}
+
+pub async fn logs(req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+    let user = authenticate(&req, env, false).await?;
+    let offset = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "offset", 0)?;
+    let job = owned(env, &user, id).await?;
+    let (a, remote) = backend_of(env, &job)?;
+    let (status, body) = backend_io::send(&a.logs(&remote, offset), TIMEOUT)
+        .await
+        .map_err(|e| e.into_api(&job.backend))?;
+    let chunk = a
+        .parse_logs(status, &body)
+        .map_err(|e| e.into_api(&job.backend))?;
+    serde_json::to_value(chunk).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+pub async fn metrics(req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+    let user = authenticate(&req, env, false).await?;
+    let since = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "since", 0)?;
+    let job = owned(env, &user, id).await?;
+    let points = report::metrics_after(env, &job.id, since).await?;
+    // `since` is inclusive, so the next poll asks from one past the last step seen.
+    let next = points.last().map_or(since, |p| p.step + 1);
+    Ok(json!({"job_id": job.id, "state": job.state(), "metrics": points, "next_since": next}))
+}
+
+pub async fn cancel(req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+    let user = authenticate(&req, env, true).await?;
+    let job = owned(env, &user, id).await?;
+    if job.state().is_terminal() {
+        return Err(ApiError::new(
+            409,
+            "already_finished",
+            format!("the job is already {}", job.state().as_str()),
+        ));
+    }
+    let (a, remote) = backend_of(env, &job)?;
+    let (status, body) = backend_io::send(&a.cancel(&remote), TIMEOUT)
+        .await
+        .map_err(|e| e.into_api(&job.backend))?;
+    a.parse_cancel(status, &body)
+        .map_err(|e| e.into_api(&job.backend))?;
+    report::finish(
+        env,
+        &job,
+        JobState::Cancelled,
+        None,
+        None,
+        Some("cancelled by the user"),
+    )
+    .await?;
+    get(req, env, id).await
+}
+
+pub async fn checkpoint(req: Request, env: &Env, id: &str) -> ApiResult<Response> {
+    let user = authenticate(&req, env, false).await?;
+    let job = owned(env, &user, id).await?;
+    let (a, remote) = backend_of(env, &job)?;
+    let call = a
+        .checkpoint(&remote)
+        .ok_or_else(|| ApiError::not_found("this backend serves no checkpoints"))?;
+    let (status, body) = backend_io::send(&call, TIMEOUT)
+        .await
+        .map_err(|e| e.into_api(&job.backend))?;
+    crate::adapter::common_status(status, &body)
+        .map_err(|e| e.into_api(&job.backend))
+        .map_err(|e| {
+            if e.status == 404 {
+                ApiError::not_found(format!("job {id} has no checkpoint"))
+            } else {
+                e
+            }
+        })?;
+    let mut resp = Response::from_bytes(body).map_err(http::internal("response"))?;
+    let h = resp.headers_mut();
+    h.set("content-type", "application/octet-stream")
+        .map_err(http::internal("header"))?;
+    h.set(
+        "content-disposition",
+        &format!("attachment; filename=\"{id}.bin\""),
+    )
+    .map_err(http::internal("header"))?;
+    Ok(resp)
+}
+
+pub async fn checkpoints(req: Request, env: &Env) -> ApiResult<Value> {
+    let user = authenticate(&req, env, false).await?;
+    let rows: Vec<JobRow> = db::all(
+        env,
+        &format!("SELECT {COLUMNS} FROM jobs WHERE user_id = ? AND checkpoint = 1 ORDER BY created_at DESC"),
+        &[s(&user.id)],
+    )
+    .await?;
+    let list: Vec<Value> = rows
+        .iter()
+        .map(|j| json!({"job_id": j.id, "name": j.name, "url": format!("/api/jobs/{}/checkpoint", j.id), "ended_at": j.ended_at.map(format_rfc3339_ms)}))
+        .collect();
+    Ok(json!({"checkpoints": list}))
+}
+
+/// The configured backends without their secrets.
+pub fn admin_backends(req: Request, env: &Env) -> ApiResult<Value> {
+    require_admin(&req, env)?;
+    let list: Vec<Value> = backend_io::configured(env)?
+        .iter()
+        .map(|b| json!({"name": b.name, "kind": b.kind, "url": b.url, "cards": b.cards}))
+        .collect();
+    Ok(json!({"backends": list}))
+}

@@ -1,0 +1,318 @@
+//! What jobs tell the edge (`POST /api/jobs/{id}/report` with the job's own token), how a job
+//! reaches a terminal state and settles its hold, and the reconcile sweep that asks backends
+//! about jobs that went silent.
+
+use super::accounts::require_admin;
+use super::backend_io::{self, TIMEOUT};
+use super::coordinator::{self, LEDGER};
+use super::db::{self, n, now_ms, s};
+use super::http::{self, ApiResult};
+use super::jobs::{self, JobRow};
+use crate::adapter::{self, BackendError};
+use crate::auth;
+use crate::error::ApiError;
+use crate::jobs::JobState;
+use crate::ledger::capture_fen;
+use crate::wire::{self, MetricPoint, Report};
+use serde_json::{Value, json};
+use worker::{Env, Request};
+
+pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+    wire::check_id(id)?;
+    let authz = http::header(&req, "authorization");
+    let token = auth::bearer(authz.as_deref()).ok_or_else(|| {
+        ApiError::new(
+            401,
+            "unauthenticated",
+            "reports need Authorization: Bearer <job token>",
+        )
+    })?;
+    let job = jobs::by_id(env, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
+    if !auth::same_secret(&auth::hash_token(token), &job.token_hash) {
+        return Err(ApiError::new(
+            403,
+            "forbidden",
+            "this token does not belong to this job",
+        ));
+    }
+    let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
+    let r: Report = wire::parse_json(&body)?;
+    r.check()?;
+    store_metrics(env, &job.id, &r.metrics).await?;
+    let now = now_ms();
+    db::run(
+        env,
+        "UPDATE jobs SET last_report_at = ?, message = COALESCE(?, message) WHERE id = ?",
+        &[n(now), db::opt_s(r.message.as_deref()), s(&job.id)],
+    )
+    .await?;
+    let current = job.state();
+    match r.state {
+        Some(next) if current.can_become(next) && next.is_terminal() => {
+            // The backend knows exact times and whether a checkpoint was written; ask once, but a
+            // backend that does not answer does not stop the job from settling.
+            let remote = remote_status(env, &job).await.ok();
+            let started = remote.as_ref().and_then(|s| s.started_at_ms);
+            let ended = remote.as_ref().and_then(|s| s.ended_at_ms);
+            let checkpoint = remote.as_ref().is_some_and(|s| s.checkpoint);
+            finish(env, &job, next, started, ended, r.message.as_deref()).await?;
+            if checkpoint {
+                db::run(
+                    env,
+                    "UPDATE jobs SET checkpoint = 1 WHERE id = ?",
+                    &[s(&job.id)],
+                )
+                .await?;
+            }
+        }
+        Some(JobState::Running) if current == JobState::Queued => {
+            db::run(
+                env,
+                "UPDATE jobs SET state = 'running', started_at = COALESCE(started_at, ?) WHERE id = ? AND state = 'queued'",
+                &[n(now), s(&job.id)],
+            )
+            .await?;
+        }
+        _ => {}
+    }
+    let after = jobs::by_id(env, id).await?.map_or(current, |j| j.state());
+    Ok(json!({"state": after, "metrics_stored": r.metrics.len()}))
+}
+
+async fn store_metrics(env: &Env, job_id: &str, points: &[MetricPoint]) -> ApiResult<()> {
+    if points.is_empty() {
+        return Ok(());
+    }
+    let db = db::db(env)?;
+    let mut stmts = Vec::with_capacity(points.len());
+    for p in points {
+        let opt =
+            |v: Option<f64>| v.map_or(wasm_bindgen::JsValue::NULL, wasm_bindgen::JsValue::from_f64);
+        stmts.push(
+            db.prepare(
+                "INSERT OR REPLACE INTO job_metrics (job_id, step, loss, val_loss, lr, tokens_per_s, elapsed_s) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&[
+                s(job_id),
+                n(i64::try_from(p.step).unwrap_or(i64::MAX)),
+                wasm_bindgen::JsValue::from_f64(p.loss),
+                opt(p.val_loss),
+                opt(p.lr),
+                opt(p.tokens_per_s),
+                wasm_bindgen::JsValue::from_f64(p.elapsed_s),
+            ])
+            .map_err(http::internal("metrics"))?,
+        );
+    }
+    // One batch is one transaction: a report's metrics are stored whole or not at all.
+    db.batch(stmts)
+        .await
+        .map_err(http::internal("storing metrics"))?;
+    Ok(())
+}
+
+/// Metric points with `step >= since`, in step order.
+pub async fn metrics_after(env: &Env, job_id: &str, since: u64) -> ApiResult<Vec<MetricPoint>> {
+    db::all(
+        env,
+        "SELECT step, loss, val_loss, lr, tokens_per_s, elapsed_s FROM job_metrics WHERE job_id = ? AND step >= ? \
+         ORDER BY step LIMIT 5000",
+        &[s(job_id), n(i64::try_from(since).unwrap_or(i64::MAX))],
+    )
+    .await
+}
+
+async fn remote_status(env: &Env, job: &JobRow) -> Result<adapter::RemoteStatus, BackendError> {
+    let config =
+        backend_io::named(env, &job.backend).map_err(|e| BackendError::Unavailable(e.message))?;
+    let a = adapter::adapter(&config).map_err(|e| BackendError::Unavailable(e.message))?;
+    let remote = job.remote_id.as_deref().ok_or(BackendError::NotFound)?;
+    let (status, body) = backend_io::send(&a.status(remote), TIMEOUT).await?;
+    a.parse_status(status, &body)
+}
+
+/// Moves a job to a terminal state (only the first caller wins) and settles its hold: the real
+/// card-time × price is captured, the rest released.
+pub async fn finish(
+    env: &Env,
+    job: &JobRow,
+    state: JobState,
+    started_ms: Option<i64>,
+    ended_ms: Option<i64>,
+    message: Option<&str>,
+) -> ApiResult<()> {
+    let ended = ended_ms.unwrap_or_else(now_ms);
+    // A job that never started used no card time.
+    let started = job.started_at.or(started_ms).unwrap_or(ended);
+    let capture = capture_fen(
+        job.hold_fen,
+        u64::try_from(job.price_fen_per_hour).unwrap_or(0),
+        u32::try_from(job.cards).unwrap_or(0),
+        ended - started,
+    );
+    let changed = db::run(
+        env,
+        "UPDATE jobs SET state = ?, ended_at = ?, started_at = COALESCE(started_at, ?), charged_fen = ?, \
+         message = COALESCE(?, message) WHERE id = ? AND state IN ('queued', 'running')",
+        &[
+            s(state.as_str()),
+            n(ended),
+            db::opt_n(job.started_at.or(started_ms)),
+            n(capture),
+            db::opt_s(message),
+            s(&job.id),
+        ],
+    )
+    .await?;
+    if changed == 0 {
+        return Ok(());
+    }
+    settle(env, &job.id, capture).await
+}
+
+async fn settle(env: &Env, job_id: &str, capture: i64) -> ApiResult<()> {
+    let result = coordinator::call(
+        env,
+        LEDGER,
+        json!({"op": "settle", "job_id": job_id, "capture_fen": capture, "now_ms": now_ms()}),
+    )
+    .await;
+    match result {
+        // No hold means the job never held anything (dispatch stopped before): nothing to settle.
+        Ok(_)
+        | Err(ApiError {
+            code: "not_found", ..
+        }) => {
+            db::run(
+                env,
+                "UPDATE jobs SET settled = 1 WHERE id = ?",
+                &[s(job_id)],
+            )
+            .await?;
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+pub async fn admin_reconcile(req: Request, env: &Env) -> ApiResult<Value> {
+    require_admin(&req, env)?;
+    let silent = wire::query_u64(
+        req.url().ok().as_ref().and_then(|u| u.query()),
+        "silent_after_s",
+        u64::MAX,
+    )?;
+    reconcile(
+        env,
+        (silent != u64::MAX).then(|| i64::try_from(silent).unwrap_or(i64::MAX)),
+    )
+    .await
+}
+
+/// Asks backends about running jobs with no report for `silent_after_s` (the SILENT_AFTER_S var,
+/// default 120 s), finishes the ones that ended, and retries settlements that failed.
+pub async fn reconcile(env: &Env, silent_after_s: Option<i64>) -> ApiResult<Value> {
+    let silent_s = silent_after_s.unwrap_or_else(|| {
+        env.var("SILENT_AFTER_S")
+            .ok()
+            .and_then(|v| v.to_string().parse().ok())
+            .unwrap_or(120)
+    });
+    let now = now_ms();
+    let cutoff = now.saturating_sub(silent_s.saturating_mul(1000));
+    let silent: Vec<JobRow> = db::all(
+        env,
+        &format!(
+            "SELECT {} FROM jobs WHERE state IN ('queued', 'running') AND COALESCE(last_report_at, created_at) <= ? LIMIT 100",
+            "id, user_id, name, spec, state, backend, remote_id, card, cards, price_fen_per_hour, hold_fen, \
+             charged_fen, created_at, started_at, ended_at, last_report_at, message, checkpoint, token_hash"
+        ),
+        &[n(cutoff)],
+    )
+    .await?;
+    let (mut checked, mut finished, mut unreachable) = (0, 0, 0);
+    for job in &silent {
+        checked += 1;
+        if job.remote_id.is_none() {
+            // Dispatch never completed (the worker died in between): nothing runs, release all.
+            if now - job.created_at > 300_000 {
+                finish(
+                    env,
+                    job,
+                    JobState::Failed,
+                    None,
+                    None,
+                    Some("dispatch did not complete"),
+                )
+                .await?;
+                finished += 1;
+            }
+            continue;
+        }
+        match remote_status(env, job).await {
+            Ok(st) if st.state.is_terminal() => {
+                let msg = st.exit_code.map(|c| format!("exit code {c}"));
+                finish(
+                    env,
+                    job,
+                    st.state,
+                    st.started_at_ms,
+                    st.ended_at_ms,
+                    msg.as_deref(),
+                )
+                .await?;
+                if st.checkpoint {
+                    db::run(
+                        env,
+                        "UPDATE jobs SET checkpoint = 1 WHERE id = ?",
+                        &[s(&job.id)],
+                    )
+                    .await?;
+                }
+                finished += 1;
+            }
+            Ok(st) => {
+                db::run(
+                    env,
+                    "UPDATE jobs SET state = ?, started_at = COALESCE(started_at, ?), last_report_at = ? \
+                     WHERE id = ? AND state IN ('queued', 'running')",
+                    &[s(st.state.as_str()), db::opt_n(st.started_at_ms), n(now), s(&job.id)],
+                )
+                .await?;
+            }
+            Err(BackendError::NotFound) => {
+                finish(
+                    env,
+                    job,
+                    JobState::Lost,
+                    None,
+                    None,
+                    Some("the backend no longer knows this job"),
+                )
+                .await?;
+                finished += 1;
+            }
+            Err(_) => unreachable += 1,
+        }
+    }
+    #[derive(serde::Deserialize)]
+    struct Unsettled {
+        id: String,
+        charged_fen: Option<i64>,
+    }
+    let unsettled: Vec<Unsettled> = db::all(
+        env,
+        "SELECT id, charged_fen FROM jobs WHERE settled = 0 AND state NOT IN ('queued', 'running') LIMIT 100",
+        &[],
+    )
+    .await?;
+    for u in &unsettled {
+        settle(env, &u.id, u.charged_fen.unwrap_or(0)).await?;
+    }
+    Ok(
+        json!({"checked": checked, "finished": finished, "unreachable": unreachable, "resettled": unsettled.len()}),
+    )
+}

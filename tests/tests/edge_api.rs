@@ -1,0 +1,290 @@
+//! The edge's API surface against `wrangler dev`: the OpenAPI document matches the routes, the
+//! one error shape, body limits, accounts (sign-up, login, logout, `me`, API tokens), the CSRF
+//! origin check, and rate limits with Retry-After.
+
+use onramp_tests::api::{Client, run_scenarios, unique_email};
+use onramp_tests::stack::{Stack, StackExtras, StackOptions};
+use serde_json::json;
+
+const PASSWORD: &str = "correct horse battery";
+
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn edge_api() {
+    let stack = Stack::start_with(
+        StackOptions {
+            with_runner: false,
+            ..StackOptions::for_test("edge-api")
+        },
+        StackExtras {
+            vars: vec![
+                ("SIGNUP_LIMIT_PER_HOUR".into(), "1000".into()),
+                ("LOGIN_LIMIT_PER_15_MIN".into(), "5".into()),
+                ("SIGNUP_GRANT_FEN".into(), "1234".into()),
+            ],
+            extra_backends: vec![],
+        },
+    )
+    .expect("stack starts");
+    run_scenarios(
+        &stack,
+        &[
+            (
+                "openapi lists every route and each one is served",
+                openapi_matches_the_routes,
+            ),
+            (
+                "errors have one shape, bodies have limits",
+                errors_and_limits,
+            ),
+            ("sign-up, me, logout, login", signup_login_logout),
+            ("sign-up refuses bad input and duplicates", signup_refusals),
+            (
+                "cookie writes need this origin; API tokens do not",
+                csrf_and_tokens,
+            ),
+            ("login is rate limited with Retry-After", login_rate_limit),
+        ],
+    );
+}
+
+fn openapi_matches_the_routes(stack: &Stack) {
+    let c = Client::new(&stack.url);
+    let doc = c.get("/api/openapi.json");
+    assert_eq!(doc.status, 200);
+    assert_eq!(doc.json["openapi"], "3.1.0");
+    let paths = doc.json["paths"].as_object().expect("paths");
+    let mut count = 0;
+    for (path, ops) in paths {
+        for method in ops.as_object().expect("operations").keys() {
+            count += 1;
+            let concrete = path.replace("{id}", "0123abcd");
+            let a = c.request(&method.to_ascii_uppercase(), &concrete, None, &[]);
+            // Every documented route is served: whatever it answers, it is not "no route".
+            let msg = a.json["error"]["message"].as_str().unwrap_or("");
+            assert!(
+                !msg.starts_with("no route for"),
+                "{method} {path} is documented but not routed: {msg}"
+            );
+            assert_ne!(a.status, 405, "{method} {path}");
+        }
+    }
+    assert!(count >= 20, "only {count} operations documented");
+    eprintln!("openapi: {count} operations, each routed");
+}
+
+fn errors_and_limits(stack: &Stack) {
+    let c = Client::new(&stack.url);
+    let a = c.get("/api/nope");
+    assert_eq!((a.status, a.code()), (404, "not_found"));
+    assert!(a.json["error"]["details"].is_object(), "{:?}", a.json);
+    let a = c.request("DELETE", "/api/me", None, &[]);
+    assert_eq!((a.status, a.code()), (405, "method_not_allowed"));
+    let a = c.request(
+        "POST",
+        "/api/auth/signup",
+        Some(b"{not json".to_vec()),
+        &[("content-type", "application/json")],
+    );
+    assert_eq!((a.status, a.code()), (400, "invalid_json"));
+    let big = format!(
+        "{{\"email\":\"{}\",\"password\":\"x\"}}",
+        "a".repeat(70 * 1024)
+    );
+    let a = c.request(
+        "POST",
+        "/api/auth/signup",
+        Some(big.into_bytes()),
+        &[("content-type", "application/json")],
+    );
+    assert_eq!(
+        (a.status, a.code()),
+        (413, "body_too_large"),
+        "{:?}",
+        a.json
+    );
+    let a = c.post(
+        "/api/auth/signup",
+        &json!({"email": "a@b.cn", "password": "12345678", "admin": true}),
+    );
+    assert_eq!(
+        (a.status, a.code()),
+        (400, "invalid_json"),
+        "unknown fields are refused"
+    );
+    for path in ["/api/me", "/api/ledger", "/api/jobs", "/api/checkpoints"] {
+        let a = c.get(path);
+        assert_eq!((a.status, a.code()), (401, "unauthenticated"), "{path}");
+    }
+}
+
+fn signup_login_logout(stack: &Stack) {
+    let email = unique_email("flow");
+    let mut c = Client::new(&stack.url);
+    let a = c.post(
+        "/api/auth/signup",
+        &json!({"email": email.to_uppercase(), "password": PASSWORD}),
+    );
+    assert_eq!(a.status, 201, "{:?}", a.json);
+    assert_eq!(a.json["email"], email, "emails are stored lower-case");
+    assert_eq!(a.json["balance_fen"], 1234, "SIGNUP_GRANT_FEN");
+    let cookie = a
+        .set_cookie
+        .iter()
+        .find(|c| c.starts_with("onramp_session="))
+        .expect("session cookie");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
+        "{cookie}"
+    );
+    assert!(
+        !cookie.contains("Secure"),
+        "no Secure on plain-http localhost: {cookie}"
+    );
+    let token = cookie
+        .split(';')
+        .next()
+        .expect("present")
+        .trim_start_matches("onramp_session=");
+    assert_eq!(token.len(), 64, "256-bit token");
+    c.take_cookie(&a);
+    let me = c.get("/api/me");
+    assert_eq!(me.status, 200);
+    assert_eq!(me.json["email"], email);
+    assert_eq!(me.json["balance_fen"], 1234);
+
+    let out = c.post("/api/auth/logout", &json!({}));
+    assert_eq!(out.status, 200, "{:?}", out.json);
+    assert!(out.set_cookie.iter().any(|c| c.contains("Max-Age=0")));
+    // The old cookie is dead on the server too, not just forgotten by the browser.
+    assert_eq!(c.get("/api/me").status, 401);
+
+    let mut fresh = Client::new(&stack.url);
+    let bad = fresh.post(
+        "/api/auth/login",
+        &json!({"email": email, "password": "wrong password"}),
+    );
+    assert_eq!((bad.status, bad.code()), (401, "bad_credentials"));
+    let unknown = fresh.post(
+        "/api/auth/login",
+        &json!({"email": unique_email("nobody"), "password": PASSWORD}),
+    );
+    assert_eq!(
+        (unknown.status, unknown.code()),
+        (401, "bad_credentials"),
+        "unknown emails look the same"
+    );
+    let ok = fresh.post(
+        "/api/auth/login",
+        &json!({"email": email, "password": PASSWORD}),
+    );
+    assert_eq!(ok.status, 200, "{:?}", ok.json);
+    assert_eq!(ok.json["balance_fen"], 1234);
+    fresh.take_cookie(&ok);
+    assert_eq!(fresh.get("/api/me").json["email"], email);
+}
+
+fn signup_refusals(stack: &Stack) {
+    let c = Client::new(&stack.url);
+    let a = c.post(
+        "/api/auth/signup",
+        &json!({"email": "not-an-email", "password": PASSWORD}),
+    );
+    assert_eq!((a.status, a.code()), (400, "invalid_email"));
+    let a = c.post(
+        "/api/auth/signup",
+        &json!({"email": unique_email("weak"), "password": "short"}),
+    );
+    assert_eq!((a.status, a.code()), (400, "weak_password"));
+    let email = unique_email("dup");
+    Client::signup(&stack.url, &email, PASSWORD);
+    let a = c.post(
+        "/api/auth/signup",
+        &json!({"email": email, "password": PASSWORD}),
+    );
+    assert_eq!((a.status, a.code()), (409, "email_taken"));
+    let evil = Client {
+        origin: Some("http://evil.example".into()),
+        ..Client::new(&stack.url)
+    };
+    let a = evil.post(
+        "/api/auth/signup",
+        &json!({"email": unique_email("evil"), "password": PASSWORD}),
+    );
+    assert_eq!((a.status, a.code()), (403, "bad_origin"));
+}
+
+fn csrf_and_tokens(stack: &Stack) {
+    let c = Client::signup(&stack.url, &unique_email("csrf"), PASSWORD);
+    // A cookie-authenticated write from another origin, or with none, is refused.
+    let foreign = Client {
+        origin: Some("http://evil.example".into()),
+        ..c.clone()
+    };
+    assert_eq!(foreign.post("/api/tokens", &json!({})).code(), "bad_origin");
+    let none = Client {
+        origin: None,
+        ..c.clone()
+    };
+    assert_eq!(
+        none.post("/api/credits/redeem", &json!({"code": "ANY-CODE"}))
+            .code(),
+        "bad_origin"
+    );
+    // Reads with the cookie need no origin.
+    assert_eq!(none.get("/api/me").status, 200);
+
+    let t = c.post("/api/tokens", &json!({"name": "laptop"}));
+    assert_eq!(t.status, 201, "{:?}", t.json);
+    let token = t.json["token"].as_str().expect("token").to_string();
+    assert!(token.starts_with("onr_"));
+    let cli = Client::with_bearer(&stack.url, &token);
+    assert_eq!(
+        cli.get("/api/me").json["email"],
+        c.get("/api/me").json["email"]
+    );
+    // A bearer token is not ambient, so writes with it need no Origin.
+    assert_eq!(
+        cli.post("/api/credits/redeem", &json!({"code": "NO-SUCH-CODE"}))
+            .code(),
+        "code_unknown"
+    );
+    let bogus = Client::with_bearer(&stack.url, "onr_0000");
+    assert_eq!(bogus.get("/api/me").status, 401);
+    // Logging out with a token revokes it.
+    assert_eq!(cli.post("/api/auth/logout", &json!({})).status, 200);
+    assert_eq!(cli.get("/api/me").status, 401);
+}
+
+fn login_rate_limit(stack: &Stack) {
+    let email = unique_email("limit");
+    Client::signup(&stack.url, &email, PASSWORD);
+    let c = Client::new(&stack.url);
+    let mut statuses = Vec::new();
+    for _ in 0..7 {
+        statuses.push(c.post(
+            "/api/auth/login",
+            &json!({"email": email, "password": "wrong password"}),
+        ));
+    }
+    let codes: Vec<u16> = statuses.iter().map(|a| a.status).collect();
+    eprintln!("login attempts (limit 5 per 15 min): {codes:?}");
+    assert_eq!(&codes[..5], &[401; 5]);
+    let limited = &statuses[5];
+    assert_eq!((limited.status, limited.code()), (429, "rate_limited"));
+    let retry: u64 = limited
+        .retry_after
+        .as_deref()
+        .and_then(|r| r.parse().ok())
+        .expect("Retry-After");
+    assert!((1..=900).contains(&retry), "{retry}");
+    // Even the right password waits out the window.
+    assert_eq!(
+        c.post(
+            "/api/auth/login",
+            &json!({"email": email, "password": PASSWORD})
+        )
+        .status,
+        429
+    );
+}

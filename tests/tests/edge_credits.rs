@@ -1,0 +1,267 @@
+//! Credits against `wrangler dev`: the sign-up grant, the ledger, promotion codes (admin), each
+//! refusal with its own code, and the limits under concurrency: 200 parallel redemptions of a
+//! code limited to N succeed exactly N times, and one account's parallel redemptions succeed
+//! once. Those figures rest on the Coordinator Durable Object running each operation as one
+//! synchronous SQLite step (see edge/src/worker/coordinator.rs).
+
+use onramp_tests::api::{Answer, Client, run_scenarios, unique_email};
+use onramp_tests::stack::{Stack, StackExtras, StackOptions};
+use serde_json::json;
+
+const PASSWORD: &str = "correct horse battery";
+
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn edge_credits() {
+    let stack = Stack::start_with(
+        StackOptions {
+            with_runner: false,
+            ..StackOptions::for_test("edge-credits")
+        },
+        StackExtras {
+            vars: vec![
+                ("SIGNUP_LIMIT_PER_HOUR".into(), "1000".into()),
+                ("REDEEM_LIMIT_PER_MIN".into(), "1000".into()),
+            ],
+            extra_backends: vec![],
+        },
+    )
+    .expect("stack starts");
+    run_scenarios(
+        &stack,
+        &[
+            ("admin creates codes; others cannot", admin_codes),
+            (
+                "redeem: success, ledger, and each refusal",
+                redeem_and_refusals,
+            ),
+            (
+                "200 parallel redemptions of a code limited to N",
+                race_many_accounts,
+            ),
+            ("parallel redemptions by one account", race_one_account),
+            ("a user sees only their own ledger", ledger_is_private),
+        ],
+    );
+}
+
+fn admin(stack: &Stack) -> Client {
+    Client::with_bearer(&stack.url, &stack.admin_token)
+}
+
+fn code(tag: &str) -> String {
+    format!("{tag}-{}", onramp_tests::stack::random_hex(4)).to_uppercase()
+}
+
+fn create(stack: &Stack, code: &str, amount: i64, max: i64, expires_at: Option<&str>) -> Answer {
+    admin(stack).post(
+        "/api/admin/promo-codes",
+        &json!({"code": code, "amount_fen": amount, "max_redemptions": max, "expires_at": expires_at}),
+    )
+}
+
+fn admin_codes(stack: &Stack) {
+    let c = code("ADM");
+    let a = create(stack, &c, 500, 3, Some("2099-01-01T00:00:00Z"));
+    assert_eq!(a.status, 201, "{:?}", a.json);
+    assert_eq!(a.json["code"], c);
+    assert_eq!(create(stack, &c, 500, 3, None).code(), "code_exists");
+    assert_eq!(
+        create(stack, &code("BAD"), 0, 3, None).json["error"]["details"]["field"],
+        "amount_fen"
+    );
+    assert_eq!(
+        create(stack, &code("BAD"), 10, 3, Some("soon")).json["error"]["details"]["field"],
+        "expires_at"
+    );
+    let anon = Client::new(&stack.url);
+    let a = anon.post(
+        "/api/admin/promo-codes",
+        &json!({"code": code("X"), "amount_fen": 1, "max_redemptions": 1}),
+    );
+    assert_eq!(a.status, 401);
+    let wrong = Client::with_bearer(&stack.url, "not-the-admin-token");
+    let a = wrong.post(
+        "/api/admin/promo-codes",
+        &json!({"code": code("X"), "amount_fen": 1, "max_redemptions": 1}),
+    );
+    assert_eq!(a.status, 403);
+    // A user's session is not an admin token either.
+    let user = Client::signup(&stack.url, &unique_email("notadmin"), PASSWORD);
+    let a = user.post(
+        "/api/admin/promo-codes",
+        &json!({"code": code("X"), "amount_fen": 1, "max_redemptions": 1}),
+    );
+    assert_eq!(a.status, 401);
+    let backends = admin(stack).get("/api/admin/backends");
+    assert_eq!(backends.status, 200, "{:?}", backends.json);
+}
+
+fn redeem_and_refusals(stack: &Stack) {
+    let user = Client::signup(&stack.url, &unique_email("redeem"), PASSWORD);
+    assert_eq!(user.balance(), 1000, "default sign-up grant");
+    let c = code("WELCOME");
+    assert_eq!(create(stack, &c, 500, 10, None).status, 201);
+    let a = user.post("/api/credits/redeem", &json!({"code": c.to_lowercase()}));
+    assert_eq!(a.status, 200, "codes are case-insensitive: {:?}", a.json);
+    assert_eq!(a.json["amount_fen"], 500);
+    assert_eq!(a.json["balance_fen"], 1500);
+    assert_eq!(user.balance(), 1500);
+
+    let again = user.post("/api/credits/redeem", &json!({"code": c}));
+    assert_eq!((again.status, again.code()), (409, "code_already_redeemed"));
+    let unknown = user.post("/api/credits/redeem", &json!({"code": "NO-SUCH-CODE"}));
+    assert_eq!((unknown.status, unknown.code()), (404, "code_unknown"));
+    let bad = user.post("/api/credits/redeem", &json!({"code": "a b"}));
+    assert_eq!((bad.status, bad.code()), (400, "invalid_code"));
+    let expired = code("OLD");
+    assert_eq!(
+        create(stack, &expired, 100, 10, Some("2020-01-01T00:00:00Z")).status,
+        201
+    );
+    let a = user.post("/api/credits/redeem", &json!({"code": expired}));
+    assert_eq!((a.status, a.code()), (410, "code_expired"));
+    let single = code("ONE");
+    assert_eq!(create(stack, &single, 100, 1, None).status, 201);
+    let other = Client::signup(&stack.url, &unique_email("other"), PASSWORD);
+    assert_eq!(
+        other
+            .post("/api/credits/redeem", &json!({"code": single}))
+            .status,
+        200
+    );
+    let a = user.post("/api/credits/redeem", &json!({"code": single}));
+    assert_eq!((a.status, a.code()), (409, "code_exhausted"));
+    assert_eq!(user.balance(), 1500, "refusals change nothing");
+
+    let ledger = user.get("/api/ledger");
+    assert_eq!(ledger.status, 200);
+    let entries = ledger.json["entries"].as_array().expect("entries");
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["kind"].as_str().expect("present"))
+        .collect();
+    assert_eq!(kinds, ["redeem", "grant"], "newest first");
+    assert_eq!(entries[0]["amount_fen"], 500);
+    assert_eq!(entries[0]["reference"], format!("code:{c}"));
+    assert!(entries[0]["time"].as_str().expect("present").ends_with('Z'));
+    let sum: i64 = entries
+        .iter()
+        .map(|e| e["amount_fen"].as_i64().expect("present"))
+        .sum();
+    assert_eq!(
+        sum,
+        ledger.json["balance_fen"].as_i64().expect("present"),
+        "balance = sum of the ledger"
+    );
+}
+
+/// Redeems `code` from each client in parallel and returns the answers.
+fn redeem_in_parallel(clients: &[Client], code: &str) -> Vec<Answer> {
+    std::thread::scope(|s| {
+        let hs: Vec<_> = clients
+            .iter()
+            .map(|c| s.spawn(move || c.post("/api/credits/redeem", &json!({"code": code}))))
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("request thread"))
+            .collect()
+    })
+}
+
+fn tally(answers: &[Answer]) -> std::collections::BTreeMap<String, usize> {
+    let mut t = std::collections::BTreeMap::new();
+    for a in answers {
+        let key = if a.status == 200 {
+            "ok".to_string()
+        } else {
+            a.code().to_string()
+        };
+        *t.entry(key).or_insert(0) += 1;
+    }
+    t
+}
+
+fn race_many_accounts(stack: &Stack) {
+    const ACCOUNTS: usize = 40;
+    const PER_ACCOUNT: usize = 5;
+    const LIMIT: i64 = 17;
+    let users: Vec<Client> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..ACCOUNTS)
+            .map(|i| {
+                s.spawn(move || {
+                    Client::signup(&stack.url, &unique_email(&format!("race{i}")), PASSWORD)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("signup")).collect()
+    });
+    let c = code("RACE");
+    assert_eq!(create(stack, &c, 100, LIMIT, None).status, 201);
+    let clients: Vec<Client> = users
+        .iter()
+        .flat_map(|u| std::iter::repeat_n(u.clone(), PER_ACCOUNT))
+        .collect();
+    let started = std::time::Instant::now();
+    let answers = redeem_in_parallel(&clients, &c);
+    let t = tally(&answers);
+    println!(
+        "race: {} parallel redemptions ({ACCOUNTS} accounts x {PER_ACCOUNT}) of a code limited to {LIMIT}: {t:?} in {:.2} s",
+        answers.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(t.get("ok").copied().unwrap_or(0), LIMIT as usize, "{t:?}");
+    let other: usize = t
+        .iter()
+        .filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "ok" | "code_exhausted" | "code_already_redeemed"
+            )
+        })
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(other, 0, "only the two expected refusals: {t:?}");
+    // No account got it twice, and every balance matches its ledger.
+    let winners = users.iter().filter(|u| u.balance() == 1100).count();
+    assert_eq!(winners, LIMIT as usize);
+    assert!(users.iter().all(|u| matches!(u.balance(), 1000 | 1100)));
+}
+
+fn race_one_account(stack: &Stack) {
+    const PARALLEL: usize = 50;
+    let user = Client::signup(&stack.url, &unique_email("solo"), PASSWORD);
+    let c = code("SOLO");
+    assert_eq!(create(stack, &c, 250, 1000, None).status, 201);
+    let clients = vec![user.clone(); PARALLEL];
+    let answers = redeem_in_parallel(&clients, &c);
+    let t = tally(&answers);
+    println!("race: {PARALLEL} parallel redemptions by one account of a code allowing 1000: {t:?}");
+    assert_eq!(t.get("ok"), Some(&1), "{t:?}");
+    assert_eq!(
+        t.get("code_already_redeemed"),
+        Some(&(PARALLEL - 1)),
+        "{t:?}"
+    );
+    assert_eq!(user.balance(), 1250);
+}
+
+fn ledger_is_private(stack: &Stack) {
+    let a = Client::signup(&stack.url, &unique_email("priv-a"), PASSWORD);
+    let b = Client::signup(&stack.url, &unique_email("priv-b"), PASSWORD);
+    let c = code("PRIV");
+    assert_eq!(create(stack, &c, 42, 5, None).status, 201);
+    assert_eq!(
+        a.post("/api/credits/redeem", &json!({"code": c})).status,
+        200
+    );
+    let lb = b.get("/api/ledger");
+    assert_eq!(
+        lb.json["entries"].as_array().map(Vec::len),
+        Some(1),
+        "b sees only its grant: {:?}",
+        lb.json
+    );
+    assert_eq!(lb.json["balance_fen"], 1000);
+    assert_eq!(Client::new(&stack.url).get("/api/ledger").status, 401);
+}
