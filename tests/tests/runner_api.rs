@@ -1,0 +1,310 @@
+//! The runner's HTTP API against the real `onramp-runner` binary: command jobs (logs with
+//! offsets, exit codes, a clean environment), cancel killing the whole process group, the time
+//! limit, restarts marking active jobs lost, and the error shapes.
+//!
+//! They need the built runner (`cargo build -p onramp-runner`), so they are ignored in a plain
+//! `cargo test`; `cargo xtask test` builds it and runs them.
+
+use onramp_tests::runner::TestRunner;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+fn command_job(job_id: &str, script: &str, time_limit_s: u64) -> Value {
+    json!({"job_id": job_id, "task": "command", "spec_toml": "",
+           "command": ["sh", "-c", script], "env": {}, "time_limit_s": time_limit_s,
+           "report_url": null, "report_token": null})
+}
+
+fn terminal(s: &str) -> bool {
+    !matches!(s, "queued" | "running")
+}
+
+/// Whether a process is gone (or a zombie waiting for its parent).
+fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+fn read_pid(path: &std::path::Path) -> Result<Option<u32>, String> {
+    Ok(std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| s.trim().parse().ok()))
+}
+
+#[test]
+#[ignore = "needs the built runner: run through `cargo xtask test`"]
+fn a_command_job_runs_with_its_logs_exit_code_and_a_clean_environment() {
+    let r = TestRunner::start("runner-cmd").unwrap();
+    let script = "echo out-1; echo err-1 >&2; echo \"x=$X secret=[$ONRAMP_RUNNER_SECRET] job=$ONRAMP_JOB_ID\"; exit 3";
+    let mut body = command_job("edge-1", script, 30);
+    body["env"] = json!({"X": "42"});
+    let id = r.submit(&body).unwrap();
+    assert!(id.starts_with("rj-"), "{id}");
+    let v = r
+        .wait_state(&id, Duration::from_secs(20), terminal)
+        .unwrap();
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["exit_code"], 3, "{v}");
+    assert_eq!(v["job_id"], "edge-1");
+    assert!(v["started_at"].as_str().unwrap().ends_with('Z'), "{v}");
+    assert!(v["ended_at"].as_str().unwrap() >= v["started_at"].as_str().unwrap());
+    assert_eq!(v["checkpoint"], false);
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("exited with code 3"),
+        "{v}"
+    );
+
+    let log = r.read_log(&id).unwrap();
+    assert!(log.contains("out-1\n") && log.contains("err-1\n"), "{log}");
+    // The job sees its own environment, never the runner's secret.
+    assert!(log.contains("x=42 secret=[] job=edge-1"), "{log}");
+    assert!(!log.contains(&r.secret));
+
+    // Reading from an offset gives the rest; the end is eof with nothing more.
+    let (status, tail) = r.get(&format!("/jobs/{id}/logs?offset=6"));
+    assert_eq!(status, 200, "{tail}");
+    assert_eq!(tail["offset"], 6);
+    assert_eq!(tail["text"].as_str().unwrap(), &log[6..]);
+    let end = tail["next_offset"].as_u64().unwrap();
+    assert_eq!(end as usize, log.len());
+    let (_, at_end) = r.get(&format!("/jobs/{id}/logs?offset={end}"));
+    assert_eq!(
+        at_end,
+        json!({"offset": end, "next_offset": end, "text": "", "eof": true})
+    );
+    let (status, past) = r.get(&format!("/jobs/{id}/logs?offset={}", end + 1));
+    assert_eq!(status, 400, "{past}");
+    assert_eq!(past["error"]["code"], "bad_request");
+
+    // A job that exits 0 succeeds; both are listed.
+    let ok = r.submit(&command_job("edge-2", "true", 30)).unwrap();
+    let v = r
+        .wait_state(&ok, Duration::from_secs(20), terminal)
+        .unwrap();
+    assert_eq!(
+        (v["state"].clone(), v["exit_code"].clone()),
+        (json!("succeeded"), json!(0))
+    );
+    let (_, list) = r.get("/jobs");
+    let ids: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&id.as_str()) && ids.contains(&ok.as_str()),
+        "{list}"
+    );
+
+    // A command that cannot start fails with the reason.
+    let bad = json!({"job_id": "edge-3", "task": "command", "command": ["/no/such/program"],
+                     "time_limit_s": 5});
+    let bad = r.submit(&bad).unwrap();
+    let v = r
+        .wait_state(&bad, Duration::from_secs(20), terminal)
+        .unwrap();
+    assert_eq!(v["state"], "failed", "{v}");
+    assert!(
+        v["message"].as_str().unwrap().contains("cannot start"),
+        "{v}"
+    );
+}
+
+#[test]
+#[ignore = "needs the built runner: run through `cargo xtask test`"]
+fn cancel_kills_the_whole_process_group() {
+    let r = TestRunner::start("runner-cancel").unwrap();
+    // The job's own child, in the background: it must die with the job.
+    let id = r
+        .submit(&command_job(
+            "edge-c",
+            "sleep 300 & echo $! > child.pid; wait",
+            600,
+        ))
+        .unwrap();
+    r.wait_state(&id, Duration::from_secs(20), |s| s == "running")
+        .unwrap();
+    let pid_file = r.job_dir(&id).join("child.pid");
+    let pid = onramp_tests::wait::until("the job's child pid", Duration::from_secs(20), || {
+        read_pid(&pid_file)
+    })
+    .unwrap();
+    assert!(!process_gone(pid));
+    let (status, v) = r.post(&format!("/jobs/{id}/cancel"), &json!({}));
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v, json!({"id": id, "state": "cancelled"}));
+    onramp_tests::wait::until("the job's child to die", Duration::from_secs(10), || {
+        Ok(process_gone(pid).then_some(()))
+    })
+    .unwrap();
+    let v = r.wait_state(&id, Duration::from_secs(5), terminal).unwrap();
+    assert_eq!(v["state"], "cancelled");
+    assert_eq!(v["exit_code"], Value::Null);
+    // Cancelling again changes nothing.
+    let (status, again) = r.post(&format!("/jobs/{id}/cancel"), &json!({}));
+    assert_eq!((status, again["state"].clone()), (200, json!("cancelled")));
+}
+
+#[test]
+#[ignore = "needs the built runner: run through `cargo xtask test`"]
+fn the_time_limit_kills_the_job_as_timed_out() {
+    let r = TestRunner::start("runner-limit").unwrap();
+    let id = r
+        .submit(&command_job("edge-t", "echo started; sleep 120", 1))
+        .unwrap();
+    let v = r
+        .wait_state(&id, Duration::from_secs(15), terminal)
+        .unwrap();
+    assert_eq!(v["state"], "timed_out", "{v}");
+    let log = r.read_log(&id).unwrap();
+    assert!(log.starts_with("started\n"), "{log}");
+    assert!(log.contains("time limit of 1 s"), "{log}");
+}
+
+#[test]
+#[ignore = "needs the built runner: run through `cargo xtask test`"]
+fn jobs_survive_a_restart_and_active_ones_become_lost() {
+    let mut r = TestRunner::start("runner-restart").unwrap();
+    let done = r
+        .submit(&command_job("edge-done", "echo finished", 30))
+        .unwrap();
+    r.wait_state(&done, Duration::from_secs(20), terminal)
+        .unwrap();
+    let active = r
+        .submit(&command_job(
+            "edge-active",
+            "echo $$ > leader.pid; sleep 300",
+            600,
+        ))
+        .unwrap();
+    r.wait_state(&active, Duration::from_secs(20), |s| s == "running")
+        .unwrap();
+    let pid_file = r.job_dir(&active).join("leader.pid");
+    let pid = onramp_tests::wait::until("the job's pid", Duration::from_secs(20), || {
+        read_pid(&pid_file)
+    })
+    .unwrap();
+
+    // A crash leaves the job's process behind; the next runner marks the job lost and stops it.
+    r.crash();
+    assert!(!process_gone(pid), "the job outlives a crashed runner");
+    r.restart().unwrap();
+    let v = r
+        .wait_state(&active, Duration::from_secs(5), terminal)
+        .unwrap();
+    assert_eq!(v["state"], "lost", "{v}");
+    assert!(v["ended_at"].is_string(), "{v}");
+    onramp_tests::wait::until("the orphan to be stopped", Duration::from_secs(10), || {
+        Ok(process_gone(pid).then_some(()))
+    })
+    .unwrap();
+    // The finished job and its log are still there.
+    let (_, v) = r.get(&format!("/jobs/{done}"));
+    assert_eq!(v["state"], "succeeded", "{v}");
+    assert_eq!(r.read_log(&done).unwrap(), "finished\n");
+
+    // A graceful stop ends its running jobs as lost too, and nothing is left running.
+    let second = r
+        .submit(&command_job(
+            "edge-second",
+            "echo $$ > leader.pid; sleep 300",
+            600,
+        ))
+        .unwrap();
+    r.wait_state(&second, Duration::from_secs(20), |s| s == "running")
+        .unwrap();
+    let pid_file = r.job_dir(&second).join("leader.pid");
+    let pid = onramp_tests::wait::until("the job's pid", Duration::from_secs(20), || {
+        read_pid(&pid_file)
+    })
+    .unwrap();
+    r.service.take(); // SIGTERM to the runner
+    assert!(process_gone(pid), "a stopped runner stops its jobs");
+    r.restart().unwrap();
+    let (_, v) = r.get(&format!("/jobs/{second}"));
+    assert_eq!(v["state"], "lost", "{v}");
+}
+
+#[test]
+#[ignore = "needs the built runner: run through `cargo xtask test`"]
+fn bad_requests_get_the_json_error_shape() {
+    let r = TestRunner::start("runner-errors").unwrap();
+    let unauthorized = onramp_tests::http()
+        .get(&format!("{}/jobs", r.url))
+        .call()
+        .unwrap();
+    assert_eq!(unauthorized.status(), 401);
+
+    let cases = [
+        (
+            json!({"job_id": "a", "task": "dance", "time_limit_s": 5}),
+            "task",
+        ),
+        (
+            json!({"job_id": "a", "task": "command", "command": [], "time_limit_s": 5}),
+            "command",
+        ),
+        (
+            json!({"job_id": "a", "task": "command", "command": ["true"], "time_limit_s": 0}),
+            "time_limit_s",
+        ),
+        (
+            json!({"job_id": "a", "task": "tiny-train", "spec_toml": "name = 'x'\ntask = 'sft'", "time_limit_s": 5}),
+            "spec_toml",
+        ),
+        (
+            json!({"job_id": "a", "task": "command", "command": ["true"], "time_limit_s": 5,
+                "report_url": "http://127.0.0.1:9/r"}),
+            "report_token",
+        ),
+        (json!({"task": "command"}), "body"),
+    ];
+    for (body, field) in cases {
+        let (status, v) = r.post("/jobs", &body);
+        assert_eq!(status, 400, "{body} → {v}");
+        assert_eq!(v["error"]["code"], "bad_request", "{v}");
+        assert_eq!(v["error"]["details"]["field"], field, "{body} → {v}");
+        assert!(!v["error"]["message"].as_str().unwrap().is_empty());
+    }
+    let (status, v) = r.get("/jobs/rj-nope");
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (404, json!("not_found"))
+    );
+    let (status, _) = r.get("/jobs/rj-nope/logs");
+    assert_eq!(status, 404);
+    let (status, _) = r.post("/jobs/rj-nope/cancel", &json!({}));
+    assert_eq!(status, 404);
+    let (status, v) = r.get("/nothing/here");
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (404, json!("not_found"))
+    );
+
+    // The same job_id twice is the same job; with other content it is a conflict.
+    let body = command_job("edge-dup", "true", 30);
+    let first = r.submit(&body).unwrap();
+    assert_eq!(r.submit(&body).unwrap(), first);
+    let (status, v) = r.post("/jobs", &command_job("edge-dup", "false", 30));
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (409, json!("conflict"))
+    );
+
+    let (status, h) = r.get("/health");
+    assert_eq!(status, 200);
+    assert_eq!(h["service"], "onramp-runner");
+    assert_eq!(h["resources"]["gpus"], 0);
+    assert!(h["resources"]["cpus"].as_u64().unwrap() >= 1, "{h}");
+    assert!(h["resources"]["memory_bytes"].as_u64().unwrap() > 0, "{h}");
+    assert!(h["resources"]["running_jobs"].is_u64(), "{h}");
+}
