@@ -144,9 +144,16 @@ pub async fn finish(
     ended_ms: Option<i64>,
     message: Option<&str>,
 ) -> ApiResult<()> {
-    let ended = ended_ms.unwrap_or_else(now_ms);
-    // A job that never started used no card time.
-    let started = job.started_at.or(started_ms).unwrap_or(ended);
+    // Card time is measured on one clock: the backend's when it reports both ends (it saw the
+    // process run), else the edge's own (first "running" until now). A job that never started
+    // used no card time.
+    let (started, ended) = match (started_ms, ended_ms) {
+        (Some(st), Some(en)) => (st, en),
+        _ => {
+            let now = now_ms();
+            (job.started_at.unwrap_or(now), now)
+        }
+    };
     let capture = capture_fen(
         job.hold_fen,
         u64::try_from(job.price_fen_per_hour).unwrap_or(0),

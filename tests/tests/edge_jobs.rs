@@ -1,0 +1,599 @@
+//! Jobs and experiments against `wrangler dev`, with a fake backend served by this test (a tiny
+//! HTTP server on a thread that follows the runner's contract): submission with idempotency,
+//! holds and settlement, reports with the job's token, logs, metrics, cancel, checkpoint, the
+//! reconcile sweep, a backend that is down (503, nothing charged), authorization between users,
+//! and saved experiments.
+
+use onramp_tests::api::{Answer, Client, run_scenarios, unique_email};
+use onramp_tests::stack::{Stack, StackExtras, StackOptions, random_hex};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+const PASSWORD: &str = "correct horse battery";
+const GRANT: i64 = 10_000;
+const LORA: &str = include_str!("../../jobspec/specs/7b-lora-4090.toml");
+
+/// One job as the fake backend knows it.
+#[derive(Debug, Clone)]
+struct FakeJob {
+    edge_id: String,
+    state: String,
+    report_token: String,
+    checkpoint: bool,
+    ended: bool,
+}
+
+#[derive(Default)]
+struct Fake {
+    jobs: HashMap<String, FakeJob>,
+    submissions: usize,
+}
+
+struct World {
+    stack: Stack,
+    fake: Arc<Mutex<Fake>>,
+}
+
+/// Serves the runner contract on a free port until the test process ends.
+fn start_fake(secret: String) -> (String, Arc<Mutex<Fake>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let fake = Arc::new(Mutex::new(Fake::default()));
+    let state = fake.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let state = state.clone();
+            let secret = secret.clone();
+            std::thread::spawn(move || serve(stream, &state, &secret));
+        }
+    });
+    (url, fake)
+}
+
+fn serve(stream: TcpStream, fake: &Mutex<Fake>, secret: &str) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut line = String::new();
+    if reader.read_line(&mut line).is_err() {
+        return;
+    }
+    let mut parts = line.split_whitespace();
+    let (method, target) = (
+        parts.next().unwrap_or("").to_string(),
+        parts.next().unwrap_or("").to_string(),
+    );
+    let mut headers = HashMap::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).is_err() || h.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+        }
+    }
+    let len: usize = headers
+        .get("content-length")
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; len];
+    let _ = reader.read_exact(&mut body);
+    let (status, ctype, out) = if headers.get("authorization") != Some(&format!("Bearer {secret}"))
+    {
+        (401, "application/json", b"{\"error\":\"secret\"}".to_vec())
+    } else {
+        route(fake, &method, &target, &body)
+    };
+    let mut stream = stream;
+    let head = format!(
+        "HTTP/1.1 {status} X\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        out.len()
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(&out);
+}
+
+const LOG: &str = "step 1 loss 2.50\nstep 2 loss 2.25\n";
+
+fn route(
+    fake: &Mutex<Fake>,
+    method: &str,
+    target: &str,
+    body: &[u8],
+) -> (u16, &'static str, Vec<u8>) {
+    let mut f = fake.lock().expect("fake state");
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let j = |v: Value| (200, "application/json", v.to_string().into_bytes());
+    match (method, segs.as_slice()) {
+        ("POST", ["jobs"]) => {
+            let b: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            f.submissions += 1;
+            let id = format!("r{}", f.submissions);
+            f.jobs.insert(
+                id.clone(),
+                FakeJob {
+                    edge_id: b["job_id"].as_str().unwrap_or("").into(),
+                    state: "running".into(),
+                    report_token: b["report_token"].as_str().unwrap_or("").into(),
+                    checkpoint: false,
+                    ended: false,
+                },
+            );
+            (
+                201,
+                "application/json",
+                json!({"id": id, "state": "running"})
+                    .to_string()
+                    .into_bytes(),
+            )
+        }
+        ("GET", ["jobs", id]) => match f.jobs.get(*id) {
+            Some(job) => j(json!({
+                "id": id, "state": job.state, "exit_code": if job.ended { Some(0) } else { None },
+                "started_at": "2030-01-01T00:00:00Z",
+                "ended_at": if job.ended { Some("2030-01-01T00:00:36Z") } else { None },
+                "checkpoint": job.checkpoint
+            })),
+            None => (404, "application/json", b"{}".to_vec()),
+        },
+        ("GET", ["jobs", _, "logs"]) => {
+            let offset: usize = query
+                .trim_start_matches("offset=")
+                .parse()
+                .unwrap_or(0)
+                .min(LOG.len());
+            j(
+                json!({"offset": offset, "next_offset": LOG.len(), "text": &LOG[offset..], "eof": true}),
+            )
+        }
+        ("POST", ["jobs", id, "cancel"]) => match f.jobs.get_mut(*id) {
+            Some(job) => {
+                job.state = "cancelled".into();
+                j(json!({"id": id, "state": "cancelled"}))
+            }
+            None => (404, "application/json", b"{}".to_vec()),
+        },
+        ("GET", ["jobs", id, "checkpoint"]) => match f.jobs.get(*id) {
+            Some(job) if job.checkpoint => (
+                200,
+                "application/octet-stream",
+                b"CHECKPOINT-BYTES".to_vec(),
+            ),
+            _ => (404, "application/json", b"{}".to_vec()),
+        },
+        _ => (404, "application/json", b"{}".to_vec()),
+    }
+}
+
+impl World {
+    fn user(&self, tag: &str) -> Client {
+        Client::signup(&self.stack.url, &unique_email(tag), PASSWORD)
+    }
+
+    /// The fake's record of an edge job.
+    fn remote(&self, edge_id: &str) -> (String, FakeJob) {
+        let f = self.fake.lock().expect("fake");
+        let (id, job) = f
+            .jobs
+            .iter()
+            .find(|(_, j)| j.edge_id == edge_id)
+            .expect("job reached the fake backend");
+        (id.clone(), job.clone())
+    }
+
+    fn report(&self, edge_id: &str, token: &str, body: Value) -> Answer {
+        Client::with_bearer(&self.stack.url, token)
+            .post(&format!("/api/jobs/{edge_id}/report"), &body)
+    }
+}
+
+fn submit(c: &Client, spec: &str, key: &str) -> Answer {
+    c.request(
+        "POST",
+        "/api/jobs",
+        Some(spec.as_bytes().to_vec()),
+        &[
+            ("content-type", "application/toml"),
+            ("idempotency-key", key),
+        ],
+    )
+}
+
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn edge_jobs() {
+    let secret = random_hex(16);
+    let (fake_url, fake) = start_fake(secret.clone());
+    // A port nothing listens on: the "down" backend.
+    let down_port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let stack = Stack::start_with(
+        StackOptions { with_runner: false, ..StackOptions::for_test("edge-jobs") },
+        StackExtras {
+            vars: vec![
+                ("SIGNUP_LIMIT_PER_HOUR".into(), "1000".into()),
+                ("SIGNUP_GRANT_FEN".into(), GRANT.to_string()),
+            ],
+            extra_backends: vec![
+                json!({"name": "fake", "kind": "runner", "url": fake_url, "secret": secret, "cards": {"rtx-4090": 8, "cpu": 1}}),
+                json!({"name": "down", "kind": "runner", "url": format!("http://127.0.0.1:{down_port}"), "secret": "x", "cards": {"rtx-3090": 8}}),
+            ],
+        },
+    )
+    .expect("stack starts");
+    let world = World { stack, fake };
+    run_scenarios(
+        &world,
+        &[
+            (
+                "submit, idempotency, reports, settle, logs, checkpoint",
+                lifecycle,
+            ),
+            ("bad submissions are refused and hold nothing", refusals),
+            (
+                "a backend that is down: 503 and nothing charged",
+                backend_down,
+            ),
+            ("cancel settles; a second cancel is refused", cancel),
+            ("reconcile finishes silent jobs", reconcile),
+            ("users cannot see or touch each other's jobs", authorization),
+            (
+                "experiments: immutable, unguessable, private data never shown",
+                experiments,
+            ),
+        ],
+    );
+}
+
+fn lifecycle(w: &World) {
+    let u = w.user("life");
+    let key = random_hex(8);
+    let a = submit(&u, LORA, &key);
+    assert_eq!(a.status, 201, "{:?}", a.json);
+    let id = a.json["id"].as_str().expect("id").to_string();
+    assert_eq!(id.len(), 32);
+    assert_eq!(a.json["state"], "running");
+    assert_eq!(a.json["backend"], "fake");
+    let hold = a.json["hold_fen"].as_i64().expect("hold");
+    assert_eq!(hold, 200 * 24, "24 h × 1 RTX 4090 × 200 fen/h");
+    assert_eq!(u.balance(), GRANT - hold);
+    // The same key again is the same job, never a second one.
+    let again = submit(&u, LORA, &key);
+    assert_eq!(
+        (again.status, again.json["id"].as_str()),
+        (200, Some(id.as_str()))
+    );
+    assert_eq!(
+        u.get("/api/jobs").json["jobs"].as_array().map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(u.balance(), GRANT - hold, "no second hold");
+
+    let (_, remote) = w.remote(&id);
+    assert_eq!(w.report(&id, "wrong-token", json!({})).status, 403);
+    let r = w.report(
+        &id,
+        &remote.report_token,
+        json!({"state": "running", "metrics": [
+            {"step": 1, "loss": 2.5, "elapsed_s": 1.0, "tokens_per_s": 100.0},
+            {"step": 2, "loss": 2.25, "val_loss": 2.4, "lr": 0.0002, "elapsed_s": 2.0}
+        ]}),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.json);
+    assert_eq!(
+        w.report(
+            &id,
+            &remote.report_token,
+            json!({"metrics": [{"step": 3, "loss": "NaN", "elapsed_s": 1}]})
+        )
+        .status,
+        400
+    );
+    let m = u.get(&format!("/api/jobs/{id}/metrics"));
+    assert_eq!(
+        m.json["metrics"].as_array().map(Vec::len),
+        Some(2),
+        "{:?}",
+        m.json
+    );
+    assert_eq!(m.json["metrics"][1]["val_loss"], 2.4);
+    let m = u.get(&format!("/api/jobs/{id}/metrics?since=2"));
+    assert_eq!(m.json["metrics"].as_array().map(Vec::len), Some(1));
+    assert_eq!(m.json["next_since"], 3);
+    assert_eq!(
+        u.get(&format!("/api/jobs/{id}/metrics?since=-1")).code(),
+        "invalid_query"
+    );
+
+    let logs = u.get(&format!("/api/jobs/{id}/logs?offset=0"));
+    assert_eq!(logs.status, 200, "{:?}", logs.json);
+    assert_eq!(logs.json["text"], LOG);
+    let logs = u.get(&format!("/api/jobs/{id}/logs?offset=17"));
+    assert_eq!(logs.json["text"], "step 2 loss 2.25\n");
+
+    {
+        let mut f = w.fake.lock().expect("fake");
+        let job = f.jobs.values_mut().find(|j| j.edge_id == id).expect("job");
+        job.state = "succeeded".into();
+        job.ended = true;
+        job.checkpoint = true;
+    }
+    let r = w.report(
+        &id,
+        &remote.report_token,
+        json!({"state": "succeeded", "message": "done"}),
+    );
+    assert_eq!(r.json["state"], "succeeded", "{:?}", r.json);
+    let job = u.get(&format!("/api/jobs/{id}")).json;
+    // The backend says it ran 36 s: 36 s × 200 fen/h = 2 fen.
+    assert_eq!(job["charged_fen"], 2, "{job}");
+    assert_eq!(job["state"], "succeeded");
+    assert_eq!(u.balance(), GRANT - 2);
+    let ledger = u.get("/api/ledger").json;
+    let kinds: Vec<&str> = ledger["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["kind"].as_str().expect("kind"))
+        .collect();
+    assert_eq!(kinds, ["capture", "release", "hold", "grant"], "{ledger}");
+    // A late or repeated terminal report changes nothing.
+    w.report(&id, &remote.report_token, json!({"state": "failed"}));
+    assert_eq!(u.get(&format!("/api/jobs/{id}")).json["state"], "succeeded");
+    assert_eq!(u.balance(), GRANT - 2);
+
+    let ck = u.get(&format!("/api/jobs/{id}/checkpoint"));
+    assert_eq!(ck.status, 200);
+    assert_eq!(ck.bytes, b"CHECKPOINT-BYTES");
+    assert_eq!(ck.content_type.as_deref(), Some("application/octet-stream"));
+    let list = u.get("/api/checkpoints").json;
+    assert_eq!(list["checkpoints"][0]["job_id"], id.as_str(), "{list}");
+}
+
+fn refusals(w: &World) {
+    let u = w.user("refuse");
+    let a = u.request("POST", "/api/jobs", Some(LORA.as_bytes().to_vec()), &[]);
+    assert_eq!((a.status, a.code()), (400, "missing_idempotency_key"));
+    let a = submit(&u, "name = \"x\"\ntask = \"lora\"\nmodle = 1\n", "k1");
+    assert_eq!((a.status, a.code()), (422, "invalid_spec"));
+    assert!(
+        !a.json["error"]["details"]["diagnostics"]
+            .as_array()
+            .expect("diagnostics")
+            .is_empty()
+    );
+    let a = submit(
+        &u,
+        &LORA.replace("time_limit = \"24h\"", "time_limit = \"72h\""),
+        "k2",
+    );
+    assert_eq!(
+        (a.status, a.code()),
+        (402, "insufficient_credit"),
+        "{:?}",
+        a.json
+    );
+    let a = submit(&u, &LORA.replace("rtx-4090", "h100-80g"), "k3");
+    assert_eq!((a.status, a.code()), (409, "no_backend"), "{:?}", a.json);
+    let json_spec = u.request(
+        "POST",
+        "/api/jobs",
+        Some(json!({"spec": LORA}).to_string().into_bytes()),
+        &[
+            ("content-type", "application/json"),
+            ("idempotency-key", "k4"),
+        ],
+    );
+    assert_eq!(
+        json_spec.status, 201,
+        "a JSON body carrying TOML: {:?}",
+        json_spec.json
+    );
+    let big = format!("{LORA}\n#{}", "x".repeat(300 * 1024));
+    assert_eq!(submit(&u, &big, "k5").status, 413);
+    assert_eq!(
+        u.get("/api/jobs").json["jobs"].as_array().map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(
+        u.balance(),
+        GRANT - 4800,
+        "only the accepted job holds credit"
+    );
+}
+
+fn backend_down(w: &World) {
+    let u = w.user("down");
+    let spec = LORA.replace("rtx-4090", "rtx-3090");
+    let a = submit(&u, &spec, "down-1");
+    assert_eq!(
+        (a.status, a.code()),
+        (503, "backend_unavailable"),
+        "{:?}",
+        a.json
+    );
+    assert_eq!(u.balance(), GRANT, "nothing charged");
+    assert_eq!(
+        u.get("/api/jobs").json["jobs"],
+        json!([]),
+        "no job left behind"
+    );
+    let ledger = u.get("/api/ledger").json;
+    let sum: i64 = ledger["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["amount_fen"].as_i64().expect("n"))
+        .sum();
+    assert_eq!(sum, GRANT, "hold and release cancel out: {ledger}");
+    // A retry with the same key tries again rather than returning a phantom job.
+    assert_eq!(submit(&u, &spec, "down-1").status, 503);
+}
+
+fn cancel(w: &World) {
+    let u = w.user("cancel");
+    let a = submit(&u, LORA, "c1");
+    let id = a.json["id"].as_str().expect("id").to_string();
+    let c = u.post(&format!("/api/jobs/{id}/cancel"), &json!({}));
+    assert_eq!(c.status, 200, "{:?}", c.json);
+    assert_eq!(c.json["state"], "cancelled");
+    let charged = c.json["charged_fen"].as_i64().expect("settled");
+    assert!((0..=4800).contains(&charged));
+    assert_eq!(u.balance(), GRANT - charged);
+    assert_eq!(w.remote(&id).1.state, "cancelled", "the backend was told");
+    let again = u.post(&format!("/api/jobs/{id}/cancel"), &json!({}));
+    assert_eq!((again.status, again.code()), (409, "already_finished"));
+}
+
+fn reconcile(w: &World) {
+    let u = w.user("recon");
+    let id = submit(&u, LORA, "r1").json["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    {
+        let mut f = w.fake.lock().expect("fake");
+        let job = f.jobs.values_mut().find(|j| j.edge_id == id).expect("job");
+        job.state = "failed".into();
+        job.ended = true;
+    }
+    let user_try = u.post("/api/admin/reconcile", &json!({}));
+    assert_eq!(user_try.status, 401);
+    let admin = Client::with_bearer(&w.stack.url, &w.stack.admin_token);
+    let r = admin.request("POST", "/api/admin/reconcile?silent_after_s=0", None, &[]);
+    assert_eq!(r.status, 200, "{:?}", r.json);
+    assert!(
+        r.json["finished"].as_i64().expect("finished") >= 1,
+        "{:?}",
+        r.json
+    );
+    let job = u.get(&format!("/api/jobs/{id}")).json;
+    assert_eq!(job["state"], "failed", "{job}");
+    assert_eq!(job["charged_fen"], 2);
+    assert_eq!(u.balance(), GRANT - 2);
+}
+
+fn authorization(w: &World) {
+    let a = w.user("owner");
+    let b = w.user("intruder");
+    let id = submit(&a, LORA, "a1").json["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    for path in ["", "/logs", "/metrics", "/checkpoint"] {
+        let r = b.get(&format!("/api/jobs/{id}{path}"));
+        assert_eq!(r.status, 404, "{path}: {:?}", r.json);
+        assert_eq!(
+            Client::new(&w.stack.url)
+                .get(&format!("/api/jobs/{id}{path}"))
+                .status,
+            401
+        );
+    }
+    assert_eq!(
+        b.post(&format!("/api/jobs/{id}/cancel"), &json!({})).status,
+        404
+    );
+    assert_eq!(b.get("/api/jobs").json["jobs"], json!([]));
+    assert_eq!(
+        a.get(&format!("/api/jobs/{id}")).json["state"],
+        "running",
+        "b changed nothing"
+    );
+    // The same idempotency key in another account is another job.
+    let other = submit(&b, LORA, "a1");
+    assert_eq!(other.status, 201);
+    assert_ne!(other.json["id"].as_str(), Some(id.as_str()));
+    assert_eq!(b.get("/api/jobs/not-hex").status, 404);
+}
+
+fn experiments(w: &World) {
+    let a = w.user("exp");
+    let b = w.user("exp-other");
+    let email = a.get("/api/me").json["email"]
+        .as_str()
+        .expect("email")
+        .to_string();
+    let e = a.post(
+        "/api/experiments",
+        &json!({"spec": LORA, "title": "LoRA on a 4090"}),
+    );
+    assert_eq!(e.status, 201, "{:?}", e.json);
+    let id = e.json["id"].as_str().expect("id").to_string();
+    assert_eq!(id.len(), 32, "128-bit id");
+    assert!(id.bytes().all(|c| c.is_ascii_hexdigit()));
+    assert_eq!(e.json["url"], format!("/e/{id}"));
+    let anon = Client::new(&w.stack.url).get(&format!("/api/experiments/{id}"));
+    assert_eq!(anon.status, 200);
+    assert_eq!(anon.json["title"], "LoRA on a 4090");
+    assert_eq!(
+        anon.json["plan"]["cost"]["max_fen"], 4800,
+        "{}",
+        anon.json["plan"]
+    );
+    let text = anon.json.to_string();
+    assert!(
+        !text.contains(&email) && !text.contains("balance"),
+        "no private data: {text}"
+    );
+
+    let private = a.post(
+        "/api/experiments",
+        &json!({"spec": LORA, "published": false}),
+    );
+    let pid = private.json["id"].as_str().expect("id").to_string();
+    assert_eq!(a.get(&format!("/api/experiments/{pid}")).status, 200);
+    assert_eq!(b.get(&format!("/api/experiments/{pid}")).status, 404);
+    assert_eq!(
+        Client::new(&w.stack.url)
+            .get(&format!("/api/experiments/{pid}"))
+            .status,
+        404
+    );
+
+    // With a job: a running one cannot be snapshotted; a finished one brings its metrics.
+    let job = submit(&a, LORA, "e1").json["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let r = a.post("/api/experiments", &json!({"spec": LORA, "job_id": job}));
+    assert_eq!((r.status, r.code()), (409, "job_not_finished"));
+    let (_, remote) = w.remote(&job);
+    w.report(
+        &job,
+        &remote.report_token,
+        json!({"metrics": [{"step": 5, "loss": 1.5, "elapsed_s": 3.0}], "state": "succeeded"}),
+    );
+    let r = a.post("/api/experiments", &json!({"spec": LORA, "job_id": job}));
+    assert_eq!(r.status, 201, "{:?}", r.json);
+    let snap = Client::new(&w.stack.url)
+        .get(&format!(
+            "/api/experiments/{}",
+            r.json["id"].as_str().expect("id")
+        ))
+        .json;
+    assert_eq!(snap["job"]["state"], "succeeded", "{snap}");
+    assert_eq!(snap["job"]["metrics"][0]["loss"], 1.5);
+    assert_eq!(
+        b.post("/api/experiments", &json!({"spec": LORA, "job_id": job}))
+            .status,
+        404,
+        "not b's job"
+    );
+    assert_eq!(
+        a.post("/api/experiments", &json!({"spec": "modle = 1"}))
+            .code(),
+        "invalid_spec"
+    );
+    assert_eq!(
+        Client::new(&w.stack.url)
+            .get("/api/experiments/00000000000000000000000000000000")
+            .status,
+        404
+    );
+}
