@@ -16,6 +16,7 @@ pub mod ledger;
 pub mod openapi;
 pub mod routes;
 pub mod runner_adapter;
+pub mod slurm;
 pub mod time;
 pub mod wire;
 

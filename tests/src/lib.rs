@@ -7,6 +7,7 @@ pub mod api;
 pub mod paths;
 pub mod process;
 pub mod runner;
+pub mod slurm;
 pub mod stack;
 pub mod wait;
 pub mod webdriver;

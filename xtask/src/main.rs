@@ -12,6 +12,7 @@ mod cmd;
 mod dev;
 mod models;
 mod setup;
+mod slurm;
 mod test;
 
 fn main() {

@@ -25,6 +25,7 @@ pub fn run() -> Result<Tools, String> {
     let worker_version = locked_version("worker")?;
     let worker_build = cargo_tool("worker-build", &worker_version, "worker-build")?;
     node_tools()?;
+    crate::slurm::ensure()?;
     let root = repo_root();
     Ok(Tools {
         wasm_bindgen_bin,

@@ -1,0 +1,199 @@
+//! The slurmrestd job-submit request (`POST /slurm/v0.0.4x/job/submit`): the script, the
+//! resources (nodes, CPUs, GPUs through GRES), the time limit, the environment, the working
+//! directory and the log paths, in the `job_desc_msg` shape that data parsers v0.0.40 to v0.0.42
+//! share.
+
+use super::ApiVersion;
+use super::script::{ReportHook, job_script};
+use jobspec::ValidSpec;
+use jobspec::launch::safe_name;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// What the deployment and the edge decide about a submission, beyond the spec.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubmitOptions {
+    pub version: ApiVersion,
+    /// The edge's job id: in the job's name and its `ONRAMP_JOB_ID`.
+    pub job_id: String,
+    /// The partition, when the cluster wants one named.
+    pub partition: Option<String>,
+    /// The job's folder on the cluster's shared storage (absolute): its working directory and
+    /// where its log goes.
+    pub work_dir: String,
+    pub report: Option<ReportHook>,
+    /// Extra environment (e.g. `ONRAMP_SHARED` for tiny-train's models and corpora).
+    pub env: BTreeMap<String, String>,
+    /// CPUs per task; `None` takes the spec's (8 per GPU, 4 for CPU jobs).
+    pub cpus_per_task: Option<u32>,
+    /// Replaces the spec's launch command in the script (a custom command).
+    pub payload: Option<String>,
+}
+
+/// `PATH` of every job: the system's, so that `curl`, `srun` and the training tools are found.
+pub const JOB_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The job's log (stdout and stderr), `%j` being Slurm's job id. Slurm does not serve output
+/// over HTTP: the edge's reader finds it here, on the shared storage.
+pub fn log_path(work_dir: &str) -> String {
+    format!("{}/slurm-%j.out", work_dir.trim_end_matches('/'))
+}
+
+/// The request body. Errors name the option at fault.
+pub fn submit_body(v: &ValidSpec, o: &SubmitOptions) -> Result<Value, String> {
+    if !o.work_dir.starts_with('/') || o.work_dir.contains(['\n', '\0']) {
+        return Err(format!(
+            "work_dir {:?} must be an absolute path on the cluster",
+            o.work_dir
+        ));
+    }
+    let mut env = vec![
+        format!("PATH={JOB_PATH}"),
+        format!("ONRAMP_JOB_ID={}", o.job_id),
+    ];
+    if let Some(r) = &o.report {
+        env.push(format!("ONRAMP_REPORT_URL={}", r.url));
+        env.push(format!("ONRAMP_REPORT_TOKEN={}", r.token));
+    }
+    for (k, val) in &o.env {
+        let ok = k
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !k.starts_with("ONRAMP_REPORT_")
+            && k != "PATH";
+        if !ok {
+            return Err(format!("environment name {k:?} is not allowed"));
+        }
+        env.push(format!("{k}={val}"));
+    }
+    let s = v.spec();
+    let r = &s.resources;
+    let gpu = v.card().is_gpu;
+    let cpus = o
+        .cpus_per_task
+        .unwrap_or(if gpu { 8 * r.cards_per_node } else { 4 });
+    let log = log_path(&o.work_dir);
+    let mut job = json!({
+        "name": format!("{}-{}", safe_name(&s.name), safe_name(&o.job_id)),
+        "script": job_script(v, o.payload.as_deref()),
+        "current_working_directory": o.work_dir,
+        "environment": env,
+        "standard_output": log,
+        "standard_error": log,
+        "minimum_nodes": r.nodes,
+        "maximum_nodes": r.nodes,
+        "tasks_per_node": 1,
+        "cpus_per_task": cpus,
+        // Slurm counts minutes; a limit is never rounded down below what the spec allows.
+        "time_limit": {"set": true, "infinite": false, "number": v.time_limit_s().div_ceil(60).max(1)},
+    });
+    if gpu {
+        job["tres_per_node"] = json!(format!("gres/gpu:{}", r.cards_per_node));
+    }
+    if let Some(p) = &o.partition {
+        job["partition"] = json!(p);
+    }
+    Ok(json!({ "job": job }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::slurm::script::tests::{GPU, TINY, valid};
+    use expect_test::expect;
+
+    fn options(version: ApiVersion) -> SubmitOptions {
+        SubmitOptions {
+            version,
+            job_id: "job_01H".into(),
+            partition: Some("gpu".into()),
+            work_dir: "/shared/onramp/job_01H".into(),
+            report: Some(ReportHook {
+                url: "https://onramp.example/api/jobs/job_01H/report".into(),
+                token: "tok".into(),
+            }),
+            env: BTreeMap::from([("HF_HOME".into(), "/shared/hf".into())]),
+            cpus_per_task: None,
+            payload: None,
+        }
+    }
+
+    /// The body without the script (snapshotted on its own in `script`).
+    fn body_without_script(v: &ValidSpec, o: &SubmitOptions) -> String {
+        let mut b = submit_body(v, o).unwrap();
+        b["job"]["script"] = json!("…");
+        serde_json::to_string_pretty(&b).unwrap()
+    }
+
+    #[test]
+    fn a_gpu_job_asks_for_its_gpus_through_gres() {
+        let expected = expect![[r#"
+            {
+              "job": {
+                "cpus_per_task": 8,
+                "current_working_directory": "/shared/onramp/job_01H",
+                "environment": [
+                  "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                  "ONRAMP_JOB_ID=job_01H",
+                  "ONRAMP_REPORT_URL=https://onramp.example/api/jobs/job_01H/report",
+                  "ONRAMP_REPORT_TOKEN=tok",
+                  "HF_HOME=/shared/hf"
+                ],
+                "maximum_nodes": 1,
+                "minimum_nodes": 1,
+                "name": "qwen2.5-7b-lora-4090-job_01H",
+                "partition": "gpu",
+                "script": "…",
+                "standard_error": "/shared/onramp/job_01H/slurm-%j.out",
+                "standard_output": "/shared/onramp/job_01H/slurm-%j.out",
+                "tasks_per_node": 1,
+                "time_limit": {
+                  "infinite": false,
+                  "number": 1440,
+                  "set": true
+                },
+                "tres_per_node": "gres/gpu:1"
+              }
+            }"#]];
+        // The three data parsers share this shape; only the URL differs.
+        for version in ApiVersion::ALL {
+            expected.assert_eq(&body_without_script(&valid(GPU), &options(version)));
+        }
+    }
+
+    #[test]
+    fn a_cpu_job_asks_for_no_gpus_and_rounds_its_limit_up() {
+        let mut o = options(ApiVersion::V0041);
+        o.partition = None;
+        o.report = None;
+        o.cpus_per_task = Some(1);
+        let toml = TINY.replace("time_limit = \"30m\"", "time_limit = \"61s\"");
+        let b = submit_body(&valid(&toml), &o).unwrap();
+        assert!(b["job"].get("tres_per_node").is_none(), "{b}");
+        assert!(b["job"].get("partition").is_none(), "{b}");
+        assert_eq!(b["job"]["time_limit"]["number"], 2);
+        assert_eq!(b["job"]["cpus_per_task"], 1);
+        let env = b["job"]["environment"].to_string();
+        assert!(!env.contains("ONRAMP_REPORT"), "{env}");
+    }
+
+    #[test]
+    fn bad_options_are_refused_by_name() {
+        let mut o = options(ApiVersion::V0040);
+        o.work_dir = "relative/dir".into();
+        assert!(
+            submit_body(&valid(TINY), &o)
+                .unwrap_err()
+                .contains("work_dir")
+        );
+        let mut o = options(ApiVersion::V0040);
+        o.env.insert("ONRAMP_REPORT_TOKEN".into(), "x".into());
+        assert!(
+            submit_body(&valid(TINY), &o)
+                .unwrap_err()
+                .contains("ONRAMP_REPORT_TOKEN")
+        );
+    }
+}

@@ -1,0 +1,388 @@
+//! slurmrestd's answers: the submit response (the new job's id, or Slurm's errors) and the job
+//! info (`GET /slurm/v0.0.4x/job/{id}`), mapped to Onramp's job states with the exit code, the
+//! signal and, for a waiting job, why it waits (in zh-CN and en).
+//!
+//! In data parsers v0.0.40 to v0.0.42 `job_state` is a list (the base state plus flags such as
+//! `COMPLETING`), numbers may come wrapped as `{"set", "infinite", "number"}`, and `exit_code`
+//! is an object `{"status", "return_code", "signal": {"id", "name"}}`.
+
+use serde_json::Value;
+
+/// Onramp's job states, spelled as the runner and the edge spell them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MappedState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+    TimedOut,
+}
+
+impl MappedState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MappedState::Queued => "queued",
+            MappedState::Running => "running",
+            MappedState::Succeeded => "succeeded",
+            MappedState::Failed => "failed",
+            MappedState::Cancelled => "cancelled",
+            MappedState::TimedOut => "timed_out",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, MappedState::Queued | MappedState::Running)
+    }
+}
+
+/// A Slurm job as the edge needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobStatus {
+    pub slurm_job_id: u64,
+    /// Slurm's base state (`PENDING`, `RUNNING`, `COMPLETED`, …).
+    pub slurm_state: String,
+    /// The flags that came with it (`COMPLETING`, `CONFIGURING`, …).
+    pub flags: Vec<String>,
+    pub state: MappedState,
+    pub exit_code: Option<i64>,
+    /// The signal that ended the job, when one did.
+    pub signal: Option<i64>,
+    /// Slurm's `state_reason` (`Resources`, `Priority`, …) when it says something.
+    pub reason: Option<String>,
+    /// What to show the user: why it waits, or how it ended (en, zh-CN).
+    pub message: Option<(String, String)>,
+    /// Unix seconds.
+    pub start_time: Option<i64>,
+    pub end_time: Option<i64>,
+}
+
+/// The Slurm job id from a submit response, or every error Slurm gave.
+pub fn parse_submit(body: &Value) -> Result<u64, String> {
+    errors(body)?;
+    body.get("job_id")
+        .or_else(|| body.pointer("/result/job_id"))
+        .and_then(number)
+        .and_then(|n| u64::try_from(n).ok())
+        .ok_or_else(|| format!("slurmrestd's submit answer has no job_id: {body}"))
+}
+
+/// The job's status from a job-info response.
+pub fn parse_job(body: &Value) -> Result<JobStatus, String> {
+    errors(body)?;
+    let job = body
+        .get("jobs")
+        .and_then(Value::as_array)
+        .and_then(|j| j.first())
+        .ok_or_else(|| format!("slurmrestd's job answer lists no job: {body}"))?;
+    let slurm_job_id = job
+        .get("job_id")
+        .and_then(number)
+        .and_then(|n| u64::try_from(n).ok())
+        .ok_or("the job has no job_id")?;
+    let states: Vec<String> = match job.get("job_state") {
+        Some(Value::Array(list)) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        // Older parsers sent one string; accept it rather than fail a poll.
+        Some(Value::String(s)) => vec![s.clone()],
+        _ => Vec::new(),
+    };
+    let (base, flags): (Vec<String>, Vec<String>) = states
+        .into_iter()
+        .partition(|s| BASE_STATES.contains(&s.as_str()));
+    let slurm_state = base
+        .first()
+        .cloned()
+        .ok_or_else(|| format!("job {slurm_job_id} has no known job_state: {job}"))?;
+    let exit = job.get("exit_code");
+    let exit_code = exit.and_then(|e| match e {
+        Value::Object(_) => e.get("return_code").and_then(number),
+        other => number(other),
+    });
+    let signal = exit
+        .and_then(|e| e.pointer("/signal/id"))
+        .and_then(number)
+        .filter(|s| *s > 0);
+    let reason = job
+        .get("state_reason")
+        .and_then(Value::as_str)
+        .filter(|r| !r.is_empty() && *r != "None")
+        .map(str::to_string);
+    let (state, message) = map_state(&slurm_state, exit_code, signal, reason.as_deref());
+    Ok(JobStatus {
+        slurm_job_id,
+        slurm_state,
+        flags,
+        state,
+        exit_code,
+        signal,
+        reason,
+        message,
+        start_time: job.get("start_time").and_then(number).filter(|t| *t > 0),
+        end_time: job.get("end_time").and_then(number).filter(|t| *t > 0),
+    })
+}
+
+/// Slurm's base job states (the rest of `job_state` are flags).
+const BASE_STATES: &[&str] = &[
+    "PENDING",
+    "RUNNING",
+    "SUSPENDED",
+    "COMPLETED",
+    "CANCELLED",
+    "FAILED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "OUT_OF_MEMORY",
+];
+
+type Message = Option<(String, String)>;
+
+fn map_state(
+    base: &str,
+    exit_code: Option<i64>,
+    signal: Option<i64>,
+    reason: Option<&str>,
+) -> (MappedState, Message) {
+    let msg = |en: String, zh: String| Some((en, zh));
+    match base {
+        "PENDING" => (MappedState::Queued, reason.map(pending_reason)),
+        "RUNNING" | "SUSPENDED" => (MappedState::Running, None),
+        "COMPLETED" if exit_code.unwrap_or(0) == 0 => (MappedState::Succeeded, None),
+        "CANCELLED" => (
+            MappedState::Cancelled,
+            msg("cancelled".into(), "已取消".into()),
+        ),
+        "TIMEOUT" | "DEADLINE" => (
+            MappedState::TimedOut,
+            msg(
+                "killed at its time limit".into(),
+                "达到时间上限，已被终止".into(),
+            ),
+        ),
+        "NODE_FAIL" | "BOOT_FAIL" => (
+            MappedState::Failed,
+            msg(
+                "the node running the job failed".into(),
+                "运行作业的节点发生故障".into(),
+            ),
+        ),
+        "OUT_OF_MEMORY" => (
+            MappedState::Failed,
+            msg("ran out of memory".into(), "内存不足".into()),
+        ),
+        "PREEMPTED" => (
+            MappedState::Failed,
+            msg("preempted by another job".into(), "被其他作业抢占".into()),
+        ),
+        // FAILED, or COMPLETED with a non-zero code.
+        _ => match (signal, exit_code) {
+            (Some(sig), _) => (
+                MappedState::Failed,
+                msg(
+                    format!("killed by signal {sig}"),
+                    format!("被信号 {sig} 终止"),
+                ),
+            ),
+            (None, Some(code)) => (
+                MappedState::Failed,
+                msg(format!("exited with code {code}"), format!("退出码 {code}")),
+            ),
+            (None, None) => (MappedState::Failed, msg("failed".into(), "失败".into())),
+        },
+    }
+}
+
+/// Why a pending job waits, in words a user can act on.
+fn pending_reason(reason: &str) -> (String, String) {
+    let (en, zh) = match reason {
+        "Resources" => (
+            "waiting for resources: not enough free GPUs or nodes right now",
+            "等待资源：目前空闲的 GPU 或节点不足",
+        ),
+        "Priority" => (
+            "waiting behind jobs with higher priority",
+            "排在优先级更高的作业之后",
+        ),
+        "ReqNodeNotAvail" | "NodeDown" => (
+            "waiting: the nodes it needs are not available",
+            "等待：所需节点不可用",
+        ),
+        "PartitionDown" | "PartitionInactive" => {
+            ("waiting: the partition is down", "等待：分区已停用")
+        }
+        "BeginTime" => ("waiting for its start time", "等待开始时间"),
+        "Dependency" => ("waiting for another job to finish", "等待另一个作业完成"),
+        "QOSMaxGRESPerUser" | "AssocGrpGRES" | "QOSGrpGRES" => (
+            "waiting: the GPU quota is in use by other jobs",
+            "等待：GPU 配额已被其他作业占用",
+        ),
+        _ => ("waiting", "等待中"),
+    };
+    (format!("{en} ({reason})"), format!("{zh}（{reason}）"))
+}
+
+/// Slurm's errors, joined, when the answer has any.
+fn errors(body: &Value) -> Result<(), String> {
+    let list = body
+        .get("errors")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if list.is_empty() {
+        return Ok(());
+    }
+    let text: Vec<String> = list
+        .iter()
+        .map(|e| {
+            let field = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            let (desc, err) = (field("description"), field("error"));
+            match (desc.is_empty(), err.is_empty()) {
+                (false, false) => format!("{desc}: {err}"),
+                (false, true) => desc,
+                (true, false) => err,
+                (true, true) => e.to_string(),
+            }
+        })
+        .collect();
+    Err(format!("slurmrestd: {}", text.join("; ")))
+}
+
+/// A plain number, or the `{"set", "infinite", "number"}` wrapper (unset or infinite → none).
+fn number(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64(),
+        Value::Object(o) => {
+            let set = o.get("set").and_then(Value::as_bool).unwrap_or(true);
+            let infinite = o.get("infinite").and_then(Value::as_bool).unwrap_or(false);
+            if !set || infinite {
+                return None;
+            }
+            o.get("number").and_then(Value::as_i64)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use expect_test::{Expect, expect};
+    use serde_json::json;
+
+    fn job(state: &[&str], rc: i64, sig: i64, reason: &str) -> Value {
+        json!({"jobs": [{
+            "job_id": 7, "job_state": state, "state_reason": reason,
+            "exit_code": {"status": ["EXITED"],
+                          "return_code": {"set": true, "infinite": false, "number": rc},
+                          "signal": {"id": {"set": sig > 0, "infinite": false, "number": sig}, "name": ""}},
+            "start_time": {"set": true, "infinite": false, "number": 1_700_000_000},
+            "end_time": {"set": true, "infinite": false, "number": 0}
+        }], "errors": [], "warnings": []})
+    }
+
+    fn check(body: Value, expected: Expect) {
+        let s = parse_job(&body).unwrap();
+        let msg = s
+            .message
+            .map_or_else(String::new, |(en, zh)| format!(" | {en} | {zh}"));
+        expected.assert_eq(&format!(
+            "{} {:?} → {} code={:?} signal={:?}{msg}",
+            s.slurm_state,
+            s.flags,
+            s.state.as_str(),
+            s.exit_code,
+            s.signal
+        ));
+    }
+
+    #[test]
+    fn maps_every_state() {
+        check(
+            job(&["PENDING"], 0, 0, "Resources"),
+            expect![
+                "PENDING [] → queued code=Some(0) signal=None | waiting for resources: not enough free GPUs or nodes right now (Resources) | 等待资源：目前空闲的 GPU 或节点不足（Resources）"
+            ],
+        );
+        check(
+            job(&["RUNNING", "CONFIGURING"], 0, 0, "None"),
+            expect!["RUNNING [\"CONFIGURING\"] → running code=Some(0) signal=None"],
+        );
+        check(
+            job(&["COMPLETED"], 0, 0, "None"),
+            expect!["COMPLETED [] → succeeded code=Some(0) signal=None"],
+        );
+        check(
+            job(&["FAILED"], 3, 0, "NonZeroExitCode"),
+            expect!["FAILED [] → failed code=Some(3) signal=None | exited with code 3 | 退出码 3"],
+        );
+        check(
+            job(&["CANCELLED"], 0, 15, "None"),
+            expect!["CANCELLED [] → cancelled code=Some(0) signal=Some(15) | cancelled | 已取消"],
+        );
+        check(
+            job(&["TIMEOUT"], 0, 0, "TimeLimit"),
+            expect![
+                "TIMEOUT [] → timed_out code=Some(0) signal=None | killed at its time limit | 达到时间上限，已被终止"
+            ],
+        );
+        check(
+            job(&["NODE_FAIL"], 0, 9, "None"),
+            expect![
+                "NODE_FAIL [] → failed code=Some(0) signal=Some(9) | the node running the job failed | 运行作业的节点发生故障"
+            ],
+        );
+        check(
+            job(&["FAILED"], 0, 9, "None"),
+            expect![
+                "FAILED [] → failed code=Some(0) signal=Some(9) | killed by signal 9 | 被信号 9 终止"
+            ],
+        );
+        check(
+            job(&["COMPLETED", "COMPLETING"], 2, 0, "None"),
+            expect![
+                "COMPLETED [\"COMPLETING\"] → failed code=Some(2) signal=None | exited with code 2 | 退出码 2"
+            ],
+        );
+    }
+
+    #[test]
+    fn times_and_plain_numbers() {
+        let s = parse_job(&job(&["RUNNING"], 0, 0, "None")).unwrap();
+        assert_eq!((s.start_time, s.end_time), (Some(1_700_000_000), None));
+        let plain = json!({"jobs": [{"job_id": 9, "job_state": "COMPLETED", "exit_code": 0}]});
+        let s = parse_job(&plain).unwrap();
+        assert_eq!(
+            (s.slurm_job_id, s.state, s.exit_code),
+            (9, MappedState::Succeeded, Some(0))
+        );
+    }
+
+    #[test]
+    fn submit_answers_and_errors() {
+        // v0.0.40 puts job_id at the top; v0.0.41 and v0.0.42 also under "result".
+        assert_eq!(
+            parse_submit(&json!({"job_id": 12, "step_id": "batch", "errors": []})),
+            Ok(12)
+        );
+        assert_eq!(
+            parse_submit(&json!({"result": {"job_id": 13}, "errors": []})),
+            Ok(13)
+        );
+        let err = parse_submit(&json!({"errors": [{"description": "Requested node configuration is not available", "error_number": 2014, "error": "Unable to allocate resources", "source": "slurm_submit_batch_job()"}]}))
+            .unwrap_err();
+        expect!["slurmrestd: Requested node configuration is not available: Unable to allocate resources"].assert_eq(&err);
+        assert!(
+            parse_job(&json!({"jobs": []}))
+                .unwrap_err()
+                .contains("lists no job")
+        );
+        assert!(parse_job(&json!({"jobs": [{"job_id": 1, "job_state": ["WEIRD"]}]})).is_err());
+    }
+}

@@ -1,0 +1,34 @@
+//! The Slurm chroot for the Slurm integration tests: a Debian 13 root with slurmctld, slurmd,
+//! slurmrestd (data parsers v0.0.40–42), munge and the JWT plugin, built once per machine with
+//! mmdebstrap and shared by every clone (see `onramp_tests::slurm`).
+
+use crate::cmd;
+use std::process::Command;
+
+/// Makes sure the chroot exists, installing mmdebstrap first when it is missing.
+pub fn ensure() -> Result<(), String> {
+    if onramp_tests::slurm::chroot_ready() {
+        return Ok(());
+    }
+    let root = cmd::output(Command::new("id").arg("-u")).as_deref() == Some("0\n");
+    if !root {
+        // Building a chroot and starting Slurm in it needs root; say so instead of failing here,
+        // and the Slurm tests will say it again.
+        eprintln!(
+            "xtask: warning: the Slurm tests need root to build {} and run Slurm; they will fail",
+            onramp_tests::slurm::chroot_dir().display()
+        );
+        return Ok(());
+    }
+    if cmd::output(Command::new("mmdebstrap").arg("--version")).is_none() {
+        cmd::run(
+            "apt-get install mmdebstrap",
+            Command::new("apt-get")
+                .args(["install", "-y", "-qq", "mmdebstrap"])
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+        )?;
+    }
+    let dir = onramp_tests::slurm::ensure_chroot()?;
+    eprintln!("xtask: Slurm chroot ready in {}", dir.display());
+    Ok(())
+}
