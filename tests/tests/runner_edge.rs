@@ -1,0 +1,103 @@
+//! End to end through the edge's jobs API with the real runner: a tiny-train spec submitted to
+//! `POST /api/jobs` is dispatched to `onramp-runner`, really trains, its metrics reach the edge
+//! with the job's token, its checkpoint is served through the edge, and its credit hold settles
+//! to the time it ran.
+//!
+//! Needs the built stack (worker, runner) and `../shared`: ignored in a plain `cargo test`, run by
+//! `cargo xtask test`.
+
+use onramp_tests::api::{Client, unique_email};
+use onramp_tests::stack::{Stack, StackExtras, StackOptions, random_hex};
+use serde_json::Value;
+use std::time::Duration;
+
+const GRANT: i64 = 10_000;
+
+fn tiny_spec(steps: u32) -> String {
+    include_str!("../../jobspec/specs/tiny-train-stories260k.toml")
+        .replace("steps = 200", &format!("steps = {steps}"))
+        .replace("seq_len = 256", "seq_len = 64")
+        .replace("micro_batch = 8", "micro_batch = 4")
+}
+
+#[test]
+#[ignore = "needs the built stack and ../shared: run through `cargo xtask test`"]
+fn a_tiny_train_job_runs_on_the_runner_through_the_edge_and_settles() {
+    let stack = Stack::start_with(
+        StackOptions::for_test("runner-edge"),
+        StackExtras {
+            vars: vec![("SIGNUP_GRANT_FEN".into(), GRANT.to_string())],
+            extra_backends: Vec::new(),
+        },
+    )
+    .expect("stack starts");
+    let u = Client::signup(&stack.url, &unique_email("tiny"), "correct horse battery");
+    let a = u.request(
+        "POST",
+        "/api/jobs",
+        Some(tiny_spec(30).into_bytes()),
+        &[
+            ("content-type", "application/toml"),
+            ("idempotency-key", &random_hex(8)),
+        ],
+    );
+    assert_eq!(a.status, 201, "{:?}", a.json);
+    assert_eq!(a.json["backend"], "local", "{:?}", a.json);
+    let id = a.json["id"].as_str().expect("id").to_string();
+    let hold = a.json["hold_fen"].as_i64().expect("hold");
+    assert!(hold > 0, "{:?}", a.json);
+    assert_eq!(u.balance(), GRANT - hold);
+
+    let job = onramp_tests::wait::until("the job to finish", Duration::from_secs(300), || {
+        let j = u.get(&format!("/api/jobs/{id}")).json;
+        match j["state"].as_str() {
+            Some("queued" | "running") => Err(format!("so far: {j}")),
+            Some(_) => Ok(Some(j)),
+            None => Err(format!("no state in {j}")),
+        }
+    })
+    .unwrap_or_else(|e| panic!("{e}\n--- runner log ---\n{}", runner_log(&stack)));
+    assert_eq!(job["state"], "succeeded", "{job}");
+
+    // The job's own reports reached the edge: real losses, step by step.
+    let m = u.get(&format!("/api/jobs/{id}/metrics")).json;
+    let points: Vec<&Value> = m["metrics"].as_array().expect("metrics").iter().collect();
+    assert!(points.len() >= 10, "{m}");
+    assert_eq!(points.last().expect("a point")["step"], 30, "{m}");
+    assert!(
+        points
+            .iter()
+            .all(|p| p["loss"].as_f64().is_some_and(|l| l > 0.0 && l < 10.0))
+    );
+
+    // The hold settled to the card time used, the rest released.
+    let charged = job["charged_fen"].as_i64().expect("charged");
+    assert!((0..=hold).contains(&charged), "{job}");
+    assert_eq!(u.balance(), GRANT - charged);
+    let ledger = u.get("/api/ledger").json;
+    let kinds: Vec<&str> = ledger["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"hold") && kinds.contains(&"release"),
+        "{ledger}"
+    );
+
+    // The checkpoint comes through the edge as model-tiny's safetensors.
+    let ck = u.get(&format!("/api/jobs/{id}/checkpoint"));
+    assert_eq!(ck.status, 200, "{:?}", ck.json);
+    let header_len = u64::from_le_bytes(ck.bytes[..8].try_into().expect("8 bytes")) as usize;
+    let header: Value = serde_json::from_slice(&ck.bytes[8..8 + header_len]).expect("header");
+    assert_eq!(header["__metadata__"]["format"], "onramp-model-tiny/1");
+}
+
+fn runner_log(stack: &Stack) -> String {
+    stack
+        .runner
+        .as_ref()
+        .map(|r| r.log_tail(3000))
+        .unwrap_or_default()
+}
