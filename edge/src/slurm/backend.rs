@@ -16,7 +16,6 @@ use crate::adapter::{
 };
 use crate::backends::BackendConfig;
 use crate::jobs::JobState;
-use jobspec::launch::shell_quote;
 use serde_json::Value;
 
 /// The data parser the edge speaks: the oldest supported, served by Slurm 23.11 to 25.05.
@@ -84,12 +83,6 @@ fn job_state(s: MappedState) -> JobState {
 impl Backend for SlurmBackend {
     fn submit(&self, job: &Dispatch) -> HttpCall {
         let (valid, _) = jobspec::validate_toml(&job.spec_toml);
-        let payload = job.command.as_ref().map(|argv| {
-            argv.iter()
-                .map(|a| shell_quote(a))
-                .collect::<Vec<_>>()
-                .join(" ")
-        });
         let options = SubmitOptions {
             version: VERSION,
             job_id: job.job_id.clone(),
@@ -101,7 +94,9 @@ impl Backend for SlurmBackend {
             }),
             env: job.env.clone(),
             cpus_per_task: None,
-            payload,
+            // The script runs the spec's own launch (ds_config, srun torchrun on every node, or
+            // tiny-train), which is what the dispatched command is derived from.
+            payload: None,
         };
         // The edge dispatches only specs it validated; should one not validate here after all,
         // the request goes without a body and slurmrestd's refusal names the problem.

@@ -14,6 +14,7 @@ pub mod request;
 pub mod script;
 pub mod state;
 
+pub use backend::SlurmBackend;
 pub use request::{SubmitOptions, submit_body};
 pub use script::{ReportHook, job_script};
 pub use state::{JobStatus, MappedState, parse_job, parse_submit};
