@@ -70,3 +70,43 @@ fn greedy_generation_matches_llama2c_and_the_model_is_cached() {
         "the second visit must not download the model"
     );
 }
+
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn stop_ends_a_generation_early() {
+    let (stack, browser) = start("app-try-stop", Some("en"));
+    browser.goto(&format!("{}/", stack.url)).unwrap();
+    browser
+        .wait_for("[data-testid=try][data-state=ready]", WAIT)
+        .expect("the model loads");
+    set_value(&browser, "[data-testid=try-max-tokens]", "512");
+    // Press Stop from inside the page the moment text appears: a WebDriver round trip could
+    // arrive after the ~0.4 s that 512 tokens of stories260K take.
+    browser
+        .execute(
+            "const q = s => document.querySelector(s);
+             let pressed = false;
+             new MutationObserver(() => {
+               if (!pressed) { pressed = true; q('[data-testid=try-stop]').click(); }
+             }).observe(q('[data-testid=try-output]'), { childList: true, characterData: true, subtree: true });
+             q('[data-testid=try-generate]').click();",
+            serde_json::json!([]),
+        )
+        .unwrap();
+    let el = browser
+        .wait_for("[data-testid=try-tokens][data-done]", WAIT)
+        .expect("the generation ends");
+    assert_eq!(
+        browser.attribute(&el, "data-done").unwrap().as_deref(),
+        Some("stopped")
+    );
+    let tokens: u32 = text_content(&browser, "[data-testid=try-tokens]")
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a token count");
+    assert!(tokens < 512, "stopped after {tokens} tokens");
+    browser
+        .wait_for("[data-testid=try][data-state=ready]", WAIT)
+        .expect("ready for the next generation");
+}
