@@ -20,7 +20,7 @@ pub fn assets() -> Result<(), String> {
     copy_dir(&repo_root().join("public"), &dist)
 }
 
-/// The Leptos app and its inference worker: one release wasm build of both binaries, then
+/// The Leptos app and its inference worker: one release build of both binaries, then
 /// wasm-bindgen's glue into `dist/pkg` — ES module glue for the page (`app.js`), classic-script
 /// glue for the Web Worker (`worker.js`, loaded by `public/worker.js` with `importScripts`).
 /// With `ONRAMP_WASM_OPT=1`, npm binaryen's `wasm-opt -Oz` shrinks both, and each result is
@@ -79,6 +79,30 @@ fn wasm_opt(tools: &Tools, wasm: &Path) -> Result<(), String> {
     } else {
         std::fs::remove_file(&out).map_err(|e| format!("cannot remove {}: {e}", out.display()))
     }
+}
+
+/// Runs wasm-bindgen unless its output is newer than the input; true when it ran.
+fn bindgen(tools: &Tools, wasm: &Path, target: &str, out_name: &str) -> Result<bool, String> {
+    let out_dir = dist_dir().join("pkg");
+    let out_wasm = out_dir.join(format!("{out_name}_bg.wasm"));
+    if is_newer(&out_wasm, wasm) {
+        return Ok(false);
+    }
+    cmd::run(
+        &format!("wasm-bindgen {out_name}"),
+        Command::new(tools.wasm_bindgen_bin.join("wasm-bindgen"))
+            .args([
+                "--target",
+                target,
+                "--no-typescript",
+                "--out-name",
+                out_name,
+                "--out-dir",
+            ])
+            .arg(&out_dir)
+            .arg(wasm),
+    )?;
+    Ok(true)
 }
 
 /// The worker, built by worker-build with our pinned wasm-bindgen and wrangler's esbuild so that
