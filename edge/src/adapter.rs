@@ -107,15 +107,7 @@ pub trait Backend {
 pub fn adapter(config: &BackendConfig) -> Result<Box<dyn Backend>, crate::error::ApiError> {
     match config.kind {
         BackendKind::Runner => Ok(Box::new(crate::runner_adapter::RunnerBackend::new(config))),
-        // The Slurm adapter is written in its own module (slurm*.rs) and plugs in here.
-        BackendKind::Slurm => Err(crate::error::ApiError::new(
-            503,
-            "backend_unavailable",
-            format!(
-                "backend {} is a Slurm cluster, which this edge cannot drive yet",
-                config.name
-            ),
-        )),
+        BackendKind::Slurm => Ok(Box::new(crate::slurm::SlurmBackend::new(config))),
     }
 }
 
