@@ -54,17 +54,18 @@ pub fn ShareBanner() -> impl IntoView {
     move || {
         problem.0.get().map(|e| {
             let key = share_error_key(&e);
-            let title = if matches!(e, ShareError::UnknownVersion(_)) {
+            let title = if key == Key::ShareTooNew {
                 Key::ShareTooNew
             } else {
                 Key::ShareBroken
             };
+            // The title already says it all for a link from a newer version.
+            let detail = (key != title).then(|| format!(" {}.", i.t(key)));
             view! {
                 <div class="banner error" role="alert" data-testid="share-error" data-kind=format!("{e:?}")>
-                    <strong>{i.t(title)}</strong>
+                    <strong>{format!("{}.", i.t(title))}</strong>
+                    {detail}
                     " "
-                    <span>{i.t(key)}</span>
-                    ". "
                     <span>{i.t(Key::ShareNothingLoaded)}</span>
                     " "
                     <button type="button" on:click=move |_| problem.0.set(None)>{i.t(Key::Dismiss)}</button>
