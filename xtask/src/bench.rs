@@ -1,6 +1,159 @@
-//! `cargo xtask bench`: benchmarks printed as ratios against a reference measured in the same run.
+//! `cargo xtask bench [plan|model|app|all]`: benchmarks printed as ratios against a reference measured
+//! in the same run, never against a number remembered from another machine or day.
+//!
+//! - `plan`: one validate + full estimate of each starter spec (jobspec, native release), next to
+//!   a plain `serde_json` parse of the same spec as the reference.
+//! - `model`: model-tiny's single-thread tokens/s on stories260K and a random stories15M-shaped
+//!   model, next to llama2.c's `run.c` when `LLAMA2C_RUN` names its binary (built with -Ofast),
+//!   and training tokens/s; the same generation in headless Chromium (wasm) as a ratio to them.
+//! - `app`: cold and warm page load to first token, and the gzip sizes of the page and the
+//!   inference worker (see `bench_app.rs`).
+
+use crate::cmd::{self, cargo, shared_dir, target_dir};
 
 pub fn run(args: &[String]) -> Result<(), String> {
-    let _ = args;
-    Err("no benchmarks yet".into())
+    let which = args.first().map_or("all", String::as_str);
+    let known = ["plan", "model", "app", "all"];
+    if !known.contains(&which) || args.len() > 1 {
+        return Err(format!("usage: cargo xtask bench [{}]", known.join("|")));
+    }
+    if matches!(which, "plan" | "all") {
+        plan()?;
+    }
+    if matches!(which, "model" | "all") {
+        model()?;
+    }
+    if matches!(which, "app" | "all") {
+        let tools = crate::setup::run()?;
+        crate::build::all(&tools)?;
+        println!("\n== app: load to first token in headless Chromium, and download sizes ==");
+        for line in crate::bench_app::run()? {
+            println!("{line}");
+        }
+    }
+    Ok(())
+}
+
+fn plan() -> Result<(), String> {
+    println!("\n== plan: validate + full estimate (jobspec, native, release) ==");
+    cmd::run(
+        "cargo run --release -p jobspec --example bench",
+        cargo().args([
+            "run",
+            "--quiet",
+            "--release",
+            "-p",
+            "jobspec",
+            "--example",
+            "bench",
+            "--",
+            "400",
+        ]),
+    )
+}
+
+fn model() -> Result<(), String> {
+    println!("\n== model: generation tokens/s, one thread (model-tiny vs llama2.c run.c) ==");
+    if std::env::var_os("LLAMA2C_RUN").is_none() {
+        println!(
+            "(LLAMA2C_RUN is not set: run.c is not measured, so no ratio is printed. Point it at \
+             llama2.c's `run` built with `gcc -Ofast -o run run.c -lm`.)"
+        );
+    }
+    cmd::run(
+        "cargo build --release -p model-tiny",
+        cargo().args(["build", "--quiet", "--release", "-p", "model-tiny"]),
+    )?;
+    let bin = target_dir().join("release/model-tiny");
+    let out = std::process::Command::new(bin)
+        .arg("bench")
+        .arg("--models")
+        .arg(shared_dir().join("models"))
+        .arg("--data")
+        .arg(shared_dir().join("data/tinyshakespeare.txt"))
+        .args(["--train-steps", "20", "--json"])
+        .env("RAYON_NUM_THREADS", "1")
+        .output()
+        .map_err(|e| format!("cannot run model-tiny bench: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "model-tiny bench failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    // Native figures, keyed by model, to put the browser's figures next to them.
+    let mut native = std::collections::BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+        let tps = v["tokens_per_s"].as_f64().unwrap_or(0.0);
+        match v["bench"].as_str() {
+            Some("generate") => {
+                let model = v["model"].as_str().unwrap_or("?").to_string();
+                match (v["run_c_tokens_per_s"].as_f64(), v["ratio"].as_f64()) {
+                    (Some(r), Some(x)) => println!(
+                        "{model:<20} native  model-tiny {tps:>9.1} tok/s   run.c {r:>9.1} tok/s   ratio {x:.2}x"
+                    ),
+                    _ => println!("{model:<20} native  model-tiny {tps:>9.1} tok/s"),
+                }
+                native.insert(model, (tps, v["run_c_tokens_per_s"].as_f64()));
+            }
+            Some(other) => println!("{other:<20} {line}"),
+            None => {}
+        }
+    }
+
+    println!("\n== model: generation tokens/s in headless Chromium (wasm, release) ==");
+    let tools = crate::setup::run()?;
+    let webdriver_json = crate::test::write_webdriver_json()?;
+    let out = cargo()
+        .args([
+            "test",
+            "--quiet",
+            "-p",
+            "model-tiny",
+            "--target",
+            "wasm32-unknown-unknown",
+        ])
+        .args(["--release", "--test", "wasm", "--", "--nocapture", "bench"])
+        .env("PATH", cmd::path_with(std::slice::from_ref(&tools.wasm_bindgen_bin)))
+        .env("CHROMEDRIVER", &tools.chromedriver)
+        .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &webdriver_json)
+        .output()
+        .map_err(|e| format!("cannot run the wasm bench: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "wasm bench failed: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    for line in text
+        .lines()
+        .filter_map(|l| l.split("model-tiny wasm bench: ").nth(1))
+    {
+        let mut words = line.split_whitespace();
+        let model = words.next().unwrap_or("?");
+        let tps: f64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0.0);
+        let key = if model.starts_with("random") {
+            "random-15M"
+        } else {
+            model
+        };
+        let reference = native
+            .iter()
+            .find(|(k, _)| k.starts_with(key) || key.starts_with(k.as_str()))
+            .map(|(_, v)| *v);
+        match reference {
+            Some((_, Some(run_c))) => println!(
+                "{model:<20} browser model-tiny {tps:>9.1} tok/s   ratio to native run.c {:.2}x",
+                tps / run_c
+            ),
+            Some((ours, None)) => println!(
+                "{model:<20} browser model-tiny {tps:>9.1} tok/s   ratio to native model-tiny {:.2}x",
+                tps / ours
+            ),
+            None => println!("{model:<20} browser model-tiny {tps:>9.1} tok/s"),
+        }
+    }
+    Ok(())
 }

@@ -7,6 +7,7 @@
 //! - `bench`: benchmarks, printed as ratios against a reference measured in the same run.
 
 mod bench;
+mod bench_app;
 mod build;
 mod cmd;
 mod dev;

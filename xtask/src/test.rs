@@ -18,19 +18,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
         cargo().args(["test", "--workspace"]),
     )?;
 
-    let webdriver_json = repo_root().join("target/webdriver.json");
-    let caps = serde_json::json!({"goog:chromeOptions": {
-        "binary": "/usr/bin/chromium",
-        "args": onramp_tests::webdriver::CHROMIUM_FLAGS,
-    }});
-    std::fs::create_dir_all(repo_root().join("target")).map_err(|e| e.to_string())?;
-    std::fs::write(&webdriver_json, caps.to_string()).map_err(|e| e.to_string())?;
+    let webdriver_json = write_webdriver_json()?;
     cmd::run(
         "wasm tests in headless Chromium",
         cargo()
             .args(["test", "--target", "wasm32-unknown-unknown"])
             .args(wasm_test_packages().iter().flat_map(|p| ["-p", p]))
-            .env("PATH", path_with(&[tools.wasm_bindgen_bin.clone()]))
+            .env("PATH", path_with(std::slice::from_ref(&tools.wasm_bindgen_bin)))
             .env("CHROMEDRIVER", &tools.chromedriver)
             .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &webdriver_json)
             .env("WASM_BINDGEN_TEST_TIMEOUT", "300"),
@@ -57,7 +51,22 @@ pub fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The capabilities wasm-bindgen-test-runner asks chromedriver for: Debian's Chromium with our
+/// flags (the runner adds headless and no-sandbox itself; chromedriver gives a fresh profile).
+pub fn write_webdriver_json() -> Result<std::path::PathBuf, String> {
+    let dir = repo_root().join("target");
+    let path = dir.join("webdriver.json");
+    let caps = serde_json::json!({"goog:chromeOptions": {
+        "binary": "/usr/bin/chromium",
+        "args": onramp_tests::webdriver::CHROMIUM_FLAGS,
+    }});
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::write(&path, caps.to_string())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
 /// The crates that have wasm tests.
 fn wasm_test_packages() -> Vec<&'static str> {
-    vec!["app"]
+    vec!["app", "model-tiny"]
 }
