@@ -145,8 +145,13 @@ async fn the_plan_page_points_at_the_broken_line_and_clears_when_fixed() {
         .unwrap()
         .unwrap()
         .unchecked_into();
+    // The first template is the starting spec; its text arrives with the first render.
+    assert!(
+        until(|| area.value().contains("micro_batch = 2")).await,
+        "{:?}",
+        area.value()
+    );
     let good = area.value();
-    assert!(good.contains("micro_batch = 2"), "{good}");
     let set = |v: &str| {
         area.set_value(v);
         area.dispatch_event(&web_sys::Event::new("input").unwrap())
