@@ -21,6 +21,13 @@ pub fn ensure() -> Result<(), String> {
         return Ok(());
     }
     if cmd::output(Command::new("mmdebstrap").arg("--version")).is_none() {
+        // A machine that already had Chromium may never have fetched the package lists.
+        cmd::run(
+            "apt-get update",
+            Command::new("apt-get")
+                .args(["update", "-qq"])
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+        )?;
         cmd::run(
             "apt-get install mmdebstrap",
             Command::new("apt-get")
