@@ -115,7 +115,10 @@ fn model() -> Result<(), String> {
             "wasm32-unknown-unknown",
         ])
         .args(["--release", "--test", "wasm", "--", "--nocapture", "bench"])
-        .env("PATH", cmd::path_with(std::slice::from_ref(&tools.wasm_bindgen_bin)))
+        .env(
+            "PATH",
+            cmd::path_with(std::slice::from_ref(&tools.wasm_bindgen_bin)),
+        )
         .env("CHROMEDRIVER", &tools.chromedriver)
         .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &webdriver_json)
         .output()

@@ -24,7 +24,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         cargo()
             .args(["test", "--target", "wasm32-unknown-unknown"])
             .args(wasm_test_packages().iter().flat_map(|p| ["-p", p]))
-            .env("PATH", path_with(std::slice::from_ref(&tools.wasm_bindgen_bin)))
+            .env(
+                "PATH",
+                path_with(std::slice::from_ref(&tools.wasm_bindgen_bin)),
+            )
             .env("CHROMEDRIVER", &tools.chromedriver)
             .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &webdriver_json)
             .env("WASM_BINDGEN_TEST_TIMEOUT", "300"),
