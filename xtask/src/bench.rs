@@ -36,9 +36,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
 fn plan() -> Result<(), String> {
     println!("\n== plan: validate + full estimate (jobspec, native, release) ==");
-    cmd::run(
-        "cargo run --release -p jobspec --example bench",
-        cargo().args([
+    let out = cargo()
+        .args([
             "run",
             "--quiet",
             "--release",
@@ -48,8 +47,70 @@ fn plan() -> Result<(), String> {
             "bench",
             "--",
             "400",
-        ]),
-    )
+        ])
+        .output()
+        .map_err(|e| format!("cannot run the jobspec bench: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(format!(
+            "jobspec bench failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    print!("{text}");
+    let micros = |line: &str| -> Option<f64> { line.split_whitespace().nth(1)?.parse().ok() };
+    let native_us = text
+        .lines()
+        .find(|l| l.starts_with("deepseek-7b-128k-mxc500"))
+        .and_then(micros);
+
+    println!("\n== plan: the same in headless Chromium (wasm, release) ==");
+    let tools = crate::setup::run()?;
+    let webdriver_json = crate::test::write_webdriver_json()?;
+    let out = cargo()
+        .args([
+            "test",
+            "--quiet",
+            "-p",
+            "jobspec",
+            "--target",
+            "wasm32-unknown-unknown",
+        ])
+        .args(["--release", "--test", "wasm", "--", "--nocapture", "bench"])
+        .env(
+            "PATH",
+            cmd::path_with(std::slice::from_ref(&tools.wasm_bindgen_bin)),
+        )
+        .env("CHROMEDRIVER", &tools.chromedriver)
+        .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &webdriver_json)
+        .output()
+        .map_err(|e| format!("cannot run the jobspec wasm bench: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "jobspec wasm bench failed: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    for line in text
+        .lines()
+        .filter_map(|l| l.split("jobspec wasm bench: ").nth(1))
+    {
+        let wasm_us: f64 = line
+            .split_whitespace()
+            .next()
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(0.0);
+        match native_us {
+            Some(n) if n > 0.0 => println!(
+                "{line}\n  = {:.2}x native in the same run; budget 5 ms: {:.3}x",
+                wasm_us / n,
+                wasm_us / 5000.0
+            ),
+            _ => println!("{line}; budget 5 ms: {:.3}x", wasm_us / 5000.0),
+        }
+    }
+    Ok(())
 }
 
 fn model() -> Result<(), String> {

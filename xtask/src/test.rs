@@ -19,18 +19,30 @@ pub fn run(args: &[String]) -> Result<(), String> {
     )?;
 
     let webdriver_json = write_webdriver_json()?;
-    cmd::run(
-        "wasm tests in headless Chromium",
-        cargo()
-            .args(["test", "--target", "wasm32-unknown-unknown"])
-            .args(wasm_test_packages().iter().flat_map(|p| ["-p", p]))
-            .env(
-                "PATH",
-                path_with(std::slice::from_ref(&tools.wasm_bindgen_bin)),
-            )
-            .env("CHROMEDRIVER", &tools.chromedriver)
-            .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &webdriver_json)
-            .env("WASM_BINDGEN_TEST_TIMEOUT", "300"),
+    let wasm_test = |what: &str, args: &[&str]| {
+        cmd::run(
+            what,
+            cargo()
+                .args(["test", "--target", "wasm32-unknown-unknown"])
+                .args(args)
+                .env(
+                    "PATH",
+                    path_with(std::slice::from_ref(&tools.wasm_bindgen_bin)),
+                )
+                .env("CHROMEDRIVER", &tools.chromedriver)
+                .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &webdriver_json)
+                .env("WASM_BINDGEN_TEST_TIMEOUT", "300"),
+        )
+    };
+    let packages: Vec<&str> = wasm_test_packages()
+        .into_iter()
+        .flat_map(|p| ["-p", p])
+        .collect();
+    wasm_test("wasm tests in headless Chromium", &packages)?;
+    // jobspec's native tests read files and use proptest; its browser test is its own target.
+    wasm_test(
+        "jobspec in headless Chromium",
+        &["-p", "jobspec", "--test", "wasm"],
     )?;
 
     // The stack tests start real processes; two at a time keeps a 2-core machine responsive.
