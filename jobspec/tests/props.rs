@@ -1,7 +1,6 @@
 //! Property tests: no input — random text, mutated templates, random JSON, random form values,
 //! random ds_configs or share links — makes the crate panic. `PROPTEST_CASES=N` runs more.
 #![cfg(not(target_arch = "wasm32"))]
-
 // Test helpers outside #[test] functions may unwrap too.
 #![allow(clippy::unwrap_used)]
 
