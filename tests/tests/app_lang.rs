@@ -1,4 +1,5 @@
 //! The language: picked from the browser's, switchable, and remembered across visits.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 mod app_support;
 

@@ -1,5 +1,6 @@
 //! The Plan page end to end: a broken edit is pointed at its line with the right code and fixing
 //! it clears the problem; a suggestion button turns a spec that does not fit into one that does.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 mod app_support;
 

@@ -1,5 +1,6 @@
 //! Share links end to end: a link made in one browser restores exactly the same spec and
 //! playground settings in a fresh profile; a tampered link says so and loads nothing.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 mod app_support;
 

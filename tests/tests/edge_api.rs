@@ -1,6 +1,7 @@
 //! The edge's API surface against `wrangler dev`: the OpenAPI document matches the routes, the
 //! one error shape, body limits, accounts (sign-up, login, logout, `me`, API tokens), the CSRF
 //! origin check, and rate limits with Retry-After.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::api::{Client, run_scenarios, unique_email};
 use onramp_tests::stack::{Stack, StackExtras, StackOptions};

@@ -3,6 +3,7 @@
 //! code limited to N succeed exactly N times, and one account's parallel redemptions succeed
 //! once. Those figures rest on the Coordinator Durable Object running each operation as one
 //! synchronous SQLite step (see edge/src/worker/coordinator.rs).
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::api::{Answer, Client, run_scenarios, unique_email};
 use onramp_tests::stack::{Stack, StackExtras, StackOptions};

@@ -3,6 +3,7 @@
 //! holds and settlement, reports with the job's token, logs, metrics, cancel, checkpoint, the
 //! reconcile sweep, a backend that is down (503, nothing charged), authorization between users,
 //! and saved experiments.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::api::{Answer, Client, run_scenarios, unique_email};
 use onramp_tests::stack::{Stack, StackExtras, StackOptions, random_hex};

@@ -4,6 +4,7 @@
 //!
 //! They need the built runner (`cargo build -p onramp-runner`), so they are ignored in a plain
 //! `cargo test`; `cargo xtask test` builds it and runs them.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::runner::TestRunner;
 use serde_json::{Value, json};

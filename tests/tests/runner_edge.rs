@@ -5,6 +5,7 @@
 //!
 //! Needs the built stack (worker, runner) and `../shared`: ignored in a plain `cargo test`, run by
 //! `cargo xtask test`.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::api::{Client, unique_email};
 use onramp_tests::stack::{Stack, StackExtras, StackOptions, random_hex};

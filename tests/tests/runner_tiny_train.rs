@@ -4,6 +4,7 @@
 //!
 //! Needs the built runner and `../shared` (models, tinyshakespeare): ignored in a plain
 //! `cargo test`, run by `cargo xtask test`.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::runner::{ReportSink, TestRunner};
 use serde_json::{Value, json};

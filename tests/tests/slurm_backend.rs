@@ -6,6 +6,7 @@
 //!
 //! Needs root and the Slurm chroot (`cargo xtask setup` builds it once per machine): ignored in a
 //! plain `cargo test`, run by `cargo xtask test`.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use edge::slurm::{
     ApiVersion, JobStatus, MappedState, ReportHook, SubmitOptions, parse_job, parse_submit,

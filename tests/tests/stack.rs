@@ -4,6 +4,7 @@
 //!
 //! These tests need the built stack (app, worker, runner) and installed tools, so they are
 //! ignored in a plain `cargo test`; `cargo xtask test` builds everything and runs them.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::stack::{Stack, StackOptions};
 use onramp_tests::webdriver::Browser;

@@ -65,37 +65,8 @@ fn plan() -> Result<(), String> {
         .and_then(micros);
 
     println!("\n== plan: the same in headless Chromium (wasm, release) ==");
-    let tools = crate::setup::run()?;
-    let webdriver_json = crate::test::write_webdriver_json()?;
-    let out = cargo()
-        .args([
-            "test",
-            "--quiet",
-            "-p",
-            "jobspec",
-            "--target",
-            "wasm32-unknown-unknown",
-        ])
-        .args(["--release", "--test", "wasm", "--", "--nocapture", "bench"])
-        .env(
-            "PATH",
-            cmd::path_with(std::slice::from_ref(&tools.wasm_bindgen_bin)),
-        )
-        .env("CHROMEDRIVER", &tools.chromedriver)
-        .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &webdriver_json)
-        .output()
-        .map_err(|e| format!("cannot run the jobspec wasm bench: {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(format!(
-            "jobspec wasm bench failed: {text}{}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    for line in text
-        .lines()
-        .filter_map(|l| l.split("jobspec wasm bench: ").nth(1))
-    {
+    let lines = browser_bench("jobspec", "jobspec wasm bench: ")?;
+    for line in &lines {
         let wasm_us: f64 = line
             .split_whitespace()
             .next()
@@ -164,37 +135,8 @@ fn model() -> Result<(), String> {
     }
 
     println!("\n== model: generation tokens/s in headless Chromium (wasm, release) ==");
-    let tools = crate::setup::run()?;
-    let webdriver_json = crate::test::write_webdriver_json()?;
-    let out = cargo()
-        .args([
-            "test",
-            "--quiet",
-            "-p",
-            "model-tiny",
-            "--target",
-            "wasm32-unknown-unknown",
-        ])
-        .args(["--release", "--test", "wasm", "--", "--nocapture", "bench"])
-        .env(
-            "PATH",
-            cmd::path_with(std::slice::from_ref(&tools.wasm_bindgen_bin)),
-        )
-        .env("CHROMEDRIVER", &tools.chromedriver)
-        .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &webdriver_json)
-        .output()
-        .map_err(|e| format!("cannot run the wasm bench: {e}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        return Err(format!(
-            "wasm bench failed: {text}{}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    for line in text
-        .lines()
-        .filter_map(|l| l.split("model-tiny wasm bench: ").nth(1))
-    {
+    let lines = browser_bench("model-tiny", "model-tiny wasm bench: ")?;
+    for line in &lines {
         let mut words = line.split_whitespace();
         let model = words.next().unwrap_or("?");
         let tps: f64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0.0);
@@ -220,4 +162,35 @@ fn model() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Runs a package's `wasm` test target in headless Chromium (release) filtered to its `bench`
+/// tests, and returns what follows `marker` on each line they logged.
+fn browser_bench(package: &str, marker: &str) -> Result<Vec<String>, String> {
+    let tools = crate::setup::run()?;
+    let webdriver_json = crate::test::write_webdriver_json()?;
+    // No --quiet: cargo passes it on to wasm-bindgen-test-runner, which refuses it.
+    let out = cargo()
+        .args(["test", "-p", package, "--target", "wasm32-unknown-unknown"])
+        .args(["--release", "--test", "wasm", "--", "--nocapture", "bench"])
+        .env(
+            "PATH",
+            cmd::path_with(std::slice::from_ref(&tools.wasm_bindgen_bin)),
+        )
+        .env("CHROMEDRIVER", &tools.chromedriver)
+        .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &webdriver_json)
+        .output()
+        .map_err(|e| format!("cannot run the {package} browser bench: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "{package} browser bench failed: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split(marker).nth(1))
+        .map(str::to_string)
+        .collect())
 }

@@ -2,8 +2,75 @@
 //! tests in headless Chromium, and the stack tests (the edge under `wrangler dev`, the runner and
 //! the browser journeys).
 
-use crate::cmd::{self, cargo, path_with, repo_root};
+use crate::cmd::{cargo, path_with, repo_root};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
 use std::time::Instant;
+
+/// Test counts summed over every test binary of every run, from the harnesses' closing lines.
+#[derive(Default)]
+struct Tally {
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+}
+
+impl Tally {
+    /// Runs a `cargo test` command, echoing its output and counting its `test result:` lines.
+    fn run(&mut self, what: &str, cmd: &mut Command) -> Result<(), String> {
+        let started = Instant::now();
+        eprintln!("xtask: {what}");
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("{what}: cannot start cargo: {e}"))?;
+        if let Some(out) = child.stdout.take() {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                println!("{line}");
+                self.count(&line);
+            }
+        }
+        let status = child.wait().map_err(|e| format!("{what}: {e}"))?;
+        if !status.success() {
+            self.print();
+            return Err(format!("{what} failed ({status})"));
+        }
+        eprintln!(
+            "xtask: {what}: done in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+
+    /// Reads `test result: ok. 3 passed; 0 failed; 1 ignored; ...` (libtest and
+    /// wasm-bindgen-test-runner print the same shape).
+    fn count(&mut self, line: &str) {
+        let Some(rest) = line.trim().strip_prefix("test result: ") else {
+            return;
+        };
+        for part in rest.split(';') {
+            let mut words = part.split_whitespace().rev();
+            let (Some(kind), Some(n)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let Ok(n) = n.parse::<u64>() else { continue };
+            match kind {
+                "passed" => self.passed += n,
+                "failed" => self.failed += n,
+                "ignored" => self.ignored += n,
+                _ => {}
+            }
+        }
+    }
+
+    /// The closing line, in the plain form CI reads: `tests: N passed, N failed, N skipped`.
+    fn print(&self) {
+        println!(
+            "tests: {} passed, {} failed, {} skipped",
+            self.passed, self.failed, self.ignored
+        );
+    }
+}
 
 pub fn run(args: &[String]) -> Result<(), String> {
     if let Some(a) = args.first() {
@@ -13,14 +80,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let tools = crate::setup::run()?;
     crate::build::all(&tools)?;
 
-    cmd::run(
+    let mut tally = Tally::default();
+    tally.run(
         "host tests (cargo test --workspace)",
         cargo().args(["test", "--workspace"]),
     )?;
 
     let webdriver_json = write_webdriver_json()?;
-    let wasm_test = |what: &str, args: &[&str]| {
-        cmd::run(
+    let mut wasm_test = |what: &str, args: &[&str]| {
+        tally.run(
             what,
             cargo()
                 .args(["test", "--target", "wasm32-unknown-unknown"])
@@ -46,7 +114,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     )?;
 
     // The stack tests start real processes; two at a time keeps a 2-core machine responsive.
-    cmd::run(
+    tally.run(
         "stack tests (wrangler dev, runner, headless Chromium)",
         cargo()
             .args([
@@ -59,10 +127,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
             ])
             .env("CHROMEDRIVER", &tools.chromedriver),
     )?;
+    // Ignored tests in the host run are the stack tests, which ran above: not skipped.
+    tally.ignored = 0;
     eprintln!(
         "xtask: every test passed in {:.0} s",
         started.elapsed().as_secs_f64()
     );
+    tally.print();
     Ok(())
 }
 
@@ -84,4 +155,20 @@ pub fn write_webdriver_json() -> Result<std::path::PathBuf, String> {
 /// The crates that have wasm tests.
 fn wasm_test_packages() -> Vec<&'static str> {
     vec!["app", "model-tiny"]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tally;
+
+    #[test]
+    fn counts_libtest_and_wasm_bindgen_closing_lines() {
+        let mut t = Tally::default();
+        t.count("test result: ok. 12 passed; 0 failed; 3 ignored; 0 measured; 1 filtered out; finished in 0.2s");
+        t.count(
+            "test result: FAILED. 4 passed; 2 failed; 0 ignored; 0 filtered out; finished in 0.33s",
+        );
+        t.count("running 5 tests");
+        assert_eq!((t.passed, t.failed, t.ignored), (16, 2, 3));
+    }
 }

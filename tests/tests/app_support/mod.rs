@@ -1,7 +1,7 @@
 //! Helpers shared by the app's end-to-end tests (`app_*.rs`): start the stack and a browser,
 //! set form fields the way a user's edit would (value, then the `input` and `change` events),
 //! and read an element's exact text.
-
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 #![allow(dead_code)]
 
 use onramp_tests::stack::{Stack, StackOptions};
