@@ -32,10 +32,7 @@ pub struct SlurmBackend {
 
 impl SlurmBackend {
     pub fn new(config: &BackendConfig) -> Self {
-        let (user, token) = match config.secret.split_once(':') {
-            Some((u, t)) if !u.is_empty() => (u.to_string(), t.to_string()),
-            _ => ("onramp".to_string(), config.secret.clone()),
-        };
+        let (user, token) = crate::backends::slurm_credentials(&config.secret);
         SlurmBackend {
             url: config.url.clone(),
             user,

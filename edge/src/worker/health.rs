@@ -91,10 +91,8 @@ async fn check_backend(backend: &BackendConfig) -> BackendHealth {
 
 async fn probe_backend(backend: &BackendConfig) -> Result<String, String> {
     let headers = Headers::new();
-    if !backend.secret.is_empty() {
-        headers
-            .set("authorization", &format!("Bearer {}", backend.secret))
-            .map_err(|e| e.to_string())?;
+    for (name, value) in backend.auth_headers() {
+        headers.set(name, &value).map_err(|e| e.to_string())?;
     }
     let mut init = RequestInit::new();
     init.with_method(Method::Get).with_headers(headers);
