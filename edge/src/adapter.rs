@@ -101,6 +101,8 @@ pub trait Backend {
     fn parse_cancel(&self, status: u16, body: &[u8]) -> Result<JobState, BackendError>;
     /// The checkpoint download, when this kind of backend serves one.
     fn checkpoint(&self, remote_id: &str) -> Option<HttpCall>;
+    /// The backend's own health endpoint, authenticated like every other call.
+    fn health(&self) -> HttpCall;
 }
 
 /// The adapter for a configured backend.

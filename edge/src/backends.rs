@@ -31,39 +31,6 @@ pub struct BackendConfig {
     pub cards: BTreeMap<String, u32>,
 }
 
-impl BackendConfig {
-    /// The headers that authenticate the edge to this backend: the runner's shared secret as a
-    /// bearer token; slurmrestd's JWT as `X-SLURM-USER-NAME` / `X-SLURM-USER-TOKEN`.
-    pub fn auth_headers(&self) -> Vec<(&'static str, String)> {
-        if self.secret.is_empty() {
-            return Vec::new();
-        }
-        match self.kind {
-            BackendKind::Runner => vec![("authorization", format!("Bearer {}", self.secret))],
-            BackendKind::Slurm => {
-                let (user, token) = slurm_credentials(&self.secret);
-                vec![("x-slurm-user-name", user), ("x-slurm-user-token", token)]
-            }
-        }
-    }
-
-    /// The URL of the backend's health endpoint.
-    pub fn health_url(&self) -> String {
-        match self.kind {
-            BackendKind::Runner => format!("{}/health", self.url),
-            BackendKind::Slurm => format!("{}/slurm/v0.0.40/ping", self.url),
-        }
-    }
-}
-
-/// A Slurm backend's secret is `"<user>:<JWT>"`; a bare JWT is the user `onramp`'s.
-pub fn slurm_credentials(secret: &str) -> (String, String) {
-    match secret.split_once(':') {
-        Some((u, t)) if !u.is_empty() => (u.to_string(), t.to_string()),
-        _ => ("onramp".to_string(), secret.to_string()),
-    }
-}
-
 /// Parses `BACKENDS`. An absent or empty variable means no backends; a malformed one is an error
 /// that names what is wrong, so a deployment mistake is seen at once rather than as "no backends".
 pub fn parse(text: Option<&str>) -> Result<Vec<BackendConfig>, String> {
@@ -106,32 +73,8 @@ mod tests {
         .unwrap();
         assert_eq!(list.len(), 1);
         assert_eq!(list[0].kind, BackendKind::Runner);
-        assert_eq!(list[0].health_url(), "http://127.0.0.1:8788/health");
+        assert_eq!(list[0].url, "http://127.0.0.1:8788");
         assert_eq!(list[0].cards["cpu"], 1);
-    }
-
-    #[test]
-    fn each_kind_authenticates_its_own_way() {
-        let list = parse(Some(
-            r#"[{"name":"r","kind":"runner","url":"http://a","secret":"s3"},
-                {"name":"s","kind":"slurm","url":"http://b","secret":"alice:eyJ.jwt"},
-                {"name":"t","kind":"slurm","url":"http://c","secret":"eyJ.bare"},
-                {"name":"u","kind":"runner","url":"http://d"}]"#,
-        ))
-        .unwrap();
-        assert_eq!(
-            list[0].auth_headers(),
-            vec![("authorization", "Bearer s3".to_string())]
-        );
-        assert_eq!(
-            list[1].auth_headers(),
-            vec![
-                ("x-slurm-user-name", "alice".to_string()),
-                ("x-slurm-user-token", "eyJ.jwt".to_string())
-            ]
-        );
-        assert_eq!(list[2].auth_headers()[0].1, "onramp");
-        assert!(list[3].auth_headers().is_empty());
     }
 
     #[test]

@@ -177,12 +177,26 @@ impl Backend for RunnerBackend {
             None,
         ))
     }
+
+    fn health(&self) -> HttpCall {
+        self.call("GET", "/health", None)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::backends::BackendKind;
+
+    #[test]
+    fn health_is_authenticated_with_the_shared_secret() {
+        let call = runner().health();
+        assert_eq!(call.url, "http://127.0.0.1:9/health");
+        assert!(
+            call.headers
+                .contains(&("authorization".into(), "Bearer s3".into()))
+        );
+    }
 
     fn runner() -> RunnerBackend {
         RunnerBackend::new(&BackendConfig {

@@ -32,7 +32,7 @@ pub struct SlurmBackend {
 
 impl SlurmBackend {
     pub fn new(config: &BackendConfig) -> Self {
-        let (user, token) = crate::backends::slurm_credentials(&config.secret);
+        let (user, token) = super::credentials(&config.secret);
         SlurmBackend {
             url: config.url.clone(),
             user,
@@ -165,6 +165,10 @@ impl Backend for SlurmBackend {
     fn checkpoint(&self, _remote_id: &str) -> Option<HttpCall> {
         None
     }
+
+    fn health(&self) -> HttpCall {
+        self.call("GET", &VERSION.ping_path(), None)
+    }
 }
 
 #[cfg(test)]
@@ -173,6 +177,20 @@ mod tests {
     use crate::backends::BackendKind;
     use serde_json::json;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn health_pings_with_the_jwt_headers() {
+        let call = slurm().health();
+        assert!(call.url.ends_with("/ping"), "{}", call.url);
+        assert!(
+            call.headers
+                .contains(&("X-SLURM-USER-NAME".into(), "alice".into()))
+        );
+        assert!(
+            call.headers
+                .contains(&("X-SLURM-USER-TOKEN".into(), "eyJ.jwt".into()))
+        );
+    }
 
     fn slurm() -> SlurmBackend {
         SlurmBackend::new(&BackendConfig {

@@ -68,6 +68,14 @@ impl ApiVersion {
     }
 }
 
+/// A Slurm backend's secret is `"<user>:<JWT>"`; a bare JWT is the user `onramp`'s.
+pub fn credentials(secret: &str) -> (String, String) {
+    match secret.split_once(':') {
+        Some((u, t)) if !u.is_empty() => (u.to_string(), t.to_string()),
+        _ => ("onramp".to_string(), secret.to_string()),
+    }
+}
+
 /// The JWT headers of every slurmrestd request.
 pub fn auth_headers(user: &str, token: &str) -> [(&'static str, String); 2] {
     [

@@ -4,9 +4,9 @@
 use super::http::{self, ApiResult, respond};
 use crate::backends::{self, BackendConfig};
 use crate::health::{BackendHealth, Bindings, Check, HealthReport};
-use futures_util::future::{Either, join_all, select};
+use futures_util::future::join_all;
 use std::time::Duration;
-use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit, Response};
+use worker::{Env, Response};
 
 pub async fn get(env: &Env) -> ApiResult<Response> {
     let bindings = Bindings {
@@ -90,30 +90,12 @@ async fn check_backend(backend: &BackendConfig) -> BackendHealth {
 }
 
 async fn probe_backend(backend: &BackendConfig) -> Result<String, String> {
-    let headers = Headers::new();
-    for (name, value) in backend.auth_headers() {
-        headers.set(name, &value).map_err(|e| e.to_string())?;
-    }
-    let mut init = RequestInit::new();
-    init.with_method(Method::Get).with_headers(headers);
-    let req = Request::new_with_init(&backend.health_url(), &init).map_err(|e| e.to_string())?;
-    let fetch = Fetch::Request(req);
-    let send = fetch.send();
-    let timeout = Delay::from(Duration::from_secs(3));
-    futures_util::pin_mut!(send);
-    futures_util::pin_mut!(timeout);
-    match select(send, timeout).await {
-        Either::Left((Ok(mut resp), _)) => {
-            let status = resp.status_code();
-            let body = resp.text().await.unwrap_or_default();
-            if status == 200 {
-                Ok(summarise(&body))
-            } else {
-                Err(format!("answered HTTP {status}"))
-            }
-        }
-        Either::Left((Err(e), _)) => Err(format!("unreachable: {e}")),
-        Either::Right(_) => Err("no answer within 3 s".into()),
+    let adapter = crate::adapter::adapter(backend).map_err(|e| e.message)?;
+    match super::backend_io::send(&adapter.health(), Duration::from_secs(3)).await {
+        Ok((200, body)) => Ok(summarise(&String::from_utf8_lossy(&body))),
+        Ok((status, _)) => Err(format!("answered HTTP {status}")),
+        Err(crate::adapter::BackendError::Unavailable(why)) => Err(why),
+        Err(other) => Err(format!("{other:?}")),
     }
 }
 
