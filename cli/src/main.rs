@@ -1,4 +1,9 @@
-//! `onramp`: the terminal client. `onramp plan SPEC.toml` works offline through `jobspec`.
+//! `onramp`: the terminal client. `onramp plan SPEC.toml` works offline through `jobspec`;
+//! `login`, `submit`, `jobs`, `status`, `logs` and `cancel` talk to the edge with an API token.
+
+mod credentials;
+mod jobs_cmd;
+mod remote;
 
 use std::process::ExitCode;
 
@@ -14,6 +19,22 @@ usage:
       print the JSON Schema of the job spec
   onramp templates
       list the starter templates (onramp templates ID prints one)
+
+against the edge (--edge URL, else ONRAMP_EDGE, else the one you logged in to, else
+http://localhost:8787; ONRAMP_TOKEN overrides the saved token):
+  onramp login --email EMAIL
+      password from ONRAMP_PASSWORD or stdin; saves an API token (0600) for the commands below
+  onramp logout
+      forget the saved token on this machine
+  onramp me [--json]
+      the account and its balance
+  onramp submit SPEC.toml|SPEC.json [--key IDEMPOTENCY_KEY] [--json]
+      check the spec here, then submit it once; rerun with the printed --key to retry safely
+  onramp jobs [--json]
+      your jobs, newest first
+  onramp status JOB [--json]
+  onramp logs JOB [--follow] [--offset BYTES]
+  onramp cancel JOB [--json]
 ";
 
 fn main() -> ExitCode {
@@ -43,9 +64,14 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             print!("{USAGE}");
             Ok(ExitCode::SUCCESS)
         }
-        "submit" | "jobs" | "logs" | "cancel" => {
-            Err(format!("`{cmd}` talks to the edge and is not built yet"))
-        }
+        "login" => jobs_cmd::login(rest),
+        "logout" => jobs_cmd::logout(rest),
+        "me" => jobs_cmd::me(rest),
+        "submit" => jobs_cmd::submit(rest),
+        "jobs" => jobs_cmd::jobs(rest),
+        "status" => jobs_cmd::status(rest),
+        "logs" => jobs_cmd::logs(rest),
+        "cancel" => jobs_cmd::cancel(rest),
         other => Err(format!("unknown command `{other}`")),
     }
 }

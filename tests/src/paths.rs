@@ -51,3 +51,11 @@ pub fn runner_bin() -> PathBuf {
         None => target_dir().join("debug").join("onramp-runner"),
     }
 }
+
+/// The `onramp` CLI binary built by `cargo xtask build` (debug profile).
+pub fn cli_bin() -> PathBuf {
+    match std::env::var_os("ONRAMP_CLI_BIN") {
+        Some(p) => PathBuf::from(p),
+        None => target_dir().join("debug").join("onramp"),
+    }
+}

@@ -123,11 +123,19 @@ pub fn edge(tools: &Tools) -> Result<(), String> {
     )
 }
 
-/// The native runner (debug profile; its dependencies and model-tiny are optimised).
+/// The native runner and the `onramp` CLI that the stack tests drive (debug profile; their
+/// dependencies and model-tiny are optimised).
 pub fn runner() -> Result<(), String> {
     cmd::run(
-        "cargo build onramp-runner",
-        cargo().args(["build", "--quiet", "-p", "onramp-runner"]),
+        "cargo build onramp-runner onramp-cli",
+        cargo().args([
+            "build",
+            "--quiet",
+            "-p",
+            "onramp-runner",
+            "-p",
+            "onramp-cli",
+        ]),
     )
 }
 

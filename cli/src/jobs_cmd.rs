@@ -1,0 +1,515 @@
+//! The commands that talk to the edge: `login`, `logout`, `me`, `submit`, `jobs`, `status`,
+//! `logs` and `cancel`. Each parses its own arguments, makes its calls through [`Edge`], and
+//! prints for people (or JSON with `--json`); a refusal is the edge's own message, exit code 1.
+
+use crate::credentials::{self, Saved};
+use crate::remote::{DEFAULT_EDGE, Edge, Failure};
+use serde_json::{Value, json};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The options every remote command understands, plus its positional arguments.
+#[derive(Debug, Default, PartialEq)]
+pub struct Args {
+    pub edge: Option<String>,
+    pub json: bool,
+    pub follow: bool,
+    pub email: Option<String>,
+    pub key: Option<String>,
+    pub offset: u64,
+    pub positional: Vec<String>,
+}
+
+/// Parses `args`, accepting only the flags in `allowed` (the rest are usage errors).
+pub fn parse(args: &[String], allowed: &[&str]) -> Result<Args, String> {
+    let mut out = Args::default();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let flag = a.as_str();
+        if flag.starts_with("--") && !allowed.contains(&flag) && flag != "--edge" {
+            return Err(format!("unknown option `{flag}`"));
+        }
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match flag {
+            "--edge" => out.edge = Some(value()?),
+            "--json" => out.json = true,
+            "--follow" | "-f" => out.follow = true,
+            "--email" => out.email = Some(value()?),
+            "--key" => out.key = Some(value()?),
+            "--offset" => {
+                let v = value()?;
+                out.offset = v
+                    .parse()
+                    .map_err(|_| format!("--offset takes a byte count, not `{v}`"))?;
+            }
+            other if other.starts_with('-') && other.len() > 1 => {
+                return Err(format!("unknown option `{other}`"));
+            }
+            p => out.positional.push(p.to_string()),
+        }
+    }
+    Ok(out)
+}
+
+/// The edge to talk to and the token to use: `--edge`, then `ONRAMP_EDGE`, then the saved
+/// sign-in's edge, then the local default; the token from `ONRAMP_TOKEN`, else the saved one when
+/// it belongs to that same edge (a token is never sent to another edge).
+pub fn resolve(
+    flag: Option<&str>,
+    env_edge: Option<&str>,
+    env_token: Option<&str>,
+    saved: Option<&Saved>,
+) -> Edge {
+    let base = flag
+        .or(env_edge)
+        .or(saved.map(|s| s.edge.as_str()))
+        .unwrap_or(DEFAULT_EDGE)
+        .trim_end_matches('/')
+        .to_string();
+    let token = env_token.map(String::from).or_else(|| {
+        saved
+            .filter(|s| s.edge.trim_end_matches('/') == base)
+            .map(|s| s.token.clone())
+    });
+    Edge::new(&base, token)
+}
+
+fn edge_for(args: &Args) -> Result<Edge, String> {
+    let saved = match credentials::path() {
+        Some(p) => credentials::load(&p)?,
+        None => None,
+    };
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    Ok(resolve(
+        args.edge.as_deref(),
+        env("ONRAMP_EDGE").as_deref(),
+        env("ONRAMP_TOKEN").as_deref(),
+        saved.as_ref(),
+    ))
+}
+
+/// Fen as yuan with two decimals, the way the app shows money.
+pub fn yuan(fen: i64) -> String {
+    let sign = if fen < 0 { "-" } else { "" };
+    let f = fen.unsigned_abs();
+    format!("{sign}¥{}.{:02}", f / 100, f % 100)
+}
+
+/// One line of `onramp jobs`.
+pub fn job_line(j: &Value) -> String {
+    let money = match j["charged_fen"].as_i64() {
+        Some(c) => format!("charged {}", yuan(c)),
+        None => format!("hold {}", yuan(j["hold_fen"].as_i64().unwrap_or(0))),
+    };
+    format!(
+        "{:<24} {:<10} {:<8} {}×{:<10} {:<16} {}  {}",
+        j["id"].as_str().unwrap_or("?"),
+        j["state"].as_str().unwrap_or("?"),
+        j["backend"].as_str().unwrap_or("?"),
+        j["cards"].as_u64().unwrap_or(0),
+        j["card"].as_str().unwrap_or("?"),
+        money,
+        j["created_at"].as_str().unwrap_or(""),
+        j["name"].as_str().unwrap_or(""),
+    )
+}
+
+/// `onramp status`: every field people ask about, in a fixed order, skipping absent ones.
+pub fn job_details(j: &Value) -> String {
+    let mut out = String::new();
+    let mut line = |k: &str, v: String| out.push_str(&format!("{k:<10} {v}\n"));
+    for k in ["id", "name", "state", "backend", "card"] {
+        if let Some(v) = j[k].as_str() {
+            line(k, v.to_string());
+        }
+    }
+    if let Some(n) = j["cards"].as_u64() {
+        line("cards", n.to_string());
+    }
+    if let Some(h) = j["hold_fen"].as_i64() {
+        line("hold", yuan(h));
+    }
+    if let Some(c) = j["charged_fen"].as_i64() {
+        line("charged", yuan(c));
+    }
+    for k in ["created_at", "started_at", "ended_at", "reason", "message"] {
+        if let Some(v) = j[k].as_str() {
+            line(k.trim_end_matches("_at"), v.to_string());
+        }
+    }
+    if j["checkpoint"].as_bool() == Some(true) {
+        line("checkpoint", "yes (open it in the playground)".into());
+    }
+    out
+}
+
+fn is_terminal(state: &str) -> bool {
+    !matches!(state, "queued" | "running" | "")
+}
+
+fn done(r: Result<(), Failure>) -> Result<ExitCode, String> {
+    match r {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(Failure(msg)) => {
+            eprintln!("onramp: {msg}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn print_value(v: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+    );
+}
+
+/// `onramp login --email E`: the password comes from `ONRAMP_PASSWORD` or the first line of
+/// stdin. A session is opened only to mint an API token, then closed; the token is saved.
+pub fn login(rest: &[String]) -> Result<ExitCode, String> {
+    let args = parse(rest, &["--email"])?;
+    let email = args.email.clone().ok_or("login needs --email")?;
+    let password = match std::env::var("ONRAMP_PASSWORD") {
+        Ok(p) if !p.is_empty() => p,
+        _ => {
+            let mut line = String::new();
+            std::io::stdin()
+                .read_line(&mut line)
+                .map_err(|e| format!("cannot read the password from stdin: {e}"))?;
+            line.trim_end_matches(['\r', '\n']).to_string()
+        }
+    };
+    let mut edge = edge_for(&args)?;
+    edge.token = None;
+    done((|| {
+        let a = edge.post_json(
+            "/api/auth/login",
+            &json!({"email": email, "password": password}),
+        )?;
+        if !a.ok() {
+            return Err(crate::remote::describe_error(&a));
+        }
+        edge.session = a.session;
+        if edge.session.is_none() {
+            return Err(Failure("the edge signed you in but set no session".into()));
+        }
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "a terminal".into());
+        let t = edge.expect_ok(edge.post_json(
+            "/api/tokens",
+            &json!({"name": format!("onramp cli on {host}")}),
+        ))?;
+        let token = t["token"]
+            .as_str()
+            .ok_or_else(|| Failure("the edge returned no token".into()))?
+            .to_string();
+        // The token is what the CLI keeps; the session was only the way to mint it.
+        let _ = edge.post_json("/api/auth/logout", &json!({}));
+        let path = credentials::path()
+            .ok_or_else(|| Failure("no HOME or ONRAMP_CONFIG_DIR to save the token in".into()))?;
+        credentials::save(
+            &path,
+            &Saved {
+                edge: edge.base.clone(),
+                email: email.clone(),
+                token,
+            },
+        )
+        .map_err(Failure)?;
+        println!(
+            "signed in to {} as {email}; token saved in {}",
+            edge.base,
+            path.display()
+        );
+        Ok(())
+    })())
+}
+
+/// `onramp logout`: forgets the saved token on this machine.
+pub fn logout(rest: &[String]) -> Result<ExitCode, String> {
+    parse(rest, &[])?;
+    let path = credentials::path().ok_or("no HOME or ONRAMP_CONFIG_DIR")?;
+    if credentials::forget(&path)? {
+        println!("signed out: removed {}", path.display());
+    } else {
+        println!("not signed in on this machine");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `onramp me`: who the token belongs to and the balance.
+pub fn me(rest: &[String]) -> Result<ExitCode, String> {
+    let args = parse(rest, &["--json"])?;
+    let edge = edge_for(&args)?;
+    done(edge.expect_ok(edge.get("/api/me")).map(|m| {
+        if args.json {
+            print_value(&m);
+        } else {
+            println!(
+                "{} on {}: balance {}",
+                m["email"].as_str().unwrap_or("?"),
+                edge.base,
+                yuan(m["balance_fen"].as_i64().unwrap_or(0))
+            );
+        }
+    }))
+}
+
+/// A fresh Idempotency-Key: 128 random bits from the OS.
+fn fresh_key() -> Result<String, String> {
+    let mut bytes = [0u8; 16];
+    std::io::Read::read_exact(
+        &mut std::fs::File::open("/dev/urandom").map_err(|e| format!("no randomness: {e}"))?,
+        &mut bytes,
+    )
+    .map_err(|e| format!("no randomness: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// `onramp submit SPEC [--key K]`: checks the spec here first (the same jobspec the edge runs),
+/// then submits it once; the key printed lets a retry after a lost answer get the same job.
+pub fn submit(rest: &[String]) -> Result<ExitCode, String> {
+    let args = parse(rest, &["--json", "--key"])?;
+    let [path] = args.positional.as_slice() else {
+        return Err("submit needs exactly one spec file".into());
+    };
+    let text = crate::read(path)?;
+    let json_spec = path.ends_with(".json");
+    let plan = jobspec::plan_text(
+        &text,
+        if json_spec {
+            jobspec::Format::Json
+        } else {
+            jobspec::Format::Toml
+        },
+    );
+    if !plan.is_submittable() {
+        eprint!(
+            "{}",
+            jobspec::report::render_text_for(&plan, jobspec::Lang::En, false, path)
+        );
+        eprintln!("onramp: {path} cannot be submitted; nothing was sent");
+        return Ok(ExitCode::from(1));
+    }
+    let key = match &args.key {
+        Some(k) => k.clone(),
+        None => fresh_key()?,
+    };
+    let edge = edge_for(&args)?;
+    let content_type = if json_spec {
+        "application/json"
+    } else {
+        "application/toml"
+    };
+    let answer = edge.call(
+        "POST",
+        "/api/jobs",
+        Some(text.into_bytes()),
+        &[("content-type", content_type), ("idempotency-key", &key)],
+    );
+    done(edge.expect_ok(answer).map(|j| {
+        if args.json {
+            print_value(&j);
+            return;
+        }
+        let id = j["id"].as_str().unwrap_or("?");
+        println!(
+            "job {id} {} on {}: holding {} (idempotency key {key})",
+            j["state"].as_str().unwrap_or("?"),
+            j["backend"].as_str().unwrap_or("?"),
+            yuan(j["hold_fen"].as_i64().unwrap_or(0)),
+        );
+        println!(
+            "  follow it: onramp logs {id} --follow   or open {}/jobs/{id}",
+            edge.base
+        );
+    }))
+}
+
+/// `onramp jobs`: the caller's jobs, newest first.
+pub fn jobs(rest: &[String]) -> Result<ExitCode, String> {
+    let args = parse(rest, &["--json"])?;
+    let edge = edge_for(&args)?;
+    done(edge.expect_ok(edge.get("/api/jobs")).map(|v| {
+        if args.json {
+            print_value(&v);
+            return;
+        }
+        let list = v["jobs"].as_array().cloned().unwrap_or_default();
+        if list.is_empty() {
+            println!("no jobs yet: onramp submit SPEC.toml");
+        }
+        for j in &list {
+            println!("{}", job_line(j));
+        }
+    }))
+}
+
+fn one_id(args: &Args, what: &str) -> Result<String, String> {
+    match args.positional.as_slice() {
+        [id] if !id.is_empty() && !id.contains('/') => Ok(id.clone()),
+        [id] => Err(format!("`{id}` is not a job id")),
+        _ => Err(format!("{what} needs exactly one job id")),
+    }
+}
+
+/// `onramp status ID`.
+pub fn status(rest: &[String]) -> Result<ExitCode, String> {
+    let args = parse(rest, &["--json"])?;
+    let id = one_id(&args, "status")?;
+    let edge = edge_for(&args)?;
+    done(
+        edge.expect_ok(edge.get(&format!("/api/jobs/{id}")))
+            .map(|j| {
+                if args.json {
+                    print_value(&j);
+                } else {
+                    print!("{}", job_details(&j));
+                }
+            }),
+    )
+}
+
+/// `onramp cancel ID`.
+pub fn cancel(rest: &[String]) -> Result<ExitCode, String> {
+    let args = parse(rest, &["--json"])?;
+    let id = one_id(&args, "cancel")?;
+    let edge = edge_for(&args)?;
+    let answer = edge.post_json(&format!("/api/jobs/{id}/cancel"), &json!({}));
+    done(edge.expect_ok(answer).map(|j| {
+        if args.json {
+            print_value(&j);
+        } else {
+            println!(
+                "job {id} {}; charged {}",
+                j["state"].as_str().unwrap_or("?"),
+                yuan(j["charged_fen"].as_i64().unwrap_or(0))
+            );
+        }
+    }))
+}
+
+/// `onramp logs ID [--follow] [--offset N]`: prints the log from a byte offset; with `--follow`
+/// keeps polling until the job has ended and its log is read to the end.
+pub fn logs(rest: &[String]) -> Result<ExitCode, String> {
+    let args = parse(rest, &["--follow", "--offset"])?;
+    let id = one_id(&args, "logs")?;
+    let edge = edge_for(&args)?;
+    let mut offset = args.offset;
+    done((|| {
+        loop {
+            let chunk =
+                edge.expect_ok(edge.get(&format!("/api/jobs/{id}/logs?offset={offset}")))?;
+            if let Some(t) = chunk["text"].as_str() {
+                print!("{t}");
+                use std::io::Write;
+                let _ = std::io::stdout().flush();
+            }
+            offset = chunk["next_offset"].as_u64().unwrap_or(offset);
+            let at_end = chunk["eof"].as_bool().unwrap_or(true);
+            if !args.follow {
+                return Ok(());
+            }
+            if at_end {
+                let job = edge.expect_ok(edge.get(&format!("/api/jobs/{id}")))?;
+                let state = job["state"].as_str().unwrap_or("");
+                if is_terminal(state) {
+                    // One last read: the job may have written between the two calls.
+                    let last =
+                        edge.expect_ok(edge.get(&format!("/api/jobs/{id}/logs?offset={offset}")))?;
+                    print!("{}", last["text"].as_str().unwrap_or(""));
+                    eprintln!("onramp: job {id} {state}");
+                    return Ok(());
+                }
+                // Following a live job means asking again; once a second keeps the edge calm.
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    })())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn flags_are_checked_per_command() {
+        let a = parse(
+            &s(&["j1", "--follow", "--offset", "12", "--edge", "http://e"]),
+            &["--follow", "--offset"],
+        )
+        .unwrap();
+        assert_eq!(a.positional, ["j1"]);
+        assert!(a.follow);
+        assert_eq!(a.offset, 12);
+        assert_eq!(a.edge.as_deref(), Some("http://e"));
+        assert_eq!(
+            parse(&s(&["--json"]), &[]),
+            Err("unknown option `--json`".into())
+        );
+        assert_eq!(
+            parse(&s(&["--offset", "x"]), &["--offset"]),
+            Err("--offset takes a byte count, not `x`".into())
+        );
+        assert_eq!(
+            parse(&s(&["--key"]), &["--key"]),
+            Err("--key needs a value".into())
+        );
+    }
+
+    #[test]
+    fn a_saved_token_is_only_sent_to_its_own_edge() {
+        let saved = Saved {
+            edge: "http://a:1".into(),
+            email: "x@y.z".into(),
+            token: "onr_saved".into(),
+        };
+        let e = resolve(None, None, None, Some(&saved));
+        assert_eq!(
+            (e.base.as_str(), e.token.as_deref()),
+            ("http://a:1", Some("onr_saved"))
+        );
+        let e = resolve(Some("http://b:2/"), None, None, Some(&saved));
+        assert_eq!((e.base.as_str(), e.token), ("http://b:2", None));
+        let e = resolve(None, Some("http://b:2"), Some("onr_env"), Some(&saved));
+        assert_eq!(
+            (e.base.as_str(), e.token.as_deref()),
+            ("http://b:2", Some("onr_env"))
+        );
+        let e = resolve(None, None, None, None);
+        assert_eq!((e.base.as_str(), e.token), (DEFAULT_EDGE, None));
+    }
+
+    #[test]
+    fn money_reads_as_yuan() {
+        assert_eq!(yuan(0), "¥0.00");
+        assert_eq!(yuan(1234), "¥12.34");
+        assert_eq!(yuan(-5), "-¥0.05");
+    }
+
+    #[test]
+    fn jobs_print_charged_once_settled_and_hold_before() {
+        let j = json!({"id": "j1", "state": "running", "backend": "local", "card": "cpu",
+                       "cards": 1, "hold_fen": 120, "created_at": "2026-11-29T10:00:00Z", "name": "tiny"});
+        let line = job_line(&j);
+        assert!(
+            line.contains("hold ¥1.20") && line.contains("1×cpu"),
+            "{line}"
+        );
+        let mut done = j.clone();
+        done["state"] = json!("succeeded");
+        done["charged_fen"] = json!(7);
+        assert!(job_line(&done).contains("charged ¥0.07"));
+        let d = job_details(&done);
+        assert!(d.contains("state      succeeded\n"), "{d}");
+        assert!(d.contains("charged    ¥0.07\n"), "{d}");
+        assert!(!d.contains("ended"), "{d}");
+    }
+}

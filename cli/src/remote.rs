@@ -1,0 +1,218 @@
+//! Talking to the edge: one blocking HTTP call at a time, answers as status + JSON, and the
+//! edge's error shape `{"error": {"code", "message", "details"}}` turned into one readable line.
+
+use serde_json::Value;
+
+/// Where the edge is when nothing says otherwise: what `cargo xtask dev` serves.
+pub const DEFAULT_EDGE: &str = "http://localhost:8787";
+
+/// One answer from the edge.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub json: Value,
+    /// `onramp_session=…` when the answer set a session cookie (login).
+    pub session: Option<String>,
+}
+
+impl Answer {
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+/// A refusal or failure, already worded for the terminal.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure(pub String);
+
+/// The edge's error as one line: its message, its code and the HTTP status, then the spec
+/// diagnostics when the edge sent them (so a refused spec says what and where).
+pub fn describe_error(answer: &Answer) -> Failure {
+    let e = &answer.json["error"];
+    let mut text = match (e["message"].as_str(), e["code"].as_str()) {
+        (Some(m), Some(c)) => format!("{m} ({c}, HTTP {})", answer.status),
+        _ => format!(
+            "the edge answered HTTP {} without an error body",
+            answer.status
+        ),
+    };
+    if let Some(diags) = e["details"]["diagnostics"].as_array() {
+        for d in diags {
+            let at = match (d["line"].as_u64(), d["column"].as_u64()) {
+                (Some(l), Some(c)) => format!("{l}:{c}: "),
+                _ => String::new(),
+            };
+            let message = d["message"].as_str().unwrap_or("");
+            text.push_str(&format!(
+                "\n  {at}{} [{}] {message}",
+                d["severity"].as_str().unwrap_or("error"),
+                d["code"].as_str().unwrap_or("?"),
+            ));
+        }
+    }
+    if answer.status == 401 {
+        text.push_str("\n  sign in first: onramp login --email YOU@EXAMPLE.COM");
+    }
+    Failure(text)
+}
+
+/// A client of one edge with an optional API token (or a session cookie while logging in).
+#[derive(Debug, Clone)]
+pub struct Edge {
+    pub base: String,
+    pub token: Option<String>,
+    pub session: Option<String>,
+}
+
+impl Edge {
+    pub fn new(base: &str, token: Option<String>) -> Edge {
+        Edge {
+            base: base.trim_end_matches('/').to_string(),
+            token,
+            session: None,
+        }
+    }
+
+    pub fn get(&self, path: &str) -> Result<Answer, Failure> {
+        self.call("GET", path, None, &[])
+    }
+
+    pub fn post_json(&self, path: &str, body: &Value) -> Result<Answer, Failure> {
+        self.call(
+            "POST",
+            path,
+            Some(body.to_string().into_bytes()),
+            &[("content-type", "application/json")],
+        )
+    }
+
+    /// Any call. A cookie-authenticated write carries this edge's own Origin, as the app does:
+    /// the edge refuses cookie writes from elsewhere (CSRF), while token calls need none.
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+        headers: &[(&str, &str)],
+    ) -> Result<Answer, Failure> {
+        let url = format!("{}{path}", self.base);
+        let mut builder = ureq::http::Request::builder().method(method).uri(&url);
+        if let Some(t) = &self.token {
+            builder = builder.header("authorization", format!("Bearer {t}"));
+        }
+        if let Some(s) = &self.session {
+            builder = builder.header("cookie", s).header("origin", &self.base);
+        }
+        for (k, v) in headers {
+            builder = builder.header(*k, *v);
+        }
+        let request = builder
+            .body(body.unwrap_or_default())
+            .map_err(|e| Failure(format!("cannot build the request to {url}: {e}")))?;
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(std::time::Duration::from_secs(60)))
+            .build()
+            .into();
+        let response = agent
+            .run(request)
+            .map_err(|e| Failure(format!("cannot reach the edge at {}: {e}", self.base)))?;
+        let status = response.status().as_u16();
+        let session = response
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .filter_map(|c| c.split(';').next())
+            .find(|p| p.starts_with("onramp_session=") && p.len() > "onramp_session=".len())
+            .map(String::from);
+        let bytes = response
+            .into_body()
+            .read_to_vec()
+            .map_err(|e| Failure(format!("cannot read the edge's answer: {e}")))?;
+        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Ok(Answer {
+            status,
+            json,
+            session,
+        })
+    }
+
+    /// A call whose non-2xx answer is a failure worded by [`describe_error`].
+    pub fn expect_ok(&self, answer: Result<Answer, Failure>) -> Result<Value, Failure> {
+        let a = answer?;
+        if a.ok() {
+            Ok(a.json)
+        } else {
+            Err(describe_error(&a))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn answer(status: u16, json: Value) -> Answer {
+        Answer {
+            status,
+            json,
+            session: None,
+        }
+    }
+
+    #[test]
+    fn edge_errors_read_as_one_line_with_code_and_status() {
+        let a = answer(
+            402,
+            json!({"error": {"code": "insufficient_credit", "message": "the hold of 120 fen exceeds the balance of 5 fen", "details": {}}}),
+        );
+        assert_eq!(
+            describe_error(&a).0,
+            "the hold of 120 fen exceeds the balance of 5 fen (insufficient_credit, HTTP 402)"
+        );
+    }
+
+    #[test]
+    fn refused_specs_list_their_diagnostics_with_line_and_column() {
+        let a = answer(
+            422,
+            json!({"error": {"code": "invalid_spec", "message": "the spec cannot be submitted", "details": {
+                "diagnostics": [{"severity": "error", "code": "E_UNKNOWN_CARD", "line": 7, "column": 8,
+                                 "message": "unknown card `H900`", "messages": {"en": "unknown card `H900`"}}]}}}),
+        );
+        let text = describe_error(&a).0;
+        assert!(
+            text.ends_with("\n  7:8: error [E_UNKNOWN_CARD] unknown card `H900`"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn unauthenticated_answers_say_how_to_sign_in_and_bodiless_ones_say_so() {
+        let a = answer(
+            401,
+            json!({"error": {"code": "unauthenticated", "message": "sign in first"}}),
+        );
+        assert!(describe_error(&a).0.contains("onramp login --email"));
+        let b = answer(502, Value::Null);
+        assert_eq!(
+            describe_error(&b).0,
+            "the edge answered HTTP 502 without an error body"
+        );
+    }
+
+    #[test]
+    fn an_unreachable_edge_is_a_failure_not_a_panic() {
+        // Port 9 (discard) on loopback has nothing listening here.
+        let e = Edge::new("http://127.0.0.1:9/", None);
+        assert_eq!(e.base, "http://127.0.0.1:9");
+        let err = e.get("/api/me").expect_err("nothing listens");
+        assert!(
+            err.0
+                .starts_with("cannot reach the edge at http://127.0.0.1:9"),
+            "{err:?}"
+        );
+    }
+}
