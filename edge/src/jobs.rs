@@ -91,6 +91,10 @@ pub struct JobWire {
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
     pub message: Option<String>,
+    /// Why a queued job waits, as its backend names it (e.g. Slurm's `Resources`); `message`
+    /// says it in words.
+    #[serde(default)]
+    pub reason: Option<String>,
     pub checkpoint: bool,
     pub spec: String,
 }
@@ -107,6 +111,7 @@ mod tests {
             url: "http://x".into(),
             secret: String::new(),
             cards: [(card.to_string(), n)].into(),
+            ..BackendConfig::default()
         }
     }
 
