@@ -73,6 +73,9 @@ pub enum BackendError {
     Protocol(String),
     /// The backend has no such thing (a job or a checkpoint).
     NotFound,
+    /// The backend understood the job and will not run it (e.g. Slurm: no node has that many
+    /// GPUs); the reason is the backend's own.
+    Refused(String),
 }
 
 impl BackendError {
@@ -92,6 +95,11 @@ impl BackendError {
             BackendError::NotFound => {
                 ApiError::not_found(format!("backend {backend} has no such item"))
             }
+            BackendError::Refused(why) => ApiError::new(
+                422,
+                "backend_refused",
+                format!("backend {backend} will not run this job: {why}"),
+            ),
         }
     }
 }

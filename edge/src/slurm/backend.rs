@@ -122,6 +122,16 @@ impl Backend for SlurmBackend {
     }
 
     fn parse_submit(&self, status: u16, body: &[u8]) -> Result<Submitted, BackendError> {
+        // Slurm's refusal (with any status) names why: the job cannot run there as asked.
+        if let Ok(v) = serde_json::from_slice::<Value>(body)
+            && v.get("errors")
+                .and_then(Value::as_array)
+                .is_some_and(|e| !e.is_empty())
+        {
+            return Err(BackendError::Refused(
+                parse_submit(&v).err().unwrap_or_default(),
+            ));
+        }
         common_status(status, body)?;
         let id = parse_submit(&json(body)?).map_err(BackendError::Protocol)?;
         Ok(Submitted {
@@ -328,9 +338,13 @@ mod tests {
         );
         let refused = br#"{"errors":[{"description":"Batch job submission failed","error":"Requested node configuration is not available"}]}"#;
         match s.parse_submit(200, refused) {
-            Err(BackendError::Protocol(m)) => assert!(m.contains("node configuration"), "{m}"),
+            Err(BackendError::Refused(m)) => assert!(m.contains("node configuration"), "{m}"),
             other => panic!("{other:?}"),
         }
+        // slurmrestd may send the refusal with a 500: still a refusal, not an outage.
+        let e = s.parse_submit(500, refused).unwrap_err();
+        assert!(matches!(e, BackendError::Refused(_)), "{e:?}");
+        assert_eq!(e.into_api("hpc").code, "backend_refused");
         assert_eq!(
             s.parse_submit(200, br#"{"job_id": 5, "errors": []}"#)
                 .unwrap()
