@@ -290,7 +290,7 @@ async fn refresh_waiting(env: &Env, job: &JobRow) -> bool {
     {
         return false;
     }
-    match report::remote_status_within(env, job, std::time::Duration::from_secs(3)).await {
+    match report::remote_status_within(env, job, std::time::Duration::from_secs(2)).await {
         Ok(st) if !st.state.is_terminal() => report::progress(env, job, &st, now).await.is_ok(),
         Ok(st) => {
             let msg = st
