@@ -279,6 +279,8 @@ fn gpu_wait(w: &World) {
     assert_eq!(job["state"], "queued", "{job}");
     let msg = job["message"].as_str().unwrap();
     assert!(msg.contains("not enough free GPUs"), "{msg}");
+    let zh = job["reason_messages"]["zh-CN"].as_str().unwrap();
+    assert!(zh.contains("等待资源"), "{zh}");
 
     // Cancel through the edge: Slurm cancels it, the hold comes back whole.
     let c = u.post(&format!("/api/jobs/{id}/cancel"), &json!({}));

@@ -11,7 +11,7 @@ use super::job_logs;
 use super::report;
 use crate::adapter::{self, Dispatch};
 use crate::error::ApiError;
-use crate::jobs::{JobState, JobWire, pick_backend};
+use crate::jobs::{JobState, JobWire, Messages, pick_backend};
 use crate::time::format_rfc3339_ms;
 use crate::wire::{self, SpecText};
 use serde::Deserialize;
@@ -65,6 +65,7 @@ impl JobRow {
             ended_at: self.ended_at.map(format_rfc3339_ms),
             message: self.message.clone(),
             reason: self.reason.clone(),
+            reason_messages: self.reason.as_deref().map(Messages::for_reason),
             checkpoint: self.checkpoint != 0,
             spec: self.spec.clone(),
         }
