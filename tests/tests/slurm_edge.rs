@@ -154,16 +154,21 @@ fn slurm_jobs_through_the_edge() {
     )
     .expect("stack starts");
     let world = World { stack, slurm };
+    // The node has two CPUs and each job takes one: the GPU scenario (with a job holding the
+    // GPUs) goes first so that nothing else queues ahead of its waiting job, then the other two.
+    run_scenarios(
+        &world,
+        &[(
+            "a job waiting for GPUs says why; cancel releases its hold",
+            gpu_wait,
+        )],
+    );
     run_scenarios(
         &world,
         &[
             (
                 "tiny-train on Slurm: reports, metrics, logs, settlement",
                 tiny_train,
-            ),
-            (
-                "a job waiting for GPUs says why; cancel releases its hold",
-                gpu_wait,
             ),
             (
                 "Slurm's time limit: the sweep settles the whole hold",
@@ -277,6 +282,8 @@ fn gpu_wait(w: &World) {
     // Reading the job asks Slurm why it waits.
     let job = w.wait_job(&u, &id, 60, false, |j| j["reason"] == "Resources");
     assert_eq!(job["state"], "queued", "{job}");
+    // Slurm forecasts a start time for a pending job; it has not started.
+    assert_eq!(job["started_at"], Value::Null, "{job}");
     let msg = job["message"].as_str().unwrap();
     assert!(msg.contains("not enough free GPUs"), "{msg}");
     let zh = job["reason_messages"]["zh-CN"].as_str().unwrap();

@@ -147,10 +147,12 @@ impl Backend for SlurmBackend {
     fn parse_status(&self, status: u16, body: &[u8]) -> Result<RemoteStatus, BackendError> {
         common_status(status, body)?;
         let s = parse_job(&json(body)?).map_err(BackendError::Protocol)?;
+        // For a pending job Slurm's start_time is its guess of when the job will start.
+        let started = s.start_time.filter(|_| s.state != MappedState::Queued);
         Ok(RemoteStatus {
             state: job_state(s.state),
             exit_code: s.exit_code,
-            started_at_ms: s.start_time.map(|t| t * 1000),
+            started_at_ms: started.map(|t| t * 1000),
             ended_at_ms: s.end_time.map(|t| t * 1000),
             checkpoint: false,
             reason: s.reason,
@@ -305,12 +307,12 @@ mod tests {
             "{env}"
         );
         assert!(s.logs("5", 0).is_none());
-        let pending =
-            json!({"jobs": [{"job_id": 5, "job_state": ["PENDING"], "state_reason": "Resources"}]});
+        let pending = json!({"jobs": [{"job_id": 5, "job_state": ["PENDING"], "state_reason": "Resources",
+            "start_time": {"set": true, "infinite": false, "number": 1_900_000_000}}]});
         let st = s.parse_status(200, pending.to_string().as_bytes()).unwrap();
         assert_eq!(
-            (st.state, st.reason.as_deref()),
-            (JobState::Queued, Some("Resources"))
+            (st.state, st.reason.as_deref(), st.started_at_ms),
+            (JobState::Queued, Some("Resources"), None)
         );
         assert!(st.message.unwrap().starts_with("waiting for resources"));
     }

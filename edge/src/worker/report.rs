@@ -165,7 +165,8 @@ pub async fn progress(
          message = CASE WHEN ? THEN ? ELSE message END WHERE id = ? AND state IN ('queued', 'running')",
         &[
             s(st.state.as_str()),
-            db::opt_n(st.started_at_ms),
+            // A waiting job has not started, whatever start time a backend forecasts.
+            db::opt_n(st.started_at_ms.filter(|_| !waiting)),
             n(now),
             db::opt_s(st.reason.as_deref().filter(|_| waiting)),
             n(i64::from(waiting && st.message.is_some())),
