@@ -208,13 +208,18 @@ pub async fn finish(
     );
     let changed = db::run(
         env,
-        "UPDATE jobs SET state = ?, ended_at = ?, started_at = COALESCE(started_at, ?), charged_fen = ?, \
+        "UPDATE jobs SET state = ?, ended_at = ?, started_at = COALESCE(?, started_at), charged_fen = ?, \
          message = COALESCE(?, CASE WHEN reason IS NOT NULL THEN NULL ELSE message END), reason = NULL \
          WHERE id = ? AND state IN ('queued', 'running')",
         &[
             s(state.as_str()),
             n(ended),
-            db::opt_n(job.started_at.or(started_ms)),
+            // Both ends on the clock that was billed, so the job never shows ending before it
+            // started; without the backend's times, the edge's own first "running".
+            db::opt_n(match (started_ms, ended_ms) {
+                (Some(_), Some(_)) => Some(started),
+                _ => job.started_at.or(started_ms),
+            }),
             n(capture),
             db::opt_s(message),
             s(&job.id),
