@@ -44,9 +44,9 @@ onramp_post() {
     || echo "onramp: a report to the edge failed" >&2
 }
 # slurmrestd serves no output: this loop sends the log to the edge in chunks every 2 s (a chunk
-# that fails goes again next round) and once more, completely, when the command has ended.
+# that fails goes again next round) and the rest when the command has ended (five tries at most).
 onramp_ship() {
-  local off=0 size n last=''
+  local off=0 size n last='' rounds=0
   while :; do
     [ -e "$ONRAMP_LOG.done" ] && last=1
     size=$(stat -c %s "$ONRAMP_LOG")
@@ -54,10 +54,13 @@ onramp_ship() {
       tail -c +"$((off + 1))" "$ONRAMP_LOG" | head -c 65536 > "$ONRAMP_LOG.chunk"
       n=$(stat -c %s "$ONRAMP_LOG.chunk")
       onramp_curl -H 'Content-Type: application/octet-stream' \
-        --data-binary @"$ONRAMP_LOG.chunk" "$ONRAMP_LOGS?offset=$off" 2>/dev/null || break
+        --data-binary @"$ONRAMP_LOG.chunk" "$ONRAMP_LOGS?offset=$off" || break
       off=$((off + n))
     done
-    [ -n "$last" ] && return 0
+    if [ -n "$last" ]; then
+      rounds=$((rounds + 1))
+      [ "$off" -ge "$size" ] || [ "$rounds" -ge 5 ] && return 0
+    fi
     sleep 2
   done
 }
@@ -162,9 +165,9 @@ pub(crate) mod tests {
                 || echo "onramp: a report to the edge failed" >&2
             }
             # slurmrestd serves no output: this loop sends the log to the edge in chunks every 2 s (a chunk
-            # that fails goes again next round) and once more, completely, when the command has ended.
+            # that fails goes again next round) and the rest when the command has ended (five tries at most).
             onramp_ship() {
-              local off=0 size n last=''
+              local off=0 size n last='' rounds=0
               while :; do
                 [ -e "$ONRAMP_LOG.done" ] && last=1
                 size=$(stat -c %s "$ONRAMP_LOG")
@@ -172,10 +175,13 @@ pub(crate) mod tests {
                   tail -c +"$((off + 1))" "$ONRAMP_LOG" | head -c 65536 > "$ONRAMP_LOG.chunk"
                   n=$(stat -c %s "$ONRAMP_LOG.chunk")
                   onramp_curl -H 'Content-Type: application/octet-stream' \
-                    --data-binary @"$ONRAMP_LOG.chunk" "$ONRAMP_LOGS?offset=$off" 2>/dev/null || break
+                    --data-binary @"$ONRAMP_LOG.chunk" "$ONRAMP_LOGS?offset=$off" || break
                   off=$((off + n))
                 done
-                [ -n "$last" ] && return 0
+                if [ -n "$last" ]; then
+                  rounds=$((rounds + 1))
+                  [ "$off" -ge "$size" ] || [ "$rounds" -ge 5 ] && return 0
+                fi
                 sleep 2
               done
             }
