@@ -6,7 +6,7 @@ use super::db::{self, n, s};
 use super::http::{self, ApiResult};
 use super::report;
 use crate::adapter::LogChunk;
-use crate::job_log::{self, MAX_CHUNK_BYTES, MAX_LOG_BYTES};
+use crate::job_log::{self, MAX_CHUNK_BYTES, MAX_LOG_BYTES, MAX_READ_BYTES};
 use crate::wire;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -66,12 +66,17 @@ pub async fn read(env: &Env, job_id: &str, offset: u64, job_ended: bool) -> ApiR
         offset: i64,
         text: String,
     }
-    // Pieces are at most 64 KiB and a read returns at most 64 KiB: the piece holding `offset`
-    // and the next one or two cover it.
+    // Every piece that overlaps the window a read can return, [offset, offset + 64 KiB).
+    let from = i64::try_from(offset).unwrap_or(i64::MAX);
     let rows: Vec<Piece> = db::all(
         env,
-        "SELECT offset, text FROM job_logs WHERE job_id = ? AND offset + bytes > ? ORDER BY offset LIMIT 3",
-        &[s(job_id), n(i64::try_from(offset).unwrap_or(i64::MAX))],
+        "SELECT offset, text FROM job_logs WHERE job_id = ? AND offset + bytes > ? AND offset < ? \
+         ORDER BY offset",
+        &[
+            s(job_id),
+            n(from),
+            n(from.saturating_add(i64::try_from(MAX_READ_BYTES).unwrap_or(i64::MAX))),
+        ],
     )
     .await?;
     let pieces: Vec<(u64, String)> = rows
@@ -79,7 +84,7 @@ pub async fn read(env: &Env, job_id: &str, offset: u64, job_ended: bool) -> ApiR
         .map(|p| (u64::try_from(p.offset).unwrap_or(0), p.text))
         .collect();
     let mut chunk = job_log::read(&pieces, offset, job_ended);
-    // Only three pieces were read: the end is where everything stored ends.
+    // The window may end before the log does: the end is where everything stored ends.
     chunk.eof = job_ended && chunk.next_offset >= stored_bytes(env, job_id).await?;
     Ok(chunk)
 }
