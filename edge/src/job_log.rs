@@ -181,6 +181,11 @@ mod tests {
         assert_eq!((c.text.as_str(), c.next_offset, c.eof), ("", 12, true));
         let c = read(&pieces, 0, true);
         assert!(c.eof);
+        // A job's small pieces (one per 2-second round) come back together.
+        let small: Vec<(u64, String)> = (0..40).map(|i| (i * 4, format!("l{i:02}\n"))).collect();
+        let c = read(&small, 0, true);
+        assert_eq!((c.text.len(), c.eof), (160, true));
+        assert!(c.text.ends_with("l39\n"));
         let big = "步".repeat(MAX_READ_BYTES / 3 + 10);
         let c = read(&[(0, big)], 0, true);
         assert!(c.text.len() <= MAX_READ_BYTES && c.text.len().is_multiple_of(3));
