@@ -27,6 +27,8 @@ pub struct Dispatch {
     pub env: BTreeMap<String, String>,
     pub time_limit_s: u64,
     pub report_url: String,
+    /// Where a job that pushes its own log sends it (see [`Backend::logs`]).
+    pub log_url: String,
     pub report_token: String,
     pub card: String,
     pub cards: u32,
@@ -47,6 +49,11 @@ pub struct RemoteStatus {
     pub started_at_ms: Option<i64>,
     pub ended_at_ms: Option<i64>,
     pub checkpoint: bool,
+    /// Why a queued job waits, as the backend names it (Slurm's `state_reason`, e.g. `Resources`).
+    pub reason: Option<String>,
+    /// What to show the user about the wait or the end (English; the reason code is the key
+    /// a page translates).
+    pub message: Option<String>,
 }
 
 /// A slice of a job's log.
@@ -66,6 +73,9 @@ pub enum BackendError {
     Protocol(String),
     /// The backend has no such thing (a job or a checkpoint).
     NotFound,
+    /// The backend understood the job and will not run it (e.g. Slurm: no node has that many
+    /// GPUs); the reason is the backend's own.
+    Refused(String),
 }
 
 impl BackendError {
@@ -85,6 +95,11 @@ impl BackendError {
             BackendError::NotFound => {
                 ApiError::not_found(format!("backend {backend} has no such item"))
             }
+            BackendError::Refused(why) => ApiError::new(
+                422,
+                "backend_refused",
+                format!("backend {backend} will not run this job: {why}"),
+            ),
         }
     }
 }
@@ -95,7 +110,9 @@ pub trait Backend {
     fn parse_submit(&self, status: u16, body: &[u8]) -> Result<Submitted, BackendError>;
     fn status(&self, remote_id: &str) -> HttpCall;
     fn parse_status(&self, status: u16, body: &[u8]) -> Result<RemoteStatus, BackendError>;
-    fn logs(&self, remote_id: &str, offset: u64) -> HttpCall;
+    /// The log read from `offset`; `None` when this kind of backend cannot serve its jobs' output
+    /// and the job pushes its log to the edge instead (`POST /api/jobs/{id}/log`).
+    fn logs(&self, remote_id: &str, offset: u64) -> Option<HttpCall>;
     fn parse_logs(&self, status: u16, body: &[u8]) -> Result<LogChunk, BackendError>;
     fn cancel(&self, remote_id: &str) -> HttpCall;
     fn parse_cancel(&self, status: u16, body: &[u8]) -> Result<JobState, BackendError>;

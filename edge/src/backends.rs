@@ -8,15 +8,16 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// What kind of service a backend is; decides which adapter talks to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
+    #[default]
     Runner,
     Slurm,
 }
 
 /// One backend as configured by the deployment.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BackendConfig {
     pub name: String,
@@ -29,6 +30,20 @@ pub struct BackendConfig {
     /// Card type → how many cards of it the backend has.
     #[serde(default)]
     pub cards: BTreeMap<String, u32>,
+    /// Extra environment for every job on this backend (e.g. `ONRAMP_SHARED`, where a cluster
+    /// keeps tiny-train's models and corpora).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Slurm: the folder on the cluster's shared storage where jobs work and log (absolute;
+    /// `/tmp` when absent).
+    #[serde(default)]
+    pub work_dir: Option<String>,
+    /// Slurm: the partition to submit to (the cluster's default when absent).
+    #[serde(default)]
+    pub partition: Option<String>,
+    /// Slurm: CPUs per task (the spec's when absent: 8 per GPU, 4 for a CPU job).
+    #[serde(default)]
+    pub cpus_per_task: Option<u32>,
 }
 
 /// Parses `BACKENDS`. An absent or empty variable means no backends; a malformed one is an error
@@ -54,6 +69,16 @@ pub fn parse(text: Option<&str>) -> Result<Vec<BackendConfig>, String> {
                 b.name, b.url
             ));
         }
+        if let Some(dir) = b
+            .work_dir
+            .as_ref()
+            .filter(|d| !d.starts_with('/') || d.contains(['\n', '\0']))
+        {
+            return Err(format!(
+                "BACKENDS: backend {:?} has work_dir {dir:?}, which is not an absolute path",
+                b.name
+            ));
+        }
         while b.url.ends_with('/') {
             b.url.pop();
         }
@@ -75,6 +100,26 @@ mod tests {
         assert_eq!(list[0].kind, BackendKind::Runner);
         assert_eq!(list[0].url, "http://127.0.0.1:8788");
         assert_eq!(list[0].cards["cpu"], 1);
+        assert_eq!(list[0].work_dir, None);
+    }
+
+    #[test]
+    fn parses_slurm_options() {
+        let list = parse(Some(
+            r#"[{"name":"hpc","kind":"slurm","url":"http://h:6820","secret":"u:jwt","cards":{"cpu":1},
+                "work_dir":"/shared/onramp","partition":"gpu","cpus_per_task":2,"env":{"ONRAMP_SHARED":"/shared/data"}}]"#,
+        ))
+        .unwrap();
+        let b = &list[0];
+        assert_eq!(
+            (
+                b.work_dir.as_deref(),
+                b.partition.as_deref(),
+                b.cpus_per_task
+            ),
+            (Some("/shared/onramp"), Some("gpu"), Some(2))
+        );
+        assert_eq!(b.env["ONRAMP_SHARED"], "/shared/data");
     }
 
     #[test]
@@ -96,5 +141,10 @@ mod tests {
         assert!(e.contains("unique"), "{e}");
         let e = parse(Some(r#"[{"name":"a","kind":"ray","url":"http://x"}]"#)).unwrap_err();
         assert!(e.contains("unknown variant"), "{e}");
+        let e = parse(Some(
+            r#"[{"name":"a","kind":"slurm","url":"http://x","work_dir":"jobs"}]"#,
+        ))
+        .unwrap_err();
+        assert!(e.contains("work_dir"), "{e}");
     }
 }

@@ -75,6 +75,23 @@ pub fn pick_backend<'a>(
         })
 }
 
+/// One text in the app's languages.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Messages {
+    pub en: String,
+    #[serde(rename = "zh-CN")]
+    pub zh_cn: String,
+}
+
+impl Messages {
+    /// Why a job waits, from its backend's reason code. The codes are Slurm's (the only backend
+    /// that queues jobs for reasons of its own); an unknown code still reads as "waiting".
+    pub fn for_reason(reason: &str) -> Messages {
+        let (en, zh_cn) = crate::slurm::state::pending_reason(reason);
+        Messages { en, zh_cn }
+    }
+}
+
 /// A job as the API shows it to its owner.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct JobWire {
@@ -91,6 +108,12 @@ pub struct JobWire {
     pub started_at: Option<String>,
     pub ended_at: Option<String>,
     pub message: Option<String>,
+    /// Why a queued job waits, as its backend names it (e.g. Slurm's `Resources`); `message`
+    /// says it in English and `reason_messages` in every language of the app.
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub reason_messages: Option<Messages>,
     pub checkpoint: bool,
     pub spec: String,
 }
@@ -107,6 +130,7 @@ mod tests {
             url: "http://x".into(),
             secret: String::new(),
             cards: [(card.to_string(), n)].into(),
+            ..BackendConfig::default()
         }
     }
 
@@ -163,5 +187,15 @@ mod tests {
         );
         assert_eq!(JobState::parse("timed_out"), Some(TimedOut));
         assert_eq!(JobState::parse("nope"), None);
+    }
+
+    #[test]
+    fn wait_reasons_read_in_both_languages() {
+        let m = Messages::for_reason("Resources");
+        assert!(m.en.starts_with("waiting for resources"), "{m:?}");
+        assert!(m.zh_cn.contains("GPU"), "{m:?}");
+        let json = serde_json::to_value(&m).unwrap();
+        assert!(json["zh-CN"].is_string(), "{json}");
+        assert_eq!(Messages::for_reason("Whatever").en, "waiting (Whatever)");
     }
 }

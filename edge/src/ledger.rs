@@ -76,6 +76,22 @@ pub fn capture_fen(hold_fen: i64, price_fen_per_hour: u64, cards: u32, elapsed_m
     i64::try_from(cost).unwrap_or(i64::MAX).min(hold_fen).max(0)
 }
 
+/// What a job that reached `state` pays: a job killed at its time limit ran for the whole limit
+/// and pays the whole hold (its maximum cost, held for exactly that limit); any other job pays
+/// its card time ([`capture_fen`]).
+pub fn settle_fen(
+    state: crate::jobs::JobState,
+    hold_fen: i64,
+    price_fen_per_hour: u64,
+    cards: u32,
+    elapsed_ms: i64,
+) -> i64 {
+    if state == crate::jobs::JobState::TimedOut {
+        return hold_fen.max(0);
+    }
+    capture_fen(hold_fen, price_fen_per_hour, cards, elapsed_ms)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +132,15 @@ mod tests {
         assert_eq!(capture_fen(100, 3600, 1, 9_001), 10);
         assert_eq!(capture_fen(5, 3600, 2, 3_600_000), 5);
         assert_eq!(capture_fen(5, 3600, 1, -10), 0);
+    }
+
+    #[test]
+    fn a_timed_out_job_pays_to_its_limit() {
+        use crate::jobs::JobState;
+        // Clocks on two machines may make the run look a little shorter than the limit.
+        assert_eq!(settle_fen(JobState::TimedOut, 50, 3600, 1, 49_000), 50);
+        assert_eq!(settle_fen(JobState::Succeeded, 50, 3600, 1, 10_000), 10);
+        assert_eq!(settle_fen(JobState::Cancelled, 50, 3600, 1, 0), 0);
     }
 
     proptest! {

@@ -140,15 +140,17 @@ impl Backend for RunnerBackend {
             started_at_ms: time(a.started_at),
             ended_at_ms: time(a.ended_at),
             checkpoint: a.checkpoint,
+            reason: None,
+            message: None,
         })
     }
 
-    fn logs(&self, remote_id: &str, offset: u64) -> HttpCall {
-        self.call(
+    fn logs(&self, remote_id: &str, offset: u64) -> Option<HttpCall> {
+        Some(self.call(
             "GET",
             &format!("/jobs/{}/logs?offset={offset}", segment(remote_id)),
             None,
-        )
+        ))
     }
 
     fn parse_logs(&self, status: u16, body: &[u8]) -> Result<LogChunk, BackendError> {
@@ -205,6 +207,7 @@ mod tests {
             url: "http://127.0.0.1:9".into(),
             secret: "s3".into(),
             cards: BTreeMap::new(),
+            ..BackendConfig::default()
         })
     }
 
@@ -218,6 +221,7 @@ mod tests {
             env: BTreeMap::new(),
             time_limit_s: 60,
             report_url: "http://e/api/jobs/j1/report".into(),
+            log_url: "http://e/api/jobs/j1/log".into(),
             report_token: "t".into(),
             card: "cpu".into(),
             cards: 1,
@@ -277,7 +281,7 @@ mod tests {
             .unwrap();
         assert_eq!(l.next_offset, 3);
         assert_eq!(
-            r.logs("../x", 5).url,
+            r.logs("../x", 5).unwrap().url,
             "http://127.0.0.1:9/jobs/x/logs?offset=5"
         );
     }

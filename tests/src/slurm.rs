@@ -92,7 +92,8 @@ pub fn ensure_chroot() -> Result<PathBuf, String> {
 
 /// The script that runs inside the new mount namespace: private mounts, keys, configuration,
 /// fake GPUs, the four daemons, and a JWT for root written to `token` once slurmctld answers.
-/// Arguments: chroot, run folder (inside the chroot), ctld port, slurmd port, rest port, GPUs.
+/// Arguments: chroot, run folder (inside the chroot), ctld port, slurmd port, rest port, GPUs,
+/// then pairs of (host folder, folder inside the chroot) to bind.
 const LAUNCHER: &str = r#"set -eu
 C=$1; R=$2; H=$C$R; GPUS=$6
 mount -t proc proc "$C/proc"
@@ -149,6 +150,13 @@ SLURM_JWT=daemon chroot "$C" /usr/sbin/slurmrestd -u nobody -g nogroup -a rest_a
 until chroot "$C" /usr/bin/scontrol token username=root lifespan=86400 > "$H/token.tmp" 2>/dev/null; do
   sleep 0.2
 done
+# Host folders bound into the chroot, in this namespace only (what a cluster has on every node).
+shift 6
+while [ $# -ge 2 ]; do
+  [ -d "$C$2" ] || mkdir -p "$H/${2#"$R"/}"
+  mount --bind "$1" "$C$2"
+  shift 2
+done
 mv "$H/token.tmp" "$H/token"
 wait
 "#;
@@ -172,6 +180,14 @@ impl Slurm {
     /// Starts Slurm with `gpus` fake GPUs and waits until slurmrestd answers a ping and the node
     /// is idle.
     pub fn start(gpus: u32) -> Result<Slurm, String> {
+        Slurm::start_with_binds(gpus, &[])
+    }
+
+    /// `start`, with host folders bound into the chroot for this Slurm only: (host folder,
+    /// inside path). An inside path that is relative lies in this Slurm's run folder
+    /// ([`Slurm::run_dir`]); an absolute one must already exist in the chroot (e.g.
+    /// `/usr/local/bin`, where a cluster installs `onramp-runner`).
+    pub fn start_with_binds(gpus: u32, binds: &[(PathBuf, String)]) -> Result<Slurm, String> {
         if !chroot_ready() {
             return Err(format!(
                 "no Slurm chroot at {}: run `cargo xtask setup`",
@@ -198,6 +214,17 @@ impl Slurm {
         .arg(&run_inner)
         .args([ctld, slurmd, rest].map(|p| p.to_string()))
         .arg(gpus.to_string());
+        for (host, inner) in binds {
+            let inner = if inner.starts_with('/') {
+                if !chroot.join(inner.trim_start_matches('/')).is_dir() {
+                    return Err(format!("{inner} is not a folder in the Slurm chroot"));
+                }
+                inner.clone()
+            } else {
+                format!("{run_inner}/{inner}")
+            };
+            cmd.arg(host).arg(inner);
+        }
         let log = host_run.with_extension("log");
         let launcher = Service::start("slurm", cmd, &log, false)?;
         let mut slurm = Slurm {
@@ -244,6 +271,11 @@ impl Slurm {
         })
         .map_err(|e| format!("{e}\n{}", slurm.log_tail()))?;
         Ok(slurm)
+    }
+
+    /// This Slurm's run folder, as the jobs see it.
+    pub fn run_dir(&self) -> &str {
+        &self.run_inner
     }
 
     /// A path inside the chroot, seen from the host.

@@ -84,27 +84,12 @@ impl Stack {
         if opts.with_runner {
             let port = free_port()?;
             let url = format!("http://127.0.0.1:{port}");
-            let mut cmd = Command::new(paths::runner_bin());
-            cmd.args(["--addr", &format!("127.0.0.1:{port}"), "--state-dir"])
-                .arg(opts.state_dir.join("runner"))
-                .env("ONRAMP_RUNNER_SECRET", &stack.runner_secret);
-            let log = opts.state_dir.join("runner.log");
-            stack.runner = Some(Service::start(
-                "onramp-runner",
-                cmd,
-                &log,
+            stack.runner = Some(start_runner(
+                &opts.state_dir,
+                port,
+                &stack.runner_secret,
                 opts.inherit_output,
             )?);
-            let secret = stack.runner_secret.clone();
-            let health = format!("{url}/health");
-            let runner = stack.runner.as_mut();
-            wait_healthy("the runner", runner, Duration::from_secs(30), || {
-                let resp = crate::http()
-                    .get(&health)
-                    .header("authorization", &format!("Bearer {secret}"))
-                    .call();
-                Ok(resp.is_ok_and(|r| r.status() == 200))
-            })?;
             backends.push(serde_json::json!({
                 "name": "local", "kind": "runner", "url": url,
                 "secret": stack.runner_secret, "cards": {"cpu": 1}
@@ -146,6 +131,8 @@ impl Stack {
         .arg(&persist)
         // Each wrangler opens a debugger port (9229 by default); parallel stacks need their own.
         .args(["--inspector-port", &free_port()?.to_string()])
+        // `GET /__scheduled?cron=…` fires the cron trigger (the reconcile sweep) on demand.
+        .arg("--test-scheduled")
         .args([
             "--var",
             &format!("BACKENDS:{}", serde_json::Value::Array(backends)),
@@ -172,6 +159,48 @@ impl Stack {
         Ok(stack)
     }
 
+    /// Kills the runner with SIGKILL, as a crash would (its jobs, in their own process groups,
+    /// keep running), and starts a new one on the same URL and state folder.
+    pub fn crash_and_restart_runner(&mut self) -> Result<(), String> {
+        let url = self.runner_url.clone().ok_or("this stack has no runner")?;
+        let port: u16 = url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(|| format!("no port in {url}"))?;
+        if let Some(mut old) = self.runner.take() {
+            crate::process::signal_group(old.pid(), "KILL");
+            wait::until("the runner to die", Duration::from_secs(10), || {
+                Ok(old.exited().map(|_| ()))
+            })?;
+        }
+        self.runner = Some(start_runner(
+            &self.state_dir,
+            port,
+            &self.runner_secret,
+            false,
+        )?);
+        Ok(())
+    }
+
+    /// Fires the cron trigger once, as the schedule would (wrangler dev's `--test-scheduled`), and
+    /// returns when the scheduled handler has finished. (`/__scheduled` is in wrangler.toml's
+    /// `run_worker_first`, else the assets would answer it with the app's page.)
+    pub fn run_scheduled(&self, cron: &str) -> Result<(), String> {
+        let url = format!("{}/__scheduled?cron={}", self.url, cron.replace(' ', "+"));
+        let resp = crate::http()
+            .post(&url)
+            .send_empty()
+            .map_err(|e| format!("POST {url}: {e}"))?;
+        let status = resp.status();
+        let text = resp.into_body().read_to_string().unwrap_or_default();
+        if status == 200 && text.contains("Ran scheduled event") {
+            Ok(())
+        } else {
+            Err(format!("POST {url}: HTTP {status}: {text:.200}"))
+        }
+    }
+
     /// Stops everything; also done on drop.
     pub fn stop(&mut self) {
         self.edge.take();
@@ -186,6 +215,42 @@ impl Drop for Stack {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Starts `onramp-runner` on `port` with its state in `state_dir/runner` and waits until it is
+/// healthy. Each start logs to its own file, so a restart keeps the earlier log.
+fn start_runner(
+    state_dir: &Path,
+    port: u16,
+    secret: &str,
+    inherit_output: bool,
+) -> Result<Service, String> {
+    let mut cmd = Command::new(paths::runner_bin());
+    cmd.args(["--addr", &format!("127.0.0.1:{port}"), "--state-dir"])
+        .arg(state_dir.join("runner"))
+        .env("ONRAMP_RUNNER_SECRET", secret);
+    let mut log = state_dir.join("runner.log");
+    let mut n = 1;
+    while log.exists() {
+        n += 1;
+        log = state_dir.join(format!("runner-{n}.log"));
+    }
+    let mut service = Service::start("onramp-runner", cmd, &log, inherit_output)?;
+    let health = format!("http://127.0.0.1:{port}/health");
+    let auth = format!("Bearer {secret}");
+    wait_healthy(
+        "the runner",
+        Some(&mut service),
+        Duration::from_secs(30),
+        || {
+            let resp = crate::http()
+                .get(&health)
+                .header("authorization", &auth)
+                .call();
+            Ok(resp.is_ok_and(|r| r.status() == 200))
+        },
+    )?;
+    Ok(service)
 }
 
 /// Waits until `ready` says yes, failing early with the log tail if the service exits.

@@ -1,7 +1,8 @@
 //! End to end through the edge's jobs API with the real runner: a tiny-train spec submitted to
 //! `POST /api/jobs` is dispatched to `onramp-runner`, really trains, its metrics reach the edge
 //! with the job's token, its checkpoint is served through the edge, and its credit hold settles
-//! to the time it ran.
+//! to the time it ran. A job that reaches its time limit is killed and pays its whole hold; a job
+//! whose runner crashes is marked lost by the next runner and settles to the time it ran.
 //!
 //! Needs the built stack (worker, runner) and `../shared`: ignored in a plain `cargo test`, run by
 //! `cargo xtask test`.
@@ -93,6 +94,130 @@ fn a_tiny_train_job_runs_on_the_runner_through_the_edge_and_settles() {
     let header_len = u64::from_le_bytes(ck.bytes[..8].try_into().expect("8 bytes")) as usize;
     let header: Value = serde_json::from_slice(&ck.bytes[8..8 + header_len]).expect("header");
     assert_eq!(header["__metadata__"]["format"], "onramp-model-tiny/1");
+}
+
+/// A tiny-train job that trains far longer than its time limit (or the test) waits, but not so
+/// long that jobspec calls the limit physically impossible (the 100%-MFU bound).
+fn endless_spec(time_limit: &str, steps: u32) -> String {
+    tiny_spec(steps).replace(
+        "time_limit = \"30m\"",
+        &format!("time_limit = \"{time_limit}\""),
+    )
+}
+
+fn submit(u: &Client, spec: &str) -> Value {
+    let a = u.request(
+        "POST",
+        "/api/jobs",
+        Some(spec.as_bytes().to_vec()),
+        &[
+            ("content-type", "application/toml"),
+            ("idempotency-key", &random_hex(8)),
+        ],
+    );
+    assert_eq!(a.status, 201, "{:?}", a.json);
+    a.json
+}
+
+fn wait_state(
+    stack: &Stack,
+    u: &Client,
+    id: &str,
+    done: impl Fn(&str) -> bool,
+    secs: u64,
+) -> Value {
+    onramp_tests::wait::until(&format!("job {id}"), Duration::from_secs(secs), || {
+        let j = u.get(&format!("/api/jobs/{id}")).json;
+        match j["state"].as_str() {
+            Some(s) if done(s) => Ok(Some(j)),
+            _ => Err(format!("so far: {j}")),
+        }
+    })
+    .unwrap_or_else(|e| panic!("{e}\n--- runner log ---\n{}", runner_log(stack)))
+}
+
+/// What `seconds` of one CPU cost at `price` fen an hour (rounded up, as the edge bills).
+fn cost_of(seconds: u64, price: u64) -> i64 {
+    i64::try_from(jobspec::estimate::cost_fen(price, 1, seconds)).unwrap()
+}
+
+#[test]
+#[ignore = "needs the built stack and ../shared: run through `cargo xtask test`"]
+fn the_time_limit_bills_the_whole_hold_and_a_crashed_runner_settles_what_ran() {
+    let mut stack = Stack::start_with(
+        StackOptions::for_test("runner-faults"),
+        StackExtras {
+            vars: vec![("SIGNUP_GRANT_FEN".into(), GRANT.to_string())],
+            extra_backends: Vec::new(),
+        },
+    )
+    .expect("stack starts");
+    let u = Client::signup(&stack.url, &unique_email("faults"), "correct horse battery");
+
+    // The time limit: the runner kills the job and says so; the edge captures the whole hold.
+    let a = submit(&u, &endless_spec("4s", 5_000));
+    let id = a["id"].as_str().unwrap().to_string();
+    let hold = a["hold_fen"].as_i64().unwrap();
+    assert!(hold > 0, "{a}");
+    let job = wait_state(&stack, &u, &id, |s| s != "queued" && s != "running", 60);
+    assert_eq!(job["state"], "timed_out", "{job}");
+    assert_eq!(job["charged_fen"], hold, "{job}");
+    assert_eq!(u.balance(), GRANT - hold);
+
+    // A crash: the runner dies while the job trains. Until a runner answers, the sweep cannot
+    // tell and charges nothing; the restarted runner marks the job lost (stopping what was
+    // left of it) and the edge settles it to the time it ran, not to its hold.
+    let before = u.balance();
+    let submitted = std::time::Instant::now();
+    let a = submit(&u, &endless_spec("1h", 1_000_000));
+    let id = a["id"].as_str().unwrap().to_string();
+    let hold = a["hold_fen"].as_i64().unwrap();
+    wait_state(&stack, &u, &id, |s| s == "running", 60);
+    let runner_url = stack.runner_url.clone().unwrap();
+    if let Some(r) = stack.runner.as_ref() {
+        onramp_tests::process::signal_group(r.pid(), "KILL");
+    }
+    onramp_tests::wait::until(
+        "the runner to stop answering",
+        Duration::from_secs(10),
+        || {
+            Ok(onramp_tests::http()
+                .get(&format!("{runner_url}/health"))
+                .call()
+                .is_err()
+                .then_some(()))
+        },
+    )
+    .unwrap();
+    let admin = Client::with_bearer(&stack.url, &stack.admin_token);
+    let r = admin.request("POST", "/api/admin/reconcile?silent_after_s=0", None, &[]);
+    assert_eq!(
+        (r.status, r.json["unreachable"].as_i64()),
+        (200, Some(1)),
+        "{:?}",
+        r.json
+    );
+    assert_eq!(u.get(&format!("/api/jobs/{id}")).json["state"], "running");
+    assert_eq!(u.balance(), before - hold);
+
+    stack.crash_and_restart_runner().unwrap();
+    let job = wait_state(&stack, &u, &id, |s| s == "lost", 30);
+    let charged = job["charged_fen"].as_i64().unwrap();
+    // At most what the time from submission to settlement costs (the job ran less than that).
+    let upper = cost_of(submitted.elapsed().as_secs() + 1, 10);
+    assert!((0..=upper).contains(&charged), "{job}");
+    let t = |k: &str| edge::time::parse_rfc3339_ms(job[k].as_str().unwrap()).unwrap();
+    assert!(t("started_at") <= t("ended_at"), "{job}");
+    assert!(charged < hold, "{job}");
+    assert_eq!(u.balance(), before - charged);
+    // A later sweep changes nothing.
+    let r = admin.request("POST", "/api/admin/reconcile?silent_after_s=0", None, &[]);
+    assert_eq!(r.status, 200, "{:?}", r.json);
+    assert_eq!(
+        u.get(&format!("/api/jobs/{id}")).json["charged_fen"],
+        charged
+    );
+    assert_eq!(u.balance(), before - charged);
 }
 
 fn runner_log(stack: &Stack) -> String {

@@ -99,6 +99,8 @@ fn jobs_run_report_and_end_with_mapped_states_on_every_data_parser() {
         );
         o.report = Some(ReportHook {
             url: format!("{}/{name}", sink.url),
+            // No log pushing here: the sink records reports only (slurm_edge.rs covers logs).
+            log_url: String::new(),
             token: format!("tok-{name}"),
         });
         let id = submit(&slurm, &tiny, &o).unwrap();
@@ -147,6 +149,7 @@ fn jobs_run_report_and_end_with_mapped_states_on_every_data_parser() {
     );
     o.report = Some(ReportHook {
         url: format!("{}/fails", sink.url),
+        log_url: String::new(),
         token: "t".into(),
     });
     let id = submit(&slurm, &tiny, &o).unwrap();

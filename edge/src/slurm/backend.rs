@@ -1,11 +1,13 @@
 //! The edge's [`Backend`] trait for a Slurm cluster behind slurmrestd: submit builds the job
 //! script and request from the dispatched spec, status and cancel use the job endpoint, and the
-//! answers are parsed by [`super::state`]. Slurm serves no output over HTTP, so logs are the
-//! job's own reports (the script forwards its metrics) and `logs` only says whether more will
-//! come; there is no checkpoint download.
+//! answers are parsed by [`super::state`]. Slurm serves no output over HTTP, so the job script
+//! pushes its log to the edge itself (`POST /api/jobs/{id}/log`, see [`super::script`]) and
+//! [`Backend::logs`] has no call to make; there is no checkpoint download.
 //!
 //! Configuration (`BACKENDS`): `{"kind": "slurm", "url": "http://slurmrestd:6820",
-//! "secret": "<user>:<JWT>"}`; the user defaults to `onramp` when the secret is a bare JWT.
+//! "secret": "<user>:<JWT>", "work_dir": "/shared/onramp", "partition": "gpu",
+//! "cpus_per_task": 8, "env": {"ONRAMP_SHARED": "/shared/onramp-data"}}`; the user defaults to
+//! `onramp` when the secret is a bare JWT, and every field after `secret` is optional.
 
 use super::request::{SubmitOptions, log_path, submit_body};
 use super::script::ReportHook;
@@ -17,6 +19,7 @@ use crate::adapter::{
 use crate::backends::BackendConfig;
 use crate::jobs::JobState;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// The data parser the edge speaks: the oldest supported, served by Slurm 23.11 to 25.05.
 pub const VERSION: ApiVersion = ApiVersion::V0040;
@@ -28,6 +31,10 @@ pub struct SlurmBackend {
     url: String,
     user: String,
     token: String,
+    work_dir: String,
+    partition: Option<String>,
+    cpus_per_task: Option<u32>,
+    env: BTreeMap<String, String>,
 }
 
 impl SlurmBackend {
@@ -37,6 +44,10 @@ impl SlurmBackend {
             url: config.url.clone(),
             user,
             token,
+            work_dir: config.work_dir.clone().unwrap_or_else(|| WORK_DIR.into()),
+            partition: config.partition.clone(),
+            cpus_per_task: config.cpus_per_task,
+            env: config.env.clone(),
         }
     }
 
@@ -83,14 +94,21 @@ impl Backend for SlurmBackend {
         let options = SubmitOptions {
             version: VERSION,
             job_id: job.job_id.clone(),
-            partition: None,
-            work_dir: WORK_DIR.into(),
+            partition: self.partition.clone(),
+            work_dir: self.work_dir.clone(),
             report: Some(ReportHook {
                 url: job.report_url.clone(),
+                log_url: job.log_url.clone(),
                 token: job.report_token.clone(),
             }),
-            env: job.env.clone(),
-            cpus_per_task: None,
+            // The job's own environment wins over the deployment's defaults.
+            env: self
+                .env
+                .iter()
+                .chain(&job.env)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            cpus_per_task: self.cpus_per_task,
             // The script runs the spec's own launch (ds_config, srun torchrun on every node, or
             // tiny-train), which is what the dispatched command is derived from.
             payload: None,
@@ -104,6 +122,16 @@ impl Backend for SlurmBackend {
     }
 
     fn parse_submit(&self, status: u16, body: &[u8]) -> Result<Submitted, BackendError> {
+        // Slurm's refusal (with any status) names why: the job cannot run there as asked.
+        if let Ok(v) = serde_json::from_slice::<Value>(body)
+            && v.get("errors")
+                .and_then(Value::as_array)
+                .is_some_and(|e| !e.is_empty())
+        {
+            return Err(BackendError::Refused(
+                parse_submit(&v).err().unwrap_or_default(),
+            ));
+        }
         common_status(status, body)?;
         let id = parse_submit(&json(body)?).map_err(BackendError::Protocol)?;
         Ok(Submitted {
@@ -119,31 +147,28 @@ impl Backend for SlurmBackend {
     fn parse_status(&self, status: u16, body: &[u8]) -> Result<RemoteStatus, BackendError> {
         common_status(status, body)?;
         let s = parse_job(&json(body)?).map_err(BackendError::Protocol)?;
+        // For a pending job Slurm's start_time is its guess of when the job will start.
+        let started = s.start_time.filter(|_| s.state != MappedState::Queued);
         Ok(RemoteStatus {
             state: job_state(s.state),
             exit_code: s.exit_code,
-            started_at_ms: s.start_time.map(|t| t * 1000),
+            started_at_ms: started.map(|t| t * 1000),
             ended_at_ms: s.end_time.map(|t| t * 1000),
             checkpoint: false,
+            reason: s.reason,
+            message: s.message.map(|(en, _)| en),
         })
     }
 
-    fn logs(&self, remote_id: &str, _offset: u64) -> HttpCall {
-        self.status(remote_id)
+    fn logs(&self, _remote_id: &str, _offset: u64) -> Option<HttpCall> {
+        None
     }
 
-    fn parse_logs(&self, status: u16, body: &[u8]) -> Result<LogChunk, BackendError> {
-        let s = self.parse_status(status, body)?;
-        let text = format!(
-            "Slurm keeps this job's output on the cluster in {}\n",
-            log_path(WORK_DIR)
-        );
-        Ok(LogChunk {
-            offset: 0,
-            next_offset: 0,
-            text,
-            eof: s.state.is_terminal(),
-        })
+    fn parse_logs(&self, _status: u16, _body: &[u8]) -> Result<LogChunk, BackendError> {
+        Err(BackendError::Protocol(format!(
+            "slurmrestd serves no job output (it is in {} on the cluster); the job pushes its log to the edge",
+            log_path(&self.work_dir)
+        )))
     }
 
     fn cancel(&self, remote_id: &str) -> HttpCall {
@@ -199,6 +224,7 @@ mod tests {
             url: "http://127.0.0.1:6820".into(),
             secret: "alice:eyJ.jwt".into(),
             cards: BTreeMap::new(),
+            ..BackendConfig::default()
         })
     }
 
@@ -212,6 +238,7 @@ mod tests {
             env: BTreeMap::new(),
             time_limit_s: 1800,
             report_url: "https://edge/api/jobs/j1/report".into(),
+            log_url: "https://edge/api/jobs/j1/log".into(),
             report_token: "tok".into(),
             card: "cpu".into(),
             cards: 1,
@@ -237,6 +264,60 @@ mod tests {
     }
 
     #[test]
+    fn deployment_options_reach_the_request_and_logs_are_pushed() {
+        let s = SlurmBackend::new(&BackendConfig {
+            name: "hpc".into(),
+            kind: BackendKind::Slurm,
+            url: "http://127.0.0.1:6820".into(),
+            secret: "jwt-only".into(),
+            work_dir: Some("/shared/onramp".into()),
+            partition: Some("gpu".into()),
+            cpus_per_task: Some(1),
+            env: BTreeMap::from([("ONRAMP_SHARED".into(), "/shared/data".into())]),
+            ..BackendConfig::default()
+        });
+        let call = s.submit(&Dispatch {
+            job_id: "j2".into(),
+            task: "tiny-train".into(),
+            spec_toml: include_str!("../../../jobspec/specs/tiny-train-stories260k.toml").into(),
+            command: None,
+            env: BTreeMap::new(),
+            time_limit_s: 60,
+            report_url: "https://edge/api/jobs/j2/report".into(),
+            log_url: "https://edge/api/jobs/j2/log".into(),
+            report_token: "tok".into(),
+            card: "cpu".into(),
+            cards: 1,
+        });
+        assert!(
+            call.headers
+                .contains(&("X-SLURM-USER-NAME".into(), "onramp".into()))
+        );
+        let job = &serde_json::from_str::<Value>(call.body.as_deref().unwrap()).unwrap()["job"];
+        assert_eq!(job["current_working_directory"], "/shared/onramp");
+        assert_eq!(job["standard_output"], "/shared/onramp/slurm-%j.out");
+        assert_eq!(
+            (job["partition"].as_str(), job["cpus_per_task"].as_u64()),
+            (Some("gpu"), Some(1))
+        );
+        let env = job["environment"].to_string();
+        assert!(env.contains("ONRAMP_SHARED=/shared/data"), "{env}");
+        assert!(
+            env.contains("ONRAMP_LOG_URL=https://edge/api/jobs/j2/log"),
+            "{env}"
+        );
+        assert!(s.logs("5", 0).is_none());
+        let pending = json!({"jobs": [{"job_id": 5, "job_state": ["PENDING"], "state_reason": "Resources",
+            "start_time": {"set": true, "infinite": false, "number": 1_900_000_000}}]});
+        let st = s.parse_status(200, pending.to_string().as_bytes()).unwrap();
+        assert_eq!(
+            (st.state, st.reason.as_deref(), st.started_at_ms),
+            (JobState::Queued, Some("Resources"), None)
+        );
+        assert!(st.message.unwrap().starts_with("waiting for resources"));
+    }
+
+    #[test]
     fn parses_status_cancel_and_refusals() {
         let s = slurm();
         let status = s.status("17");
@@ -259,9 +340,13 @@ mod tests {
         );
         let refused = br#"{"errors":[{"description":"Batch job submission failed","error":"Requested node configuration is not available"}]}"#;
         match s.parse_submit(200, refused) {
-            Err(BackendError::Protocol(m)) => assert!(m.contains("node configuration"), "{m}"),
+            Err(BackendError::Refused(m)) => assert!(m.contains("node configuration"), "{m}"),
             other => panic!("{other:?}"),
         }
+        // slurmrestd may send the refusal with a 500: still a refusal, not an outage.
+        let e = s.parse_submit(500, refused).unwrap_err();
+        assert!(matches!(e, BackendError::Refused(_)), "{e:?}");
+        assert_eq!(e.into_api("hpc").code, "backend_refused");
         assert_eq!(
             s.parse_submit(200, br#"{"job_id": 5, "errors": []}"#)
                 .unwrap()

@@ -6,7 +6,8 @@
 //! slurmrestd authenticates with JWT: every request carries `X-SLURM-USER-NAME` and
 //! `X-SLURM-USER-TOKEN` ([`auth_headers`]). The job itself reports to the edge: its script posts
 //! `{"state": "running"}` when it starts, each metrics line its training prints, and the final
-//! state with the exit code ([`script`]). A job killed by Slurm (cancel, time limit, node
+//! state with the exit code, and it pushes its log, which slurmrestd cannot serve ([`script`]).
+//! A waiting job's `state_reason` becomes a reason code and words in zh-CN and en ([`state`]). A job killed by Slurm (cancel, time limit, node
 //! failure) cannot report; the edge learns that by polling ([`state`]).
 
 pub mod backend;

@@ -53,6 +53,7 @@ pub fn submit_body(v: &ValidSpec, o: &SubmitOptions) -> Result<Value, String> {
     ];
     if let Some(r) = &o.report {
         env.push(format!("ONRAMP_REPORT_URL={}", r.url));
+        env.push(format!("ONRAMP_LOG_URL={}", r.log_url));
         env.push(format!("ONRAMP_REPORT_TOKEN={}", r.token));
     }
     for (k, val) in &o.env {
@@ -62,6 +63,7 @@ pub fn submit_body(v: &ValidSpec, o: &SubmitOptions) -> Result<Value, String> {
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             && !k.starts_with("ONRAMP_REPORT_")
+            && k != "ONRAMP_LOG_URL"
             && k != "PATH";
         if !ok {
             return Err(format!("environment name {k:?} is not allowed"));
@@ -112,6 +114,7 @@ mod tests {
             work_dir: "/shared/onramp/job_01H".into(),
             report: Some(ReportHook {
                 url: "https://onramp.example/api/jobs/job_01H/report".into(),
+                log_url: "https://onramp.example/api/jobs/job_01H/log".into(),
                 token: "tok".into(),
             }),
             env: BTreeMap::from([("HF_HOME".into(), "/shared/hf".into())]),
@@ -138,6 +141,7 @@ mod tests {
                   "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                   "ONRAMP_JOB_ID=job_01H",
                   "ONRAMP_REPORT_URL=https://onramp.example/api/jobs/job_01H/report",
+                  "ONRAMP_LOG_URL=https://onramp.example/api/jobs/job_01H/log",
                   "ONRAMP_REPORT_TOKEN=tok",
                   "HF_HOME=/shared/hf"
                 ],

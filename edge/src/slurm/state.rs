@@ -199,8 +199,8 @@ fn map_state(
     }
 }
 
-/// Why a pending job waits, in words a user can act on.
-fn pending_reason(reason: &str) -> (String, String) {
+/// Why a pending job waits, in words a user can act on (en, zh-CN).
+pub fn pending_reason(reason: &str) -> (String, String) {
     let (en, zh) = match reason {
         "Resources" => (
             "waiting for resources: not enough free GPUs or nodes right now",

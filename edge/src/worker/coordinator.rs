@@ -36,6 +36,9 @@ const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS holds (job_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, amount_fen INTEGER NOT NULL, \
      captured_fen INTEGER, settled INTEGER NOT NULL DEFAULT 0)",
     "CREATE TABLE IF NOT EXISTS rate (key TEXT PRIMARY KEY, window_start INTEGER NOT NULL, count INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS refunds (key TEXT PRIMARY KEY, job_id TEXT NOT NULL, user_id TEXT NOT NULL, \
+     amount_fen INTEGER NOT NULL, reason TEXT NOT NULL, created_at INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS refunds_job ON refunds (job_id)",
 ];
 
 /// One operation, as posted by the worker.
@@ -84,6 +87,13 @@ pub enum Op {
         window_s: i64,
         now_ms: i64,
     },
+    Refund {
+        key: String,
+        job_id: String,
+        amount_fen: i64,
+        reason: String,
+        now_ms: i64,
+    },
 }
 
 impl DurableObject for Coordinator {
@@ -117,11 +127,11 @@ struct Sum {
     total: Option<i64>,
 }
 
-fn sql_err(e: worker::Error) -> ApiError {
+pub(super) fn sql_err(e: worker::Error) -> ApiError {
     ApiError::internal(format!("coordinator storage: {e}"))
 }
 
-fn balance(sql: &SqlStorage, user_id: &str) -> ApiResult<i64> {
+pub(super) fn balance(sql: &SqlStorage, user_id: &str) -> ApiResult<i64> {
     let row: Sum = sql
         .exec(
             "SELECT SUM(amount_fen) AS total FROM ledger WHERE user_id = ?",
@@ -132,7 +142,7 @@ fn balance(sql: &SqlStorage, user_id: &str) -> ApiResult<i64> {
     Ok(row.total.unwrap_or(0))
 }
 
-fn entry(
+pub(super) fn entry(
     sql: &SqlStorage,
     user: &str,
     kind: LedgerKind,
@@ -440,6 +450,13 @@ impl Coordinator {
                 .map_err(sql_err)?;
                 Ok(json!({"count": count + 1}))
             }
+            Op::Refund {
+                key,
+                job_id,
+                amount_fen,
+                reason,
+                now_ms,
+            } => super::refunds::apply(&sql, &key, &job_id, amount_fen, &reason, now_ms),
         }
     }
 }
@@ -454,6 +471,10 @@ const CODES: &[&str] = &[
     "insufficient_credit",
     "rate_limited",
     "not_found",
+    "nothing_captured",
+    "not_settled",
+    "refund_exceeds_capture",
+    "idempotency_conflict",
 ];
 
 /// Sends one operation to the named Coordinator instance and returns its answer.

@@ -7,10 +7,11 @@ use super::backend_io::{self, TIMEOUT};
 use super::coordinator::{self, LEDGER};
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
+use super::job_logs;
 use super::report;
 use crate::adapter::{self, Dispatch};
 use crate::error::ApiError;
-use crate::jobs::{JobState, JobWire, pick_backend};
+use crate::jobs::{JobState, JobWire, Messages, pick_backend};
 use crate::time::format_rfc3339_ms;
 use crate::wire::{self, SpecText};
 use serde::Deserialize;
@@ -36,6 +37,10 @@ pub struct JobRow {
     pub started_at: Option<i64>,
     pub ended_at: Option<i64>,
     pub message: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub last_report_at: Option<i64>,
     pub checkpoint: i64,
     pub token_hash: String,
 }
@@ -59,14 +64,16 @@ impl JobRow {
             started_at: self.started_at.map(format_rfc3339_ms),
             ended_at: self.ended_at.map(format_rfc3339_ms),
             message: self.message.clone(),
+            reason: self.reason.clone(),
+            reason_messages: self.reason.as_deref().map(Messages::for_reason),
             checkpoint: self.checkpoint != 0,
             spec: self.spec.clone(),
         }
     }
 }
 
-const COLUMNS: &str = "id, user_id, name, spec, state, backend, remote_id, card, cards, price_fen_per_hour, hold_fen, \
-     charged_fen, created_at, started_at, ended_at, last_report_at, message, checkpoint, token_hash";
+pub const COLUMNS: &str = "id, user_id, name, spec, state, backend, remote_id, card, cards, price_fen_per_hour, hold_fen, \
+     charged_fen, created_at, started_at, ended_at, last_report_at, message, reason, checkpoint, token_hash";
 
 /// The caller's job, or 404 (also for another user's job, so ids cannot be probed).
 pub async fn owned(env: &Env, user: &User, id: &str) -> ApiResult<JobRow> {
@@ -209,6 +216,7 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
         env: BTreeMap::new(),
         time_limit_s: valid.time_limit_s(),
         report_url: format!("{origin}/api/jobs/{id}/report"),
+        log_url: format!("{origin}/api/jobs/{id}/log"),
         report_token: token,
         card: valid.card().id.to_string(),
         cards: valid.world_size(),
@@ -263,8 +271,45 @@ pub async fn list(req: Request, env: &Env) -> ApiResult<Value> {
 
 pub async fn get(req: Request, env: &Env, id: &str) -> ApiResult<Value> {
     let user = authenticate(&req, env, false).await?;
-    let job = owned(env, &user, id).await?;
+    let mut job = owned(env, &user, id).await?;
+    if refresh_waiting(env, &job).await {
+        job = owned(env, &user, id).await?;
+    }
     serde_json::to_value(job.wire()).map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// How often a page looking at a queued job makes the edge ask its backend why it waits.
+const WAITING_REFRESH_MS: i64 = 5_000;
+
+/// A queued job reports nothing until it starts, so reading one asks its backend (at most every
+/// [`WAITING_REFRESH_MS`], briefly) whether it started or why it still waits. A backend that does
+/// not answer changes nothing here; the reconcile sweep deals with jobs that stay silent.
+async fn refresh_waiting(env: &Env, job: &JobRow) -> bool {
+    let now = now_ms();
+    let last = job.last_report_at.unwrap_or(job.created_at);
+    if job.state() != JobState::Queued || job.remote_id.is_none() || now - last < WAITING_REFRESH_MS
+    {
+        return false;
+    }
+    match report::remote_status_within(env, job, std::time::Duration::from_secs(2)).await {
+        Ok(st) if !st.state.is_terminal() => report::progress(env, job, &st, now).await.is_ok(),
+        Ok(st) => {
+            let msg = st
+                .message
+                .or_else(|| st.exit_code.map(|c| format!("exit code {c}")));
+            report::finish(
+                env,
+                job,
+                st.state,
+                st.started_at_ms,
+                st.ended_at_ms,
+                msg.as_deref(),
+            )
+            .await
+            .is_ok()
+        }
+        Err(_) => false,
+    }
 }
 
 fn backend_of(env: &Env, job: &JobRow) -> ApiResult<(Box<dyn adapter::Backend>, String)> {
@@ -284,7 +329,12 @@ pub async fn logs(req: Request, env: &Env, id: &str) -> ApiResult<Value> {
     let offset = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "offset", 0)?;
     let job = owned(env, &user, id).await?;
     let (a, remote) = backend_of(env, &job)?;
-    let (status, body) = backend_io::send(&a.logs(&remote, offset), TIMEOUT)
+    let Some(call) = a.logs(&remote, offset) else {
+        // This backend's jobs push their log to the edge.
+        let chunk = job_logs::read(env, &job.id, offset, job.state().is_terminal()).await?;
+        return serde_json::to_value(chunk).map_err(|e| ApiError::internal(e.to_string()));
+    };
+    let (status, body) = backend_io::send(&call, TIMEOUT)
         .await
         .map_err(|e| e.into_api(&job.backend))?;
     let chunk = a

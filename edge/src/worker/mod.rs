@@ -9,7 +9,9 @@ mod db;
 mod experiments;
 mod health;
 mod http;
+mod job_logs;
 mod jobs;
+mod refunds;
 mod report;
 
 use crate::error::ApiError;
@@ -77,6 +79,7 @@ async fn handle(
         RouteId::AdminPromoCodes => ok(status, credits::create_code(req, env).await),
         RouteId::AdminReconcile => ok(status, report::admin_reconcile(req, env).await),
         RouteId::AdminBackends => ok(status, jobs::admin_backends(req, env)),
+        RouteId::AdminRefund => refunds::create(req, env).await,
         RouteId::SubmitJob => jobs::submit(req, env).await,
         RouteId::ListJobs => ok(status, jobs::list(req, env).await),
         RouteId::GetJob => ok(status, jobs::get(req, env, &param).await),
@@ -84,6 +87,7 @@ async fn handle(
         RouteId::JobMetrics => ok(status, jobs::metrics(req, env, &param).await),
         RouteId::CancelJob => ok(status, jobs::cancel(req, env, &param).await),
         RouteId::JobReport => ok(status, report::report(req, env, &param).await),
+        RouteId::JobLogPush => ok(status, job_logs::push(req, env, &param).await),
         RouteId::JobCheckpoint => jobs::checkpoint(req, env, &param).await,
         RouteId::ListCheckpoints => ok(status, jobs::checkpoints(req, env).await),
         RouteId::CreateExperiment => ok(status, experiments::create(req, env).await),

@@ -12,14 +12,15 @@ use crate::adapter::{self, BackendError};
 use crate::auth;
 use crate::error::ApiError;
 use crate::jobs::JobState;
-use crate::ledger::capture_fen;
+use crate::ledger::settle_fen;
 use crate::wire::{self, MetricPoint, Report};
 use serde_json::{Value, json};
 use worker::{Env, Request};
 
-pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+/// The job whose own token the request carries (`Authorization: Bearer <job token>`).
+pub async fn job_with_token(req: &Request, env: &Env, id: &str) -> ApiResult<JobRow> {
     wire::check_id(id)?;
-    let authz = http::header(&req, "authorization");
+    let authz = http::header(req, "authorization");
     let token = auth::bearer(authz.as_deref()).ok_or_else(|| {
         ApiError::new(
             401,
@@ -37,6 +38,11 @@ pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<Value> {
             "this token does not belong to this job",
         ));
     }
+    Ok(job)
+}
+
+pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+    let job = job_with_token(&req, env, id).await?;
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
     let r: Report = wire::parse_json(&body)?;
     r.check()?;
@@ -70,7 +76,8 @@ pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<Value> {
         Some(JobState::Running) if current == JobState::Queued => {
             db::run(
                 env,
-                "UPDATE jobs SET state = 'running', started_at = COALESCE(started_at, ?) WHERE id = ? AND state = 'queued'",
+                "UPDATE jobs SET state = 'running', started_at = COALESCE(started_at, ?), reason = NULL, \
+                 message = CASE WHEN reason IS NOT NULL THEN NULL ELSE message END WHERE id = ? AND state = 'queued'",
                 &[n(now), s(&job.id)],
             )
             .await?;
@@ -126,16 +133,54 @@ pub async fn metrics_after(env: &Env, job_id: &str, since: u64) -> ApiResult<Vec
 }
 
 async fn remote_status(env: &Env, job: &JobRow) -> Result<adapter::RemoteStatus, BackendError> {
+    remote_status_within(env, job, TIMEOUT).await
+}
+
+/// The backend's view of a job, asked with a deadline.
+pub async fn remote_status_within(
+    env: &Env,
+    job: &JobRow,
+    timeout: std::time::Duration,
+) -> Result<adapter::RemoteStatus, BackendError> {
     let config =
         backend_io::named(env, &job.backend).map_err(|e| BackendError::Unavailable(e.message))?;
     let a = adapter::adapter(&config).map_err(|e| BackendError::Unavailable(e.message))?;
     let remote = job.remote_id.as_deref().ok_or(BackendError::NotFound)?;
-    let (status, body) = backend_io::send(&a.status(remote), TIMEOUT).await?;
+    let (status, body) = backend_io::send(&a.status(remote), timeout).await?;
     a.parse_status(status, &body)
 }
 
+/// Records what a backend says about a job that has not ended: its state and, while it waits,
+/// why (the backend's reason code and its message).
+pub async fn progress(
+    env: &Env,
+    job: &JobRow,
+    st: &adapter::RemoteStatus,
+    now: i64,
+) -> ApiResult<()> {
+    let waiting = st.state == JobState::Queued;
+    db::run(
+        env,
+        "UPDATE jobs SET state = ?, started_at = COALESCE(started_at, ?), last_report_at = ?, reason = ?, \
+         message = CASE WHEN ? THEN ? ELSE message END WHERE id = ? AND state IN ('queued', 'running')",
+        &[
+            s(st.state.as_str()),
+            // A waiting job has not started, whatever start time a backend forecasts.
+            db::opt_n(st.started_at_ms.filter(|_| !waiting)),
+            n(now),
+            db::opt_s(st.reason.as_deref().filter(|_| waiting)),
+            n(i64::from(waiting && st.message.is_some())),
+            db::opt_s(st.message.as_deref()),
+            s(&job.id),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
 /// Moves a job to a terminal state (only the first caller wins) and settles its hold: the real
-/// card-time × price is captured, the rest released.
+/// card-time × price is captured (the whole hold for a job killed at its time limit, see
+/// [`settle_fen`]), the rest released.
 pub async fn finish(
     env: &Env,
     job: &JobRow,
@@ -154,7 +199,8 @@ pub async fn finish(
             (job.started_at.unwrap_or(now), now)
         }
     };
-    let capture = capture_fen(
+    let capture = settle_fen(
+        state,
         job.hold_fen,
         u64::try_from(job.price_fen_per_hour).unwrap_or(0),
         u32::try_from(job.cards).unwrap_or(0),
@@ -162,12 +208,18 @@ pub async fn finish(
     );
     let changed = db::run(
         env,
-        "UPDATE jobs SET state = ?, ended_at = ?, started_at = COALESCE(started_at, ?), charged_fen = ?, \
-         message = COALESCE(?, message) WHERE id = ? AND state IN ('queued', 'running')",
+        "UPDATE jobs SET state = ?, ended_at = ?, started_at = COALESCE(?, started_at), charged_fen = ?, \
+         message = COALESCE(?, CASE WHEN reason IS NOT NULL THEN NULL ELSE message END), reason = NULL \
+         WHERE id = ? AND state IN ('queued', 'running')",
         &[
             s(state.as_str()),
             n(ended),
-            db::opt_n(job.started_at.or(started_ms)),
+            // Both ends on the clock that was billed, so the job never shows ending before it
+            // started; without the backend's times, the edge's own first "running".
+            db::opt_n(match (started_ms, ended_ms) {
+                (Some(_), Some(_)) => Some(started),
+                _ => job.started_at.or(started_ms),
+            }),
             n(capture),
             db::opt_s(message),
             s(&job.id),
@@ -234,8 +286,7 @@ pub async fn reconcile(env: &Env, silent_after_s: Option<i64>) -> ApiResult<Valu
         env,
         &format!(
             "SELECT {} FROM jobs WHERE state IN ('queued', 'running') AND COALESCE(last_report_at, created_at) <= ? LIMIT 100",
-            "id, user_id, name, spec, state, backend, remote_id, card, cards, price_fen_per_hour, hold_fen, \
-             charged_fen, created_at, started_at, ended_at, last_report_at, message, checkpoint, token_hash"
+            jobs::COLUMNS
         ),
         &[n(cutoff)],
     )
@@ -281,15 +332,7 @@ pub async fn reconcile(env: &Env, silent_after_s: Option<i64>) -> ApiResult<Valu
                 }
                 finished += 1;
             }
-            Ok(st) => {
-                db::run(
-                    env,
-                    "UPDATE jobs SET state = ?, started_at = COALESCE(started_at, ?), last_report_at = ? \
-                     WHERE id = ? AND state IN ('queued', 'running')",
-                    &[s(st.state.as_str()), db::opt_n(st.started_at_ms), n(now), s(&job.id)],
-                )
-                .await?;
-            }
+            Ok(st) => progress(env, job, &st, now).await?,
             Err(BackendError::NotFound) => {
                 finish(
                     env,

@@ -1,0 +1,151 @@
+//! Refunds (`POST /api/admin/refunds`): an operator gives back credit for a job that the platform
+//! failed (a lost run, a node failure after the job was billed). A refund is bounded by what was
+//! captured for that job, minus what was already refunded, and is applied once per idempotency
+//! key; the Coordinator applies these rules in one synchronous step.
+
+use crate::error::ApiError;
+use serde::Deserialize;
+
+/// The request body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefundRequest {
+    pub job_id: String,
+    pub amount_fen: i64,
+    pub reason: String,
+}
+
+/// A checked request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refund {
+    pub job_id: String,
+    pub amount_fen: i64,
+    pub reason: String,
+}
+
+/// Longest reason kept, in characters.
+pub const MAX_REASON_CHARS: usize = 500;
+
+impl RefundRequest {
+    pub fn check(self) -> Result<Refund, ApiError> {
+        let field = |f: &str, msg: String| {
+            ApiError::new(400, "invalid_field", msg).with_details(serde_json::json!({"field": f}))
+        };
+        crate::wire::check_id(&self.job_id).map_err(|_| {
+            field(
+                "job_id",
+                format!("job_id {:?} is not a job id", self.job_id),
+            )
+        })?;
+        if !(1..=100_000_000).contains(&self.amount_fen) {
+            return Err(field(
+                "amount_fen",
+                format!("amount_fen must be 1..=100000000, got {}", self.amount_fen),
+            ));
+        }
+        let reason = self.reason.trim().to_string();
+        if reason.is_empty() || reason.chars().count() > MAX_REASON_CHARS {
+            return Err(field(
+                "reason",
+                format!("reason must be 1..={MAX_REASON_CHARS} characters (it is shown in audits)"),
+            ));
+        }
+        Ok(Refund {
+            job_id: self.job_id,
+            amount_fen: self.amount_fen,
+            reason,
+        })
+    }
+}
+
+/// The job's hold as the Coordinator has it: whether it settled and what was captured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settled {
+    pub settled: bool,
+    pub captured_fen: i64,
+}
+
+/// Whether `amount` can be refunded for a job whose hold is `hold` and that already had
+/// `refunded` fen back. Each refusal has its own code; none moves any money.
+pub fn check_refund(hold: Option<Settled>, refunded: i64, amount: i64) -> Result<(), ApiError> {
+    let Some(h) = hold else {
+        return Err(ApiError::new(
+            409,
+            "nothing_captured",
+            "this job never held credit, so there is nothing to refund",
+        ));
+    };
+    if !h.settled {
+        return Err(ApiError::new(
+            409,
+            "not_settled",
+            "this job has not settled yet: refunds apply to what was captured once it ends",
+        ));
+    }
+    let refundable = (h.captured_fen - refunded).max(0);
+    if amount > refundable {
+        return Err(ApiError::new(
+            409,
+            "refund_exceeds_capture",
+            format!(
+                "at most {refundable} fen can be refunded for this job ({} captured, {refunded} already refunded); asked {amount}",
+                h.captured_fen
+            ),
+        )
+        .with_details(serde_json::json!({
+            "captured_fen": h.captured_fen, "refunded_fen": refunded, "refundable_fen": refundable
+        })));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(job: &str, amount: i64, reason: &str) -> RefundRequest {
+        RefundRequest {
+            job_id: job.into(),
+            amount_fen: amount,
+            reason: reason.into(),
+        }
+    }
+
+    #[test]
+    fn checks_each_field() {
+        let ok = req("0123abcd", 5, "  node failed  ").check().unwrap();
+        assert_eq!(ok.reason, "node failed");
+        for (r, field) in [
+            (req("../x", 5, "r"), "job_id"),
+            (req("abc", 0, "r"), "amount_fen"),
+            (req("abc", -3, "r"), "amount_fen"),
+            (req("abc", 5, "   "), "reason"),
+            (req("abc", 5, &"x".repeat(501)), "reason"),
+        ] {
+            let e = r.check().unwrap_err();
+            assert_eq!((e.status, e.details["field"].as_str()), (400, Some(field)));
+        }
+    }
+
+    #[test]
+    fn bounded_by_what_was_captured() {
+        let h = Some(Settled {
+            settled: true,
+            captured_fen: 100,
+        });
+        assert!(check_refund(h, 0, 100).is_ok());
+        assert!(check_refund(h, 60, 40).is_ok());
+        let e = check_refund(h, 60, 41).unwrap_err();
+        assert_eq!((e.status, e.code), (409, "refund_exceeds_capture"));
+        assert_eq!(e.details["refundable_fen"], 40);
+        let open = Some(Settled {
+            settled: false,
+            captured_fen: 0,
+        });
+        assert_eq!(check_refund(open, 0, 1).unwrap_err().code, "not_settled");
+        assert_eq!(
+            check_refund(None, 0, 1).unwrap_err().code,
+            "nothing_captured"
+        );
+    }
+}

@@ -1,0 +1,90 @@
+//! Logs pushed by jobs whose backend cannot serve them (Slurm): `POST /api/jobs/{id}/log?offset=N`
+//! with the job's token stores a chunk in D1, and `GET /api/jobs/{id}/logs` reads it back. The
+//! rules (retries, gaps, limits, byte offsets) are in `crate::job_log`.
+
+use super::db::{self, n, s};
+use super::http::{self, ApiResult};
+use super::report;
+use crate::adapter::LogChunk;
+use crate::job_log::{self, MAX_CHUNK_BYTES, MAX_LOG_BYTES, MAX_READ_BYTES};
+use crate::wire;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use worker::{Env, Request};
+
+#[derive(Deserialize)]
+struct Stored {
+    stored: Option<i64>,
+}
+
+async fn stored_bytes(env: &Env, job_id: &str) -> ApiResult<u64> {
+    let row: Option<Stored> = db::first(
+        env,
+        "SELECT MAX(offset + bytes) AS stored FROM job_logs WHERE job_id = ?",
+        &[s(job_id)],
+    )
+    .await?;
+    Ok(row
+        .and_then(|r| r.stored)
+        .and_then(|v| u64::try_from(v).ok())
+        .unwrap_or(0))
+}
+
+pub async fn push(mut req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+    let job = report::job_with_token(&req, env, id).await?;
+    let offset = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "offset", 0)?;
+    let body = http::body(&mut req, MAX_CHUNK_BYTES).await?;
+    let stored = stored_bytes(env, &job.id).await?;
+    let plan = job_log::plan_append(stored, offset, body.len())?;
+    if plan.take > 0 {
+        let piece = &body[plan.skip..plan.skip + plan.take];
+        // The primary key (job, offset) makes a racing duplicate of this piece a no-op.
+        db::run(
+            env,
+            "INSERT OR IGNORE INTO job_logs (job_id, offset, bytes, text) VALUES (?, ?, ?, ?)",
+            &[
+                s(&job.id),
+                n(i64::try_from(plan.offset).unwrap_or(i64::MAX)),
+                n(i64::try_from(plan.take).unwrap_or(i64::MAX)),
+                s(&job_log::to_text(piece)),
+            ],
+        )
+        .await?;
+    }
+    let next = plan.offset + plan.take as u64;
+    Ok(json!({
+        "next_offset": next,
+        "stored": plan.take,
+        "dropped": plan.dropped,
+        "limit_bytes": MAX_LOG_BYTES,
+    }))
+}
+
+pub async fn read(env: &Env, job_id: &str, offset: u64, job_ended: bool) -> ApiResult<LogChunk> {
+    #[derive(Deserialize)]
+    struct Piece {
+        offset: i64,
+        text: String,
+    }
+    // Every piece that overlaps the window a read can return, [offset, offset + 64 KiB).
+    let from = i64::try_from(offset).unwrap_or(i64::MAX);
+    let rows: Vec<Piece> = db::all(
+        env,
+        "SELECT offset, text FROM job_logs WHERE job_id = ? AND offset + bytes > ? AND offset < ? \
+         ORDER BY offset",
+        &[
+            s(job_id),
+            n(from),
+            n(from.saturating_add(i64::try_from(MAX_READ_BYTES).unwrap_or(i64::MAX))),
+        ],
+    )
+    .await?;
+    let pieces: Vec<(u64, String)> = rows
+        .into_iter()
+        .map(|p| (u64::try_from(p.offset).unwrap_or(0), p.text))
+        .collect();
+    let mut chunk = job_log::read(&pieces, offset, job_ended);
+    // The window may end before the log does: the end is where everything stored ends.
+    chunk.eof = job_ended && chunk.next_offset >= stored_bytes(env, job_id).await?;
+    Ok(chunk)
+}
