@@ -1,10 +1,12 @@
 //! The inference worker's side: loads a model (from the Cache API when it is there, else from
 //! the network with progress, then caches it) and streams generated text back to the page,
 //! yielding to the event loop often enough that a Stop message is seen within a few
-//! milliseconds.
+//! milliseconds. It starts loading the default model as soon as it runs, without waiting for the
+//! page to ask: on a cold load the page's main thread is still busy starting up.
 
 use crate::worker_proto::{
-    ErrorKind, GenerateRequest, ModelSource, Utf8Stream, WorkerError, WorkerInput, WorkerOutput,
+    ErrorKind, GenerateRequest, MODEL_CACHE, ModelSource, Utf8Stream, WorkerError, WorkerInput,
+    WorkerOutput,
 };
 use model_tiny::{Generator, SamplerConfig, Tokenizer, Transformer};
 use std::cell::{Cell, RefCell};
@@ -14,8 +16,6 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{JsFuture, spawn_local};
 use web_sys::{Cache, DedicatedWorkerGlobalScope, MessageEvent, Response};
 
-/// Bump when the cached bytes' meaning changes, so that old entries are never read.
-const CACHE_NAME: &str = "onramp-models-v1";
 /// Longest stretch of model work between two looks at the message queue.
 const YIELD_EVERY_MS: f64 = 12.0;
 
@@ -28,6 +28,10 @@ struct LoadedModel {
 struct State {
     loaded: RefCell<Option<LoadedModel>>,
     busy: Cell<bool>,
+    /// True while `busy` is a model load rather than a generation.
+    loading: Cell<bool>,
+    /// A model asked for while another one was loading: loaded next.
+    next: RefCell<Option<ModelSource>>,
     stop: Cell<bool>,
 }
 
@@ -63,6 +67,7 @@ fn js_detail(e: JsValue) -> String {
 /// Installs the message handler and tells the page the worker is listening.
 pub fn start() {
     let state = Rc::new(State::default());
+    let default_load = load(state.clone(), ModelSource::stories260k());
     let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let input = ev
             .data()
@@ -80,18 +85,27 @@ pub fn start() {
     // The handler lives as long as the worker.
     onmessage.forget();
     post(&WorkerOutput::Ready);
+    // The page starts with the default model (worker_client.rs does not ask for it again).
+    spawn_local(default_load);
 }
 
 async fn load(state: Rc<State>, src: ModelSource) {
     if state.busy.get() {
-        post(&WorkerOutput::Error(fail(
-            ErrorKind::NotReady,
-            "a generation is running; stop it before switching models",
-        )));
+        if state.loading.get() {
+            // Picked while the default model was still loading: load it right after.
+            *state.next.borrow_mut() = Some(src);
+        } else {
+            post(&WorkerOutput::Error(fail(
+                ErrorKind::NotReady,
+                "a generation is running; stop it before switching models",
+            )));
+        }
         return;
     }
     state.busy.set(true);
+    state.loading.set(true);
     let result = load_model(&src).await;
+    state.loading.set(false);
     state.busy.set(false);
     match result {
         Ok((loaded, from_cache, params)) => {
@@ -104,11 +118,20 @@ async fn load(state: Rc<State>, src: ModelSource) {
         }
         Err(e) => post(&WorkerOutput::Error(e)),
     }
+    let next = state.next.borrow_mut().take();
+    if let Some(next) = next {
+        spawn_local(load(state, next));
+    }
 }
 
 async fn load_model(src: &ModelSource) -> Result<(LoadedModel, bool, u64), WorkerError> {
-    let (model_bytes, model_cached) = fetch_cached(&src.model_url, true).await?;
-    let (tok_bytes, tok_cached) = fetch_cached(&src.tokenizer_url, false).await?;
+    // Both at once: each is a round trip (or a cache lookup) that need not wait for the other.
+    let (model, tok) = futures::future::join(
+        fetch_cached(&src.model_url, true),
+        fetch_cached(&src.tokenizer_url, false),
+    )
+    .await;
+    let ((model_bytes, model_cached), (tok_bytes, tok_cached)) = (model?, tok?);
     let weights = model_tiny::load_weights(&model_bytes)
         .map_err(|e| fail(ErrorKind::Format, format!("{}: {e}", src.model_url)))?;
     let params = weights.ordered().iter().map(|t| t.len() as u64).sum();
@@ -130,24 +153,29 @@ async fn fetch_cached(url: &str, progress: bool) -> Result<(Vec<u8>, bool), Work
             format!("{what} {url}: {}", js_detail(e)),
         )
     };
-    let caches = scope().caches().map_err(|e| dl("cache storage for", e))?;
-    let cache: Cache = JsFuture::from(caches.open(CACHE_NAME))
-        .await
-        .map_err(|e| dl("opening the cache for", e))?
-        .unchecked_into();
-    let hit = JsFuture::from(cache.match_with_str(url))
-        .await
-        .map_err(|e| dl("reading the cache for", e))?;
-    if let Ok(resp) = hit.dyn_into::<Response>() {
-        let buf = JsFuture::from(resp.array_buffer().map_err(|e| dl("reading cached", e))?)
-            .await
-            .map_err(|e| dl("reading cached", e))?;
-        return Ok((js_sys::Uint8Array::new(&buf).to_vec(), true));
-    }
-    let resp: Response = JsFuture::from(scope().fetch_with_str(url))
-        .await
-        .map_err(|e| dl("GET", e))?
-        .unchecked_into();
+    let resp = match take_prefetched(url).await {
+        Some(resp) => resp,
+        None => {
+            let caches = scope().caches().map_err(|e| dl("cache storage for", e))?;
+            let cache: Cache = JsFuture::from(caches.open(MODEL_CACHE))
+                .await
+                .map_err(|e| dl("opening the cache for", e))?
+                .unchecked_into();
+            let hit = JsFuture::from(cache.match_with_str(url))
+                .await
+                .map_err(|e| dl("reading the cache for", e))?;
+            if let Ok(resp) = hit.dyn_into::<Response>() {
+                let buf = JsFuture::from(resp.array_buffer().map_err(|e| dl("reading cached", e))?)
+                    .await
+                    .map_err(|e| dl("reading cached", e))?;
+                return Ok((js_sys::Uint8Array::new(&buf).to_vec(), true));
+            }
+            JsFuture::from(scope().fetch_with_str(url))
+                .await
+                .map_err(|e| dl("GET", e))?
+                .unchecked_into()
+        }
+    };
     if !resp.ok() {
         return Err(fail(
             ErrorKind::Download,
@@ -161,15 +189,45 @@ async fn fetch_cached(url: &str, progress: bool) -> Result<(Vec<u8>, bool), Work
         .flatten()
         .and_then(|v| v.parse::<u64>().ok());
     let bytes = read_body(&resp, url, progress.then_some(total)).await?;
-    // Caching is an optimisation: when it fails (quota, private mode) the model still loads and
-    // the next visit simply downloads again.
-    let body = js_sys::Uint8Array::from(bytes.as_slice());
-    if let Ok(copy) = Response::new_with_opt_buffer_source(Some(&body))
-        && let Err(e) = JsFuture::from(cache.put_with_str(url, &copy)).await
-    {
-        web_sys::console::warn_2(&JsValue::from_str("not cached"), &e);
-    }
+    store(url, &bytes);
     Ok((bytes, false))
+}
+
+/// Puts downloaded bytes into [`MODEL_CACHE`] in the background. Caching is an optimisation: when
+/// it fails (quota, private mode) the model still loads and the next visit simply downloads
+/// again. Nothing waits for it, since opening the Cache API on a fresh profile alone can take
+/// a few hundred milliseconds.
+fn store(url: &str, bytes: &[u8]) {
+    let body = js_sys::Uint8Array::from(bytes);
+    let url = url.to_string();
+    spawn_local(async move {
+        let put = async {
+            let caches = scope().caches()?;
+            let cache: Cache = JsFuture::from(caches.open(MODEL_CACHE))
+                .await?
+                .unchecked_into();
+            let copy = Response::new_with_opt_buffer_source(Some(&body))?;
+            JsFuture::from(cache.put_with_str(&url, &copy)).await
+        };
+        if let Err(e) = put.await {
+            web_sys::console::warn_2(&JsValue::from_str(&format!("{url} not cached")), &e);
+        }
+    });
+}
+
+/// The download of `url` that `public/worker.js` started before this wasm ran (when the page did
+/// not expect the default model to be cached). Taken once; anything else (failed, not
+/// prefetched, another cache version) takes the ordinary path.
+async fn take_prefetched(url: &str) -> Option<Response> {
+    let get = |o: &JsValue, k: &str| js_sys::Reflect::get(o, &JsValue::from_str(k)).ok();
+    let prefetch = get(&js_sys::global(), "onrampPrefetch")?;
+    if prefetch.is_undefined() || get(&prefetch, "cache")?.as_string()? != MODEL_CACHE {
+        return None;
+    }
+    let responses: js_sys::Object = get(&prefetch, "responses")?.dyn_into().ok()?;
+    let pending: js_sys::Promise = get(&responses, url)?.dyn_into().ok()?;
+    let _ = js_sys::Reflect::delete_property(&responses, &JsValue::from_str(url));
+    JsFuture::from(pending).await.ok()?.dyn_into().ok()
 }
 
 /// Reads a response body chunk by chunk, posting progress when `progress` is set.

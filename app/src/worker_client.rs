@@ -1,7 +1,11 @@
-//! The page's side of the inference worker: starts it once, turns its messages into signals the
-//! Try page renders, and measures time to first token and tokens per second.
+//! The page's side of the inference worker: starts it once (or adopts the one `index.html`
+//! started before the app's wasm loaded), turns its messages into signals the Try page renders,
+//! and measures time to first token and tokens per second.
 
-use crate::worker_proto::{GenerateRequest, ModelSource, WorkerError, WorkerInput, WorkerOutput};
+use crate::worker_proto::{
+    GenerateRequest, MODEL_CACHE, MODEL_CACHED_KEY, ModelSource, WorkerError, WorkerInput,
+    WorkerOutput,
+};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -98,26 +102,18 @@ impl ModelWorker {
         if self.worker.with_value(Option::is_some) {
             return;
         }
-        let worker = match Worker::new("/worker.js") {
-            Ok(w) => w,
-            Err(e) => {
-                self.fail_js(e);
-                return;
-            }
+        let (worker, queued) = match take_early_worker() {
+            Some((w, queued)) => (w, Some(queued)),
+            None => match Worker::new(&worker_url()) {
+                Ok(w) => (w, None),
+                Err(e) => {
+                    self.fail_js(e);
+                    return;
+                }
+            },
         };
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-            let msg = ev
-                .data()
-                .as_string()
-                .ok_or_else(|| "a message that is not text".to_string())
-                .and_then(|t| serde_json::from_str::<WorkerOutput>(&t).map_err(|e| e.to_string()));
-            match msg {
-                Ok(m) => self.on_message(m),
-                Err(e) => self.phase.set(Phase::Failed(WorkerError {
-                    kind: crate::worker_proto::ErrorKind::BadInput,
-                    detail: e,
-                })),
-            }
+            self.receive(ev.data());
         });
         worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
         onmessage.forget();
@@ -131,6 +127,25 @@ impl ModelWorker {
         worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
         onerror.forget();
         self.worker.set_value(Some(worker));
+        // What the early worker said before the handler above replaced index.html's buffer, in
+        // order: nothing can arrive in between, since this runs without yielding.
+        for data in queued.iter().flat_map(js_sys::Array::iter) {
+            self.receive(data);
+        }
+    }
+
+    fn receive(self, data: JsValue) {
+        let msg = data
+            .as_string()
+            .ok_or_else(|| "a message that is not text".to_string())
+            .and_then(|t| serde_json::from_str::<WorkerOutput>(&t).map_err(|e| e.to_string()));
+        match msg {
+            Ok(m) => self.on_message(m),
+            Err(e) => self.phase.set(Phase::Failed(WorkerError {
+                kind: crate::worker_proto::ErrorKind::BadInput,
+                detail: e,
+            })),
+        }
     }
 
     fn fail_js(self, e: JsValue) {
@@ -153,13 +168,27 @@ impl ModelWorker {
 
     fn on_message(self, msg: WorkerOutput) {
         match msg {
-            WorkerOutput::Ready => self.load(self.wanted.get_untracked()),
+            WorkerOutput::Ready => {
+                let wanted = self.wanted.get_untracked();
+                if wanted == ModelSource::stories260k() {
+                    // The worker loads the default model by itself as it starts (inference.rs).
+                    self.phase.set(Phase::Downloading {
+                        loaded: 0,
+                        total: None,
+                    });
+                } else {
+                    self.load(wanted);
+                }
+            }
             WorkerOutput::Progress { loaded, total } => {
                 self.phase.set(Phase::Downloading { loaded, total })
             }
             WorkerOutput::Loaded {
                 name, from_cache, ..
             } => {
+                if name == ModelSource::stories260k().name {
+                    remember_default_cached();
+                }
                 self.loaded_at_ms.set(Some(now_ms()));
                 self.loaded.set(Some((name, from_cache)));
                 self.phase.set(Phase::Ready);
@@ -208,6 +237,43 @@ impl ModelWorker {
     pub fn stop(self) {
         self.send(&WorkerInput::Stop);
     }
+}
+
+fn local_storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
+}
+
+/// `/worker.js` with the hint `public/worker.js` reads: the cache's name when the default model
+/// was loaded before (see [`MODEL_CACHED_KEY`]); `public/index.html` builds the same URL.
+fn worker_url() -> String {
+    let hint = local_storage()
+        .and_then(|s| s.get_item(MODEL_CACHED_KEY).ok().flatten())
+        .unwrap_or_default();
+    format!("/worker.js#{hint}")
+}
+
+fn remember_default_cached() {
+    // Only a hint: without storage the next visit asks the Cache API first, as it always could.
+    if let Some(s) = local_storage() {
+        let _ = s.set_item(MODEL_CACHED_KEY, MODEL_CACHE);
+    }
+}
+
+/// The worker that `public/index.html` started on a cold load of `/`, and the messages (JSON
+/// text) it posted before the app took it over; `None` when there is none or it was taken.
+fn take_early_worker() -> Option<(Worker, js_sys::Array)> {
+    let window = web_sys::window()?;
+    let key = JsValue::from_str("onrampWorker");
+    let early = js_sys::Reflect::get(&window, &key).ok()?;
+    if early.is_undefined() || early.is_null() {
+        return None;
+    }
+    // Taken once: a second page instance (or a test mounting the app again) starts its own.
+    let _ = js_sys::Reflect::delete_property(&window, &key);
+    let field = |name: &str| js_sys::Reflect::get(&early, &JsValue::from_str(name)).ok();
+    let worker = field("worker")?.dyn_into::<Worker>().ok()?;
+    let queued = field("early")?.dyn_into::<js_sys::Array>().ok()?;
+    Some((worker, queued))
 }
 
 pub fn use_model_worker() -> ModelWorker {

@@ -4,6 +4,18 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The Cache API cache that holds downloaded models. Bump its version when the cached bytes'
+/// meaning changes, so that old entries are never read. `public/worker.js` names it too (its
+/// prefetch looks there before downloading); a test keeps the two in step.
+pub const MODEL_CACHE: &str = "onramp-models-v1";
+
+/// The localStorage key under which the page remembers that the default model was loaded (and so
+/// put into [`MODEL_CACHE`]): its value is that cache's name. The page starts the worker with it
+/// in the URL's fragment, and `public/worker.js` downloads the default model at once only when it
+/// is absent, without first asking the Cache API (slow on a fresh profile) for what cannot be
+/// there. `public/index.html` reads it too.
+pub const MODEL_CACHED_KEY: &str = "onramp-model-cache";
+
 /// Where a model lives: its checkpoint and the tokenizer that goes with it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModelSource {
@@ -270,6 +282,29 @@ pub fn parse_checkpoint_list(json: &str) -> Result<Vec<ModelSource>, String> {
         })
         .filter(|m| m.model_url != default.model_url)
         .collect())
+}
+
+#[cfg(test)]
+mod loader_tests {
+    use super::*;
+
+    /// `public/worker.js` prefetches the default model from the same cache and URLs as the
+    /// worker's wasm uses, on the hint `public/index.html` reads; if they drift apart, the
+    /// prefetch would download for nothing or never.
+    #[test]
+    fn the_worker_loader_prefetches_what_the_worker_loads() {
+        let loader = include_str!("../../public/worker.js");
+        let default = ModelSource::stories260k();
+        for name in [MODEL_CACHE, &default.model_url, &default.tokenizer_url] {
+            assert!(
+                loader.contains(&format!("\"{name}\"")),
+                "public/worker.js does not name {name:?}"
+            );
+        }
+        let index = include_str!("../../public/index.html");
+        assert!(index.contains(&format!("\"{MODEL_CACHED_KEY}\"")));
+        assert!(index.contains("new Worker(\"/worker.js#\""));
+    }
 }
 
 #[cfg(test)]

@@ -182,6 +182,16 @@ impl Browser {
         .map(|_| ())
     }
 
+    /// Sets a permission for the current page's origin (the WebDriver extension of the
+    /// Permissions spec), e.g. `clipboard-read`, so that a test can read what the page copied.
+    pub fn set_permission(&self, name: &str, state: &str) -> Result<(), String> {
+        post(
+            &self.url("/permissions"),
+            &json!({"descriptor": {"name": name}, "state": state}),
+        )
+        .map(|_| ())
+    }
+
     /// Errors and warnings the page logged to its console (for failure messages).
     pub fn current_url(&self) -> Result<String, String> {
         let v = get(&self.url("/url"))?;

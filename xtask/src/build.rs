@@ -20,14 +20,15 @@ pub fn assets() -> Result<(), String> {
     copy_dir(&repo_root().join("public"), &dist)
 }
 
-/// The Leptos app and its inference worker: one release build of both binaries, then
-/// wasm-bindgen's glue into `dist/pkg` — ES module glue for the page (`app.js`), classic-script
-/// glue for the Web Worker (`worker.js`, loaded by `public/worker.js` with `importScripts`).
-/// With `ONRAMP_WASM_OPT=1`, npm binaryen's `wasm-opt -Oz` shrinks both, and each result is
-/// kept only when it is smaller.
+/// The Leptos app and its inference worker: one build of both binaries with the size-first
+/// `wasm-release` profile, then wasm-bindgen's glue into `dist/pkg` — ES module glue for the page
+/// (`app.js`), classic-script glue for the Web Worker (`worker.js`, loaded by `public/worker.js`
+/// with `importScripts`) — without the name section. Then npm binaryen's `wasm-opt -Oz` shrinks
+/// both (each result kept only when it is smaller); `ONRAMP_WASM_OPT=0` skips that step for
+/// quicker local rebuilds.
 pub fn app(tools: &Tools) -> Result<(), String> {
     cmd::run(
-        "cargo build app + worker (wasm32, release)",
+        "cargo build app + worker (wasm32, wasm-release profile)",
         cargo().args([
             "build",
             "--quiet",
@@ -35,15 +36,16 @@ pub fn app(tools: &Tools) -> Result<(), String> {
             "app",
             "--target",
             "wasm32-unknown-unknown",
-            "--release",
+            "--profile",
+            "wasm-release",
             "--bin",
             "app",
             "--bin",
             "worker",
         ]),
     )?;
-    let release = target_dir().join("wasm32-unknown-unknown/release");
-    let optimise = std::env::var("ONRAMP_WASM_OPT").is_ok_and(|v| v == "1");
+    let release = target_dir().join("wasm32-unknown-unknown/wasm-release");
+    let optimise = std::env::var("ONRAMP_WASM_OPT").map_or(true, |v| v != "0");
     for (bin, target) in [("app", "web"), ("worker", "no-modules")] {
         let wasm = release.join(format!("{bin}.wasm"));
         if bindgen(tools, &wasm, target, bin)? && optimise {
@@ -95,6 +97,9 @@ fn bindgen(tools: &Tools, wasm: &Path, target: &str, out_name: &str) -> Result<b
                 "--target",
                 target,
                 "--no-typescript",
+                // Function names help only a debugger; in the browser they are dead weight.
+                "--remove-name-section",
+                "--remove-producers-section",
                 "--out-name",
                 out_name,
                 "--out-dir",

@@ -168,7 +168,7 @@ pub fn DsImport(plan: Memo<Plan>) -> impl IntoView {
             prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))></textarea>
         <div class="actions">
             <button type="button" data-testid="ds-import" on:click=import>{move || i.t(Key::ImportButton)}</button>
-            <span aria-live="polite">{move || imported.get().then(|| i.t(Key::Imported))}</span>
+            <span aria-live="polite" data-testid="ds-status">{move || imported.get().then(|| i.t(Key::Imported))}</span>
         </div>
         <ul class="diags" data-testid="ds-diagnostics">
             {move || {

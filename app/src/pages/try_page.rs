@@ -52,10 +52,22 @@ pub fn TryPage() -> impl IntoView {
     let shared = use_shared();
     let mw = use_model_worker();
     mw.ensure_started();
-    let extra = LocalResource::new(fetch_checkpoints);
+    // Other models are asked for once the default one has loaded (or failed), so that on a cold
+    // load the listing does not compete with the model's download.
+    let extra = RwSignal::new(Vec::<ModelSource>::new());
+    let asked = StoredValue::new(false);
+    Effect::new(move |_| {
+        let settled = !matches!(mw.phase.get(), Phase::Starting | Phase::Downloading { .. });
+        if settled && !asked.get_value() {
+            asked.set_value(true);
+            leptos::task::spawn_local(async move {
+                let _ = extra.try_set(fetch_checkpoints().await);
+            });
+        }
+    });
     let models = move || {
         let mut all = vec![ModelSource::stories260k()];
-        all.extend(extra.get().unwrap_or_default());
+        all.extend(extra.get());
         all
     };
     let input_error = RwSignal::new(None::<String>);
