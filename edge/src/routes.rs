@@ -29,6 +29,7 @@ pub enum RouteId {
     AdminPromoCodes,
     AdminReconcile,
     AdminBackends,
+    Backends,
     SubmitJob,
     ListJobs,
     GetJob,
@@ -172,6 +173,14 @@ pub const ROUTES: &[Route] = &[
         Admin,
         200,
         "The configured backends (no secrets)",
+    ),
+    r(
+        Backends,
+        "GET",
+        "/api/backends",
+        Public,
+        200,
+        "Where jobs can run: each backend's name, kind and cards (no URLs or secrets)",
     ),
     r(
         SubmitJob,

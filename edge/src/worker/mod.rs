@@ -77,6 +77,10 @@ async fn handle(
         RouteId::AdminPromoCodes => ok(status, credits::create_code(req, env).await),
         RouteId::AdminReconcile => ok(status, report::admin_reconcile(req, env).await),
         RouteId::AdminBackends => ok(status, jobs::admin_backends(req, env)),
+        RouteId::Backends => ok(
+            status,
+            backend_io::configured(env).map(|l| crate::backends_public::list(&l)),
+        ),
         RouteId::SubmitJob => jobs::submit(req, env).await,
         RouteId::ListJobs => ok(status, jobs::list(req, env).await),
         RouteId::GetJob => ok(status, jobs::get(req, env, &param).await),

@@ -1,0 +1,74 @@
+//! `/e/:id`: a saved experiment, read-only — its spec, the estimates saved with it and, when a
+//! job ran, its result and loss curve. The snapshot holds nothing private (no email, no
+//! balance), and an unknown id says so.
+
+use crate::api;
+use crate::api_wire::{Experiment, fen_text, short_time};
+use crate::i18n::{Key, bytes, yuan};
+use crate::pages::auth::Refusal;
+use crate::pages::loss_chart::LossChart;
+use crate::state::use_i18n;
+use leptos::prelude::*;
+
+#[component]
+pub fn ExperimentPage(id: String) -> impl IntoView {
+    let i = use_i18n();
+    let path = format!("/api/experiments/{id}");
+    let snapshot = LocalResource::new(move || {
+        let path = path.clone();
+        async move { api::get::<Experiment>(&path).await }
+    });
+    view! {
+        <section class="page experiment" data-testid="page-experiment" data-id=id>
+            {move || { i.lang.track(); match snapshot.get() {
+                None => view! { <p class="muted">{i.t(Key::Loading)}</p> }.into_any(),
+                Some(Err(e)) if e.status == 404 => view! {
+                    <h1>{i.t(Key::ExperimentTitle)}</h1>
+                    <p class="error" role="alert" data-testid="experiment-unknown">{i.t(Key::UnknownExperiment)}</p>
+                }.into_any(),
+                Some(Err(e)) => view! { <Refusal error=e testid="experiment-error"/> }.into_any(),
+                Some(Ok(x)) => view! { <Snapshot x=x/> }.into_any(),
+            }}}
+        </section>
+    }
+}
+
+#[component]
+fn Snapshot(x: Experiment) -> impl IntoView {
+    let i = use_i18n();
+    let p = x.plan;
+    let metrics = x.job.as_ref().map(|j| j.metrics.clone()).unwrap_or_default();
+    view! {
+        <h1 data-testid="experiment-title">{x.title}</h1>
+        <p class="muted">{i.t(Key::ExperimentTitle)}" · "{short_time(&x.created_at)}" · "{i.t(Key::ReadOnly)}</p>
+        <h2>{i.t(Key::Estimates)}</h2>
+        <dl class="facts" data-testid="experiment-estimates">
+            {p.memory.map(|m| {
+                let fit = i.t(if m.fits { Key::Fits } else { Key::DoesNotFit });
+                view! { <div class="wide"><dt>{i.t(Key::MemoryPerGpu)}</dt>
+                    <dd>{format!("{} / {} · {fit}", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes))}</dd></div> }
+            })}
+            {p.time.map(|t| view! { <div><dt>{i.t(Key::Time)}</dt><dd>{jobspec::spec::format_duration(t.seconds)}</dd></div> })}
+            {p.cost.map(|c| view! { <div><dt>{i.t(Key::Cost)}</dt>
+                <dd>{format!("{} ({} {})", yuan(c.fen), i.t(Key::MaxCost), yuan(c.max_fen))}</dd></div> })}
+        </dl>
+        {x.job.map(|j| {
+            let charged = j.charged_fen.map(fen_text).unwrap_or_else(|| "—".into());
+            view! {
+                <h2>{i.t(Key::ResultTitle)}</h2>
+                <dl class="facts" data-testid="experiment-result" data-state=j.state.as_str()>
+                    <div><dt>{i.t(Key::State)}</dt><dd>{i.t(j.state.key())}</dd></div>
+                    <div><dt>{i.t(Key::Card)}</dt><dd>{format!("{}× {}", j.cards, j.card)}</dd></div>
+                    <div><dt>{i.t(Key::Charged)}</dt><dd>{charged}</dd></div>
+                    {j.started_at.as_deref().map(|t| view! { <div><dt>{i.t(Key::Started)}</dt><dd>{short_time(t)}</dd></div> })}
+                    {j.ended_at.as_deref().map(|t| view! { <div><dt>{i.t(Key::Ended)}</dt><dd>{short_time(t)}</dd></div> })}
+                    {j.message.map(|m| view! { <div class="wide"><dt>{i.t(Key::BackendSays)}</dt><dd>{m}</dd></div> })}
+                </dl>
+                <h2>{i.t(Key::LossCurve)}</h2>
+                <LossChart points=Signal::stored(metrics.clone())/>
+            }
+        })}
+        <h2>{i.t(Key::SpecTitle)}</h2>
+        <pre class="output spec" data-testid="experiment-spec" tabindex="0">{x.spec}</pre>
+    }
+}
