@@ -63,8 +63,19 @@ pub async fn get<T: DeserializeOwned>(path: &str) -> Result<T, ApiError> {
 }
 
 /// `POST path` with a JSON body, answered with JSON.
-pub async fn post<T: DeserializeOwned>(path: &str, body: &serde_json::Value) -> Result<T, ApiError> {
-    decode(call("POST", path, Some(("application/json", body.to_string())), &[]).await?)
+pub async fn post<T: DeserializeOwned>(
+    path: &str,
+    body: &serde_json::Value,
+) -> Result<T, ApiError> {
+    decode(
+        call(
+            "POST",
+            path,
+            Some(("application/json", body.to_string())),
+            &[],
+        )
+        .await?,
+    )
 }
 
 /// Resolves after `ms` milliseconds (a `setTimeout` as a future).

@@ -290,7 +290,10 @@ impl ApiError {
             Err(_) => ApiError {
                 status,
                 code: "unexpected".into(),
-                message: format!("HTTP {status}: {}", body.chars().take(200).collect::<String>()),
+                message: format!(
+                    "HTTP {status}: {}",
+                    body.chars().take(200).collect::<String>()
+                ),
                 details: serde_json::Value::Null,
             },
         }
@@ -476,7 +479,13 @@ mod tests {
         let e = ApiError::from_answer(502, "<html>Bad gateway</html>");
         assert_eq!(e.code, "unexpected");
         assert!(e.message.starts_with("HTTP 502: <html>"), "{}", e.message);
-        assert!(ApiError::from_answer(401, r#"{"error":{"code":"unauthenticated","message":"sign in","details":null}}"#).needs_sign_in());
+        assert!(
+            ApiError::from_answer(
+                401,
+                r#"{"error":{"code":"unauthenticated","message":"sign in","details":null}}"#
+            )
+            .needs_sign_in()
+        );
     }
 
     #[test]
@@ -510,7 +519,10 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(waiting.message_in(Lang::Zh).as_deref(), Some("等待 GPU"));
-        assert_eq!(waiting.message_in(Lang::En).as_deref(), Some("waiting for resources"));
+        assert_eq!(
+            waiting.message_in(Lang::En).as_deref(),
+            Some("waiting for resources")
+        );
         assert!(j.state.is_terminal() && !JobState::Running.is_terminal());
         let m: MetricsPage = serde_json::from_str(
             r#"{"job_id":"ab","state":"running","metrics":[{"step":1,"loss":2.5,"elapsed_s":0.5,"val_loss":2.7}],"next_since":2}"#,
@@ -540,7 +552,10 @@ mod tests {
     fn money_times_and_kinds_read_well() {
         assert_eq!(fen_text(1234), "¥12.34");
         assert_eq!(fen_text(-50), "−¥0.50");
-        assert_eq!(short_time("2026-11-29T18:02:03.456Z"), "2026-11-29 18:02:03 UTC");
+        assert_eq!(
+            short_time("2026-11-29T18:02:03.456Z"),
+            "2026-11-29 18:02:03 UTC"
+        );
         for k in ["grant", "redeem", "hold", "capture", "release", "refund"] {
             let key = ledger_kind_key(k).unwrap();
             assert!(!key.text(Lang::Zh).is_empty());

@@ -52,7 +52,11 @@ pub fn nice_ticks(lo: f64, hi: f64, count: usize) -> Vec<f64> {
     if !(lo.is_finite() && hi.is_finite()) || count == 0 {
         return Vec::new();
     }
-    let (lo, hi) = if hi > lo { (lo, hi) } else { (lo - 0.5, lo + 0.5) };
+    let (lo, hi) = if hi > lo {
+        (lo, hi)
+    } else {
+        (lo - 0.5, lo + 0.5)
+    };
     let raw = (hi - lo) / count as f64;
     let power = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 5.0, 10.0]
@@ -116,7 +120,14 @@ pub fn loss_chart(points: &[MetricPoint], frame: Frame) -> Option<Chart> {
     let path = |pts: &[(f64, f64)]| {
         pts.iter()
             .enumerate()
-            .map(|(i, (x, y))| format!("{}{:.1} {:.1}", if i == 0 { "M" } else { " L" }, sx(*x), sy(*y)))
+            .map(|(i, (x, y))| {
+                format!(
+                    "{}{:.1} {:.1}",
+                    if i == 0 { "M" } else { " L" },
+                    sx(*x),
+                    sy(*y)
+                )
+            })
             .collect::<String>()
     };
     Some(Chart {
@@ -159,10 +170,19 @@ mod tests {
 
     #[test]
     fn ticks_are_round_and_cover_the_range() {
-        assert_eq!(nice_ticks(0.0, 30.0, 6), vec![0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0]);
-        let fine: Vec<String> = nice_ticks(2.13, 2.91, 5).iter().map(|v| label(*v, 0.2)).collect();
+        assert_eq!(
+            nice_ticks(0.0, 30.0, 6),
+            vec![0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0]
+        );
+        let fine: Vec<String> = nice_ticks(2.13, 2.91, 5)
+            .iter()
+            .map(|v| label(*v, 0.2))
+            .collect();
         assert_eq!(fine, vec!["2.2", "2.4", "2.6", "2.8"]);
-        assert_eq!(nice_ticks(0.0, 200.0, 6), vec![0.0, 50.0, 100.0, 150.0, 200.0]);
+        assert_eq!(
+            nice_ticks(0.0, 200.0, 6),
+            vec![0.0, 50.0, 100.0, 150.0, 200.0]
+        );
         // A flat series still gets an axis.
         assert!(!nice_ticks(3.0, 3.0, 5).is_empty());
         assert!(nice_ticks(f64::NAN, 1.0, 5).is_empty());
@@ -177,7 +197,13 @@ mod tests {
     #[test]
     fn every_point_lands_inside_the_frame_with_falling_loss_going_down() {
         let pts: Vec<MetricPoint> = (1..=30)
-            .map(|s| p(s, 6.0 - s as f64 * 0.1, (s % 10 == 0).then_some(6.1 - s as f64 * 0.1)))
+            .map(|s| {
+                p(
+                    s,
+                    6.0 - s as f64 * 0.1,
+                    (s % 10 == 0).then_some(6.1 - s as f64 * 0.1),
+                )
+            })
             .collect();
         let f = Frame::STANDARD;
         let c = loss_chart(&pts, f).unwrap();
@@ -193,7 +219,10 @@ mod tests {
             .collect();
         assert_eq!(coords.len(), 30);
         for (x, y) in &coords {
-            assert!((f.left..=f.right).contains(x) && (f.top..=f.bottom).contains(y), "{x} {y}");
+            assert!(
+                (f.left..=f.right).contains(x) && (f.top..=f.bottom).contains(y),
+                "{x} {y}"
+            );
         }
         // Screen y grows downwards: a falling loss rises in y.
         assert!(coords[29].1 > coords[0].1);

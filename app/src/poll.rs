@@ -14,10 +14,7 @@ pub fn next_delay_ms(state: Option<JobState>, failures: u32) -> Option<u32> {
         Some(JobState::Running) => 1000,
         _ => 2000,
     };
-    Some(
-        base.saturating_mul(1u32 << failures.min(4))
-            .min(15_000),
-    )
+    Some(base.saturating_mul(1u32 << failures.min(4)).min(15_000))
 }
 
 /// The loss curve's points so far and where the next `?since=` starts.
@@ -96,7 +93,11 @@ pub struct Submission {
 
 impl Submission {
     /// The submission for `spec`: the pending one when it sends the same text, else a new one.
-    pub fn for_spec(pending: Option<&Submission>, spec: &str, fresh_key: impl FnOnce() -> String) -> Submission {
+    pub fn for_spec(
+        pending: Option<&Submission>,
+        spec: &str,
+        fresh_key: impl FnOnce() -> String,
+    ) -> Submission {
         match pending {
             Some(p) if p.spec == spec => p.clone(),
             _ => Submission {

@@ -64,10 +64,12 @@ pub fn SessionNav() -> impl IntoView {
             router.navigate("/account");
         });
     };
-    move || match session.me.get() {
-        Some(me) => view! {
+    // The email only: a new balance must not rebuild the buttons (and take the focus away).
+    let email = Memo::new(move |_| session.me.with(|m| m.as_ref().map(|m| m.email.clone())));
+    move || match email.get() {
+        Some(email) => view! {
             <span class="who" data-testid="session-email">
-                <span class="sr-only">{i.t(Key::SignedInAs)}" "</span>{me.email}
+                <span class="sr-only">{i.t(Key::SignedInAs)}" "</span>{email}
             </span>
             <button type="button" class="lang" data-testid="sign-out" on:click=sign_out>
                 {i.t(Key::SignOut)}

@@ -15,6 +15,8 @@ use leptos::task::spawn_local;
 pub fn AccountPage() -> impl IntoView {
     let i = use_i18n();
     let session = use_session();
+    // Only signing in or out changes the page; a new balance must not rebuild it.
+    let signed_in = Memo::new(move |_| session.me.with(Option::is_some));
     view! {
         <section class="page account" data-testid="page-account">
             <h1>{move || i.t(Key::AccountTitle)}</h1>
@@ -22,9 +24,10 @@ pub fn AccountPage() -> impl IntoView {
                 if !session.checked.get() {
                     return view! { <p class="muted">{i.t(Key::Loading)}</p> }.into_any();
                 }
-                match session.me.get() {
-                    None => view! { <AuthForm/> }.into_any(),
-                    Some(_) => view! { <Credit/> }.into_any(),
+                if signed_in.get() {
+                    view! { <Credit/> }.into_any()
+                } else {
+                    view! { <AuthForm/> }.into_any()
                 }
             }}
         </section>

@@ -37,7 +37,11 @@ pub fn ExperimentPage(id: String) -> impl IntoView {
 fn Snapshot(x: Experiment) -> impl IntoView {
     let i = use_i18n();
     let p = x.plan;
-    let metrics = x.job.as_ref().map(|j| j.metrics.clone()).unwrap_or_default();
+    let metrics = x
+        .job
+        .as_ref()
+        .map(|j| j.metrics.clone())
+        .unwrap_or_default();
     view! {
         <h1 data-testid="experiment-title">{x.title}</h1>
         <p class="muted">{i.t(Key::ExperimentTitle)}" · "{short_time(&x.created_at)}" · "{i.t(Key::ReadOnly)}</p>

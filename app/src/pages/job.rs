@@ -4,7 +4,10 @@
 //! playground". Polling stops when the job ends or the page is left.
 
 use crate::api;
-use crate::api_wire::{ApiError, Job, JobState, LogChunk, MetricPoint, MetricsPage, SavedExperiment, fen_text, short_time};
+use crate::api_wire::{
+    ApiError, Job, JobState, LogChunk, MetricPoint, MetricsPage, SavedExperiment, fen_text,
+    short_time,
+};
 use crate::i18n::Key;
 use crate::pages::auth::{AuthForm, Refusal};
 use crate::pages::loss_chart::LossChart;
@@ -59,7 +62,11 @@ async fn poll(id: String, live: Live, alive: Arc<AtomicBool>) {
             live.points.set(series.points.clone());
         }
         // A finished job's log is read to its end (a few chunks at most); a live one a chunk a poll.
-        let reads = if state.is_some_and(JobState::is_terminal) { 8 } else { 1 };
+        let reads = if state.is_some_and(JobState::is_terminal) {
+            8
+        } else {
+            1
+        };
         for _ in 0..reads {
             let path = format!("/api/jobs/{id}/logs?offset={}", tail.offset);
             match api::get::<LogChunk>(&path).await {
@@ -126,7 +133,11 @@ pub fn JobPage(id: String) -> impl IntoView {
 #[component]
 fn JobFacts(job: Job) -> impl IntoView {
     let i = use_i18n();
-    let reason_key = if job.state == JobState::Queued { Key::WaitingReason } else { Key::BackendSays };
+    let reason_key = if job.state == JobState::Queued {
+        Key::WaitingReason
+    } else {
+        Key::BackendSays
+    };
     let charged = job.charged_fen.map(fen_text).unwrap_or_else(|| "—".into());
     view! {
         <dl class="facts">
@@ -176,7 +187,9 @@ fn JobActions(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoView {
         });
     };
     let save = move |_| {
-        let Some(job) = live_job.get_untracked() else { return };
+        let Some(job) = live_job.get_untracked() else {
+            return;
+        };
         // A finished job's snapshot carries its result and metrics; a running one's only the plan.
         let body = if job.state.is_terminal() {
             serde_json::json!({"spec": job.spec, "job_id": job.id})

@@ -22,9 +22,10 @@ pub fn cost_text(i: crate::state::I18n, job: &Job) -> String {
 pub fn JobsPage() -> impl IntoView {
     let i = use_i18n();
     let session = use_session();
+    // Read again when the account changes (sign-in on this page), not when its balance does.
+    let account = Memo::new(move |_| session.me.with(|m| m.as_ref().map(|m| m.email.clone())));
     let jobs = LocalResource::new(move || {
-        // Read again when the account changes (sign-in on this page).
-        session.me.with(|m| m.as_ref().map(|m| m.email.clone()));
+        account.track();
         api::get::<JobList>("/api/jobs")
     });
     view! {

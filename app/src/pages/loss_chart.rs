@@ -11,7 +11,8 @@ use leptos::prelude::*;
 pub fn LossChart(#[prop(into)] points: Signal<Vec<MetricPoint>>) -> impl IntoView {
     let i = use_i18n();
     let chart = Memo::new(move |_| points.with(|p| loss_chart(p, Frame::STANDARD)));
-    move || match chart.get() {
+    move || {
+        match chart.get() {
         None => view! { <p class="muted chart-empty" data-testid="loss-chart-empty">{i.t(Key::NoMetricsYet)}</p> }.into_any(),
         Some(c) => {
             let f = c.frame;
@@ -52,5 +53,6 @@ pub fn LossChart(#[prop(into)] points: Signal<Vec<MetricPoint>>) -> impl IntoVie
             }
             .into_any()
         }
+    }
     }
 }

@@ -56,7 +56,8 @@ pub fn SubmitPanel(plan: Memo<Plan>) -> impl IntoView {
             path: "backend".into(),
             value: serde_json::Value::String(kind),
         };
-        if let Some(t) = jobspec::estimate::suggest::apply_patch_toml(&spec.get_untracked(), &[op]) {
+        if let Some(t) = jobspec::estimate::suggest::apply_patch_toml(&spec.get_untracked(), &[op])
+        {
             spec.set(t);
         }
     };
