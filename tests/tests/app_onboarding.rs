@@ -20,7 +20,10 @@ const JOB_WAIT: Duration = Duration::from_secs(300);
 
 /// Prints one step's time and starts the next.
 fn step(name: &str, started: &mut Instant) {
-    println!("onboarding: {name} {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "onboarding: {name} {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     *started = Instant::now();
 }
 
@@ -40,7 +43,11 @@ fn wait_job_state(browser: &Browser, stack: &Stack, wanted: &[&str], timeout: Du
             panic!(
                 "the job ended {state}: {}\n--- runner log ---\n{}",
                 text_content(browser, "[data-testid=page-job]"),
-                stack.runner.as_ref().map(|r| r.log_tail(3000)).unwrap_or_default()
+                stack
+                    .runner
+                    .as_ref()
+                    .map(|r| r.log_tail(3000))
+                    .unwrap_or_default()
             );
         }
         Err(format!("state so far {state:?}"))
@@ -71,7 +78,9 @@ fn first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve() {
     click(&browser, "[data-testid=nav-plan]");
     click(&browser, "[data-testid=template-tiny-train-stories260k]");
     onramp_tests::wait::until("the template in the editor", WAIT, || {
-        Ok(spec_text(&browser).contains("task = \"tiny-train\"").then_some(()))
+        Ok(spec_text(&browser)
+            .contains("task = \"tiny-train\"")
+            .then_some(()))
     })
     .unwrap();
     let short = spec_text(&browser)
@@ -95,7 +104,11 @@ fn first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve() {
     click(&browser, "[data-testid=auth-switch]");
     let email = unique_email("onboarding");
     set_value(&browser, "[data-testid=auth-email]", &email);
-    set_value(&browser, "[data-testid=auth-password]", "correct horse battery");
+    set_value(
+        &browser,
+        "[data-testid=auth-password]",
+        "correct horse battery",
+    );
     click(&browser, "[data-testid=auth-submit]");
     browser
         .wait_for_text("[data-testid=session-email]", WAIT, |t| t.contains(&email))
@@ -113,23 +126,43 @@ fn first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve() {
     set_value(&browser, "[data-testid=redeem-code]", &code);
     click(&browser, "[data-testid=redeem-submit]");
     browser
-        .wait_for(&format!("[data-testid=balance][data-fen=\"{}\"]", 1000 + amount), WAIT)
+        .wait_for(
+            &format!("[data-testid=balance][data-fen=\"{}\"]", 1000 + amount),
+            WAIT,
+        )
         .expect("the balance includes the code");
     step("redeem", &mut t);
 
     // 5. Submit to the local runner.
     click(&browser, "[data-testid=nav-plan]");
     browser
-        .wait_for("[data-testid=submit-backend] option[data-name=local]:checked", WAIT)
+        .wait_for(
+            "[data-testid=submit-backend] option[data-name=local]:checked",
+            WAIT,
+        )
         .expect("the local runner is offered and chosen");
     click(&browser, "[data-testid=submit-job]:not([disabled])");
     let page = browser
         .wait_for("[data-testid=page-job]", WAIT)
-        .unwrap_or_else(|e| panic!("{e}: {}", text_content(&browser, "[data-testid=submit-panel]")));
+        .unwrap_or_else(|e| {
+            panic!(
+                "{e}: {}",
+                text_content(&browser, "[data-testid=submit-panel]")
+            )
+        });
     let job_id = browser.attribute(&page, "data-id").unwrap().unwrap();
-    assert!(browser.current_url().unwrap().ends_with(&format!("/jobs/{job_id}")));
+    assert!(
+        browser
+            .current_url()
+            .unwrap()
+            .ends_with(&format!("/jobs/{job_id}"))
+    );
     let shown_hold = attribute(&browser, "[data-testid=job-hold]", "data-fen");
-    assert_eq!(shown_hold, Some(hold.to_string()), "the job page shows the hold");
+    assert_eq!(
+        shown_hold,
+        Some(hold.to_string()),
+        "the job page shows the hold"
+    );
     step("submit", &mut t);
 
     // 6. The job runs and its loss curve is drawn live.
@@ -161,17 +194,30 @@ fn first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve() {
     let saved = browser.wait_for("[data-testid=job-saved]", WAIT).unwrap();
     let exp_id = browser.attribute(&saved, "data-id").unwrap().unwrap();
     let anonymous = Browser::start(Some("zh-CN")).expect("a second browser");
-    anonymous.goto(&format!("{}/e/{exp_id}", stack.url)).unwrap();
     anonymous
-        .wait_for("[data-testid=experiment-result][data-state=succeeded]", WAIT)
+        .goto(&format!("{}/e/{exp_id}", stack.url))
+        .unwrap();
+    anonymous
+        .wait_for(
+            "[data-testid=experiment-result][data-state=succeeded]",
+            WAIT,
+        )
         .expect("the shared page shows the result");
     anonymous
         .wait_for("[data-testid=loss-chart][data-train-points=\"30\"]", WAIT)
         .expect("the shared page draws the loss curve");
     let shared = text_content(&anonymous, "[data-testid=page-experiment]");
-    assert!(!shared.contains(&email) && !shared.contains('@'), "{shared}");
-    assert!(shared.contains("已成功"), "the page speaks Chinese: {shared}");
-    anonymous.goto(&format!("{}/e/ffffffff", stack.url)).unwrap();
+    assert!(
+        !shared.contains(&email) && !shared.contains('@'),
+        "{shared}"
+    );
+    assert!(
+        shared.contains("已成功"),
+        "the page speaks Chinese: {shared}"
+    );
+    anonymous
+        .goto(&format!("{}/e/ffffffff", stack.url))
+        .unwrap();
     anonymous
         .wait_for("[data-testid=experiment-unknown]", WAIT)
         .expect("an unknown id says so");
@@ -180,7 +226,9 @@ fn first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve() {
     // 8. The trained checkpoint in the playground.
     click(&browser, "[data-testid=job-playground]");
     browser
-        .wait_for_text("[data-testid=try-loaded]", WAIT, |t| t.contains(&job_id[..8]))
+        .wait_for_text("[data-testid=try-loaded]", WAIT, |t| {
+            t.contains(&job_id[..8])
+        })
         .expect("the playground loads the job's checkpoint");
     click(&browser, "[data-testid=try-generate]:not([disabled])");
     browser
