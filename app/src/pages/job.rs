@@ -13,11 +13,12 @@ use crate::pages::auth::{AuthForm, Refusal};
 use crate::pages::loss_chart::LossChart;
 use crate::poll::{LogTail, MetricSeries, next_delay_ms};
 use crate::router::Link;
+use crate::session::use_session;
 use crate::state::use_i18n;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// What the poll loop writes and the page reads.
 #[derive(Clone, Copy)]
@@ -97,10 +98,35 @@ pub fn JobPage(id: String) -> impl IntoView {
         points: RwSignal::new(Vec::new()),
         logs: RwSignal::new(LogTail::default()),
     };
-    let alive = Arc::new(AtomicBool::new(true));
-    let stop = alive.clone();
-    on_cleanup(move || stop.store(false, Ordering::Relaxed));
-    spawn_local(poll(id.clone(), live, alive));
+    // One poll loop at a time: a new one when the account changes (signing in on this page),
+    // and none once the page is left.
+    let session = use_session();
+    let account = Memo::new(move |_| session.me.with(|m| m.as_ref().map(|m| m.email.clone())));
+    let running: Arc<Mutex<Option<Arc<AtomicBool>>>> = Arc::default();
+    let stop = {
+        let running = running.clone();
+        move || {
+            if let Ok(mut r) = running.lock()
+                && let Some(alive) = r.take()
+            {
+                alive.store(false, Ordering::Relaxed);
+            }
+        }
+    };
+    on_cleanup(stop.clone());
+    {
+        let id = id.clone();
+        Effect::new(move |_| {
+            account.track();
+            stop();
+            let alive = Arc::new(AtomicBool::new(true));
+            if let Ok(mut r) = running.lock() {
+                *r = Some(alive.clone());
+            }
+            live.error.set(None);
+            spawn_local(poll(id.clone(), live, alive));
+        });
+    }
 
     view! {
         <section class="page job" data-testid="page-job" data-id=id.clone()

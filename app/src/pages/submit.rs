@@ -128,7 +128,7 @@ pub fn SubmitPanel(plan: Memo<Plan>) -> impl IntoView {
                     }}
                 </select>
             </label>
-            {move || (backends.get().is_some() && offering().is_empty() && plan.with(|p| p.valid.is_some())).then(|| view! {
+            {move || (matches!(backends.get(), Some(Ok(_))) && offering().is_empty() && plan.with(|p| p.valid.is_some())).then(|| view! {
                 <p class="muted" data-testid="submit-no-backend">{i.t(Key::NoBackendForCard)}</p>
             })}
             <div class="actions">
