@@ -78,6 +78,16 @@ pub async fn post<T: DeserializeOwned>(
     )
 }
 
+/// What a page shows of one GET: `None` while it loads, then the answer or the refusal.
+pub type Fetched<T> = leptos::prelude::RwSignal<Option<Result<T, ApiError>>>;
+
+/// `GET path` into `into` (plain signals rather than a resource: the same for every page, and
+/// less code in the download).
+pub fn fetch_into<T: DeserializeOwned + Send + Sync + 'static>(path: String, into: Fetched<T>) {
+    use leptos::prelude::Set;
+    leptos::task::spawn_local(async move { into.set(Some(get::<T>(&path).await)) });
+}
+
 /// Resolves after `ms` milliseconds (a `setTimeout` as a future).
 pub async fn sleep_ms(ms: u32) {
     let promise = js_sys::Promise::new(&mut |resolve, _| {

@@ -4,6 +4,7 @@
 use crate::api;
 use crate::api_wire::Me;
 use crate::i18n::Key;
+use crate::pages::bits::tr;
 use crate::router::{Link, use_router};
 use crate::state::use_i18n;
 use leptos::prelude::*;
@@ -77,7 +78,7 @@ pub fn SessionNav() -> impl IntoView {
         }
         .into_any(),
         None => view! {
-            <Link href="/account" testid="nav-sign-in">{move || i.t(Key::SignIn)}</Link>
+            <Link href="/account" testid="nav-sign-in">{tr(i, Key::SignIn)}</Link>
         }
         .into_any(),
     }

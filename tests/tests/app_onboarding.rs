@@ -157,12 +157,12 @@ fn first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve() {
             .unwrap()
             .ends_with(&format!("/jobs/{job_id}"))
     );
-    let shown_hold = attribute(&browser, "[data-testid=job-hold]", "data-fen");
-    assert_eq!(
-        shown_hold,
-        Some(hold.to_string()),
-        "the job page shows the hold"
-    );
+    browser
+        .wait_for(
+            &format!("[data-testid=job-hold][data-fen=\"{hold}\"]"),
+            WAIT,
+        )
+        .expect("the job page shows the hold that was announced");
     step("submit", &mut t);
 
     // 6. The job runs and its loss curve is drawn live.

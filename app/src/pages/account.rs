@@ -6,6 +6,7 @@ use crate::api;
 use crate::api_wire::{ApiError, Ledger, Redeemed, fen_text, ledger_kind_key, short_time};
 use crate::i18n::Key;
 use crate::pages::auth::{AuthForm, Refusal};
+use crate::pages::bits::{loading, note, tr};
 use crate::session::use_session;
 use crate::state::use_i18n;
 use leptos::prelude::*;
@@ -19,10 +20,10 @@ pub fn AccountPage() -> impl IntoView {
     let signed_in = Memo::new(move |_| session.me.with(Option::is_some));
     view! {
         <section class="page account" data-testid="page-account">
-            <h1>{move || i.t(Key::AccountTitle)}</h1>
+            <h1>{tr(i, Key::AccountTitle)}</h1>
             {move || {
                 if !session.checked.get() {
-                    return view! { <p class="muted">{i.t(Key::Loading)}</p> }.into_any();
+                    return loading(i);
                 }
                 if signed_in.get() {
                     view! { <Credit/> }.into_any()
@@ -39,32 +40,33 @@ pub fn AccountPage() -> impl IntoView {
 fn Credit() -> impl IntoView {
     let i = use_i18n();
     let session = use_session();
-    // Bumped after each successful redemption so the ledger is read again.
-    let version = RwSignal::new(0u32);
-    let ledger = LocalResource::new(move || {
-        version.track();
-        api::get::<Ledger>("/api/ledger")
-    });
+    let ledger: api::Fetched<Ledger> = RwSignal::new(None);
+    api::fetch_into("/api/ledger".into(), ledger);
     Effect::new(move |_| {
-        if let Some(Ok(l)) = ledger.get() {
-            session.set_balance(l.balance_fen);
+        if let Some(b) = ledger.with(|l| {
+            l.as_ref()
+                .and_then(|l| l.as_ref().ok())
+                .map(|l| l.balance_fen)
+        }) {
+            session.set_balance(b);
         }
     });
     let balance = move || session.me.get().map(|m| m.balance_fen).unwrap_or(0);
     view! {
         <p class="balance">
-            {move || i.t(Key::Balance)}": "
+            {tr(i, Key::Balance)}": "
             <strong data-testid="balance" data-fen=move || balance().to_string()>{move || fen_text(balance())}</strong>
         </p>
         <RedeemBox on_redeemed=move |r: Redeemed| {
             session.set_balance(r.balance_fen);
-            version.update(|v| *v += 1);
+            // Read the ledger again: it has a new entry.
+            api::fetch_into("/api/ledger".into(), ledger);
         }/>
-        <h2>{move || i.t(Key::LedgerTitle)}</h2>
+        <h2>{tr(i, Key::LedgerTitle)}</h2>
         {move || match ledger.get() {
-            None => view! { <p class="muted">{i.t(Key::Loading)}</p> }.into_any(),
+            None => loading(i),
             Some(Err(e)) => view! { <Refusal error=e testid="ledger-error"/> }.into_any(),
-            Some(Ok(l)) if l.entries.is_empty() => view! { <p class="muted" data-testid="ledger-empty">{i.t(Key::NoEntries)}</p> }.into_any(),
+            Some(Ok(l)) if l.entries.is_empty() => note(i, Key::NoEntries, "muted", "ledger-empty"),
             Some(Ok(l)) => view! {
                 <div class="table-wrap">
                     <table data-testid="ledger">
@@ -120,13 +122,13 @@ fn RedeemBox(on_redeemed: impl Fn(Redeemed) + Copy + 'static) -> impl IntoView {
     };
     view! {
         <form class="redeem" novalidate=true data-testid="redeem-form" on:submit=submit>
-            <h2><label for="redeem-code">{move || i.t(Key::RedeemTitle)}</label></h2>
+            <h2><label for="redeem-code">{tr(i, Key::RedeemTitle)}</label></h2>
             <div class="actions">
                 <input id="redeem-code" data-testid="redeem-code" autocomplete="off" spellcheck="false"
-                    aria-label=move || i.t(Key::PromoCode) placeholder=move || i.t(Key::PromoCode)
+                    aria-label=tr(i, Key::PromoCode) placeholder=tr(i, Key::PromoCode)
                     prop:value=move || code.get() on:input=move |ev| code.set(event_target_value(&ev))/>
                 <button type="submit" class="primary" data-testid="redeem-submit" prop:disabled=move || busy.get()>
-                    {move || i.t(Key::Redeem)}
+                    {tr(i, Key::Redeem)}
                 </button>
             </div>
             <div aria-live="polite">

@@ -4,6 +4,7 @@
 use crate::api;
 use crate::api_wire::{ApiError, Me};
 use crate::i18n::Key;
+use crate::pages::bits::tr;
 use crate::session::use_session;
 use crate::state::use_i18n;
 use leptos::prelude::*;
@@ -70,20 +71,20 @@ pub fn AuthForm() -> impl IntoView {
             on:submit=submit>
             <h2>{move || i.t(if signing_up.get() { Key::SignUpTitle } else { Key::SignInTitle })}</h2>
             <label class="field" for="auth-email">
-                <span>{move || i.t(Key::Email)}</span>
+                <span>{tr(i, Key::Email)}</span>
                 <input id="auth-email" data-testid="auth-email" type="email" required=true
                     autocomplete="email" inputmode="email"
                     prop:value=move || email.get()
                     on:input=move |ev| email.set(event_target_value(&ev))/>
             </label>
             <label class="field" for="auth-password">
-                <span>{move || i.t(Key::Password)}</span>
+                <span>{tr(i, Key::Password)}</span>
                 <input id="auth-password" data-testid="auth-password" type="password" required=true
                     aria-describedby="auth-password-hint"
                     autocomplete=move || if signing_up.get() { "new-password" } else { "current-password" }
                     prop:value=move || password.get()
                     on:input=move |ev| password.set(event_target_value(&ev))/>
-                <span id="auth-password-hint" class="muted">{move || i.t(Key::PasswordHint)}</span>
+                <span id="auth-password-hint" class="muted">{tr(i, Key::PasswordHint)}</span>
             </label>
             {move || signing_up.get().then(|| view! { <p class="muted">{i.t(Key::SignUpGrant)}</p> })}
             <div class="actions">

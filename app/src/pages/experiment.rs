@@ -6,6 +6,7 @@ use crate::api;
 use crate::api_wire::{Experiment, fen_text, short_time};
 use crate::i18n::{Key, bytes, yuan};
 use crate::pages::auth::Refusal;
+use crate::pages::bits::{fact, loading, note};
 use crate::pages::loss_chart::LossChart;
 use crate::state::use_i18n;
 use leptos::prelude::*;
@@ -13,19 +14,13 @@ use leptos::prelude::*;
 #[component]
 pub fn ExperimentPage(id: String) -> impl IntoView {
     let i = use_i18n();
-    let path = format!("/api/experiments/{id}");
-    let snapshot = LocalResource::new(move || {
-        let path = path.clone();
-        async move { api::get::<Experiment>(&path).await }
-    });
+    let snapshot: api::Fetched<Experiment> = RwSignal::new(None);
+    api::fetch_into(format!("/api/experiments/{id}"), snapshot);
     view! {
         <section class="page experiment" data-testid="page-experiment" data-id=id>
             {move || { i.lang.track(); match snapshot.get() {
-                None => view! { <p class="muted">{i.t(Key::Loading)}</p> }.into_any(),
-                Some(Err(e)) if e.status == 404 => view! {
-                    <h1>{i.t(Key::ExperimentTitle)}</h1>
-                    <p class="error" role="alert" data-testid="experiment-unknown">{i.t(Key::UnknownExperiment)}</p>
-                }.into_any(),
+                None => loading(i),
+                Some(Err(e)) if e.status == 404 => note(i, Key::UnknownExperiment, "error", "experiment-unknown"),
                 Some(Err(e)) => view! { <Refusal error=e testid="experiment-error"/> }.into_any(),
                 Some(Ok(x)) => view! { <Snapshot x=x/> }.into_any(),
             }}}
@@ -52,7 +47,7 @@ fn Snapshot(x: Experiment) -> impl IntoView {
                 view! { <div class="wide"><dt>{i.t(Key::MemoryPerGpu)}</dt>
                     <dd>{format!("{} / {} · {fit}", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes))}</dd></div> }
             })}
-            {p.time.map(|t| view! { <div><dt>{i.t(Key::Time)}</dt><dd>{jobspec::spec::format_duration(t.seconds)}</dd></div> })}
+            {p.time.map(|t| fact(i, Key::Time, jobspec::spec::format_duration(t.seconds), ""))}
             {p.cost.map(|c| view! { <div><dt>{i.t(Key::Cost)}</dt>
                 <dd>{format!("{} ({} {})", yuan(c.fen), i.t(Key::MaxCost), yuan(c.max_fen))}</dd></div> })}
         </dl>
@@ -61,11 +56,11 @@ fn Snapshot(x: Experiment) -> impl IntoView {
             view! {
                 <h2>{i.t(Key::ResultTitle)}</h2>
                 <dl class="facts" data-testid="experiment-result" data-state=j.state.as_str()>
-                    <div><dt>{i.t(Key::State)}</dt><dd>{i.t(j.state.key())}</dd></div>
-                    <div><dt>{i.t(Key::Card)}</dt><dd>{format!("{}× {}", j.cards, j.card)}</dd></div>
-                    <div><dt>{i.t(Key::Charged)}</dt><dd>{charged}</dd></div>
-                    {j.started_at.as_deref().map(|t| view! { <div><dt>{i.t(Key::Started)}</dt><dd>{short_time(t)}</dd></div> })}
-                    {j.ended_at.as_deref().map(|t| view! { <div><dt>{i.t(Key::Ended)}</dt><dd>{short_time(t)}</dd></div> })}
+                    {fact(i, Key::State, i.t(j.state.key()).to_string(), "")}
+                    {fact(i, Key::Card, format!("{}× {}", j.cards, j.card), "")}
+                    {fact(i, Key::Charged, charged, "")}
+                    {j.started_at.as_deref().map(|t| fact(i, Key::Started, short_time(t), ""))}
+                    {j.ended_at.as_deref().map(|t| fact(i, Key::Ended, short_time(t), ""))}
                     {j.message.map(|m| view! { <div class="wide"><dt>{i.t(Key::BackendSays)}</dt><dd>{m}</dd></div> })}
                 </dl>
                 <h2>{i.t(Key::LossCurve)}</h2>

@@ -10,6 +10,7 @@ use crate::api_wire::{
 };
 use crate::i18n::Key;
 use crate::pages::auth::{AuthForm, Refusal};
+use crate::pages::bits::{fact, note, tr};
 use crate::pages::loss_chart::LossChart;
 use crate::poll::{LogTail, MetricSeries, next_delay_ms};
 use crate::router::Link;
@@ -131,24 +132,24 @@ pub fn JobPage(id: String) -> impl IntoView {
     view! {
         <section class="page job" data-testid="page-job" data-id=id.clone()
             data-state=move || live.job.get().map(|j| j.state.as_str())>
-            <h1>{move || i.t(Key::JobTitle)}" "{move || live.job.get().map(|j| j.name)}</h1>
+            <h1>{tr(i, Key::JobTitle)}" "{move || live.job.get().map(|j| j.name)}</h1>
             {move || live.error.get().map(|e| {
                 if e.needs_sign_in() {
                     view! { <AuthForm/> }.into_any()
                 } else if e.status == 404 {
-                    view! { <p class="error" role="alert" data-testid="job-unknown">{i.t(Key::UnknownJob)}</p> }.into_any()
+                    note(i, Key::UnknownJob, "error", "job-unknown")
                 } else {
                     view! { <Refusal error=e testid="job-error"/> }.into_any()
                 }
             })}
             {move || { i.lang.track(); live.job.get().map(|j| view! { <JobFacts job=j/> }) }}
             <JobActions id=id.clone() live_job=live.job/>
-            <h2>{move || i.t(Key::LossCurve)}</h2>
+            <h2>{tr(i, Key::LossCurve)}</h2>
             <LossChart points=live.points/>
-            <h2>{move || i.t(Key::Logs)}</h2>
+            <h2>{tr(i, Key::Logs)}</h2>
             {move || live.logs.with(|l| l.truncated).then(|| view! { <p class="muted">{i.t(Key::LogTruncated)}</p> })}
             <pre class="output logs" data-testid="job-logs" data-offset=move || live.logs.with(|l| l.offset) tabindex="0"
-                aria-label=move || i.t(Key::Logs)>
+                aria-label=tr(i, Key::Logs)>
                 {move || live.logs.with(|l| if l.text.is_empty() { i.t(Key::NoLogsYet).to_string() } else { l.text.clone() })}
             </pre>
         </section>
@@ -173,12 +174,12 @@ fn JobFacts(job: Job) -> impl IntoView {
                 <div class="wide"><dt>{i.t(reason_key)}</dt><dd data-testid="job-message">{m}</dd></div>
             })}
             <div><dt>{i.t(Key::Held)}</dt><dd data-testid="job-hold" data-fen=job.hold_fen>{fen_text(job.hold_fen)}</dd></div>
-            <div><dt>{i.t(Key::Charged)}</dt><dd data-testid="job-charged">{charged}</dd></div>
-            <div><dt>{i.t(Key::Card)}</dt><dd>{format!("{}× {}", job.cards, job.card)}</dd></div>
-            <div><dt>{i.t(Key::Backend)}</dt><dd data-testid="job-backend">{job.backend.clone()}</dd></div>
-            <div><dt>{i.t(Key::Created)}</dt><dd>{short_time(&job.created_at)}</dd></div>
-            {job.started_at.as_deref().map(|t| view! { <div><dt>{i.t(Key::Started)}</dt><dd>{short_time(t)}</dd></div> })}
-            {job.ended_at.as_deref().map(|t| view! { <div><dt>{i.t(Key::Ended)}</dt><dd>{short_time(t)}</dd></div> })}
+            {fact(i, Key::Charged, charged, "job-charged")}
+            {fact(i, Key::Card, format!("{}× {}", job.cards, job.card), "")}
+            {fact(i, Key::Backend, job.backend.clone(), "job-backend")}
+            {fact(i, Key::Created, short_time(&job.created_at), "")}
+            {job.started_at.as_deref().map(|t| fact(i, Key::Started, short_time(t), ""))}
+            {job.ended_at.as_deref().map(|t| fact(i, Key::Ended, short_time(t), ""))}
         </dl>
     }
 }
@@ -238,15 +239,15 @@ fn JobActions(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoView {
                 let cancel = cancel.clone();
                 view! {
                     <button type="button" data-testid="job-cancel" prop:disabled=move || busy.get() on:click=cancel>
-                        {move || i.t(Key::CancelJob)}
+                        {tr(i, Key::CancelJob)}
                     </button>
                 }
             })}
             <button type="button" data-testid="job-save" prop:disabled=move || busy.get() || terminal.get().is_none() on:click=save>
-                {move || i.t(Key::SaveExperiment)}
+                {tr(i, Key::SaveExperiment)}
             </button>
             {move || playground.get().map(|href| view! {
-                <Link href=href testid="job-playground">{move || i.t(Key::OpenInPlayground)}</Link>
+                <Link href=href testid="job-playground">{tr(i, Key::OpenInPlayground)}</Link>
             })}
         </div>
         <div aria-live="polite">

@@ -5,6 +5,7 @@ use crate::api;
 use crate::api_wire::{Job, JobList, fen_text, short_time};
 use crate::i18n::Key;
 use crate::pages::auth::{AuthForm, Refusal};
+use crate::pages::bits::{loading, tr};
 use crate::router::Link;
 use crate::session::use_session;
 use crate::state::use_i18n;
@@ -24,15 +25,16 @@ pub fn JobsPage() -> impl IntoView {
     let session = use_session();
     // Read again when the account changes (sign-in on this page), not when its balance does.
     let account = Memo::new(move |_| session.me.with(|m| m.as_ref().map(|m| m.email.clone())));
-    let jobs = LocalResource::new(move || {
+    let jobs: api::Fetched<JobList> = RwSignal::new(None);
+    Effect::new(move |_| {
         account.track();
-        api::get::<JobList>("/api/jobs")
+        api::fetch_into("/api/jobs".into(), jobs);
     });
     view! {
         <section class="page jobs" data-testid="page-jobs">
-            <h1>{move || i.t(Key::JobsTitle)}</h1>
+            <h1>{tr(i, Key::JobsTitle)}</h1>
             {move || match jobs.get() {
-                None => view! { <p class="muted">{i.t(Key::Loading)}</p> }.into_any(),
+                None => loading(i),
                 Some(Err(e)) if e.needs_sign_in() => view! { <AuthForm/> }.into_any(),
                 Some(Err(e)) => view! { <Refusal error=e testid="jobs-error"/> }.into_any(),
                 Some(Ok(list)) if list.jobs.is_empty() => view! {

@@ -11,9 +11,8 @@ use leptos::prelude::*;
 pub fn LossChart(#[prop(into)] points: Signal<Vec<MetricPoint>>) -> impl IntoView {
     let i = use_i18n();
     let chart = Memo::new(move |_| points.with(|p| loss_chart(p, Frame::STANDARD)));
-    move || {
-        match chart.get() {
-        None => view! { <p class="muted chart-empty" data-testid="loss-chart-empty">{i.t(Key::NoMetricsYet)}</p> }.into_any(),
+    move || match chart.get() {
+        None => crate::pages::bits::note(i, Key::NoMetricsYet, "muted", "loss-chart-empty"),
         Some(c) => {
             let f = c.frame;
             let label = format!(
@@ -53,6 +52,5 @@ pub fn LossChart(#[prop(into)] points: Signal<Vec<MetricPoint>>) -> impl IntoVie
             }
             .into_any()
         }
-    }
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod auth;
+pub mod bits;
 pub mod experiment;
 pub mod job;
 pub mod jobs;

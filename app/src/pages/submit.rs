@@ -7,6 +7,7 @@ use crate::api;
 use crate::api_wire::{ApiError, BackendList, Job, fen_text};
 use crate::i18n::Key;
 use crate::pages::auth::Refusal;
+use crate::pages::bits::tr;
 use crate::poll::Submission;
 use crate::router::{Link, use_router};
 use crate::session::use_session;
@@ -33,7 +34,8 @@ pub fn SubmitPanel(plan: Memo<Plan>) -> impl IntoView {
     let spec = use_shared().spec;
     let session = use_session();
     let router = use_router();
-    let backends = LocalResource::new(|| api::get::<BackendList>("/api/backends"));
+    let backends: api::Fetched<BackendList> = RwSignal::new(None);
+    api::fetch_into("/api/backends".into(), backends);
     let pending = StoredValue::new(None::<Submission>);
     let busy = RwSignal::new(false);
     let outcome = RwSignal::new(None::<Result<Job, ApiError>>);
@@ -99,7 +101,7 @@ pub fn SubmitPanel(plan: Memo<Plan>) -> impl IntoView {
 
     view! {
         <section class="submit" data-testid="submit-panel" aria-labelledby="submit-title">
-            <h2 id="submit-title">{move || i.t(Key::SubmitTitle)}</h2>
+            <h2 id="submit-title">{tr(i, Key::SubmitTitle)}</h2>
             {move || plan.with(|p| p.valid.as_ref().filter(|_| p.is_submittable()).map(|v| {
                 let hold = v.max_cost_fen();
                 view! {
@@ -109,7 +111,7 @@ pub fn SubmitPanel(plan: Memo<Plan>) -> impl IntoView {
                 }
             }))}
             <label class="field" for="submit-backend">
-                <span>{move || i.t(Key::Backend)}</span>
+                <span>{tr(i, Key::Backend)}</span>
                 <select id="submit-backend" data-testid="submit-backend"
                     on:change=move |ev| choose(event_target_value(&ev))>
                     {move || {
@@ -135,7 +137,7 @@ pub fn SubmitPanel(plan: Memo<Plan>) -> impl IntoView {
                 <button type="button" class="primary" data-testid="submit-job"
                     prop:disabled=move || busy.get() || !plan.with(Plan::is_submittable)
                     on:click=submit>
-                    {move || i.t(Key::SubmitJob)}
+                    {tr(i, Key::SubmitJob)}
                 </button>
                 {move || (session.checked.get() && session.me.get().is_none()).then(|| view! {
                     <span class="muted">{i.t(Key::SignInToSubmit)}" "<Link href="/account">{i.t(Key::SignIn)}</Link></span>
