@@ -42,7 +42,7 @@ fn the_loss_curve_draws_both_series_with_labelled_axes() {
             point(
                 s,
                 5.0 - s as f64 * 0.1,
-                (s % 5 == 0).then(|| 5.2 - s as f64 * 0.1),
+                (s % 5 == 0).then_some(5.2 - s as f64 * 0.1),
             )
         })
         .collect();
