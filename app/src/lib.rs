@@ -1,16 +1,23 @@
 //! The Onramp app: a Leptos client-side rendered single-page app. `lib.rs` holds the components
 //! so tests can mount them; `main.rs` only mounts.
 
+pub mod api_wire;
 pub mod health;
 pub mod i18n;
+pub mod plot;
+pub mod poll;
 pub mod worker_proto;
 
+#[cfg(target_arch = "wasm32")]
+pub mod api;
 #[cfg(target_arch = "wasm32")]
 pub mod inference;
 #[cfg(target_arch = "wasm32")]
 pub mod pages;
 #[cfg(target_arch = "wasm32")]
 pub mod router;
+#[cfg(target_arch = "wasm32")]
+pub mod session;
 #[cfg(target_arch = "wasm32")]
 pub mod share_ui;
 #[cfg(target_arch = "wasm32")]

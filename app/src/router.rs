@@ -84,12 +84,16 @@ fn current_path() -> String {
 /// A link that navigates in place; modified clicks (new tab) are left to the browser.
 #[component]
 pub fn Link(
-    href: &'static str,
+    #[prop(into)] href: String,
     children: Children,
     #[prop(optional)] testid: &'static str,
 ) -> impl IntoView {
     let router = use_router();
-    let current = move || router.path.get() == href;
+    let target = href.clone();
+    let current = {
+        let href = href.clone();
+        move || router.path.get() == href
+    };
     view! {
         <a
             href=href
@@ -100,7 +104,7 @@ pub fn Link(
                     return;
                 }
                 ev.prevent_default();
-                router.navigate(href);
+                router.navigate(&target);
             }
         >
             {children()}

@@ -33,6 +33,7 @@ pub fn App() -> impl IntoView {
     Shared::install();
     ModelWorker::install();
     crate::share_ui::restore_from_location();
+    crate::session::Session::install();
     let router = Router::install();
     view! {
         <a class="skip" href="#main">{move || i.t(Key::AppName)}</a>
@@ -44,6 +45,7 @@ pub fn App() -> impl IntoView {
                 <Link href="/jobs" testid="nav-jobs">{move || i.t(Key::NavJobs)}</Link>
                 <Link href="/account" testid="nav-account">{move || i.t(Key::NavAccount)}</Link>
             </nav>
+            <crate::session::SessionNav/>
             <button
                 type="button"
                 class="lang"

@@ -40,6 +40,7 @@ pub fn PlanPage() -> impl IntoView {
                 </div>
                 <div>
                     <Estimates plan=plan/>
+                    <crate::pages::submit::SubmitPanel plan=plan/>
                     <Suggestions plan=plan/>
                     <Artifacts plan=plan/>
                 </div>

@@ -52,6 +52,16 @@ pub fn TryPage() -> impl IntoView {
     let shared = use_shared();
     let mw = use_model_worker();
     mw.ensure_started();
+    // `/?model=<job id>` (the job page's "open in playground") loads that job's checkpoint: at
+    // once when the worker is listening, else as the first model it loads.
+    let query = web_sys::window().and_then(|w| w.location().search().ok());
+    if let Some(src) = query.as_deref().and_then(crate::api_wire::playground_model) {
+        if mw.phase.get_untracked() == Phase::Starting {
+            mw.wanted.set(src);
+        } else {
+            mw.load(src);
+        }
+    }
     // Other models are asked for once the default one has loaded (or failed), so that on a cold
     // load the listing does not compete with the model's download.
     let extra = RwSignal::new(Vec::<ModelSource>::new());

@@ -80,6 +80,10 @@ async fn handle(
         RouteId::AdminReconcile => ok(status, report::admin_reconcile(req, env).await),
         RouteId::AdminBackends => ok(status, jobs::admin_backends(req, env)),
         RouteId::AdminRefund => refunds::create(req, env).await,
+        RouteId::Backends => ok(
+            status,
+            backend_io::configured(env).map(|l| crate::backends_public::list(&l)),
+        ),
         RouteId::SubmitJob => jobs::submit(req, env).await,
         RouteId::ListJobs => ok(status, jobs::list(req, env).await),
         RouteId::GetJob => ok(status, jobs::get(req, env, &param).await),

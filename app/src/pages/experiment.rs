@@ -1,0 +1,73 @@
+//! `/e/:id`: a saved experiment, read-only — its spec, the estimates saved with it and, when a
+//! job ran, its result and loss curve. The snapshot holds nothing private (no email, no
+//! balance), and an unknown id says so.
+
+use crate::api;
+use crate::api_wire::{Experiment, fen_text, short_time};
+use crate::i18n::{Key, bytes, yuan};
+use crate::pages::auth::Refusal;
+use crate::pages::bits::{fact, loading, note};
+use crate::pages::loss_chart::LossChart;
+use crate::state::use_i18n;
+use leptos::prelude::*;
+
+#[component]
+pub fn ExperimentPage(id: String) -> impl IntoView {
+    let i = use_i18n();
+    let snapshot: api::Fetched<Experiment> = RwSignal::new(None);
+    api::fetch_into(format!("/api/experiments/{id}"), snapshot);
+    view! {
+        <section class="page experiment" data-testid="page-experiment" data-id=id>
+            {move || { i.lang.track(); match snapshot.get() {
+                None => loading(i),
+                Some(Err(e)) if e.status == 404 => note(i, Key::UnknownExperiment, "error", "experiment-unknown"),
+                Some(Err(e)) => view! { <Refusal error=e testid="experiment-error"/> }.into_any(),
+                Some(Ok(x)) => view! { <Snapshot x=x/> }.into_any(),
+            }}}
+        </section>
+    }
+}
+
+#[component]
+fn Snapshot(x: Experiment) -> impl IntoView {
+    let i = use_i18n();
+    let p = x.plan;
+    let metrics = x
+        .job
+        .as_ref()
+        .map(|j| j.metrics.clone())
+        .unwrap_or_default();
+    view! {
+        <h1 data-testid="experiment-title">{x.title}</h1>
+        <p class="muted">{i.t(Key::ExperimentTitle)}" · "{short_time(&x.created_at)}" · "{i.t(Key::ReadOnly)}</p>
+        <h2>{i.t(Key::Estimates)}</h2>
+        <dl class="facts" data-testid="experiment-estimates">
+            {p.memory.map(|m| {
+                let fit = i.t(if m.fits { Key::Fits } else { Key::DoesNotFit });
+                view! { <div class="wide"><dt>{i.t(Key::MemoryPerGpu)}</dt>
+                    <dd>{format!("{} / {} · {fit}", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes))}</dd></div> }
+            })}
+            {p.time.map(|t| fact(i, Key::Time, jobspec::spec::format_duration(t.seconds), ""))}
+            {p.cost.map(|c| view! { <div><dt>{i.t(Key::Cost)}</dt>
+                <dd>{format!("{} ({} {})", yuan(c.fen), i.t(Key::MaxCost), yuan(c.max_fen))}</dd></div> })}
+        </dl>
+        {x.job.map(|j| {
+            let charged = j.charged_fen.map(fen_text).unwrap_or_else(|| "—".into());
+            view! {
+                <h2>{i.t(Key::ResultTitle)}</h2>
+                <dl class="facts" data-testid="experiment-result" data-state=j.state.as_str()>
+                    {fact(i, Key::State, i.t(j.state.key()).to_string(), "")}
+                    {fact(i, Key::Card, format!("{}× {}", j.cards, j.card), "")}
+                    {fact(i, Key::Charged, charged, "")}
+                    {j.started_at.as_deref().map(|t| fact(i, Key::Started, short_time(t), ""))}
+                    {j.ended_at.as_deref().map(|t| fact(i, Key::Ended, short_time(t), ""))}
+                    {j.message.map(|m| view! { <div class="wide"><dt>{i.t(Key::BackendSays)}</dt><dd>{m}</dd></div> })}
+                </dl>
+                <h2>{i.t(Key::LossCurve)}</h2>
+                <LossChart points=Signal::stored(metrics.clone())/>
+            }
+        })}
+        <h2>{i.t(Key::SpecTitle)}</h2>
+        <pre class="output spec" data-testid="experiment-spec" tabindex="0">{x.spec}</pre>
+    }
+}

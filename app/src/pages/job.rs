@@ -1,0 +1,267 @@
+//! `/jobs/:id`: one job, polled while it lives — state (and why it waits), hold and charge,
+//! the live loss curve from `metrics?since=`, the log tailed from its offset — with cancel,
+//! "save as experiment" (a share link `/e/{id}`) and, for a trained checkpoint, "open in
+//! playground". Polling stops when the job ends or the page is left.
+
+use crate::api;
+use crate::api_wire::{
+    ApiError, Job, JobState, LogChunk, MetricPoint, MetricsPage, SavedExperiment, fen_text,
+    short_time,
+};
+use crate::i18n::Key;
+use crate::pages::auth::{AuthForm, Refusal};
+use crate::pages::bits::{fact, note, tr};
+use crate::pages::loss_chart::LossChart;
+use crate::poll::{LogTail, MetricSeries, next_delay_ms};
+use crate::router::Link;
+use crate::session::use_session;
+use crate::state::use_i18n;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What the poll loop writes and the page reads.
+#[derive(Clone, Copy)]
+struct Live {
+    job: RwSignal<Option<Job>>,
+    error: RwSignal<Option<ApiError>>,
+    points: RwSignal<Vec<MetricPoint>>,
+    logs: RwSignal<LogTail>,
+}
+
+async fn poll(id: String, live: Live, alive: Arc<AtomicBool>) {
+    let on = || alive.load(Ordering::Relaxed);
+    let mut failures = 0u32;
+    let mut state: Option<JobState> = None;
+    let mut series = MetricSeries::default();
+    let mut tail = LogTail::default();
+    while on() {
+        match api::get::<Job>(&format!("/api/jobs/{id}")).await {
+            Ok(job) => {
+                failures = 0;
+                state = Some(job.state);
+                live.error.set(None);
+                live.job.set(Some(job));
+            }
+            Err(e) => {
+                failures += 1;
+                // Nothing to wait for when the job is not ours or we are signed out.
+                let stop = e.status == 404 || e.needs_sign_in();
+                live.error.set(Some(e));
+                if stop {
+                    return;
+                }
+            }
+        }
+        if !on() {
+            return;
+        }
+        let metrics = format!("/api/jobs/{id}/metrics?since={}", series.since);
+        if let Ok(page) = api::get::<MetricsPage>(&metrics).await
+            && series.absorb(page)
+        {
+            live.points.set(series.points.clone());
+        }
+        // A finished job's log is read to its end (a few chunks at most); a live one a chunk a poll.
+        let reads = if state.is_some_and(JobState::is_terminal) {
+            8
+        } else {
+            1
+        };
+        for _ in 0..reads {
+            let path = format!("/api/jobs/{id}/logs?offset={}", tail.offset);
+            match api::get::<LogChunk>(&path).await {
+                Ok(chunk) => {
+                    let added = tail.absorb(chunk);
+                    live.logs.set(tail.clone());
+                    if !added || tail.eof {
+                        break;
+                    }
+                }
+                // Not dispatched yet, or the backend is briefly away: the next poll asks again.
+                Err(_) => break,
+            }
+        }
+        match next_delay_ms(state, failures) {
+            Some(ms) => api::sleep_ms(ms).await,
+            None => return,
+        }
+    }
+}
+
+#[component]
+pub fn JobPage(id: String) -> impl IntoView {
+    let i = use_i18n();
+    let live = Live {
+        job: RwSignal::new(None),
+        error: RwSignal::new(None),
+        points: RwSignal::new(Vec::new()),
+        logs: RwSignal::new(LogTail::default()),
+    };
+    // One poll loop at a time: a new one when the account changes (signing in on this page),
+    // and none once the page is left.
+    let session = use_session();
+    let account = Memo::new(move |_| session.me.with(|m| m.as_ref().map(|m| m.email.clone())));
+    let running: Arc<Mutex<Option<Arc<AtomicBool>>>> = Arc::default();
+    let stop = {
+        let running = running.clone();
+        move || {
+            if let Ok(mut r) = running.lock()
+                && let Some(alive) = r.take()
+            {
+                alive.store(false, Ordering::Relaxed);
+            }
+        }
+    };
+    on_cleanup(stop.clone());
+    {
+        let id = id.clone();
+        Effect::new(move |_| {
+            account.track();
+            stop();
+            let alive = Arc::new(AtomicBool::new(true));
+            if let Ok(mut r) = running.lock() {
+                *r = Some(alive.clone());
+            }
+            live.error.set(None);
+            spawn_local(poll(id.clone(), live, alive));
+        });
+    }
+
+    view! {
+        <section class="page job" data-testid="page-job" data-id=id.clone()
+            data-state=move || live.job.get().map(|j| j.state.as_str())>
+            <h1>{tr(i, Key::JobTitle)}" "{move || live.job.get().map(|j| j.name)}</h1>
+            {move || live.error.get().map(|e| {
+                if e.needs_sign_in() {
+                    view! { <AuthForm/> }.into_any()
+                } else if e.status == 404 {
+                    note(i, Key::UnknownJob, "error", "job-unknown")
+                } else {
+                    view! { <Refusal error=e testid="job-error"/> }.into_any()
+                }
+            })}
+            {move || { i.lang.track(); live.job.get().map(|j| view! { <JobFacts job=j/> }) }}
+            <JobActions id=id.clone() live_job=live.job/>
+            <h2>{tr(i, Key::LossCurve)}</h2>
+            <LossChart points=live.points/>
+            <h2>{tr(i, Key::Logs)}</h2>
+            {move || live.logs.with(|l| l.truncated).then(|| view! { <p class="muted">{i.t(Key::LogTruncated)}</p> })}
+            <pre class="output logs" data-testid="job-logs" data-offset=move || live.logs.with(|l| l.offset) tabindex="0"
+                aria-label=tr(i, Key::Logs)>
+                {move || live.logs.with(|l| if l.text.is_empty() { i.t(Key::NoLogsYet).to_string() } else { l.text.clone() })}
+            </pre>
+        </section>
+    }
+}
+
+/// State, why it waits, and the money.
+#[component]
+fn JobFacts(job: Job) -> impl IntoView {
+    let i = use_i18n();
+    let reason_key = if job.state == JobState::Queued {
+        Key::WaitingReason
+    } else {
+        Key::BackendSays
+    };
+    let charged = job.charged_fen.map(fen_text).unwrap_or_else(|| "—".into());
+    view! {
+        <dl class="facts">
+            <div><dt>{i.t(Key::State)}</dt>
+                <dd><span class=format!("state {}", job.state.as_str()) data-testid="job-state" data-state=job.state.as_str()>{i.t(job.state.key())}</span></dd></div>
+            {job.message_in(i.lang.get_untracked()).map(|m| view! {
+                <div class="wide"><dt>{i.t(reason_key)}</dt><dd data-testid="job-message">{m}</dd></div>
+            })}
+            <div><dt>{i.t(Key::Held)}</dt><dd data-testid="job-hold" data-fen=job.hold_fen>{fen_text(job.hold_fen)}</dd></div>
+            {fact(i, Key::Charged, charged, "job-charged")}
+            {fact(i, Key::Card, format!("{}× {}", job.cards, job.card), "")}
+            {fact(i, Key::Backend, job.backend.clone(), "job-backend")}
+            {fact(i, Key::Created, short_time(&job.created_at), "")}
+            {job.started_at.as_deref().map(|t| fact(i, Key::Started, short_time(t), ""))}
+            {job.ended_at.as_deref().map(|t| fact(i, Key::Ended, short_time(t), ""))}
+        </dl>
+    }
+}
+
+/// Cancel, save as experiment, open in playground. Rendered once: the buttons change only when
+/// the job's state does, so a poll never takes the keyboard focus away.
+#[component]
+fn JobActions(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoView {
+    let i = use_i18n();
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<ApiError>);
+    let saved = RwSignal::new(None::<SavedExperiment>);
+    let terminal = Memo::new(move |_| live_job.with(|j| j.as_ref().map(|j| j.state.is_terminal())));
+    let playground = Memo::new(move |_| {
+        live_job.with(|j| {
+            j.as_ref()
+                .filter(|j| j.state == JobState::Succeeded && j.checkpoint)
+                .map(|j| format!("/?model={}", j.id))
+        })
+    });
+    let cancel_path = format!("/api/jobs/{id}/cancel");
+    let cancel = move |_| {
+        let path = cancel_path.clone();
+        busy.set(true);
+        error.set(None);
+        spawn_local(async move {
+            match api::post::<Job>(&path, &serde_json::json!({})).await {
+                Ok(j) => live_job.set(Some(j)),
+                Err(e) => error.set(Some(e)),
+            }
+            busy.set(false);
+        });
+    };
+    let save = move |_| {
+        let Some(job) = live_job.get_untracked() else {
+            return;
+        };
+        // A finished job's snapshot carries its result and metrics; a running one's only the plan.
+        let body = if job.state.is_terminal() {
+            serde_json::json!({"spec": job.spec, "job_id": job.id})
+        } else {
+            serde_json::json!({"spec": job.spec})
+        };
+        busy.set(true);
+        error.set(None);
+        spawn_local(async move {
+            match api::post::<SavedExperiment>("/api/experiments", &body).await {
+                Ok(s) => saved.set(Some(s)),
+                Err(e) => error.set(Some(e)),
+            }
+            busy.set(false);
+        });
+    };
+    view! {
+        <div class="actions">
+            {move || (terminal.get() == Some(false)).then(|| {
+                let cancel = cancel.clone();
+                view! {
+                    <button type="button" data-testid="job-cancel" prop:disabled=move || busy.get() on:click=cancel>
+                        {tr(i, Key::CancelJob)}
+                    </button>
+                }
+            })}
+            <button type="button" data-testid="job-save" prop:disabled=move || busy.get() || terminal.get().is_none() on:click=save>
+                {tr(i, Key::SaveExperiment)}
+            </button>
+            {move || playground.get().map(|href| view! {
+                <Link href=href testid="job-playground">{tr(i, Key::OpenInPlayground)}</Link>
+            })}
+        </div>
+        <div aria-live="polite">
+            {move || error.get().map(|e| view! { <Refusal error=e testid="job-action-error"/> })}
+            {move || saved.get().map(|s| {
+                let url = api::absolute(&s.url);
+                view! {
+                    <p class="share-link" role="status" data-testid="job-saved" data-id=s.id.clone()>
+                        <span>{i.t(Key::ExperimentSaved)}</span>
+                        <input readonly=true aria-label=i.t(Key::ShareLink) prop:value=url/>
+                        <Link href=s.url.clone() testid="job-saved-link">{s.url.clone()}</Link>
+                    </p>
+                }
+            })}
+        </div>
+    }
+}

@@ -1,0 +1,200 @@
+//! The job page's polling decisions, kept pure so they are tested natively: how long to wait
+//! before asking again (and when to stop), how metric pages and log chunks accumulate, and
+//! which Idempotency-Key a submission uses.
+
+use crate::api_wire::{JobState, LogChunk, MetricPoint, MetricsPage};
+
+/// Milliseconds until the next poll, or `None` to stop: a finished job changes no more. Failed
+/// polls back off (1 s, 2 s, 4 s … at most 15 s) so a struggling edge is not hammered.
+pub fn next_delay_ms(state: Option<JobState>, failures: u32) -> Option<u32> {
+    if state.is_some_and(JobState::is_terminal) {
+        return None;
+    }
+    let base: u32 = match state {
+        Some(JobState::Running) => 1000,
+        _ => 2000,
+    };
+    Some(base.saturating_mul(1u32 << failures.min(4)).min(15_000))
+}
+
+/// The loss curve's points so far and where the next `?since=` starts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MetricSeries {
+    pub points: Vec<MetricPoint>,
+    pub since: u64,
+}
+
+impl MetricSeries {
+    /// Adds a page; points already seen (a repeated or overlapping answer) are not added twice.
+    /// True when something new arrived.
+    pub fn absorb(&mut self, page: MetricsPage) -> bool {
+        let last = self.points.last().map(|p| p.step);
+        let before = self.points.len();
+        self.points.extend(
+            page.metrics
+                .into_iter()
+                .filter(|p| last.is_none_or(|l| p.step > l)),
+        );
+        self.since = self.since.max(page.next_since);
+        self.points.len() > before
+    }
+}
+
+/// The end of a job's log as far as it has been read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LogTail {
+    pub text: String,
+    pub offset: u64,
+    pub eof: bool,
+    /// True once the start of the log was dropped to stay under the cap.
+    pub truncated: bool,
+}
+
+/// The most log text the page keeps (the tail is what matters while a job runs).
+pub const LOG_CAP_BYTES: usize = 64 * 1024;
+
+impl LogTail {
+    /// Appends a chunk read from `offset`; a chunk for another offset (a stale answer) is
+    /// ignored. True when text was added.
+    pub fn absorb(&mut self, chunk: LogChunk) -> bool {
+        if chunk.offset != self.offset || chunk.next_offset < self.offset {
+            return false;
+        }
+        self.offset = chunk.next_offset;
+        self.eof = chunk.eof;
+        if chunk.text.is_empty() {
+            return false;
+        }
+        self.text.push_str(&chunk.text);
+        if self.text.len() > LOG_CAP_BYTES {
+            let mut cut = self.text.len() - LOG_CAP_BYTES;
+            while !self.text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            // Start at a whole line when there is one.
+            if let Some(nl) = self.text[cut..].find('\n') {
+                cut += nl + 1;
+            }
+            self.text.drain(..cut);
+            self.truncated = true;
+        }
+        true
+    }
+}
+
+/// The Idempotency-Key of one submission: the same spec sent again (a double click, a retry
+/// after a network error) reuses its key, so the edge answers with the job it already made;
+/// another spec gets a fresh key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Submission {
+    pub spec: String,
+    pub key: String,
+}
+
+impl Submission {
+    /// The submission for `spec`: the pending one when it sends the same text, else a new one.
+    pub fn for_spec(
+        pending: Option<&Submission>,
+        spec: &str,
+        fresh_key: impl FnOnce() -> String,
+    ) -> Submission {
+        match pending {
+            Some(p) if p.spec == spec => p.clone(),
+            _ => Submission {
+                spec: spec.to_string(),
+                key: fresh_key(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(step: u64) -> MetricPoint {
+        MetricPoint {
+            step,
+            loss: 3.0,
+            val_loss: None,
+            tokens_per_s: None,
+            elapsed_s: 0.0,
+        }
+    }
+
+    #[test]
+    fn polls_while_the_job_lives_and_stops_when_it_ends() {
+        assert_eq!(next_delay_ms(None, 0), Some(2000));
+        assert_eq!(next_delay_ms(Some(JobState::Queued), 0), Some(2000));
+        assert_eq!(next_delay_ms(Some(JobState::Running), 0), Some(1000));
+        assert_eq!(next_delay_ms(Some(JobState::Running), 2), Some(4000));
+        assert_eq!(next_delay_ms(Some(JobState::Running), 40), Some(15_000));
+        for s in [
+            JobState::Succeeded,
+            JobState::Failed,
+            JobState::Cancelled,
+            JobState::TimedOut,
+            JobState::Lost,
+        ] {
+            assert_eq!(next_delay_ms(Some(s), 0), None, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn metric_pages_accumulate_without_repeats() {
+        let page = |steps: &[u64], next| MetricsPage {
+            state: JobState::Running,
+            metrics: steps.iter().map(|s| point(*s)).collect(),
+            next_since: next,
+        };
+        let mut m = MetricSeries::default();
+        assert!(m.absorb(page(&[1, 2, 3], 4)));
+        assert_eq!(m.since, 4);
+        // The same page again (a retried request) adds nothing.
+        assert!(!m.absorb(page(&[1, 2, 3], 4)));
+        assert!(m.absorb(page(&[3, 4, 5], 6)));
+        let steps: Vec<u64> = m.points.iter().map(|p| p.step).collect();
+        assert_eq!(steps, vec![1, 2, 3, 4, 5]);
+        // An empty page keeps where we are.
+        assert!(!m.absorb(page(&[], 6)));
+        assert_eq!(m.since, 6);
+    }
+
+    #[test]
+    fn logs_follow_offsets_and_keep_the_tail() {
+        let chunk = |offset, text: &str| LogChunk {
+            offset,
+            next_offset: offset + text.len() as u64,
+            text: text.into(),
+            eof: false,
+        };
+        let mut t = LogTail::default();
+        assert!(t.absorb(chunk(0, "step 1\n")));
+        assert_eq!(t.offset, 7);
+        // A late answer for an old offset is dropped.
+        assert!(!t.absorb(chunk(0, "step 1\n")));
+        assert!(t.absorb(chunk(7, "step 2\n")));
+        assert_eq!(t.text, "step 1\nstep 2\n");
+        let big = "x".repeat(100) + "\n";
+        for _ in 0..1000 {
+            let at = t.offset;
+            t.absorb(chunk(at, &big));
+        }
+        assert!(t.text.len() <= LOG_CAP_BYTES && t.truncated);
+        assert!(t.text.starts_with('x') && t.text.ends_with('\n'));
+    }
+
+    #[test]
+    fn a_retry_of_the_same_spec_reuses_its_key() {
+        let mut n = 0;
+        let mut fresh = || {
+            n += 1;
+            format!("k{n}")
+        };
+        let first = Submission::for_spec(None, "name = 'a'", &mut fresh);
+        let again = Submission::for_spec(Some(&first), "name = 'a'", &mut fresh);
+        assert_eq!(again.key, first.key);
+        let other = Submission::for_spec(Some(&first), "name = 'b'", &mut fresh);
+        assert_ne!(other.key, first.key);
+    }
+}

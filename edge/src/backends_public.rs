@@ -1,0 +1,51 @@
+//! `GET /api/backends`: where jobs can run, as the app's backend picker needs it — each
+//! configured backend's name, kind and cards. Never its URL or secret: those stay in the edge.
+
+use crate::backends::{BackendConfig, BackendKind};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One backend as anyone may see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PublicBackend {
+    pub name: String,
+    pub kind: BackendKind,
+    pub cards: BTreeMap<String, u32>,
+}
+
+/// The answer: `{"backends": [...]}` in configuration order (the order the edge tries them in).
+pub fn list(configured: &[BackendConfig]) -> serde_json::Value {
+    let backends: Vec<PublicBackend> = configured
+        .iter()
+        .map(|b| PublicBackend {
+            name: b.name.clone(),
+            kind: b.kind,
+            cards: b.cards.clone(),
+        })
+        .collect();
+    serde_json::json!({ "backends": backends })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shows_names_kinds_and_cards_but_no_urls_or_secrets() {
+        let configured = crate::backends::parse(Some(
+            r#"[{"name":"local","kind":"runner","url":"http://127.0.0.1:8788","secret":"s3cret","cards":{"cpu":1}},
+                {"name":"hpc","kind":"slurm","url":"http://10.0.0.1:6820","secret":"jwt","cards":{"a100-80g":8}}]"#,
+        ))
+        .unwrap();
+        let v = list(&configured);
+        assert_eq!(
+            v,
+            serde_json::json!({"backends": [
+                {"name": "local", "kind": "runner", "cards": {"cpu": 1}},
+                {"name": "hpc", "kind": "slurm", "cards": {"a100-80g": 8}}
+            ]})
+        );
+        let text = v.to_string();
+        assert!(!text.contains("s3cret") && !text.contains("http"), "{text}");
+    }
+}

@@ -1,0 +1,131 @@
+//! The account pages end to end in headless Chromium: sign-up refusals are shown in the user's
+//! words (a bad email, a weak password), sign-up then shows who is signed in and the trial
+//! grant; redeeming an unknown code is refused with its own message, a real code adds to the
+//! balance and the ledger; sign-out and a wrong password on sign-in.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
+
+mod app_support;
+
+use app_support::{WAIT, click, set_value, start, text_content};
+use onramp_tests::api::{Client, unique_email};
+use onramp_tests::webdriver::Browser;
+use serde_json::json;
+
+/// Fills the sign-in/up form and submits it.
+fn submit_auth(browser: &Browser, email: &str, password: &str) {
+    set_value(browser, "[data-testid=auth-email]", email);
+    set_value(browser, "[data-testid=auth-password]", password);
+    click(browser, "[data-testid=auth-submit]");
+}
+
+/// Waits for the refusal with `code` in the element `testid` and returns its text.
+fn refusal(browser: &Browser, testid: &str, code: &str) -> String {
+    let sel = format!("[data-testid={testid}][data-code={code}]");
+    browser.wait_for(&sel, WAIT).unwrap_or_else(|e| {
+        panic!(
+            "{e}; the page shows: {}",
+            text_content(browser, "[data-testid=page-account]")
+        )
+    });
+    text_content(browser, &sel)
+}
+
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn sign_up_redeem_refused_then_redeemed_and_sign_out() {
+    let (stack, browser) = start("app-account", Some("en"));
+    browser.goto(&format!("{}/account", stack.url)).unwrap();
+    browser
+        .wait_for("[data-testid=auth-form][data-mode=login]", WAIT)
+        .unwrap();
+    click(&browser, "[data-testid=auth-switch]");
+    browser
+        .wait_for("[data-testid=auth-form][data-mode=signup]", WAIT)
+        .unwrap();
+
+    // The edge's refusals, each in its own words.
+    submit_auth(&browser, "not-an-email", "long enough password");
+    assert!(refusal(&browser, "auth-error", "invalid_email").contains("not an email address"));
+    let email = unique_email("app-account");
+    submit_auth(&browser, &email, "short");
+    assert!(refusal(&browser, "auth-error", "weak_password").contains("at least 8 characters"));
+
+    submit_auth(&browser, &email, "correct horse battery");
+    browser
+        .wait_for_text("[data-testid=session-email]", WAIT, |t| t.contains(&email))
+        .expect("the header shows who is signed in");
+    let balance = browser.wait_for("[data-testid=balance]", WAIT).unwrap();
+    assert_eq!(
+        browser.attribute(&balance, "data-fen").unwrap().as_deref(),
+        Some("1000")
+    );
+    assert_eq!(browser.text(&balance).unwrap(), "¥10.00");
+    browser
+        .wait_for(
+            "[data-testid=ledger] tr[data-kind=grant][data-fen=\"1000\"]",
+            WAIT,
+        )
+        .expect("the sign-up grant is in the ledger");
+
+    // An unknown code is refused with its own message; nothing changes.
+    set_value(&browser, "[data-testid=redeem-code]", "NO-SUCH-CODE");
+    click(&browser, "[data-testid=redeem-submit]");
+    assert!(refusal(&browser, "redeem-error", "code_unknown").contains("no such promotion code"));
+
+    // A real code adds to the balance and to the ledger.
+    let code = format!("WELCOME-{}", onramp_tests::stack::random_hex(3)).to_uppercase();
+    let admin = Client::with_bearer(&stack.url, &stack.admin_token);
+    let made = admin.post(
+        "/api/admin/promo-codes",
+        &json!({"code": code, "amount_fen": 2500, "max_redemptions": 5}),
+    );
+    assert_eq!(made.status, 201, "{:?}", made.json);
+    set_value(&browser, "[data-testid=redeem-code]", &code.to_lowercase());
+    click(&browser, "[data-testid=redeem-submit]");
+    browser
+        .wait_for("[data-testid=redeem-ok][data-fen=\"2500\"]", WAIT)
+        .unwrap();
+    browser
+        .wait_for("[data-testid=balance][data-fen=\"3500\"]", WAIT)
+        .expect("the balance updates after redeeming");
+    assert_eq!(text_content(&browser, "[data-testid=balance]"), "¥35.00");
+    browser
+        .wait_for(
+            "[data-testid=ledger] tr[data-kind=redeem][data-fen=\"2500\"]",
+            WAIT,
+        )
+        .expect("the redemption is in the ledger");
+
+    // The same code twice: refused as already redeemed by this account.
+    set_value(&browser, "[data-testid=redeem-code]", &code);
+    click(&browser, "[data-testid=redeem-submit]");
+    assert!(
+        refusal(&browser, "redeem-error", "code_already_redeemed").contains("already redeemed")
+    );
+
+    // Sign out, then a wrong password is refused as such.
+    click(&browser, "[data-testid=sign-out]");
+    browser.wait_for("[data-testid=nav-sign-in]", WAIT).unwrap();
+    browser
+        .wait_for("[data-testid=auth-form][data-mode=login]", WAIT)
+        .unwrap();
+    submit_auth(&browser, &email, "wrong horse battery");
+    assert!(refusal(&browser, "auth-error", "bad_credentials").contains("Wrong email or password"));
+    submit_auth(&browser, &email, "correct horse battery");
+    browser
+        .wait_for("[data-testid=balance][data-fen=\"3500\"]", WAIT)
+        .expect("signing in again shows the same balance");
+}
+
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn refusals_read_in_chinese() {
+    let (stack, browser) = start("app-account-zh", Some("zh-CN"));
+    browser.goto(&format!("{}/account", stack.url)).unwrap();
+    click(&browser, "[data-testid=auth-switch]");
+    browser
+        .wait_for("[data-testid=auth-form][data-mode=signup]", WAIT)
+        .unwrap();
+    submit_auth(&browser, &unique_email("zh"), "short");
+    assert!(refusal(&browser, "auth-error", "weak_password").contains("密码太弱"));
+}
