@@ -92,7 +92,7 @@ pub fn start() {
 async fn load(state: Rc<State>, src: ModelSource) {
     if state.busy.get() {
         if state.loading.get() {
-            // Picked while the default model was still loading: load it right after.
+            // Picked while another model (at start, the default one) was loading: next.
             *state.next.borrow_mut() = Some(src);
         } else {
             post(&WorkerOutput::Error(fail(

@@ -34,6 +34,8 @@ pub fn app(tools: &Tools) -> Result<(), String> {
             "--quiet",
             "-p",
             "app",
+            "-p",
+            "app-worker",
             "--target",
             "wasm32-unknown-unknown",
             "--profile",

@@ -1,5 +1,6 @@
 //! The inference Web Worker's entry point: built with `wasm-bindgen --target no-modules` and
-//! started by `public/worker.js`; all of it lives in the library (`app::inference`).
+//! started by `public/worker.js`; all of it lives in the library (`app::inference`). A crate of
+//! its own only for its build profile (see the root `Cargo.toml`).
 
 #[cfg(target_arch = "wasm32")]
 fn main() {
