@@ -183,6 +183,8 @@ pub const ROUTES: &[Route] = &[
         Admin,
         201,
         "Refund credit for a job, up to what it was charged (Idempotency-Key)",
+    ),
+    r(
         Backends,
         "GET",
         "/api/backends",
