@@ -36,6 +36,11 @@ pub fn app(tools: &Tools) -> Result<(), String> {
             "app",
             "-p",
             "app-worker",
+            // Leptos's type-erased components: the page's wasm is about a tenth smaller after
+            // gzip (430 -> 388 KB with every page). Only this build: appended to the target's
+            // rustflags from .cargo/config.toml, so the wasm tests and the edge keep their cache.
+            "--config",
+            "target.wasm32-unknown-unknown.rustflags=[\"--cfg\", \"erase_components\"]",
             "--target",
             "wasm32-unknown-unknown",
             "--profile",
