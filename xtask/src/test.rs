@@ -124,6 +124,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 "--",
                 "--ignored",
                 "--test-threads=2",
+                // What the journeys measure (seconds per onboarding step, the concurrency
+                // figures) is printed by passing tests too.
+                "--show-output",
             ])
             .env("CHROMEDRIVER", &tools.chromedriver),
     )?;
