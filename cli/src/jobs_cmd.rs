@@ -4,6 +4,7 @@
 
 use crate::credentials::{self, Saved};
 use crate::remote::{DEFAULT_EDGE, Edge, Failure};
+use crate::say::{self, t};
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -26,7 +27,10 @@ pub fn parse(args: &[String], allowed: &[&str]) -> Result<Args, String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let flag = a.as_str();
-        if flag.starts_with("--") && !allowed.contains(&flag) && flag != "--edge" {
+        if flag.starts_with("--")
+            && !allowed.contains(&flag)
+            && !["--edge", "--lang"].contains(&flag)
+        {
             return Err(format!("unknown option `{flag}`"));
         }
         let mut value = || {
@@ -36,6 +40,9 @@ pub fn parse(args: &[String], allowed: &[&str]) -> Result<Args, String> {
         };
         match flag {
             "--edge" => out.edge = Some(value()?),
+            "--lang" => {
+                say::choose(Some(&value()?))?;
+            }
             "--json" => out.json = true,
             "--follow" | "-f" => out.follow = true,
             "--email" => out.email = Some(value()?),
@@ -52,6 +59,8 @@ pub fn parse(args: &[String], allowed: &[&str]) -> Result<Args, String> {
             p => out.positional.push(p.to_string()),
         }
     }
+    // Without --lang the locale decides (the first choice of the run wins).
+    say::choose(None)?;
     Ok(out)
 }
 
@@ -102,8 +111,11 @@ pub fn yuan(fen: i64) -> String {
 /// One line of `onramp jobs`.
 pub fn job_line(j: &Value) -> String {
     let money = match j["charged_fen"].as_i64() {
-        Some(c) => format!("charged {}", yuan(c)),
-        None => format!("hold {}", yuan(j["hold_fen"].as_i64().unwrap_or(0))),
+        Some(c) => t(format!("charged {}", yuan(c)), format!("实扣 {}", yuan(c))),
+        None => {
+            let h = yuan(j["hold_fen"].as_i64().unwrap_or(0));
+            t(format!("hold {h}"), format!("预扣 {h}"))
+        }
     };
     format!(
         "{:<24} {:<10} {:<8} {}×{:<10} {:<16} {}  {}",
@@ -121,7 +133,28 @@ pub fn job_line(j: &Value) -> String {
 /// `onramp status`: every field people ask about, in a fixed order, skipping absent ones.
 pub fn job_details(j: &Value) -> String {
     let mut out = String::new();
-    let mut line = |k: &str, v: String| out.push_str(&format!("{k:<10} {v}\n"));
+    // Labels in the run's language; values as the edge gives them.
+    let label = |k: &str| match say::lang() {
+        say::Lang::En => k.trim_end_matches("_at").to_string(),
+        say::Lang::Zh => match k {
+            "id" => "编号",
+            "name" => "名称",
+            "state" => "状态",
+            "backend" => "后端",
+            "card" => "显卡",
+            "cards" => "卡数",
+            "hold" => "预扣",
+            "charged" => "实扣",
+            "created_at" => "创建",
+            "started_at" => "开始",
+            "ended_at" => "结束",
+            "reason" => "等待原因",
+            "message" => "说明",
+            _ => "检查点",
+        }
+        .to_string(),
+    };
+    let mut line = |k: &str, v: String| out.push_str(&format!("{:<10} {v}\n", label(k)));
     for k in ["id", "name", "state", "backend", "card"] {
         if let Some(v) = j[k].as_str() {
             line(k, v.to_string());
@@ -137,12 +170,22 @@ pub fn job_details(j: &Value) -> String {
         line("charged", yuan(c));
     }
     for k in ["created_at", "started_at", "ended_at", "reason", "message"] {
-        if let Some(v) = j[k].as_str() {
-            line(k.trim_end_matches("_at"), v.to_string());
+        let v = match (k, say::lang()) {
+            ("reason", say::Lang::Zh) => j["reason_messages"]["zh-CN"].as_str().or(j[k].as_str()),
+            _ => j[k].as_str(),
+        };
+        if let Some(v) = v {
+            line(k, v.to_string());
         }
     }
     if j["checkpoint"].as_bool() == Some(true) {
-        line("checkpoint", "yes (open it in the playground)".into());
+        line(
+            "checkpoint",
+            t(
+                "yes (open it in the playground)".into(),
+                "有（可在试玩页打开）".into(),
+            ),
+        );
     }
     out
 }
@@ -195,16 +238,24 @@ pub fn login(rest: &[String]) -> Result<ExitCode, String> {
         }
         edge.session = a.session;
         if edge.session.is_none() {
-            return Err(Failure("the edge signed you in but set no session".into()));
+            return Err(Failure(t(
+                "the edge signed you in but set no session".into(),
+                "边缘服务已登录，但没有返回会话".into(),
+            )));
         }
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "a terminal".into());
-        let t = edge.expect_ok(edge.post_json(
+        let minted = edge.expect_ok(edge.post_json(
             "/api/tokens",
             &json!({"name": format!("onramp cli on {host}")}),
         ))?;
-        let token = t["token"]
+        let token = minted["token"]
             .as_str()
-            .ok_or_else(|| Failure("the edge returned no token".into()))?
+            .ok_or_else(|| {
+                Failure(t(
+                    "the edge returned no token".into(),
+                    "边缘服务没有返回令牌".into(),
+                ))
+            })?
             .to_string();
         // The token is what the CLI keeps; the session was only the way to mint it.
         let _ = edge.post_json("/api/auth/logout", &json!({}));
@@ -219,10 +270,13 @@ pub fn login(rest: &[String]) -> Result<ExitCode, String> {
             },
         )
         .map_err(Failure)?;
+        let (base, p) = (&edge.base, path.display());
         println!(
-            "signed in to {} as {email}; token saved in {}",
-            edge.base,
-            path.display()
+            "{}",
+            t(
+                format!("signed in to {base} as {email}; token saved in {p}"),
+                format!("已以 {email} 登录 {base}；令牌保存在 {p}"),
+            )
         );
         Ok(())
     })())
@@ -233,9 +287,22 @@ pub fn logout(rest: &[String]) -> Result<ExitCode, String> {
     parse(rest, &[])?;
     let path = credentials::path().ok_or("no HOME or ONRAMP_CONFIG_DIR")?;
     if credentials::forget(&path)? {
-        println!("signed out: removed {}", path.display());
+        let p = path.display();
+        println!(
+            "{}",
+            t(
+                format!("signed out: removed {p}"),
+                format!("已退出：删除了 {p}")
+            )
+        );
     } else {
-        println!("not signed in on this machine");
+        println!(
+            "{}",
+            t(
+                "not signed in on this machine".into(),
+                "本机尚未登录".into()
+            )
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -248,11 +315,16 @@ pub fn me(rest: &[String]) -> Result<ExitCode, String> {
         if args.json {
             print_value(&m);
         } else {
-            println!(
-                "{} on {}: balance {}",
+            let (email, b) = (
                 m["email"].as_str().unwrap_or("?"),
-                edge.base,
-                yuan(m["balance_fen"].as_i64().unwrap_or(0))
+                yuan(m["balance_fen"].as_i64().unwrap_or(0)),
+            );
+            println!(
+                "{}",
+                t(
+                    format!("{email} on {}: balance {b}", edge.base),
+                    format!("{email}（{}）：余额 {b}", edge.base),
+                )
             );
         }
     }))
@@ -289,9 +361,23 @@ pub fn submit(rest: &[String]) -> Result<ExitCode, String> {
     if !plan.is_submittable() {
         eprint!(
             "{}",
-            jobspec::report::render_text_for(&plan, jobspec::Lang::En, false, path)
+            jobspec::report::render_text_for(
+                &plan,
+                match say::lang() {
+                    say::Lang::En => jobspec::Lang::En,
+                    say::Lang::Zh => jobspec::Lang::ZhCn,
+                },
+                false,
+                path
+            )
         );
-        eprintln!("onramp: {path} cannot be submitted; nothing was sent");
+        eprintln!(
+            "onramp: {}",
+            t(
+                format!("{path} cannot be submitted; nothing was sent"),
+                format!("{path} 不能提交；什么也没有发送"),
+            )
+        );
         return Ok(ExitCode::from(1));
     }
     let key = match &args.key {
@@ -316,15 +402,22 @@ pub fn submit(rest: &[String]) -> Result<ExitCode, String> {
             return;
         }
         let id = j["id"].as_str().unwrap_or("?");
-        println!(
-            "job {id} {} on {}: holding {} (idempotency key {key})",
+        let (state, backend, hold) = (
             j["state"].as_str().unwrap_or("?"),
             j["backend"].as_str().unwrap_or("?"),
             yuan(j["hold_fen"].as_i64().unwrap_or(0)),
         );
+        let base = &edge.base;
         println!(
-            "  follow it: onramp logs {id} --follow   or open {}/jobs/{id}",
-            edge.base
+            "{}",
+            t(
+                format!(
+                    "job {id} {state} on {backend}: holding {hold} (idempotency key {key})\n  follow it: onramp logs {id} --follow   or open {base}/jobs/{id}"
+                ),
+                format!(
+                    "job {id} {state}，后端 {backend}：预扣 {hold}（幂等键 {key}）\n  跟踪：onramp logs {id} --follow   或打开 {base}/jobs/{id}"
+                ),
+            )
         );
     }))
 }
@@ -340,7 +433,13 @@ pub fn jobs(rest: &[String]) -> Result<ExitCode, String> {
         }
         let list = v["jobs"].as_array().cloned().unwrap_or_default();
         if list.is_empty() {
-            println!("no jobs yet: onramp submit SPEC.toml");
+            println!(
+                "{}",
+                t(
+                    "no jobs yet: onramp submit SPEC.toml".into(),
+                    "还没有作业：onramp submit SPEC.toml".into(),
+                )
+            );
         }
         for j in &list {
             println!("{}", job_line(j));
@@ -383,10 +482,16 @@ pub fn cancel(rest: &[String]) -> Result<ExitCode, String> {
         if args.json {
             print_value(&j);
         } else {
-            println!(
-                "job {id} {}; charged {}",
+            let (state, c) = (
                 j["state"].as_str().unwrap_or("?"),
-                yuan(j["charged_fen"].as_i64().unwrap_or(0))
+                yuan(j["charged_fen"].as_i64().unwrap_or(0)),
+            );
+            println!(
+                "{}",
+                t(
+                    format!("job {id} {state}; charged {c}"),
+                    format!("job {id} {state}；实扣 {c}"),
+                )
             );
         }
     }))
@@ -421,7 +526,13 @@ pub fn logs(rest: &[String]) -> Result<ExitCode, String> {
                     let last =
                         edge.expect_ok(edge.get(&format!("/api/jobs/{id}/logs?offset={offset}")))?;
                     print!("{}", last["text"].as_str().unwrap_or(""));
-                    eprintln!("onramp: job {id} {state}");
+                    eprintln!(
+                        "onramp: {}",
+                        t(
+                            format!("job {id} {state}"),
+                            format!("job {id} 已结束：{state}")
+                        )
+                    );
                     return Ok(());
                 }
                 // Following a live job means asking again; once a second keeps the edge calm.

@@ -4,6 +4,7 @@
 mod credentials;
 mod jobs_cmd;
 mod remote;
+mod say;
 
 use std::process::ExitCode;
 
@@ -21,7 +22,7 @@ usage:
       list the starter templates (onramp templates ID prints one)
 
 against the edge (--edge URL, else ONRAMP_EDGE, else the one you logged in to, else
-http://localhost:8787; ONRAMP_TOKEN overrides the saved token):
+http://localhost:8787; ONRAMP_TOKEN overrides the saved token; --lang en|zh, else the locale):
   onramp login --email EMAIL
       password from ONRAMP_PASSWORD or stdin; saves an API token (0600) for the commands below
   onramp logout

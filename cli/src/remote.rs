@@ -1,6 +1,7 @@
 //! Talking to the edge: one blocking HTTP call at a time, answers as status + JSON, and the
 //! edge's error shape `{"error": {"code", "message", "details"}}` turned into one readable line.
 
+use crate::say::t;
 use serde_json::Value;
 
 /// Where the edge is when nothing says otherwise: what `cargo xtask dev` serves.
@@ -31,9 +32,12 @@ pub fn describe_error(answer: &Answer) -> Failure {
     let e = &answer.json["error"];
     let mut text = match (e["message"].as_str(), e["code"].as_str()) {
         (Some(m), Some(c)) => format!("{m} ({c}, HTTP {})", answer.status),
-        _ => format!(
-            "the edge answered HTTP {} without an error body",
-            answer.status
+        _ => t(
+            format!(
+                "the edge answered HTTP {} without an error body",
+                answer.status
+            ),
+            format!("边缘服务返回 HTTP {}，没有错误内容", answer.status),
         ),
     };
     if let Some(diags) = e["details"]["diagnostics"].as_array() {
@@ -51,7 +55,10 @@ pub fn describe_error(answer: &Answer) -> Failure {
         }
     }
     if answer.status == 401 {
-        text.push_str("\n  sign in first: onramp login --email YOU@EXAMPLE.COM");
+        text.push_str(&t(
+            "\n  sign in first: onramp login --email YOU@EXAMPLE.COM".into(),
+            "\n  请先登录：onramp login --email YOU@EXAMPLE.COM".into(),
+        ));
     }
     Failure(text)
 }
@@ -114,9 +121,12 @@ impl Edge {
             .timeout_global(Some(std::time::Duration::from_secs(60)))
             .build()
             .into();
-        let response = agent
-            .run(request)
-            .map_err(|e| Failure(format!("cannot reach the edge at {}: {e}", self.base)))?;
+        let response = agent.run(request).map_err(|e| {
+            Failure(t(
+                format!("cannot reach the edge at {}: {e}", self.base),
+                format!("无法连接边缘服务 {}：{e}", self.base),
+            ))
+        })?;
         let status = response.status().as_u16();
         let session = response
             .headers()

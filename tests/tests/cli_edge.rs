@@ -31,9 +31,18 @@ struct Out {
     stderr: String,
 }
 
-/// Runs `onramp ARGS` with its own config folder, `stdin` fed in, and no inherited sign-in.
+/// Runs `onramp ARGS` with its own config folder, `stdin` fed in, no inherited sign-in, in an
+/// English locale.
 fn onramp(config: &Path, args: &[&str], stdin: &str) -> Out {
+    onramp_in("C.UTF-8", config, args, stdin)
+}
+
+/// `onramp` under the locale `lang` (its messages follow `LANG` unless `--lang` says otherwise).
+fn onramp_in(lang: &str, config: &Path, args: &[&str], stdin: &str) -> Out {
     let mut child = Command::new(paths::cli_bin())
+        .env("LANG", lang)
+        .env_remove("LC_ALL")
+        .env_remove("LC_MESSAGES")
         .args(args)
         .env("ONRAMP_CONFIG_DIR", config)
         .env_remove("ONRAMP_TOKEN")
@@ -115,6 +124,11 @@ fn the_cli_logs_in_submits_follows_lists_and_cancels() {
         me.stdout.trim(),
         format!("{email} on {edge}: balance ¥100.00")
     );
+    // In Chinese from the locale, and from --lang over the locale.
+    let zh = onramp_in("zh_CN.UTF-8", &config, &["me"], "");
+    assert_eq!(zh.stdout.trim(), format!("{email}（{edge}）：余额 ¥100.00"));
+    let en = onramp_in("zh_CN.UTF-8", &config, &["me", "--lang", "en"], "");
+    assert!(en.stdout.contains("balance ¥100.00"), "{}", en.stdout);
 
     // A spec with an error is refused here, with its diagnostic, and nothing reaches the edge.
     let dir = stack.state_dir.join("specs");
@@ -198,6 +212,8 @@ fn the_cli_logs_in_submits_follows_lists_and_cancels() {
         "{}",
         cancel.stdout
     );
+    let zh_list = onramp(&config, &["jobs", "--lang", "zh"], "");
+    assert!(zh_list.stdout.contains("实扣 ¥"), "{}", zh_list.stdout);
     let list = onramp(&config, &["jobs"], "");
     let lines: Vec<&str> = list.stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{}", list.stdout);

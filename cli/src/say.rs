@@ -1,0 +1,69 @@
+//! Which language the edge commands speak: `--lang en|zh`, else the locale (`LC_ALL`,
+//! `LC_MESSAGES`, `LANG` starting with `zh`), else English. Chosen once per run, then every
+//! message picks its English or Chinese wording through [`t`].
+
+use std::sync::OnceLock;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    En,
+    Zh,
+}
+
+static CHOSEN: OnceLock<Lang> = OnceLock::new();
+
+/// `--lang`'s value, or the first locale variable that is set.
+pub fn decide(flag: Option<&str>, locale: &[Option<String>]) -> Result<Lang, String> {
+    match flag {
+        Some("en") => return Ok(Lang::En),
+        Some("zh" | "zh-CN" | "zh-cn") => return Ok(Lang::Zh),
+        Some(other) => return Err(format!("--lang takes en or zh, not `{other}`")),
+        None => {}
+    }
+    let first = locale.iter().flatten().find(|v| !v.is_empty());
+    Ok(match first {
+        Some(v) if v.to_ascii_lowercase().starts_with("zh") => Lang::Zh,
+        _ => Lang::En,
+    })
+}
+
+/// Fixes the language for this run (the first call wins).
+pub fn choose(flag: Option<&str>) -> Result<Lang, String> {
+    let var = |k: &str| std::env::var(k).ok();
+    let lang = decide(flag, &[var("LC_ALL"), var("LC_MESSAGES"), var("LANG")])?;
+    Ok(*CHOSEN.get_or_init(|| lang))
+}
+
+pub fn lang() -> Lang {
+    CHOSEN.get().copied().unwrap_or(Lang::En)
+}
+
+/// The wording for this run's language.
+pub fn t(en: String, zh: String) -> String {
+    match lang() {
+        Lang::En => en,
+        Lang::Zh => zh,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flag_wins_then_the_first_locale_variable_set() {
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(decide(Some("zh"), &[s("en_US.UTF-8")]), Ok(Lang::Zh));
+        assert_eq!(decide(Some("en"), &[s("zh_CN.UTF-8")]), Ok(Lang::En));
+        assert_eq!(decide(None, &[None, s(""), s("zh_CN.UTF-8")]), Ok(Lang::Zh));
+        assert_eq!(
+            decide(None, &[s("C.UTF-8"), s("zh_CN.UTF-8")]),
+            Ok(Lang::En)
+        );
+        assert_eq!(decide(None, &[None, None, None]), Ok(Lang::En));
+        assert_eq!(
+            decide(Some("fr"), &[]),
+            Err("--lang takes en or zh, not `fr`".into())
+        );
+    }
+}
