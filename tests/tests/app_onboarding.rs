@@ -235,6 +235,22 @@ fn first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve() {
         .wait_for("[data-testid=try-tokens][data-done=finished]", WAIT)
         .expect("the trained model generates");
     step("checkpoint in the playground", &mut t);
+
+    // 9. The same link opened by a full page load: the page starts the default model's worker
+    // before its own wasm runs, and the checkpoint asked for by the link must still win.
+    browser
+        .goto(&format!("{}/?model={job_id}", stack.url))
+        .unwrap();
+    browser
+        .wait_for_text("[data-testid=try-loaded]", WAIT, |t| {
+            t.contains(&job_id[..8])
+        })
+        .expect("a fresh load of /?model= loads the job's checkpoint");
+    click(&browser, "[data-testid=try-generate]:not([disabled])");
+    browser
+        .wait_for("[data-testid=try-tokens][data-done=finished]", WAIT)
+        .expect("the trained model generates after a fresh load");
+    step("checkpoint from a fresh load of its link", &mut t);
     println!("onboarding: total {:.1} s", total.elapsed().as_secs_f64());
 }
 
