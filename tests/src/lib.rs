@@ -8,6 +8,7 @@ pub mod paths;
 pub mod process;
 pub mod runner;
 pub mod slurm;
+pub mod specs;
 pub mod stack;
 pub mod wait;
 pub mod webdriver;

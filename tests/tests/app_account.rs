@@ -6,18 +6,12 @@
 
 mod app_support;
 
-use app_support::{WAIT, click, set_value, start, text_content};
+use app_support::{WAIT, click, set_value, start, submit_auth, text_content};
 use onramp_tests::api::{Client, unique_email};
 use onramp_tests::webdriver::Browser;
 use serde_json::json;
 
 /// Fills the sign-in/up form and submits it.
-fn submit_auth(browser: &Browser, email: &str, password: &str) {
-    set_value(browser, "[data-testid=auth-email]", email);
-    set_value(browser, "[data-testid=auth-password]", password);
-    click(browser, "[data-testid=auth-submit]");
-}
-
 /// Waits for the refusal with `code` in the element `testid` and returns its text.
 fn refusal(browser: &Browser, testid: &str, code: &str) -> String {
     let sel = format!("[data-testid={testid}][data-code={code}]");

@@ -5,7 +5,7 @@
 
 mod app_support;
 
-use app_support::{WAIT, click, set_value, text_content};
+use app_support::{WAIT, click, set_value, submit_auth, text_content};
 use onramp_tests::api::unique_email;
 use onramp_tests::stack::{Stack, StackExtras, StackOptions};
 use onramp_tests::webdriver::Browser;
@@ -103,13 +103,7 @@ fn refusals_then_a_job_cancelled_from_its_page_and_listed() {
     click(&browser, "[data-testid=submit-sign-in]");
     click(&browser, "[data-testid=auth-switch]");
     let email = unique_email("app-jobs");
-    set_value(&browser, "[data-testid=auth-email]", &email);
-    set_value(
-        &browser,
-        "[data-testid=auth-password]",
-        "correct horse battery",
-    );
-    click(&browser, "[data-testid=auth-submit]");
+    submit_auth(&browser, &email, "correct horse battery");
     browser
         .wait_for("[data-testid=balance][data-fen=\"1000\"]", WAIT)
         .expect("signed up with the trial grant");

@@ -8,7 +8,7 @@
 
 mod app_support;
 
-use app_support::{WAIT, click, set_value, text_content};
+use app_support::{WAIT, click, set_value, submit_auth, text_content};
 use onramp_tests::api::{Client, unique_email};
 use onramp_tests::stack::{Stack, StackOptions, random_hex};
 use onramp_tests::webdriver::Browser;
@@ -103,13 +103,7 @@ fn first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve() {
     click(&browser, "[data-testid=nav-account]");
     click(&browser, "[data-testid=auth-switch]");
     let email = unique_email("onboarding");
-    set_value(&browser, "[data-testid=auth-email]", &email);
-    set_value(
-        &browser,
-        "[data-testid=auth-password]",
-        "correct horse battery",
-    );
-    click(&browser, "[data-testid=auth-submit]");
+    submit_auth(&browser, &email, "correct horse battery");
     browser
         .wait_for_text("[data-testid=session-email]", WAIT, |t| t.contains(&email))
         .expect("signed in");

@@ -16,10 +16,7 @@ use std::time::Duration;
 const GRANT: i64 = 10_000;
 
 fn tiny_spec(steps: u32) -> String {
-    include_str!("../../jobspec/specs/tiny-train-stories260k.toml")
-        .replace("steps = 200", &format!("steps = {steps}"))
-        .replace("seq_len = 256", "seq_len = 64")
-        .replace("micro_batch = 8", "micro_batch = 4")
+    onramp_tests::specs::tiny_train(steps)
 }
 
 #[test]

@@ -89,11 +89,8 @@ fn submit(u: &Client, spec: &str) -> (u16, Value) {
 }
 
 fn tiny_spec(steps: u32, time_limit: &str) -> String {
-    include_str!("../../jobspec/specs/tiny-train-stories260k.toml")
+    onramp_tests::specs::tiny_train(steps)
         .replace("backend = \"runner\"", "backend = \"slurm\"")
-        .replace("steps = 200", &format!("steps = {steps}"))
-        .replace("seq_len = 256", "seq_len = 64")
-        .replace("micro_batch = 8", "micro_batch = 4")
         .replace(
             "time_limit = \"30m\"",
             &format!("time_limit = \"{time_limit}\""),

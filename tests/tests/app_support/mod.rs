@@ -51,6 +51,13 @@ pub fn text_content(browser: &Browser, css: &str) -> String {
         .to_string()
 }
 
+/// Fills the sign-in/sign-up form with `email` and `password` and submits it.
+pub fn submit_auth(browser: &Browser, email: &str, password: &str) {
+    set_value(browser, "[data-testid=auth-email]", email);
+    set_value(browser, "[data-testid=auth-password]", password);
+    click(browser, "[data-testid=auth-submit]");
+}
+
 /// Clicks the first element matching `css`, waiting for it to exist.
 pub fn click(browser: &Browser, css: &str) {
     let el = browser.wait_for(css, WAIT).expect("element is on the page");
