@@ -2,29 +2,35 @@
 //! from the same [`Weights`] as the candle model but with Q/K/V and W1/W3 fused into one matrix
 //! each, and every buffer allocated once, because tiny models are bound by per-token overhead.
 
+use crate::arena::Arena;
 use crate::config::{Config, ROPE_THETA};
 use crate::error::{Error, Result};
 use crate::kernels::{add_assign, attend, exp, matvec, rmsnorm};
 use crate::weights::Weights;
+use std::ops::Range;
 
+/// Where one block's matrices are in the [`Arena`].
 struct Layer {
     attention_norm: Vec<f32>,
     /// Rows of wq, then wk, then wv: `[dim + 2 kv_dim, dim]`.
-    wqkv: Vec<f32>,
-    wo: Vec<f32>,
+    wqkv: Range<usize>,
+    wo: Range<usize>,
     ffn_norm: Vec<f32>,
     /// Rows of w1, then w3: `[2 hidden_dim, dim]`.
-    w13: Vec<f32>,
-    w2: Vec<f32>,
+    w13: Range<usize>,
+    w2: Range<usize>,
 }
 
 /// A model ready for token-by-token inference, with its activations and KV cache.
 pub struct Transformer {
     config: Config,
-    tok_embeddings: Vec<f32>,
+    /// Every matrix, in the order a token reads them.
+    matrices: Arena,
+    tok_embeddings: Range<usize>,
     layers: Vec<Layer>,
     norm: Vec<f32>,
-    output: Option<Vec<f32>>,
+    /// The classifier: its own matrix, or the embedding table's range when shared.
+    output: Range<usize>,
     /// cos and sin of every (position, pair) for RoPE, computed with run.c's f32 formula.
     rope: Vec<(f32, f32)>,
     x: Vec<f32>,
@@ -38,26 +44,46 @@ pub struct Transformer {
     value_cache: Vec<f32>,
 }
 
-fn concat(parts: &[&[f32]]) -> Vec<f32> {
-    parts.concat()
-}
-
 impl Transformer {
     /// Prepares `weights` for inference (they are copied into the fused layout).
     pub fn new(weights: &Weights) -> Self {
         let c = weights.config;
+        // Read order: per block wq|wk|wv (fused into one matrix), wo, w1|w3 (fused), w2; then
+        // the embedding table, which is also the classifier when shared; then the classifier.
+        let fused: Vec<Vec<f32>> = weights
+            .layers
+            .iter()
+            .flat_map(|l| {
+                [
+                    [&l.wq[..], &l.wk, &l.wv].concat(),
+                    [&l.w1[..], &l.w3].concat(),
+                ]
+            })
+            .collect();
+        let mut parts: Vec<&[f32]> = Vec::new();
+        for (l, f) in weights.layers.iter().zip(fused.chunks_exact(2)) {
+            parts.extend([&f[0][..], &l.wo, &f[1], &l.w2]);
+        }
+        parts.push(&weights.tok_embeddings);
+        if let Some(output) = &weights.output {
+            parts.push(output);
+        }
+        let (matrices, ranges) = Arena::new(&parts);
         let layers = weights
             .layers
             .iter()
-            .map(|l| Layer {
+            .zip(ranges.chunks_exact(4))
+            .map(|(l, r)| Layer {
                 attention_norm: l.attention_norm.clone(),
-                wqkv: concat(&[&l.wq, &l.wk, &l.wv]),
-                wo: l.wo.clone(),
+                wqkv: r[0].clone(),
+                wo: r[1].clone(),
                 ffn_norm: l.ffn_norm.clone(),
-                w13: concat(&[&l.w1, &l.w3]),
-                w2: l.w2.clone(),
+                w13: r[2].clone(),
+                w2: r[3].clone(),
             })
             .collect();
+        let tok_embeddings = ranges[4 * weights.layers.len()].clone();
+        let output = ranges.last().cloned().unwrap_or_default();
         let hs = c.head_size();
         let mut rope = Vec::with_capacity(c.seq_len * hs / 2);
         for pos in 0..c.seq_len {
@@ -70,10 +96,11 @@ impl Transformer {
         let cache = c.n_layers * c.seq_len * c.kv_dim();
         Transformer {
             config: c,
-            tok_embeddings: weights.tok_embeddings.clone(),
+            matrices,
+            tok_embeddings,
             layers,
             norm: weights.norm.clone(),
-            output: weights.output.clone(),
+            output,
             rope,
             x: vec![0.0; c.dim],
             xb: vec![0.0; c.dim],
@@ -111,13 +138,14 @@ impl Transformer {
         let (dim, kv_dim, hidden, hs) = (c.dim, c.kv_dim(), c.hidden_dim, c.head_size());
         let kv_mul = c.kv_mul();
         let t = token as usize;
+        let m = &self.matrices;
         self.x
-            .copy_from_slice(&self.tok_embeddings[t * dim..(t + 1) * dim]);
+            .copy_from_slice(&m.get(&self.tok_embeddings)[t * dim..(t + 1) * dim]);
         let rope = &self.rope[pos * hs / 2..(pos + 1) * hs / 2];
         let scale = (hs as f32).sqrt();
         for (l, layer) in self.layers.iter().enumerate() {
             rmsnorm(&mut self.xb, &self.x, &layer.attention_norm);
-            matvec(&mut self.qkv, &layer.wqkv, &self.xb);
+            matvec(&mut self.qkv, m.get(&layer.wqkv), &self.xb);
             let (q, kv) = self.qkv.split_at_mut(dim);
             let (k, v) = kv.split_at_mut(kv_dim);
             // RoPE: rotate each (even, odd) pair of every query head and key head.
@@ -151,23 +179,22 @@ impl Transformer {
                     out,
                 );
             }
-            matvec(&mut self.xb2, &layer.wo, &self.xb);
+            matvec(&mut self.xb2, m.get(&layer.wo), &self.xb);
             add_assign(&mut self.x, &self.xb2);
 
             rmsnorm(&mut self.xb, &self.x, &layer.ffn_norm);
-            matvec(&mut self.hb, &layer.w13, &self.xb);
+            matvec(&mut self.hb, m.get(&layer.w13), &self.xb);
             let (h1, h3) = self.hb.split_at_mut(hidden);
             for (a, b) in h1.iter_mut().zip(h3.iter()) {
                 let val = *a;
                 *a = val * (1.0 / (1.0 + exp(-val))) * b;
             }
-            matvec(&mut self.xb, &layer.w2, h1);
+            matvec(&mut self.xb, m.get(&layer.w2), h1);
             add_assign(&mut self.x, &self.xb);
         }
         self.xb.copy_from_slice(&self.x);
         rmsnorm(&mut self.x, &self.xb, &self.norm);
-        let classifier = self.output.as_deref().unwrap_or(&self.tok_embeddings);
-        matvec(&mut self.logits, classifier, &self.x);
+        matvec(&mut self.logits, m.get(&self.output), &self.x);
         Ok(&mut self.logits)
     }
 }

@@ -1,5 +1,5 @@
 //! The f32 kernels of the inference path, written so that LLVM vectorises them (SSE2/AVX natively,
-//! SIMD128 in the browser) without `unsafe`.
+//! SIMD128 in the browser) without `unsafe`; the one exception is the prefetch hint below.
 
 use wide::f32x4;
 
@@ -30,7 +30,23 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     ((acc[0] + acc[2]) + (acc[1] + acc[3])).reduce_add() + tail
 }
 
+/// Matrices at least this large (in floats, 256 KiB) do not stay in the core's caches between
+/// tokens, so [`matvec`] streams them with software prefetches.
+const STREAMED: usize = 1 << 16;
+
+/// How far ahead of the row being multiplied the prefetches run, in floats (16 KiB). Measured
+/// with `cargo xtask bench model` on the stories15M shape: 1 KiB gains less, 16–64 KiB the same.
+const PREFETCH_AHEAD: usize = 4096;
+
+/// Floats per cache line.
+const LINE: usize = 16;
+
 /// `out = W x` for a row-major `W` of shape `[out.len(), x.len()]`.
+///
+/// A large `W` comes from memory, once per token, and the hardware prefetchers stop at every
+/// 4 KiB boundary; so while a row is multiplied, the cache lines 16 KiB further on (the rest of
+/// this matrix, then whatever follows it, which in the model's arena is the next matrix) are
+/// requested ahead. For the stories15M shape this is about 1.3× more tokens/s.
 #[inline]
 pub fn matvec(out: &mut [f32], w: &[f32], x: &[f32]) {
     let n = x.len();
@@ -38,10 +54,34 @@ pub fn matvec(out: &mut [f32], w: &[f32], x: &[f32]) {
         out.fill(0.0);
         return;
     }
-    for (o, row) in out.iter_mut().zip(w.chunks_exact(n)) {
+    let streamed = w.len() >= STREAMED;
+    for (i, (o, row)) in out.iter_mut().zip(w.chunks_exact(n)).enumerate() {
+        if streamed {
+            let ahead = w.as_ptr().wrapping_add(i * n + PREFETCH_AHEAD);
+            for k in (0..n).step_by(LINE) {
+                prefetch(ahead.wrapping_add(k));
+            }
+        }
         *o = dot(row, x);
     }
 }
+
+/// Asks for the cache line holding `p` to be loaded; a hint only: it never faults and reads
+/// nothing into the program, so `p` may point anywhere, even past the end of an allocation.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(unsafe_code)]
+fn prefetch(p: *const f32) {
+    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+    // SAFETY: PREFETCHT0 is part of SSE, which every x86_64 CPU has; it does not dereference
+    // `p` in the language's sense (no load, no fault, any address allowed).
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>()) }
+}
+
+/// No prefetch hint elsewhere (wasm has none; other CPUs rely on their hardware prefetchers).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn prefetch(_: *const f32) {}
 
 /// run.c's RMSNorm: `out = weight * x / sqrt(mean(x^2) + 1e-5)`.
 #[inline]

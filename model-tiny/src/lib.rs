@@ -8,6 +8,7 @@
 //! - [`model::CandleModel`] is the same model in candle for autograd; `train` (native only)
 //!   trains it.
 
+mod arena;
 pub mod bench;
 pub mod checkpoint;
 pub mod config;
