@@ -1,6 +1,7 @@
 //! Submitting and managing jobs from the app, the refusals first: signed out (with a link to sign
 //! in), not enough credit for the hold, a backend that is down (503, nothing charged); then a job
-//! on the local runner that is cancelled from its page, and the jobs list showing it.
+//! on the local runner, submitted with a double click, that is cancelled from its page, and the
+//! jobs list showing it (once).
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 mod app_support;
@@ -138,7 +139,15 @@ fn refusals_then_a_job_cancelled_from_its_page_and_listed() {
             .then_some(()))
     })
     .unwrap();
-    click(&browser, "[data-testid=submit-job]:not([disabled])");
+    // A double click: two clicks in the same moment make one job (the list below has one row).
+    let ready = "[data-testid=submit-job]:not([disabled])";
+    browser.wait_for(ready, WAIT).unwrap();
+    browser
+        .execute(
+            "const b = document.querySelector(arguments[0]); b.click(); b.click(); return true;",
+            json!([ready]),
+        )
+        .unwrap();
     let page = browser.wait_for("[data-testid=page-job]", WAIT).unwrap();
     let job_id = browser.attribute(&page, "data-id").unwrap().unwrap();
     browser
@@ -163,7 +172,8 @@ fn refusals_then_a_job_cancelled_from_its_page_and_listed() {
         text.contains("local") && text.contains("cpu") && text.contains('¥'),
         "{text}"
     );
-    // Only one job was made: the refused submissions left nothing behind.
+    // Only one job was made: the refused submissions left nothing behind, and the double click
+    // made one.
     assert_eq!(
         browser
             .execute(
