@@ -1,7 +1,9 @@
 //! The account pages end to end in headless Chromium: sign-up refusals are shown in the user's
 //! words (a bad email, a weak password), sign-up then shows who is signed in and the trial
 //! grant; redeeming an unknown code is refused with its own message, a real code adds to the
-//! balance and the ledger; sign-out and a wrong password on sign-in.
+//! balance and the ledger; a code redeemed twice, an expired one, a used-up one and too many
+//! attempts are each refused in their own words with no money moved; sign-out and a wrong
+//! password on sign-in.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 mod app_support;
@@ -96,6 +98,54 @@ fn sign_up_redeem_refused_then_redeemed_and_sign_out() {
     assert!(
         refusal(&browser, "redeem-error", "code_already_redeemed").contains("already redeemed")
     );
+
+    // An expired code and a used-up one are refused, each in its own words.
+    let promo = |prefix: &str, max: i64, expires_at: Option<&str>| {
+        let code = format!("{prefix}-{}", onramp_tests::stack::random_hex(3)).to_uppercase();
+        let made = admin.post(
+            "/api/admin/promo-codes",
+            &json!({"code": code, "amount_fen": 100, "max_redemptions": max, "expires_at": expires_at}),
+        );
+        assert_eq!(made.status, 201, "{:?}", made.json);
+        code
+    };
+    let expired = promo("OLD", 10, Some("2020-01-01T00:00:00Z"));
+    set_value(&browser, "[data-testid=redeem-code]", &expired);
+    click(&browser, "[data-testid=redeem-submit]");
+    assert!(refusal(&browser, "redeem-error", "code_expired").contains("has expired"));
+    let single = promo("ONE", 1, None);
+    let other = Client::signup(&stack.url, &unique_email("other"), "correct horse battery");
+    assert_eq!(
+        other
+            .post("/api/credits/redeem", &json!({"code": single}))
+            .status,
+        200
+    );
+    set_value(&browser, "[data-testid=redeem-code]", &single);
+    click(&browser, "[data-testid=redeem-submit]");
+    assert!(refusal(&browser, "redeem-error", "code_exhausted").contains("used up"));
+
+    // Too many attempts in a minute: the limit counts this account's attempts from anywhere, so
+    // the rest of them are made through the API in a second session of the same account.
+    let mut api = Client::new(&stack.url);
+    let login = api.post(
+        "/api/auth/login",
+        &json!({"email": email, "password": "correct horse battery"}),
+    );
+    assert_eq!(login.status, 200, "{:?}", login.json);
+    api.take_cookie(&login);
+    let limited = (0..40)
+        .map(|_| api.post("/api/credits/redeem", &json!({"code": "NO-SUCH-CODE"})))
+        .find(|a| a.status == 429);
+    assert!(limited.is_some(), "the redeem limit never answered 429");
+    set_value(&browser, "[data-testid=redeem-code]", &code);
+    click(&browser, "[data-testid=redeem-submit]");
+    assert!(
+        refusal(&browser, "redeem-error", "rate_limited").contains("Too many attempts"),
+        "the browser's own attempt is refused too"
+    );
+    // None of the refusals moved money.
+    assert_eq!(api.balance(), 3500);
 
     // Sign out, then a wrong password is refused as such.
     click(&browser, "[data-testid=sign-out]");
