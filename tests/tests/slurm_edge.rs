@@ -75,6 +75,37 @@ impl World {
     }
 }
 
+/// The job's log as a client pages through it from the edge, until the end.
+fn edge_log(u: &Client, id: &str) -> String {
+    let mut text = String::new();
+    for _ in 0..100 {
+        let page = u
+            .get(&format!("/api/jobs/{id}/logs?offset={}", text.len()))
+            .json;
+        assert_eq!(page["offset"].as_u64(), Some(text.len() as u64), "{page}");
+        text.push_str(page["text"].as_str().unwrap());
+        assert_eq!(
+            page["next_offset"].as_u64(),
+            Some(text.len() as u64),
+            "{page}"
+        );
+        if page["eof"] == true {
+            return text;
+        }
+    }
+    panic!("the log of {id} did not end within 100 pages: {text}");
+}
+
+/// Slurm's own log file of the job whose output contains `marker`.
+fn slurm_log(w: &World, marker: &str) -> String {
+    std::fs::read_dir(w.slurm.host_path(w.slurm.run_dir()).join("jobs/edge"))
+        .unwrap()
+        .flatten()
+        .map(|f| std::fs::read_to_string(f.path()).unwrap_or_default())
+        .find(|t| t.contains(marker))
+        .unwrap_or_default()
+}
+
 fn submit(u: &Client, spec: &str) -> (u16, Value) {
     let a = u.request(
         "POST",
@@ -201,34 +232,12 @@ fn tiny_train(w: &World) {
 
     // The log, pushed by the job script, read through the edge from any offset; the same bytes
     // are in Slurm's own log file on the cluster (with whatever the wrapper itself said).
-    let slurm_log = std::fs::read_dir(w.slurm.host_path(w.slurm.run_dir()).join("jobs/edge"))
-        .unwrap()
-        .flatten()
-        .map(|f| std::fs::read_to_string(f.path()).unwrap_or_default())
-        .find(|t| t.contains(", 30 steps of"))
-        .unwrap_or_default();
-    // Page through the log as a client would, until the end.
-    let mut text = String::new();
-    let mut pages = 0;
-    let end = loop {
-        let page = u
-            .get(&format!("/api/jobs/{id}/logs?offset={}", text.len()))
-            .json;
-        assert_eq!(page["offset"].as_u64(), Some(text.len() as u64), "{page}");
-        text.push_str(page["text"].as_str().unwrap());
-        assert_eq!(
-            page["next_offset"].as_u64(),
-            Some(text.len() as u64),
-            "{page}"
-        );
-        pages += 1;
-        if page["eof"] == true || pages > 100 {
-            break text.len();
-        }
-    };
+    let slurm_log = slurm_log(w, ", 30 steps of");
+    let text = edge_log(&u, &id);
+    let end = text.len();
     assert!(text.starts_with("tiny-train: "), "{text}");
     assert!(
-        text.contains("\"step\":30") && pages <= 100,
+        text.contains("\"step\":30"),
         "{text}\n--- Slurm's log file ---\n{slurm_log}"
     );
     assert!(
@@ -369,4 +378,33 @@ fn time_limit(w: &World) {
     assert_eq!(job["state"], "timed_out", "{job}");
     assert_eq!(job["charged_fen"], hold, "{job}");
     assert_eq!(u.balance(), GRANT - hold);
+
+    // Its log reaches the edge whole, up to Slurm stopping it: the script ships the rest after
+    // SIGTERM, within Slurm's grace period before SIGKILL. (The lines Slurm itself adds to its
+    // file are not the job's output.)
+    wait::until(
+        "the killed job's whole log in the edge",
+        Duration::from_secs(45),
+        || {
+            let file = slurm_log(w, ", 100000 steps of");
+            // Slurm writes this line when it stops the job; the file is then complete.
+            if !file.contains("DUE TO TIME LIMIT") {
+                return Err(format!("Slurm's log file so far: {file}"));
+            }
+            let job_output: String = file
+                .lines()
+                .filter(|l| !l.starts_with("slurmstepd"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let text = edge_log(&u, &id);
+            if text == job_output {
+                Ok(Some(()))
+            } else {
+                Err(format!(
+                    "the edge has {text:?}\n--- Slurm's log file ---\n{file}"
+                ))
+            }
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", w.logs()));
 }

@@ -51,9 +51,17 @@ fn wasm_target() -> Result<(), String> {
     )
 }
 
-/// Debian's chromium and chromium-driver, for the wasm tests and the end-to-end tests.
+/// Debian's chromium and chromium-driver, for the wasm tests and the end-to-end tests, and curl,
+/// which the Slurm job script's own test runs (as the job does on the cluster).
 fn chromium() -> Result<(), String> {
-    if Path::new("/usr/bin/chromium").exists() && Path::new("/usr/bin/chromedriver").exists() {
+    if [
+        "/usr/bin/chromium",
+        "/usr/bin/chromedriver",
+        "/usr/bin/curl",
+    ]
+    .iter()
+    .all(|p| Path::new(p).exists())
+    {
         return Ok(());
     }
     let sudo = if cmd::output(Command::new("id").arg("-u")).as_deref() == Some("0\n") {
@@ -71,8 +79,15 @@ fn chromium() -> Result<(), String> {
     };
     cmd::run("apt-get update", &mut apt(&["update", "-qq"]))?;
     cmd::run(
-        "apt-get install chromium chromium-driver",
-        &mut apt(&["install", "-y", "-qq", "chromium", "chromium-driver"]),
+        "apt-get install chromium chromium-driver curl",
+        &mut apt(&[
+            "install",
+            "-y",
+            "-qq",
+            "chromium",
+            "chromium-driver",
+            "curl",
+        ]),
     )
 }
 

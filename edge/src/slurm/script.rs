@@ -7,8 +7,12 @@
 //! Slurm serves no job output over HTTP, so the wrapper also sends its log to the edge
 //! (`POST <ONRAMP_LOG_URL>?offset=N`, raw bytes, in chunks of at most 64 KiB every 2 s), which
 //! stores it for `GET /api/jobs/{id}/logs`; all it needs is what the reports already need, a
-//! route from the compute nodes to the edge. The last 2 s of a job that Slurm kills (cancel,
-//! time limit) may be missing there; the whole output stays in the job's Slurm log file.
+//! route from the compute nodes to the edge. When Slurm stops a job (cancel, time limit) it
+//! sends SIGTERM and, after its grace period (`KillWait`, 30 s by default), SIGKILL: the training
+//! command ends at the SIGTERM, but the wrapper's forwarding and shipping ignore it, so the log's
+//! last lines still reach the edge; the wrapper then reports no state of its own (Slurm's is the
+//! truth: cancelled or timed out, which the edge's sweep reads). The whole output also stays in
+//! the job's Slurm log file.
 //!
 //! The URLs and token arrive in the job's environment (`ONRAMP_REPORT_URL`, `ONRAMP_LOG_URL`,
 //! `ONRAMP_REPORT_TOKEN`), never in the script text, which Slurm shows to anyone allowed to see
@@ -46,6 +50,7 @@ onramp_post() {
 # slurmrestd serves no output: this loop sends the log to the edge in chunks every 2 s (a chunk
 # that fails goes again next round) and the rest when the command has ended (five tries at most).
 onramp_ship() {
+  trap '' TERM
   local off=0 size n last='' rounds=0
   while :; do
     [ -e "$ONRAMP_LOG.done" ] && last=1
@@ -65,6 +70,7 @@ onramp_ship() {
   done
 }
 onramp_forward() {
+  trap '' TERM
   local line
   while IFS= read -r line; do
     printf '%s\n' "$line"
@@ -77,15 +83,21 @@ onramp_forward() {
 onramp_post '{"state":"running"}'
 ONRAMP_SHIP=''
 if [ -n "$ONRAMP_LOGS" ]; then onramp_ship & ONRAMP_SHIP=$!; fi
+# Stopped by Slurm: the command below gets the SIGTERM; this shell notes it and finishes up.
+ONRAMP_STOPPED=''
+trap 'ONRAMP_STOPPED=1' TERM
 (
 "#;
 
 const WRAPPER_TAIL: &str = r#") 2>&1 | onramp_forward
 status=${PIPESTATUS[0]}
 touch "$ONRAMP_LOG.done"
-[ -n "$ONRAMP_SHIP" ] && wait "$ONRAMP_SHIP"
+# `wait` returns early when a signal comes in: wait until the shipper has really finished.
+while [ -n "$ONRAMP_SHIP" ] && kill -0 "$ONRAMP_SHIP" 2>/dev/null; do wait "$ONRAMP_SHIP"; done
 rm -f "$ONRAMP_LOG" "$ONRAMP_LOG.chunk" "$ONRAMP_LOG.done"
-if [ "$status" -eq 0 ]; then
+if [ -n "$ONRAMP_STOPPED" ]; then
+  exit "$status"
+elif [ "$status" -eq 0 ]; then
   onramp_post '{"state":"succeeded"}'
 else
   onramp_post "{\"state\":\"failed\",\"message\":\"exited with code $status\"}"
@@ -167,6 +179,7 @@ pub(crate) mod tests {
             # slurmrestd serves no output: this loop sends the log to the edge in chunks every 2 s (a chunk
             # that fails goes again next round) and the rest when the command has ended (five tries at most).
             onramp_ship() {
+              trap '' TERM
               local off=0 size n last='' rounds=0
               while :; do
                 [ -e "$ONRAMP_LOG.done" ] && last=1
@@ -186,6 +199,7 @@ pub(crate) mod tests {
               done
             }
             onramp_forward() {
+              trap '' TERM
               local line
               while IFS= read -r line; do
                 printf '%s\n' "$line"
@@ -198,6 +212,9 @@ pub(crate) mod tests {
             onramp_post '{"state":"running"}'
             ONRAMP_SHIP=''
             if [ -n "$ONRAMP_LOGS" ]; then onramp_ship & ONRAMP_SHIP=$!; fi
+            # Stopped by Slurm: the command below gets the SIGTERM; this shell notes it and finishes up.
+            ONRAMP_STOPPED=''
+            trap 'ONRAMP_STOPPED=1' TERM
             (
             set -euo pipefail
 
@@ -217,9 +234,12 @@ pub(crate) mod tests {
             ) 2>&1 | onramp_forward
             status=${PIPESTATUS[0]}
             touch "$ONRAMP_LOG.done"
-            [ -n "$ONRAMP_SHIP" ] && wait "$ONRAMP_SHIP"
+            # `wait` returns early when a signal comes in: wait until the shipper has really finished.
+            while [ -n "$ONRAMP_SHIP" ] && kill -0 "$ONRAMP_SHIP" 2>/dev/null; do wait "$ONRAMP_SHIP"; done
             rm -f "$ONRAMP_LOG" "$ONRAMP_LOG.chunk" "$ONRAMP_LOG.done"
-            if [ "$status" -eq 0 ]; then
+            if [ -n "$ONRAMP_STOPPED" ]; then
+              exit "$status"
+            elif [ "$status" -eq 0 ]; then
               onramp_post '{"state":"succeeded"}'
             else
               onramp_post "{\"state\":\"failed\",\"message\":\"exited with code $status\"}"
@@ -227,6 +247,143 @@ pub(crate) mod tests {
             exit "$status"
         "##]]
         .assert_eq(&job_script(&valid(TINY), None));
+    }
+
+    /// Every POST the stand-in edge got: its path and body.
+    #[cfg(unix)]
+    type Posts = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
+
+    /// A stand-in for the edge that records every POST it gets.
+    #[cfg(unix)]
+    struct Recorder {
+        url: String,
+        posts: Posts,
+    }
+
+    #[cfg(unix)]
+    impl Recorder {
+        fn start() -> Recorder {
+            use std::io::{BufRead, BufReader, Read, Write};
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+            let url = format!("http://{}", listener.local_addr().expect("address"));
+            let posts = Posts::default();
+            let seen = posts.clone();
+            std::thread::spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    let mut r = BufReader::new(stream);
+                    let (mut path, mut len, mut head) = (String::new(), 0usize, String::new());
+                    while r.read_line(&mut head).is_ok_and(|n| n > 0) {
+                        let line = std::mem::take(&mut head);
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(p) = line.strip_prefix("POST ") {
+                            path = p.split(' ').next().unwrap_or_default().to_string();
+                        } else if let Some(v) = lower.strip_prefix("content-length:") {
+                            len = v.trim().parse().unwrap_or(0);
+                        } else if lower.starts_with("expect: 100-continue") {
+                            let _ = r.get_mut().write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+                        } else if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; len];
+                    if r.read_exact(&mut body).is_ok() {
+                        seen.lock().expect("lock").push((path, body));
+                    }
+                    let _ = r.get_mut().write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                }
+            });
+            Recorder { url, posts }
+        }
+
+        /// The log as the edge would store it: every chunk at its offset.
+        fn log(&self) -> Vec<u8> {
+            let mut log = Vec::new();
+            for (path, body) in self.posts.lock().expect("lock").iter() {
+                let Some(off) = path.split("?offset=").nth(1) else {
+                    continue;
+                };
+                let off: usize = off.parse().expect("offset");
+                assert!(
+                    off <= log.len(),
+                    "a chunk at {off} leaves a gap after {}",
+                    log.len()
+                );
+                log.truncate(off);
+                log.extend_from_slice(body);
+            }
+            log
+        }
+
+        fn reports(&self) -> Vec<String> {
+            let posts = self.posts.lock().expect("lock");
+            posts
+                .iter()
+                .filter(|(p, _)| p == "/report")
+                .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+                .collect()
+        }
+    }
+
+    /// What Slurm does to a job at its time limit or on cancel, done to the script under bash:
+    /// SIGTERM to every process of the job. The command stops; the log the edge gets is then the
+    /// whole of what the job printed (the same bytes as its Slurm log file, here its stdout), not
+    /// all but the last 2 s; and the script reports no state of its own.
+    #[cfg(unix)]
+    #[test]
+    fn a_job_stopped_by_sigterm_still_ships_its_whole_log() {
+        use std::os::unix::process::CommandExt;
+        let edge = Recorder::start();
+        // A line every 20 ms, so there is always output younger than the shipper's 2 s round.
+        let payload = "i=0; while :; do i=$((i+1)); echo \"line $i\"; sleep 0.02; done";
+        let script = job_script(&valid(TINY), Some(payload));
+        let dir = std::env::temp_dir().join(format!("onramp-script-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let out = dir.join("slurm.out");
+        let mut job = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .env("ONRAMP_REPORT_URL", format!("{}/report", edge.url))
+            .env("ONRAMP_LOG_URL", format!("{}/log", edge.url))
+            .env("ONRAMP_REPORT_TOKEN", "t0k3n")
+            .stdout(std::fs::File::create(&out).expect("stdout file"))
+            .process_group(0)
+            .spawn()
+            .expect("bash");
+        // Once the job has printed for a while (and shipped at least one round), stop it.
+        let started = std::time::Instant::now();
+        while edge.log().len() < 200 {
+            assert!(
+                started.elapsed().as_secs() < 30,
+                "the job never shipped its log"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let group = format!("-{}", job.id());
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", "--", &group])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        let status = job.wait().expect("the job ends");
+        let printed = std::fs::read(&out).expect("stdout");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            status.code(),
+            Some(143),
+            "the job keeps the command's status"
+        );
+        assert!(
+            printed.ends_with(b"\n") && printed.len() > 200,
+            "{printed:?}"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&edge.log()),
+            String::from_utf8_lossy(&printed),
+            "the edge's copy of the log differs from what the job printed"
+        );
+        assert_eq!(edge.reports(), [r#"{"state":"running"}"#]);
     }
 
     #[test]
