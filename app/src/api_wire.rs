@@ -40,37 +40,15 @@ pub struct Redeemed {
 }
 
 /// A job's state as the edge reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JobState {
-    Queued,
-    Running,
-    Succeeded,
-    Failed,
-    Cancelled,
-    TimedOut,
-    Lost,
+pub use jobspec::JobState;
+
+/// The words for a job's state.
+pub trait StateKey {
+    fn key(self) -> Key;
 }
 
-impl JobState {
-    /// For `data-state` (what the end-to-end tests wait on).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobState::Queued => "queued",
-            JobState::Running => "running",
-            JobState::Succeeded => "succeeded",
-            JobState::Failed => "failed",
-            JobState::Cancelled => "cancelled",
-            JobState::TimedOut => "timed_out",
-            JobState::Lost => "lost",
-        }
-    }
-
-    pub fn is_terminal(self) -> bool {
-        !matches!(self, JobState::Queued | JobState::Running)
-    }
-
-    pub fn key(self) -> Key {
+impl StateKey for JobState {
+    fn key(self) -> Key {
         match self {
             JobState::Queued => Key::StateQueued,
             JobState::Running => Key::StateRunning,

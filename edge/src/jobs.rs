@@ -5,46 +5,7 @@ use crate::backends::{BackendConfig, BackendKind};
 use crate::error::ApiError;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JobState {
-    Queued,
-    Running,
-    Succeeded,
-    Failed,
-    Cancelled,
-    TimedOut,
-    Lost,
-}
-
-impl JobState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobState::Queued => "queued",
-            JobState::Running => "running",
-            JobState::Succeeded => "succeeded",
-            JobState::Failed => "failed",
-            JobState::Cancelled => "cancelled",
-            JobState::TimedOut => "timed_out",
-            JobState::Lost => "lost",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<JobState> {
-        serde_json::from_value(serde_json::Value::String(s.to_string())).ok()
-    }
-
-    pub fn is_terminal(self) -> bool {
-        !matches!(self, JobState::Queued | JobState::Running)
-    }
-
-    /// A terminal state is final: late or repeated reports cannot reopen or relabel a job.
-    pub fn can_become(self, next: JobState) -> bool {
-        !self.is_terminal()
-            && self != next
-            && !(self == JobState::Running && next == JobState::Queued)
-    }
-}
+pub use jobspec::JobState;
 
 /// The backend for a spec: one that has enough cards of its type, of the preferred kind if the
 /// spec names one. The first fitting backend in configuration order wins.

@@ -178,36 +178,7 @@ impl TryFrom<SubmitWire> for JobRequest {
 }
 
 /// A job's state, as the API and the records on disk spell it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum JobState {
-    Queued,
-    Running,
-    Succeeded,
-    Failed,
-    Cancelled,
-    TimedOut,
-    /// The runner stopped or died while the job was queued or running.
-    Lost,
-}
-
-impl JobState {
-    pub fn is_terminal(self) -> bool {
-        !matches!(self, JobState::Queued | JobState::Running)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobState::Queued => "queued",
-            JobState::Running => "running",
-            JobState::Succeeded => "succeeded",
-            JobState::Failed => "failed",
-            JobState::Cancelled => "cancelled",
-            JobState::TimedOut => "timed_out",
-            JobState::Lost => "lost",
-        }
-    }
-}
+pub use jobspec::JobState;
 
 /// `GET /jobs/{id}` answer.
 #[derive(Debug, Clone, Serialize)]

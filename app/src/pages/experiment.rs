@@ -3,7 +3,7 @@
 //! balance), and an unknown id says so.
 
 use crate::api;
-use crate::api_wire::{Experiment, fen_text, short_time};
+use crate::api_wire::{Experiment, StateKey, fen_text, short_time};
 use crate::i18n::{Key, bytes, yuan};
 use crate::pages::auth::Refusal;
 use crate::pages::bits::{fact, loading, note};

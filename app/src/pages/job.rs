@@ -5,8 +5,8 @@
 
 use crate::api;
 use crate::api_wire::{
-    ApiError, Job, JobState, LogChunk, MetricPoint, MetricsPage, SavedExperiment, fen_text,
-    short_time,
+    ApiError, Job, JobState, LogChunk, MetricPoint, MetricsPage, SavedExperiment, StateKey,
+    fen_text, short_time,
 };
 use crate::i18n::Key;
 use crate::pages::auth::{AuthForm, Refusal};

@@ -2,7 +2,7 @@
 //! charged once settled, else the hold), each linking to its page.
 
 use crate::api;
-use crate::api_wire::{Job, JobList, fen_text, short_time};
+use crate::api_wire::{Job, JobList, StateKey, fen_text, short_time};
 use crate::i18n::Key;
 use crate::pages::auth::{AuthForm, Refusal};
 use crate::pages::bits::{loading, tr};

@@ -1,0 +1,86 @@
+//! A submitted job's state: one definition for the edge, the runner and the app, spelled on the
+//! wire and in records as `queued`, `running`, `succeeded`, `failed`, `cancelled`, `timed_out`,
+//! `lost`.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+    TimedOut,
+    /// The backend stopped or died while the job was queued or running.
+    Lost,
+}
+
+impl JobState {
+    /// Every state, in lifecycle order.
+    pub const ALL: [JobState; 7] = [
+        JobState::Queued,
+        JobState::Running,
+        JobState::Succeeded,
+        JobState::Failed,
+        JobState::Cancelled,
+        JobState::TimedOut,
+        JobState::Lost,
+    ];
+
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Succeeded => "succeeded",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+            JobState::TimedOut => "timed_out",
+            JobState::Lost => "lost",
+        }
+    }
+
+    /// The state spelled `s` on the wire, if any.
+    pub fn parse(s: &str) -> Option<JobState> {
+        JobState::ALL.into_iter().find(|j| j.as_str() == s)
+    }
+
+    /// Whether the job has ended (anything but queued or running).
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, JobState::Queued | JobState::Running)
+    }
+
+    /// A terminal state is final: late or repeated reports cannot reopen or relabel a job.
+    pub fn can_become(self, next: JobState) -> bool {
+        !self.is_terminal()
+            && self != next
+            && !(self == JobState::Running && next == JobState::Queued)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wire_spelling_is_serdes_and_parses_back() {
+        for s in JobState::ALL {
+            let json = serde_json::to_string(&s).unwrap_or_default();
+            assert_eq!(json, format!("\"{}\"", s.as_str()));
+            assert_eq!(JobState::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(JobState::parse("done"), None);
+    }
+
+    #[test]
+    fn only_live_jobs_move_and_never_back_to_the_queue() {
+        use JobState::*;
+        assert!(Queued.can_become(Running) && Running.can_become(TimedOut));
+        assert!(!Running.can_become(Queued) && !Running.can_become(Running));
+        for end in JobState::ALL.into_iter().filter(|s| s.is_terminal()) {
+            assert!(JobState::ALL.iter().all(|&next| !end.can_become(next)));
+        }
+    }
+}
