@@ -1,5 +1,6 @@
 //! The f32 kernels of the inference path, written so that LLVM vectorises them (SSE2/AVX natively,
-//! SIMD128 in the browser) without `unsafe`; the one exception is the prefetch hint below.
+//! SIMD128 in the browser) without `unsafe`. The two exceptions, x86_64 only, are the prefetch
+//! hint and the call into the AVX matrix-vector product after the CPU has been checked for AVX.
 
 use wide::f32x4;
 
