@@ -351,6 +351,18 @@ pub(crate) mod tests {
             .process_group(0)
             .spawn()
             .expect("bash");
+        let group = format!("-{}", job.id());
+        // Whatever happens below, nothing of the job outlives the test.
+        struct KillOnDrop<'a>(&'a str);
+        impl Drop for KillOnDrop<'_> {
+            fn drop(&mut self) {
+                let _ = std::process::Command::new("kill")
+                    .args(["-KILL", "--", self.0])
+                    .stderr(std::process::Stdio::null())
+                    .status();
+            }
+        }
+        let _cleanup = KillOnDrop(&group);
         // Once the job has printed for a while (and shipped at least one round), stop it.
         let started = std::time::Instant::now();
         while edge.log().len() < 200 {
@@ -360,13 +372,23 @@ pub(crate) mod tests {
             );
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        let group = format!("-{}", job.id());
         let killed = std::process::Command::new("kill")
             .args(["-TERM", "--", &group])
             .status()
             .expect("kill");
         assert!(killed.success());
-        let status = job.wait().expect("the job ends");
+        // The script has Slurm's grace period to finish (30 s by default), then it is killed.
+        let stopped = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = job.try_wait().expect("the job's status") {
+                break status;
+            }
+            assert!(
+                stopped.elapsed().as_secs() < 30,
+                "the script did not finish within 30 s of SIGTERM"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
         let printed = std::fs::read(&out).expect("stdout");
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(
