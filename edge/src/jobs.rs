@@ -134,23 +134,6 @@ mod tests {
     }
 
     #[test]
-    fn terminal_states_are_final() {
-        use JobState::*;
-        assert!(
-            Queued.can_become(Running)
-                && Running.can_become(Succeeded)
-                && Queued.can_become(Cancelled)
-        );
-        assert!(
-            !Succeeded.can_become(Failed)
-                && !Cancelled.can_become(Running)
-                && !Running.can_become(Queued)
-        );
-        assert_eq!(JobState::parse("timed_out"), Some(TimedOut));
-        assert_eq!(JobState::parse("nope"), None);
-    }
-
-    #[test]
     fn wait_reasons_read_in_both_languages() {
         let m = Messages::for_reason("Resources");
         assert!(m.en.starts_with("waiting for resources"), "{m:?}");

@@ -83,4 +83,21 @@ mod tests {
             assert!(JobState::ALL.iter().all(|&next| !end.can_become(next)));
         }
     }
+
+    #[test]
+    fn terminal_states_are_final() {
+        use JobState::*;
+        assert!(
+            Queued.can_become(Running)
+                && Running.can_become(Succeeded)
+                && Queued.can_become(Cancelled)
+        );
+        assert!(
+            !Succeeded.can_become(Failed)
+                && !Cancelled.can_become(Running)
+                && !Running.can_become(Queued)
+        );
+        assert_eq!(JobState::parse("timed_out"), Some(TimedOut));
+        assert_eq!(JobState::parse("nope"), None);
+    }
 }

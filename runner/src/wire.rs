@@ -285,16 +285,7 @@ mod tests {
 
     #[test]
     fn states_serialise_as_the_api_spells_them() {
-        let all = [
-            JobState::Queued,
-            JobState::Running,
-            JobState::Succeeded,
-            JobState::Failed,
-            JobState::Cancelled,
-            JobState::TimedOut,
-            JobState::Lost,
-        ];
-        for s in all {
+        for s in JobState::ALL {
             assert_eq!(serde_json::to_value(s).unwrap(), json!(s.as_str()));
         }
         assert!(JobState::TimedOut.is_terminal() && !JobState::Queued.is_terminal());

@@ -132,6 +132,19 @@ impl Client {
         }
     }
 
+    /// `POST /api/jobs` with a TOML job spec and the given Idempotency-Key.
+    pub fn submit_spec(&self, spec: &str, key: &str) -> Answer {
+        self.request(
+            "POST",
+            "/api/jobs",
+            Some(spec.as_bytes().to_vec()),
+            &[
+                ("content-type", "application/toml"),
+                ("idempotency-key", key),
+            ],
+        )
+    }
+
     /// Signs up a new account and keeps its session; panics with the answer if refused.
     pub fn signup(base: &str, email: &str, password: &str) -> Client {
         let mut c = Client::new(base);

@@ -6,23 +6,11 @@
 
 mod app_support;
 
-use app_support::{WAIT, click, set_value, submit_auth, text_content};
+use app_support::{WAIT, click, set_value, spec_text, submit_auth, text_content};
 use onramp_tests::api::unique_email;
 use onramp_tests::stack::{Stack, StackExtras, StackOptions};
 use onramp_tests::webdriver::Browser;
 use serde_json::json;
-
-fn spec_text(browser: &Browser) -> String {
-    browser
-        .execute(
-            "return document.querySelector('[data-testid=plan-toml]').value;",
-            json!([]),
-        )
-        .unwrap()
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
-}
 
 /// Replaces the spec's `time_limit` and `steps` and waits for the plan to take it.
 fn edit_spec(browser: &Browser, time_limit: &str, steps: u32) {

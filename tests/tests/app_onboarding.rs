@@ -8,7 +8,7 @@
 
 mod app_support;
 
-use app_support::{WAIT, click, set_value, submit_auth, text_content};
+use app_support::{WAIT, click, set_value, spec_text, submit_auth, text_content};
 use onramp_tests::api::{Client, unique_email};
 use onramp_tests::stack::{Stack, StackOptions, random_hex};
 use onramp_tests::webdriver::Browser;
@@ -246,16 +246,4 @@ fn first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve() {
         .expect("the trained model generates after a fresh load");
     step("checkpoint from a fresh load of its link", &mut t);
     println!("onboarding: total {:.1} s", total.elapsed().as_secs_f64());
-}
-
-fn spec_text(browser: &Browser) -> String {
-    browser
-        .execute(
-            "return document.querySelector('[data-testid=plan-toml]').value;",
-            json!([]),
-        )
-        .unwrap()
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
 }

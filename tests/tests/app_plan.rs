@@ -4,20 +4,7 @@
 
 mod app_support;
 
-use app_support::{WAIT, click, set_value, start, text_content};
-use serde_json::json;
-
-fn spec_text(browser: &onramp_tests::webdriver::Browser) -> String {
-    browser
-        .execute(
-            "return document.querySelector('[data-testid=plan-toml]').value;",
-            json!([]),
-        )
-        .unwrap()
-        .as_str()
-        .unwrap()
-        .to_string()
-}
+use app_support::{WAIT, click, set_value, spec_text, start, text_content};
 
 #[test]
 #[ignore = "needs the built stack: run through `cargo xtask test`"]

@@ -6,7 +6,7 @@
 
 mod app_support;
 
-use app_support::{WAIT, click, set_value, start, text_content};
+use app_support::{WAIT, click, set_value, spec_text, start, text_content};
 use onramp_tests::webdriver::Browser;
 use serde_json::json;
 
@@ -36,18 +36,6 @@ const ZERO3_OFFLOAD: &str = r#"{
   "steps_per_print": 10,
   "wall_clock_breakdown": false
 }"#;
-
-fn spec_text(browser: &Browser) -> String {
-    browser
-        .execute(
-            "return document.querySelector('[data-testid=plan-toml]').value;",
-            json!([]),
-        )
-        .unwrap()
-        .as_str()
-        .unwrap()
-        .to_string()
-}
 
 /// The value of the TOML line `key = value` (first match), as written.
 fn toml_value(spec: &str, key: &str) -> Option<String> {

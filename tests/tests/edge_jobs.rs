@@ -191,18 +191,6 @@ impl World {
     }
 }
 
-fn submit(c: &Client, spec: &str, key: &str) -> Answer {
-    c.request(
-        "POST",
-        "/api/jobs",
-        Some(spec.as_bytes().to_vec()),
-        &[
-            ("content-type", "application/toml"),
-            ("idempotency-key", key),
-        ],
-    )
-}
-
 #[test]
 #[ignore = "needs the built stack: run through `cargo xtask test`"]
 fn edge_jobs() {
@@ -254,7 +242,7 @@ fn edge_jobs() {
 fn lifecycle(w: &World) {
     let u = w.user("life");
     let key = random_hex(8);
-    let a = submit(&u, LORA, &key);
+    let a = u.submit_spec(LORA, &key);
     assert_eq!(a.status, 201, "{:?}", a.json);
     let id = a.json["id"].as_str().expect("id").to_string();
     assert_eq!(id.len(), 32);
@@ -264,7 +252,7 @@ fn lifecycle(w: &World) {
     assert_eq!(hold, 200 * 24, "24 h × 1 RTX 4090 × 200 fen/h");
     assert_eq!(u.balance(), GRANT - hold);
     // The same key again is the same job, never a second one.
-    let again = submit(&u, LORA, &key);
+    let again = u.submit_spec(LORA, &key);
     assert_eq!(
         (again.status, again.json["id"].as_str()),
         (200, Some(id.as_str()))
@@ -360,7 +348,7 @@ fn refusals(w: &World) {
     let u = w.user("refuse");
     let a = u.request("POST", "/api/jobs", Some(LORA.as_bytes().to_vec()), &[]);
     assert_eq!((a.status, a.code()), (400, "missing_idempotency_key"));
-    let a = submit(&u, "name = \"x\"\ntask = \"lora\"\nmodle = 1\n", "k1");
+    let a = u.submit_spec("name = \"x\"\ntask = \"lora\"\nmodle = 1\n", "k1");
     assert_eq!((a.status, a.code()), (422, "invalid_spec"));
     assert!(
         !a.json["error"]["details"]["diagnostics"]
@@ -368,8 +356,7 @@ fn refusals(w: &World) {
             .expect("diagnostics")
             .is_empty()
     );
-    let a = submit(
-        &u,
+    let a = u.submit_spec(
         &LORA.replace("time_limit = \"24h\"", "time_limit = \"72h\""),
         "k2",
     );
@@ -379,7 +366,7 @@ fn refusals(w: &World) {
         "{:?}",
         a.json
     );
-    let a = submit(&u, &LORA.replace("rtx-4090", "h100-80g"), "k3");
+    let a = u.submit_spec(&LORA.replace("rtx-4090", "h100-80g"), "k3");
     assert_eq!((a.status, a.code()), (409, "no_backend"), "{:?}", a.json);
     let json_spec = u.request(
         "POST",
@@ -396,7 +383,7 @@ fn refusals(w: &World) {
         json_spec.json
     );
     let big = format!("{LORA}\n#{}", "x".repeat(300 * 1024));
-    assert_eq!(submit(&u, &big, "k5").status, 413);
+    assert_eq!(u.submit_spec(&big, "k5").status, 413);
     assert_eq!(
         u.get("/api/jobs").json["jobs"].as_array().map(Vec::len),
         Some(1)
@@ -411,7 +398,7 @@ fn refusals(w: &World) {
 fn backend_down(w: &World) {
     let u = w.user("down");
     let spec = LORA.replace("rtx-4090", "rtx-3090");
-    let a = submit(&u, &spec, "down-1");
+    let a = u.submit_spec(&spec, "down-1");
     assert_eq!(
         (a.status, a.code()),
         (503, "backend_unavailable"),
@@ -433,12 +420,12 @@ fn backend_down(w: &World) {
         .sum();
     assert_eq!(sum, GRANT, "hold and release cancel out: {ledger}");
     // A retry with the same key tries again rather than returning a phantom job.
-    assert_eq!(submit(&u, &spec, "down-1").status, 503);
+    assert_eq!(u.submit_spec(&spec, "down-1").status, 503);
 }
 
 fn cancel(w: &World) {
     let u = w.user("cancel");
-    let a = submit(&u, LORA, "c1");
+    let a = u.submit_spec(LORA, "c1");
     let id = a.json["id"].as_str().expect("id").to_string();
     let c = u.post(&format!("/api/jobs/{id}/cancel"), &json!({}));
     assert_eq!(c.status, 200, "{:?}", c.json);
@@ -453,7 +440,7 @@ fn cancel(w: &World) {
 
 fn reconcile(w: &World) {
     let u = w.user("recon");
-    let id = submit(&u, LORA, "r1").json["id"]
+    let id = u.submit_spec(LORA, "r1").json["id"]
         .as_str()
         .expect("id")
         .to_string();
@@ -482,7 +469,7 @@ fn reconcile(w: &World) {
 fn authorization(w: &World) {
     let a = w.user("owner");
     let b = w.user("intruder");
-    let id = submit(&a, LORA, "a1").json["id"]
+    let id = a.submit_spec(LORA, "a1").json["id"]
         .as_str()
         .expect("id")
         .to_string();
@@ -507,7 +494,7 @@ fn authorization(w: &World) {
         "b changed nothing"
     );
     // The same idempotency key in another account is another job.
-    let other = submit(&b, LORA, "a1");
+    let other = b.submit_spec(LORA, "a1");
     assert_eq!(other.status, 201);
     assert_ne!(other.json["id"].as_str(), Some(id.as_str()));
     assert_eq!(b.get("/api/jobs/not-hex").status, 404);
@@ -558,7 +545,7 @@ fn experiments(w: &World) {
     );
 
     // With a job: a running one cannot be snapshotted; a finished one brings its metrics.
-    let job = submit(&a, LORA, "e1").json["id"]
+    let job = a.submit_spec(LORA, "e1").json["id"]
         .as_str()
         .expect("id")
         .to_string();

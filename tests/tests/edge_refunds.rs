@@ -91,15 +91,7 @@ fn start_fake(secret: String) -> (String, States) {
 }
 
 fn submit(c: &Client) -> String {
-    let a = c.request(
-        "POST",
-        "/api/jobs",
-        Some(LORA.as_bytes().to_vec()),
-        &[
-            ("content-type", "application/toml"),
-            ("idempotency-key", &random_hex(8)),
-        ],
-    );
+    let a = c.submit_spec(LORA, &random_hex(8));
     assert_eq!(a.status, 201, "{:?}", a.json);
     a.json["id"].as_str().unwrap().to_string()
 }

@@ -103,15 +103,7 @@ fn endless_spec(time_limit: &str, steps: u32) -> String {
 }
 
 fn submit(u: &Client, spec: &str) -> Value {
-    let a = u.request(
-        "POST",
-        "/api/jobs",
-        Some(spec.as_bytes().to_vec()),
-        &[
-            ("content-type", "application/toml"),
-            ("idempotency-key", &random_hex(8)),
-        ],
-    );
+    let a = u.submit_spec(spec, &random_hex(8));
     assert_eq!(a.status, 201, "{:?}", a.json);
     a.json
 }

@@ -9,9 +9,9 @@
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use edge::slurm::{
-    ApiVersion, JobStatus, MappedState, ReportHook, SubmitOptions, parse_job, parse_submit,
-    submit_body,
+    ApiVersion, JobStatus, ReportHook, SubmitOptions, parse_job, parse_submit, submit_body,
 };
+use jobspec::JobState;
 use onramp_tests::runner::ReportSink;
 use onramp_tests::slurm::Slurm;
 use serde_json::Value;
@@ -107,7 +107,7 @@ fn jobs_run_report_and_end_with_mapped_states_on_every_data_parser() {
         let s = wait_for(&slurm, version, id, |s| s.state.is_terminal());
         assert_eq!(
             (s.state, s.exit_code),
-            (MappedState::Succeeded, Some(0)),
+            (JobState::Succeeded, Some(0)),
             "{version:?}: {s:?}"
         );
         assert_eq!(s.slurm_state, "COMPLETED");
@@ -156,7 +156,7 @@ fn jobs_run_report_and_end_with_mapped_states_on_every_data_parser() {
     let s = wait_for(&slurm, ApiVersion::V0041, id, |s| s.state.is_terminal());
     assert_eq!(
         (s.state, s.exit_code, s.slurm_state.as_str()),
-        (MappedState::Failed, Some(3), "FAILED"),
+        (JobState::Failed, Some(3), "FAILED"),
         "{s:?}"
     );
     assert_eq!(s.message.unwrap().0, "exited with code 3");
@@ -187,7 +187,7 @@ fn gpu_counts_gate_scheduling_and_cancel_stops_jobs() {
         "echo gpus=$CUDA_VISIBLE_DEVICES\nsleep 300",
     );
     let holder = submit(&slurm, &gpu_spec(2), &first).unwrap();
-    let s = wait_for(&slurm, v, holder, |s| s.state == MappedState::Running);
+    let s = wait_for(&slurm, v, holder, |s| s.state == JobState::Running);
     assert_eq!(s.slurm_state, "RUNNING");
     let log_path = slurm.host_path(&format!("{}/slurm-{holder}.out", first.work_dir));
     onramp_tests::wait::until("the job to see its GPUs", Duration::from_secs(20), || {
@@ -206,7 +206,7 @@ fn gpu_counts_gate_scheduling_and_cancel_stops_jobs() {
     let s = wait_for(&slurm, v, waiting, |s| {
         s.reason.as_deref() == Some("Resources")
     });
-    assert_eq!(s.state, MappedState::Queued);
+    assert_eq!(s.state, JobState::Queued);
     let (en, zh) = s.message.unwrap();
     assert!(en.contains("not enough free GPUs"), "{en}");
     assert!(zh.contains("GPU"), "{zh}");
@@ -229,9 +229,9 @@ fn gpu_counts_gate_scheduling_and_cancel_stops_jobs() {
     let s = wait_for(&slurm, v, holder, |s| s.state.is_terminal());
     assert_eq!(
         (s.state, s.slurm_state.as_str()),
-        (MappedState::Cancelled, "CANCELLED"),
+        (JobState::Cancelled, "CANCELLED"),
         "{s:?}"
     );
     let s = wait_for(&slurm, v, waiting, |s| s.state.is_terminal());
-    assert_eq!(s.state, MappedState::Succeeded, "{s:?}");
+    assert_eq!(s.state, JobState::Succeeded, "{s:?}");
 }

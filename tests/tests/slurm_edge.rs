@@ -107,15 +107,7 @@ fn slurm_log(w: &World, marker: &str) -> String {
 }
 
 fn submit(u: &Client, spec: &str) -> (u16, Value) {
-    let a = u.request(
-        "POST",
-        "/api/jobs",
-        Some(spec.as_bytes().to_vec()),
-        &[
-            ("content-type", "application/toml"),
-            ("idempotency-key", &random_hex(8)),
-        ],
-    );
+    let a = u.submit_spec(spec, &random_hex(8));
     (a.status, a.json)
 }
 

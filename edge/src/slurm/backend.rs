@@ -11,7 +11,7 @@
 
 use super::request::{SubmitOptions, log_path, submit_body};
 use super::script::ReportHook;
-use super::state::{MappedState, parse_job, parse_submit};
+use super::state::{parse_job, parse_submit};
 use super::{ApiVersion, auth_headers};
 use crate::adapter::{
     Backend, BackendError, Dispatch, HttpCall, LogChunk, RemoteStatus, Submitted, common_status,
@@ -77,17 +77,6 @@ fn json(body: &[u8]) -> Result<Value, BackendError> {
     serde_json::from_slice(body).map_err(|e| BackendError::Protocol(format!("malformed JSON: {e}")))
 }
 
-fn job_state(s: MappedState) -> JobState {
-    match s {
-        MappedState::Queued => JobState::Queued,
-        MappedState::Running => JobState::Running,
-        MappedState::Succeeded => JobState::Succeeded,
-        MappedState::Failed => JobState::Failed,
-        MappedState::Cancelled => JobState::Cancelled,
-        MappedState::TimedOut => JobState::TimedOut,
-    }
-}
-
 impl Backend for SlurmBackend {
     fn submit(&self, job: &Dispatch) -> HttpCall {
         let (valid, _) = jobspec::validate_toml(&job.spec_toml);
@@ -148,9 +137,9 @@ impl Backend for SlurmBackend {
         common_status(status, body)?;
         let s = parse_job(&json(body)?).map_err(BackendError::Protocol)?;
         // For a pending job Slurm's start_time is its guess of when the job will start.
-        let started = s.start_time.filter(|_| s.state != MappedState::Queued);
+        let started = s.start_time.filter(|_| s.state != JobState::Queued);
         Ok(RemoteStatus {
-            state: job_state(s.state),
+            state: s.state,
             exit_code: s.exit_code,
             started_at_ms: started.map(|t| t * 1000),
             ended_at_ms: s.end_time.map(|t| t * 1000),

@@ -18,7 +18,7 @@ pub mod state;
 pub use backend::SlurmBackend;
 pub use request::{SubmitOptions, submit_body};
 pub use script::{ReportHook, job_script};
-pub use state::{JobStatus, MappedState, parse_job, parse_submit};
+pub use state::{JobStatus, parse_job, parse_submit};
 
 /// The slurmrestd data parser versions the adapter speaks (Slurm 23.11 to 25.05 serve them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

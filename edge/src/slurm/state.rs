@@ -6,35 +6,8 @@
 //! `COMPLETING`), numbers may come wrapped as `{"set", "infinite", "number"}`, and `exit_code`
 //! is an object `{"status", "return_code", "signal": {"id", "name"}}`.
 
+use jobspec::JobState;
 use serde_json::Value;
-
-/// Onramp's job states, spelled as the runner and the edge spell them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MappedState {
-    Queued,
-    Running,
-    Succeeded,
-    Failed,
-    Cancelled,
-    TimedOut,
-}
-
-impl MappedState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MappedState::Queued => "queued",
-            MappedState::Running => "running",
-            MappedState::Succeeded => "succeeded",
-            MappedState::Failed => "failed",
-            MappedState::Cancelled => "cancelled",
-            MappedState::TimedOut => "timed_out",
-        }
-    }
-
-    pub fn is_terminal(self) -> bool {
-        !matches!(self, MappedState::Queued | MappedState::Running)
-    }
-}
 
 /// A Slurm job as the edge needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,7 +17,7 @@ pub struct JobStatus {
     pub slurm_state: String,
     /// The flags that came with it (`COMPLETING`, `CONFIGURING`, …).
     pub flags: Vec<String>,
-    pub state: MappedState,
+    pub state: JobState,
     pub exit_code: Option<i64>,
     /// The signal that ended the job, when one did.
     pub signal: Option<i64>,
@@ -149,52 +122,52 @@ fn map_state(
     exit_code: Option<i64>,
     signal: Option<i64>,
     reason: Option<&str>,
-) -> (MappedState, Message) {
+) -> (JobState, Message) {
     let msg = |en: String, zh: String| Some((en, zh));
     match base {
-        "PENDING" => (MappedState::Queued, reason.map(pending_reason)),
-        "RUNNING" | "SUSPENDED" => (MappedState::Running, None),
-        "COMPLETED" if exit_code.unwrap_or(0) == 0 => (MappedState::Succeeded, None),
+        "PENDING" => (JobState::Queued, reason.map(pending_reason)),
+        "RUNNING" | "SUSPENDED" => (JobState::Running, None),
+        "COMPLETED" if exit_code.unwrap_or(0) == 0 => (JobState::Succeeded, None),
         "CANCELLED" => (
-            MappedState::Cancelled,
+            JobState::Cancelled,
             msg("cancelled".into(), "已取消".into()),
         ),
         "TIMEOUT" | "DEADLINE" => (
-            MappedState::TimedOut,
+            JobState::TimedOut,
             msg(
                 "killed at its time limit".into(),
                 "达到时间上限，已被终止".into(),
             ),
         ),
         "NODE_FAIL" | "BOOT_FAIL" => (
-            MappedState::Failed,
+            JobState::Failed,
             msg(
                 "the node running the job failed".into(),
                 "运行作业的节点发生故障".into(),
             ),
         ),
         "OUT_OF_MEMORY" => (
-            MappedState::Failed,
+            JobState::Failed,
             msg("ran out of memory".into(), "内存不足".into()),
         ),
         "PREEMPTED" => (
-            MappedState::Failed,
+            JobState::Failed,
             msg("preempted by another job".into(), "被其他作业抢占".into()),
         ),
         // FAILED, or COMPLETED with a non-zero code.
         _ => match (signal, exit_code) {
             (Some(sig), _) => (
-                MappedState::Failed,
+                JobState::Failed,
                 msg(
                     format!("killed by signal {sig}"),
                     format!("被信号 {sig} 终止"),
                 ),
             ),
             (None, Some(code)) => (
-                MappedState::Failed,
+                JobState::Failed,
                 msg(format!("exited with code {code}"), format!("退出码 {code}")),
             ),
-            (None, None) => (MappedState::Failed, msg("failed".into(), "失败".into())),
+            (None, None) => (JobState::Failed, msg("failed".into(), "失败".into())),
         },
     }
 }
@@ -360,7 +333,7 @@ mod tests {
         let s = parse_job(&plain).unwrap();
         assert_eq!(
             (s.slurm_job_id, s.state, s.exit_code),
-            (9, MappedState::Succeeded, Some(0))
+            (9, JobState::Succeeded, Some(0))
         );
     }
 

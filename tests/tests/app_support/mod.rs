@@ -51,6 +51,19 @@ pub fn text_content(browser: &Browser, css: &str) -> String {
         .to_string()
 }
 
+/// The spec editor's text on the Plan page (empty while the editor is not on the page).
+pub fn spec_text(browser: &Browser) -> String {
+    browser
+        .execute(
+            "return document.querySelector('[data-testid=plan-toml]').value;",
+            json!([]),
+        )
+        .unwrap_or_default()
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// Fills the sign-in/sign-up form with `email` and `password` and submits it.
 pub fn submit_auth(browser: &Browser, email: &str, password: &str) {
     set_value(browser, "[data-testid=auth-email]", email);
