@@ -69,21 +69,65 @@ pub fn parse(text: Option<&str>) -> Result<Vec<BackendConfig>, String> {
                 b.name, b.url
             ));
         }
-        if let Some(dir) = b
-            .work_dir
-            .as_ref()
-            .filter(|d| !d.starts_with('/') || d.contains(['\n', '\0']))
-        {
+        if let Some(dir) = b.work_dir.as_ref().filter(|d| !d.starts_with('/')) {
             return Err(format!(
                 "BACKENDS: backend {:?} has work_dir {dir:?}, which is not an absolute path",
                 b.name
             ));
         }
+        check_text_fields(b)?;
         while b.url.ends_with('/') {
             b.url.pop();
         }
     }
     Ok(list)
+}
+
+/// Holds what the backend's configuration passes into a job (its environment, partition and
+/// work folder) to the rules jobspec holds a spec's free text to: an environment name is a shell
+/// identifier, and no value can carry a line break or a control character into a job script or
+/// a Slurm request.
+fn check_text_fields(b: &BackendConfig) -> Result<(), String> {
+    for (key, value) in &b.env {
+        let identifier = key
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !identifier {
+            return Err(format!(
+                "BACKENDS: backend {:?} has env name {key:?}; a name is letters, digits and _ and does not start with a digit",
+                b.name
+            ));
+        }
+        if !jobspec::validate::is_clean_text(value, true) {
+            return Err(format!(
+                "BACKENDS: backend {:?} has a control character or line break in env {key}",
+                b.name
+            ));
+        }
+    }
+    if let Some(p) = b
+        .partition
+        .as_ref()
+        .filter(|p| !jobspec::validate::is_clean_text(p, false) || p.is_empty())
+    {
+        return Err(format!(
+            "BACKENDS: backend {:?} has partition {p:?}; a partition name is letters, digits and - _ .",
+            b.name
+        ));
+    }
+    if let Some(dir) = b
+        .work_dir
+        .as_ref()
+        .filter(|d| !jobspec::validate::is_clean_text(d, false))
+    {
+        return Err(format!(
+            "BACKENDS: backend {:?} has work_dir {dir:?}; a path is letters, digits and - _ . / : @ + = ~ , %",
+            b.name
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -146,5 +190,30 @@ mod tests {
         ))
         .unwrap_err();
         assert!(e.contains("work_dir"), "{e}");
+    }
+
+    #[test]
+    fn refuses_env_partition_and_work_dir_that_could_break_a_script() {
+        let with = |extra: &str| {
+            parse(Some(&format!(
+                r#"[{{"name":"hpc","kind":"slurm","url":"http://h:6820","secret":"s",{extra}}}]"#
+            )))
+        };
+        assert!(with(r#""env":{"ONRAMP_PYTHON":"/opt/venv/bin/python","_X1":"a b 中"}"#).is_ok());
+        for bad in [
+            r#""env":{"A B":"x"}"#,
+            r#""env":{"1X":"x"}"#,
+            r#""env":{"X;id":"x"}"#,
+            r#""env":{"":"x"}"#,
+            r#""env":{"X":"a\nb"}"#,
+            r#""env":{"X":"a\u0000b"}"#,
+            r#""partition":"gpu\n#SBATCH --uid=0""#,
+            r#""partition":"gpu x""#,
+            r#""work_dir":"/shared/on ramp""#,
+            r#""work_dir":"/shared/x\n""#,
+        ] {
+            let err = with(bad).expect_err(bad);
+            assert!(err.contains("hpc"), "{err}");
+        }
     }
 }

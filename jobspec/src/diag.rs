@@ -82,6 +82,9 @@ pub enum Code {
     UnknownCard,
     /// Keys that contradict each other.
     Conflict,
+    /// A free-text value holds characters it may not: a line break, a control or invisible
+    /// character, or (in a dataset id or path) a character outside the allowed set.
+    BadText,
     /// A duration such as `time_limit` that cannot be read.
     BadDuration,
     /// The job does not fit in the memory of one card.
@@ -110,6 +113,7 @@ impl Code {
             Code::UnknownModel => "unknown-model",
             Code::UnknownCard => "unknown-card",
             Code::Conflict => "conflict",
+            Code::BadText => "bad-text",
             Code::BadDuration => "bad-duration",
             Code::DoesNotFit => "does-not-fit",
             Code::PhysicallyImpossible => "physically-impossible",

@@ -422,4 +422,62 @@ pub(crate) mod tests {
         assert!(full.contains("srun torchrun"), "{full}");
         assert!(full.contains("ONRAMP_DS_CONFIG"), "{full}");
     }
+
+    /// The spec's text fields with `value` in one of them (the others keep the template's).
+    fn with_text(template: &str, key: &str, value: &str) -> Option<ValidSpec> {
+        let quoted = serde_json::to_string(value).ok()?;
+        let toml: String = template
+            .lines()
+            .map(|l| {
+                if l.starts_with(&format!("{key} = ")) {
+                    format!("{key} = {quoted}\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        jobspec::validate_toml(&toml).0
+    }
+
+    /// The `#SBATCH` directives Slurm reads: the comment block before the first command.
+    fn directives(script: &str) -> Vec<String> {
+        script
+            .lines()
+            .take_while(|l| l.starts_with('#'))
+            .filter(|l| l.starts_with("#SBATCH"))
+            .map(|l| l.split('=').next().unwrap_or(l).to_string())
+            .collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+
+        /// Whatever a user writes in `name` or `data.dataset`, the job script has the template's
+        /// lines, the same `#SBATCH` directives and the same wrapper around one launch command.
+        #[test]
+        fn no_text_field_adds_a_line_or_a_directive(
+            value in proptest::prop_oneof![
+                proptest::prelude::any::<String>(),
+                "[ -~]{1,40}",
+                "(\n|\r|#SBATCH --uid=0|\\$\\(id\\)|'|\"|;|\u{2028}|x|/d/s.jsonl){1,6}",
+            ],
+            key in proptest::sample::select(vec!["name", "dataset"]),
+        ) {
+            for template in [TINY, GPU] {
+                let base = job_script(&valid(template), None);
+                if let Some(v) = with_text(template, key, &value) {
+                    let script = job_script(&v, None);
+                    proptest::prop_assert_eq!(script.lines().count(), base.lines().count());
+                    proptest::prop_assert_eq!(directives(&script), directives(&base));
+                    proptest::prop_assert!(script.ends_with(WRAPPER_TAIL));
+                } else {
+                    proptest::prop_assert!(
+                        !jobspec::validate::is_clean_text(&value, key == "name")
+                            || value.trim().is_empty()
+                            || value.len() > 128
+                    );
+                }
+            }
+        }
+    }
 }

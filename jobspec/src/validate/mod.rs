@@ -11,7 +11,10 @@ use crate::parse::Reader;
 use crate::spec::*;
 
 mod rules;
+mod text;
 use rules::check;
+pub use text::is_clean_text;
+pub(crate) use text::{is_refused, one_line};
 
 /// Default model FLOPs utilisation on GPUs: a typical well-tuned dense-transformer figure
 /// (Megatron-LM and PaLM report 0.4–0.55; 0.4 is the conservative end).

@@ -1,6 +1,7 @@
 //! The semantic rules: cluster shape, DeepSpeed's combinations, card and backend, run length,
 //! LoRA, and the ranges a form-built spec must respect.
 
+use super::text::{TextKind, check_text};
 use super::{Checker, DEFAULT_MFU_CPU, DEFAULT_MFU_GPU, LORA_TARGETS, ValidSpec};
 use crate::catalog::{self, Arch};
 use crate::diag::{Code, Diagnostic, did_you_mean, hint};
@@ -86,6 +87,7 @@ pub(super) fn check(
             "`name` 须为 1 到 128 个字符".into(),
         );
     }
+    check_free_text(&mut c, &spec);
 
     // Shape of the cluster.
     let world = r.cards_per_node.saturating_mul(r.nodes);
@@ -596,4 +598,30 @@ fn check_ranges(c: &mut Checker<'_>, spec: &JobSpec) {
             "`data.dataset` 为空".into(),
         );
     }
+}
+
+/// Every free-text field of the spec, held to its character rules (see `text.rs`). LoRA targets,
+/// the card and a catalogue model id are checked against their lists elsewhere.
+fn check_free_text(c: &mut Checker<'_>, spec: &JobSpec) {
+    check_text(c, "name", &spec.name, TextKind::Label);
+    if let ModelRef::Custom(m) = &spec.model {
+        check_text(c, "model.name", &m.name, TextKind::Label);
+        if m.name.chars().count() > 64 {
+            c.error(
+                Code::BadValue,
+                "model.name",
+                "`model.name` must be at most 64 characters".into(),
+                "`model.name` 最多 64 个字符".into(),
+            );
+        }
+    }
+    if spec.data.dataset.len() > 512 {
+        c.error(
+            Code::BadValue,
+            "data.dataset",
+            "`data.dataset` must be at most 512 bytes".into(),
+            "`data.dataset` 最多 512 字节".into(),
+        );
+    }
+    check_text(c, "data.dataset", &spec.data.dataset, TextKind::Path);
 }

@@ -1,0 +1,155 @@
+//! Free-text fields: what characters each may hold.
+//!
+//! A spec's strings end up in shell scripts, command lines, `#SBATCH` comments and file names on
+//! a cluster, and in pages other people open. The launch artifacts quote what they interpolate,
+//! but a string that can hold a line break or an invisible reordering character is trouble
+//! wherever it lands, so validation refuses such characters where the text enters: control
+//! characters (C0, DEL, C1, which include line feeds and carriage returns), Unicode line and
+//! paragraph separators, bidirectional overrides and isolates, and zero-width characters. A
+//! dataset, which becomes a path or an id on the cluster, is held to a narrower set still.
+
+use super::Checker;
+use crate::diag::Code;
+
+/// How a field's text is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TextKind {
+    /// A display name: any printable character, spaces included.
+    Label,
+    /// A dataset id or a path: letters, digits and `-_./:@+=~,%`, not starting with `-`.
+    Path,
+}
+
+/// Why a character is refused, for the message.
+fn refused(c: char) -> Option<(&'static str, &'static str)> {
+    match c {
+        '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}' => {
+            Some(("a line break", "换行符"))
+        }
+        c if c.is_control() => Some(("a control character", "控制字符")),
+        '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{180e}' => {
+            Some(("an invisible character", "不可见字符"))
+        }
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{061c}' => {
+            Some(("a text-direction control", "文字方向控制符"))
+        }
+        _ => None,
+    }
+}
+
+/// Whether a character may appear in a dataset id or path.
+fn path_char(c: char) -> bool {
+    c.is_alphanumeric() || "-_./:@+=~,%".contains(c)
+}
+
+/// `U+000A`-style name of a character, so the message shows what cannot be seen.
+fn code_point(c: char) -> String {
+    format!("U+{:04X}", u32::from(c))
+}
+
+/// Checks one free-text field and reports at most one problem for it (the first bad character
+/// and where it is), so a pasted blob does not flood the editor.
+pub(super) fn check_text(c: &mut Checker<'_>, path: &str, value: &str, kind: TextKind) {
+    for (i, ch) in value.chars().enumerate() {
+        let position = i + 1;
+        if let Some((en, zh)) = refused(ch) {
+            c.error(
+                Code::BadText,
+                path,
+                format!(
+                    "`{path}` holds {en} ({}) at character {position}; it must be one line of visible text",
+                    code_point(ch)
+                ),
+                format!(
+                    "`{path}` 的第 {position} 个字符是{zh}（{}）；只能是一行可见文字",
+                    code_point(ch)
+                ),
+            );
+            return;
+        }
+        if kind == TextKind::Path && !path_char(ch) {
+            c.error(
+                Code::BadText,
+                path,
+                format!(
+                    "`{path}` holds `{ch}` ({}) at character {position}; a dataset id or path may use letters, digits and - _ . / : @ + = ~ , %",
+                    code_point(ch)
+                ),
+                format!(
+                    "`{path}` 的第 {position} 个字符是 `{ch}`（{}）；数据集 id 或路径只能使用字母、数字和 - _ . / : @ + = ~ , %",
+                    code_point(ch)
+                ),
+            );
+            return;
+        }
+    }
+    if kind == TextKind::Path && value.starts_with('-') {
+        c.error(
+            Code::BadText,
+            path,
+            format!("`{path}` may not start with `-` (it would read as an option)"),
+            format!("`{path}` 不能以 `-` 开头（会被当作命令行选项）"),
+        );
+    }
+}
+
+/// Whether validation refuses `c` in every free-text field.
+pub(crate) fn is_refused(c: char) -> bool {
+    refused(c).is_some()
+}
+
+/// `value` with every character that validation refuses in a label replaced by `?`: for text that
+/// an artifact writes into a comment line, which must stay one line whatever it was given.
+pub(crate) fn one_line(value: &str) -> String {
+    value
+        .chars()
+        .map(|c| if is_refused(c) { '?' } else { c })
+        .collect()
+}
+
+/// Whether `value` would pass [`check_text`] as `kind`: for callers outside validation (the
+/// backends' configuration) that hold text to the same rules.
+pub fn is_clean_text(value: &str, label: bool) -> bool {
+    value
+        .chars()
+        .all(|ch| refused(ch).is_none() && (label || path_char(ch)))
+        && (label || !value.starts_with('-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_breaks_and_invisible_characters_are_refused() {
+        for c in [
+            '\n', '\r', '\u{85}', '\u{2028}', '\u{2029}', '\0', '\u{1b}', '\u{7f}',
+        ] {
+            assert!(refused(c).is_some(), "{c:?}");
+        }
+        for c in ['\u{202e}', '\u{2066}', '\u{200b}', '\u{feff}'] {
+            assert!(refused(c).is_some(), "{c:?}");
+        }
+        for c in ['a', '中', ' ', '#', '$', '\'', '"', '(', '😀'] {
+            assert!(refused(c).is_none(), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn paths_allow_ids_and_paths_only() {
+        for ok in [
+            "tinyshakespeare",
+            "/shared/data/zh-instruct.jsonl",
+            "hf:org/name@v1.0",
+            "数据/训练集.jsonl",
+            "~/d,1%2=3+4",
+        ] {
+            assert!(is_clean_text(ok, false), "{ok}");
+        }
+        for bad in [
+            "a b", "x;y", "$(id)", "`id`", "a'b", "a\"b", "-rf", "x|y", "a\\b",
+        ] {
+            assert!(!is_clean_text(bad, false), "{bad}");
+        }
+    }
+}
