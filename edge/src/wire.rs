@@ -120,7 +120,7 @@ impl NewPromoCode {
             Some(t) => Some(crate::time::parse_rfc3339_ms(t).ok_or_else(|| {
                 field(
                     "expires_at",
-                    format!("expires_at {t:?} is not an RFC 3339 time"),
+                    format!("expires_at {t:?} is not a date and time that exists, in RFC 3339 (e.g. 2030-02-28T00:00:00Z)"),
                 )
             })?),
         };

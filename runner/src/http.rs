@@ -217,13 +217,24 @@ async fn no_route(req: Request) -> ApiError {
     ))
 }
 
+/// Equality of two secrets in time that depends on neither: both are hashed first (which hides
+/// their lengths) and the digests compared without an early exit.
+fn same_secret(given: &str, expected: &str) -> bool {
+    use sha2::{Digest, Sha256};
+    let (a, b) = (Sha256::digest(given), Sha256::digest(expected));
+    a.iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
+}
+
 async fn require_secret(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     let expected = format!("Bearer {}", state.secret);
     let given = req
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    if given != Some(expected.as_str()) {
+    if !given.is_some_and(|g| same_secret(g, &expected)) {
         let body = serde_json::json!({"error": {"code": "unauthorized",
             "message": "missing or wrong Authorization: Bearer <runner secret>", "details": null}});
         return (StatusCode::UNAUTHORIZED, Json(body)).into_response();
@@ -234,6 +245,20 @@ async fn require_secret(State(state): State<Arc<AppState>>, req: Request, next: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret("Bearer s3cret", "Bearer s3cret"));
+        for other in [
+            "Bearer s3cre",
+            "Bearer s3cret ",
+            "Bearer S3cret",
+            "",
+            "Bearer s3creu",
+        ] {
+            assert!(!same_secret(other, "Bearer s3cret"), "{other:?}");
+        }
+    }
 
     #[test]
     fn utf8_prefix_waits_for_a_cut_character_and_progresses_on_garbage() {
