@@ -73,6 +73,9 @@ pub enum BackendError {
     Protocol(String),
     /// The backend has no such thing (a job or a checkpoint).
     NotFound,
+    /// The backend found the request itself wrong (a log offset past the end, a job already
+    /// ended): the client's request, passed on, so it stays a 4xx with the backend's reason.
+    BadRequest(String),
     /// The backend understood the job and will not run it (e.g. Slurm: no node has that many
     /// GPUs); the reason is the backend's own.
     Refused(String),
@@ -95,6 +98,11 @@ impl BackendError {
             BackendError::NotFound => {
                 ApiError::not_found(format!("backend {backend} has no such item"))
             }
+            BackendError::BadRequest(why) => ApiError::new(
+                400,
+                "bad_request",
+                format!("backend {backend} refused the request: {why}"),
+            ),
             BackendError::Refused(why) => ApiError::new(
                 422,
                 "backend_refused",
@@ -131,10 +139,22 @@ pub fn adapter(config: &BackendConfig) -> Result<Box<dyn Backend>, crate::error:
 }
 
 /// Status codes every adapter treats alike: 404 is "no such job", 5xx is "unavailable".
+/// The message of a backend's error answer (`{"error": {"message": …}}`, the runner's shape), or
+/// the start of its body.
+fn backend_message(body: &[u8]) -> String {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(String::from))
+        .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned())
+}
+
 pub fn common_status(status: u16, body: &[u8]) -> Result<(), BackendError> {
     match status {
         200..=299 => Ok(()),
         404 => Err(BackendError::NotFound),
+        // The request was wrong for the thing it names; 401 and 403 are not here: they mean the
+        // edge's own secret for the backend is wrong, which is no fault of the client's.
+        400 | 409 | 416 | 422 => Err(BackendError::BadRequest(backend_message(body))),
         500..=599 => Err(BackendError::Unavailable(format!(
             "HTTP {status}: {}",
             String::from_utf8_lossy(&body[..body.len().min(200)])

@@ -285,4 +285,23 @@ mod tests {
             "http://127.0.0.1:9/jobs/x/logs?offset=5"
         );
     }
+
+    #[test]
+    fn a_backends_4xx_stays_a_4xx_with_its_reason() {
+        let r = runner();
+        let past_end = br#"{"error":{"code":"bad_request","message":"offset 99 is past the end of the log (3 bytes)","details":{"field":"offset"}}}"#;
+        let e = r.parse_logs(400, past_end).unwrap_err();
+        assert_eq!(
+            e,
+            BackendError::BadRequest("offset 99 is past the end of the log (3 bytes)".into())
+        );
+        let api = e.into_api("local");
+        assert_eq!(api.status, 400);
+        assert!(api.message.contains("past the end"), "{}", api.message);
+        // A wrong runner secret is the platform's fault, not the client's.
+        assert!(matches!(
+            r.parse_logs(401, b"{}").unwrap_err(),
+            BackendError::Protocol(_)
+        ));
+    }
 }
