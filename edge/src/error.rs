@@ -40,6 +40,23 @@ impl ApiError {
         Self::new(500, "internal", message)
     }
 
+    /// What a client may see of this error. An internal error's message can hold what only
+    /// the operator should read (SQL, bindings, runtime traces): the client gets a generic
+    /// message and the request id under which the whole message is logged.
+    pub fn public(&self, request_id: &str) -> ApiError {
+        if self.code != "internal" {
+            return self.clone();
+        }
+        ApiError::new(
+            self.status,
+            self.code,
+            format!(
+                "something went wrong on our side; if it persists, report request id {request_id}"
+            ),
+        )
+        .with_details(serde_json::json!({ "request_id": request_id }))
+    }
+
     /// The JSON body for this error.
     pub fn to_body(&self) -> String {
         // Serialising a struct of strings and a JSON value cannot fail; fall back to a fixed body
@@ -64,5 +81,17 @@ mod tests {
         assert_eq!(v["error"]["message"], "no route for GET /api/nope");
         assert_eq!(v["error"]["details"]["path"], "/api/nope");
         assert_eq!(e.status, 404);
+    }
+
+    #[test]
+    fn internal_errors_show_a_request_id_not_their_cause() {
+        let e = ApiError::internal("database error (INSERT INTO ledger (user_id…): UNIQUE failed");
+        let shown = e.public("4f2a9c");
+        assert_eq!(shown.status, 500);
+        assert!(!shown.to_body().contains("INSERT"), "{}", shown.to_body());
+        assert!(shown.message.contains("4f2a9c"));
+        assert_eq!(shown.details["request_id"], "4f2a9c");
+        let not_found = ApiError::not_found("no job j_1");
+        assert_eq!(not_found.public("x"), not_found);
     }
 }

@@ -24,8 +24,26 @@ pub fn json<T: Serialize>(status: u16, value: &T) -> worker::Result<Response> {
 }
 
 pub fn error_response(e: &ApiError) -> worker::Result<Response> {
-    let mut resp = Response::ok(e.to_body())?.with_status(e.status);
+    let mut request_id = None;
+    let shown = if e.code == "internal" {
+        let mut buf = [0u8; 8];
+        let id = match getrandom::fill(&mut buf) {
+            Ok(()) => hex::encode(buf),
+            Err(_) => "unknown".to_string(),
+        };
+        // The whole cause goes to the operator's log, never to the client.
+        worker::console_error!("request {id}: {} {}", e.status, e.message);
+        let shown = e.public(&id);
+        request_id = Some(id);
+        shown
+    } else {
+        e.clone()
+    };
+    let mut resp = Response::ok(shown.to_body())?.with_status(e.status);
     resp.headers_mut().set("content-type", "application/json")?;
+    if let Some(id) = request_id {
+        resp.headers_mut().set("x-request-id", &id)?;
+    }
     if let Some(after) = e
         .details
         .get("retry_after_s")
