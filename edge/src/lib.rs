@@ -16,6 +16,7 @@ pub mod job_log;
 pub mod jobs;
 pub mod ledger;
 pub mod openapi;
+pub mod public_url;
 pub mod refund;
 pub mod routes;
 pub mod runner_adapter;

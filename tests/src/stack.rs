@@ -137,7 +137,8 @@ impl Stack {
             "--var",
             &format!("BACKENDS:{}", serde_json::Value::Array(backends)),
         ])
-        .args(["--var", &format!("ADMIN_TOKEN:{}", opts.admin_token)]);
+        .args(["--var", &format!("ADMIN_TOKEN:{}", opts.admin_token)])
+        .args(["--var", &format!("PUBLIC_URL:{}", stack.url)]);
         for (name, value) in &extras.vars {
             cmd.args(["--var", &format!("{name}:{value}")]);
         }

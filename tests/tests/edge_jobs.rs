@@ -21,6 +21,7 @@ const LORA: &str = include_str!("../../jobspec/specs/7b-lora-4090.toml");
 #[derive(Debug, Clone)]
 struct FakeJob {
     edge_id: String,
+    report_url: String,
     state: String,
     report_token: String,
     checkpoint: bool,
@@ -117,6 +118,7 @@ fn route(
                 id.clone(),
                 FakeJob {
                     edge_id: b["job_id"].as_str().unwrap_or("").into(),
+                    report_url: b["report_url"].as_str().unwrap_or("").into(),
                     state: "running".into(),
                     report_token: b["report_token"].as_str().unwrap_or("").into(),
                     checkpoint: false,
@@ -231,6 +233,10 @@ fn edge_jobs() {
             ("cancel settles; a second cancel is refused", cancel),
             ("reconcile finishes silent jobs", reconcile),
             ("users cannot see or touch each other's jobs", authorization),
+            (
+                "report URLs come from PUBLIC_URL, never the request's Host",
+                report_url_is_configured,
+            ),
             (
                 "experiments: immutable, unguessable, private data never shown",
                 experiments,
@@ -583,5 +589,34 @@ fn experiments(w: &World) {
             .get("/api/experiments/00000000000000000000000000000000")
             .status,
         404
+    );
+}
+
+/// A caller who sets `Host` (and a matching `Origin`) must not choose where the job's token goes.
+fn report_url_is_configured(w: &World) {
+    let u = w.user("host");
+    let t = u.post("/api/tokens", &json!({"name": "attacker"}));
+    assert_eq!(t.status, 201, "{:?}", t.json);
+    let token = t.json["token"].as_str().expect("token").to_string();
+    let cli = Client::with_bearer(&w.stack.url, &token);
+    let key = random_hex(8);
+    let a = cli.request(
+        "POST",
+        "/api/jobs",
+        Some(LORA.as_bytes().to_vec()),
+        &[
+            ("content-type", "application/toml"),
+            ("idempotency-key", &key),
+            ("host", "attacker.invalid:9"),
+            ("x-forwarded-host", "attacker.invalid:9"),
+        ],
+    );
+    assert_eq!(a.status, 201, "{:?}", a.json);
+    let id = a.json["id"].as_str().expect("id").to_string();
+    let (_, job) = w.remote(&id);
+    assert_eq!(
+        job.report_url,
+        format!("{}/api/jobs/{id}/report", w.stack.url),
+        "the job reports to the configured URL"
     );
 }

@@ -75,6 +75,13 @@ pub fn header(req: &Request, name: &str) -> Option<String> {
     req.headers().get(name).ok().flatten()
 }
 
+/// The edge's configured public URL (`PUBLIC_URL`), where jobs report. Never the request's
+/// `Host`: see `crate::public_url`.
+pub fn public_url(env: &worker::Env) -> ApiResult<String> {
+    let var = env.var("PUBLIC_URL").ok().map(|v| v.to_string());
+    crate::public_url::parse(var.as_deref()).map_err(ApiError::internal)
+}
+
 /// `scheme://host[:port]` of this request: the only Origin a session may write from.
 pub fn own_origin(req: &Request) -> ApiResult<(String, String)> {
     let url = req.url().map_err(internal("request URL"))?;

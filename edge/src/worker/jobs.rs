@@ -140,6 +140,8 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
         SpecText::Json(_) => jobspec::estimate::suggest::to_toml(valid.spec()),
     };
     let backends = backend_io::configured(env)?;
+    // Where the job reports: read before anything is held, so a misconfigured edge moves no money.
+    let origin = http::public_url(env)?;
     let backend = pick_backend(
         &backends,
         valid.card().id,
@@ -196,7 +198,6 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
         db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(&id)]).await?;
         return Err(e);
     }
-    let (origin, _) = http::own_origin(&req)?;
     let dispatch = Dispatch {
         job_id: id.clone(),
         task: if valid.spec().task == jobspec::spec::Task::TinyTrain {
