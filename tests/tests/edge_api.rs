@@ -117,6 +117,41 @@ fn errors_and_limits(stack: &Stack) {
         let a = c.get(path);
         assert_eq!((a.status, a.code()), (401, "unauthenticated"), "{path}");
     }
+    chunked_body_is_cut_at_the_limit(stack);
+}
+
+/// A chunked body declares no length: the edge must refuse it once it passes the limit, not
+/// wait for (and hold) the whole of it. The body here never ends, so only an edge that counts
+/// while it reads can answer at all.
+fn chunked_body_is_cut_at_the_limit(stack: &Stack) {
+    use std::io::{Read, Write};
+    let addr = stack.url.trim_start_matches("http://");
+    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let head = format!(
+        "POST /api/auth/signup HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    );
+    tcp.write_all(head.as_bytes()).unwrap();
+    let chunk = format!("400\r\n{}\r\n", "a".repeat(0x400));
+    for _ in 0..80 {
+        // 80 KiB, over the 64 KiB limit, and no closing chunk.
+        if tcp.write_all(chunk.as_bytes()).is_err() {
+            break; // The edge already answered and closed.
+        }
+    }
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+        match tcp.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+            Err(e) => panic!("no answer to an endless chunked body: {e}"),
+        }
+    }
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
 }
 
 fn signup_login_logout(stack: &Stack) {

@@ -60,14 +60,24 @@ pub fn internal(what: &str) -> impl Fn(worker::Error) -> ApiError + '_ {
     move |e| ApiError::internal(format!("{what}: {e}"))
 }
 
-/// The body, refused with 413 when it is over `limit` (by its declared length first, so an
-/// oversized body is not read at all).
+/// The body, refused with 413 when it is over `limit`: by its declared length first, so an
+/// oversized body is not read at all, and while it is read, so a chunked body without a length
+/// stops at the first chunk past the limit instead of being held whole.
 pub async fn body(req: &mut Request, limit: usize) -> ApiResult<Vec<u8>> {
+    use futures_util::StreamExt;
     if let Some(len) = header(req, "content-length").and_then(|l| l.parse::<usize>().ok()) {
         wire::check_size(len, limit)?;
     }
-    let bytes = req.bytes().await.map_err(internal("reading the body"))?;
-    wire::check_size(bytes.len(), limit)?;
+    if req.inner().body().is_none() {
+        return Ok(Vec::new());
+    }
+    let mut stream = req.stream().map_err(internal("reading the body"))?;
+    let mut bytes = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(internal("reading the body"))?;
+        wire::check_size(bytes.len().saturating_add(chunk.len()), limit)?;
+        bytes.extend_from_slice(&chunk);
+    }
     Ok(bytes)
 }
 
