@@ -1,4 +1,4 @@
-//! Which language the edge commands speak: `--lang en|zh`, else the locale (`LC_ALL`,
+//! Which language every command speaks: `--lang en|zh`, else the locale (`LC_ALL`,
 //! `LC_MESSAGES`, `LANG` starting with `zh`), else English. Chosen once per run, then every
 //! message picks its English or Chinese wording through [`t`].
 
@@ -36,6 +36,14 @@ pub fn choose(flag: Option<&str>) -> Result<Lang, String> {
 
 pub fn lang() -> Lang {
     CHOSEN.get().copied().unwrap_or(Lang::En)
+}
+
+/// This run's language as `jobspec` names it, for plan reports and diagnostics.
+pub fn spec_lang() -> jobspec::Lang {
+    match lang() {
+        Lang::En => jobspec::Lang::En,
+        Lang::Zh => jobspec::Lang::ZhCn,
+    }
 }
 
 /// The wording for this run's language.
