@@ -75,13 +75,13 @@ pub fn job_line(j: &Value) -> String {
         }
     };
     format!(
-        "{:<24} {:<10} {:<8} {}×{:<10} {:<16} {}  {}",
+        "{:<24} {:<10} {:<8} {}×{:<10} {} {}  {}",
         j["id"].as_str().unwrap_or("?"),
         j["state"].as_str().unwrap_or("?"),
         j["backend"].as_str().unwrap_or("?"),
         j["cards"].as_u64().unwrap_or(0),
         j["card"].as_str().unwrap_or("?"),
-        money,
+        say::pad(&money, 16),
         j["created_at"].as_str().unwrap_or(""),
         j["name"].as_str().unwrap_or(""),
     )
@@ -111,7 +111,7 @@ pub fn job_details(j: &Value) -> String {
         }
         .to_string(),
     };
-    let mut line = |k: &str, v: String| out.push_str(&format!("{:<10} {v}\n", label(k)));
+    let mut line = |k: &str, v: String| out.push_str(&format!("{} {v}\n", say::pad(&label(k), 10)));
     for k in ["id", "name", "state", "backend", "card"] {
         if let Some(v) = j[k].as_str() {
             line(k, v.to_string());

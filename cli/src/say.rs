@@ -54,9 +54,23 @@ pub fn t(en: String, zh: String) -> String {
     }
 }
 
+/// `s` padded with spaces to `width` terminal columns (a CJK character takes two), so that
+/// columns line up in either language.
+pub fn pad(s: &str, width: usize) -> String {
+    let w = unicode_width::UnicodeWidthStr::width(s);
+    format!("{s}{}", " ".repeat(width.saturating_sub(w)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn padding_counts_display_columns() {
+        assert_eq!(pad("预扣", 6), "预扣  ");
+        assert_eq!(pad("hold", 6), "hold  ");
+        assert_eq!(pad("too long", 3), "too long");
+    }
 
     #[test]
     fn the_flag_wins_then_the_first_locale_variable_set() {
