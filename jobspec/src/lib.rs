@@ -22,7 +22,6 @@ pub mod catalog;
 pub mod deepspeed;
 pub mod diag;
 pub mod estimate;
-pub mod job_state;
 mod json_spans;
 pub mod launch;
 mod node;
@@ -37,7 +36,6 @@ pub mod validate;
 
 pub use diag::{Code, Diagnostic, DiagnosticWire, Lang, Message, Severity, Span};
 pub use estimate::{Estimate, estimate};
-pub use job_state::JobState;
 pub use plan::{Plan, PlanWire, plan_json, plan_spec, plan_text, plan_text_with, plan_toml};
 pub use spec::JobSpec;
 pub use templates::{Template, templates};
