@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 use expect_test::expect_file;
-use jobspec::trainer::{catalog_export, trainer_ds_config, trainer_plan};
+use jobspec::trainer::{catalog_export, spec_toml, trainer_ds_config, trainer_plan};
 use jobspec::validate_toml;
 use serde_json::{Value, json};
 
@@ -94,9 +94,14 @@ fn derived_values_for_the_trainer_are_current() {
         if v.spec().task == jobspec::spec::Task::TinyTrain {
             continue;
         }
+        // What the sbatch script writes for the trainer reads back as the same plan.
+        let written = spec_toml(&v);
+        let again = validate_toml(&written).0.expect("the written spec validates");
+        assert_eq!(trainer_plan(&again), trainer_plan(&v), "{source}");
         cases.push(json!({
             "source": source,
             "toml": toml,
+            "written": written,
             "plan": trainer_plan(&v),
             "ds_config": trainer_ds_config(&v),
         }));

@@ -20,9 +20,10 @@ def test_the_fixture_covers_every_task():
 
 @pytest.mark.parametrize("case", CASES, ids=[c["source"] for c in CASES])
 def test_plan_and_ds_config_agree_with_jobspec(case):
-    plan, ds = spec.parse(case["toml"])
-    assert plan.export() == case["plan"]
-    assert ds == case["ds_config"]
+    for text in (case["toml"], case["written"]):
+        plan, ds = spec.parse(text)
+        assert plan.export() == case["plan"]
+        assert ds == case["ds_config"]
 
 
 def test_a_model_built_from_the_catalogue_has_jobspecs_parameter_count():

@@ -34,6 +34,8 @@ def parser() -> argparse.ArgumentParser:
         default=Path(os.environ.get("ONRAMP_OUTPUT_DIR", "out")),
         help="checkpoints and the final model or adapter (default: ./out)",
     )
+    # The DeepSpeed launcher passes each rank its local rank; torchrun sets LOCAL_RANK instead.
+    p.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)
     p.add_argument(
         "--print-plan",
         action="store_true",
