@@ -62,7 +62,7 @@ class Run:
     metrics: list[dict] = field(default_factory=list)
 
     def train_losses(self) -> dict[int, float]:
-        return {m["step"]: m["loss"] for m in self.metrics if "val_loss" not in m}
+        return {m["step"]: m["loss"] for m in self.metrics}
 
 
 def metrics_of(stdout: str) -> list[dict]:

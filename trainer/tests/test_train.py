@@ -60,11 +60,14 @@ def mean(xs):
 def assert_learns(run, steps: int):
     assert run.rc == 0, run.stderr[-3000:]
     losses = run.train_losses()
-    assert sorted(losses) == list(range(1, steps + 1)), "one line per step, rank 0 only"
+    assert sorted(losses) == list(range(1, steps + 1))
+    # Rank 0 only: a step has one line, or two when the validation loss joins it.
+    assert len(run.metrics) == steps + sum("val_loss" in m for m in run.metrics)
     first, last = mean(losses[s] for s in (1, 2, 3)), mean(losses[s] for s in range(steps - 2, steps + 1))
     assert last < first - 0.1, losses
-    line = next(m for m in run.metrics if m["step"] == steps and "val_loss" not in m)
+    line = next(m for m in run.metrics if m["step"] == steps)
     assert SCHEMA <= set(line), line
+    assert next(iter(line)) == "step", "the Slurm job script forwards lines starting {\"step\":"
 
 
 def generates(folder: Path, adapter_of: Path | None = None) -> list[int]:
@@ -267,3 +270,42 @@ def test_a_launch_that_does_not_match_the_spec_is_refused(tmp_path, models_dir):
     assert run.rc != 0
     assert "[spec]" in run.stderr
     assert "not the one jobspec generates" in run.stderr
+
+
+def test_metrics_reach_the_report_url_the_runner_gives(tmp_path, models_dir):
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    received: list[tuple[str, dict]] = []
+
+    class Edge(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["content-length"]))
+            received.append((self.headers["authorization"], json.loads(body)))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Edge)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        run = run_trainer(
+            tmp_path,
+            spec_text("sft", 'model = "stories260K"', DATA / "alpaca.jsonl", 3),
+            models=models_dir,
+            extra_env={
+                "ONRAMP_REPORT_URL": f"http://127.0.0.1:{server.server_port}/api/jobs/j/report",
+                "ONRAMP_REPORT_TOKEN": "job-token",
+            },
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert run.rc == 0, run.stderr[-3000:]
+    assert received, "no report arrived"
+    assert {auth for auth, _ in received} == {"Bearer job-token"}
+    posted = [m for _, body in received for m in body["metrics"]]
+    assert posted == run.metrics

@@ -9,8 +9,10 @@ Slurm job wrapper forwards exactly such lines to the edge.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
+import urllib.request
 
 from transformers import TrainerCallback
 
@@ -18,10 +20,11 @@ from transformers import TrainerCallback
 class MetricsLines(TrainerCallback):
     def __init__(self, out=None):
         self.out = out or sys.stdout
+        self.reporter = Reporter.from_env()
         self.start = time.monotonic()
         self.last_time = self.start
         self.last_tokens = 0
-        self.last_loss: float | None = None
+        self.last_line: dict[str, object] | None = None
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.start = time.monotonic()
@@ -32,19 +35,24 @@ class MetricsLines(TrainerCallback):
         if not state.is_world_process_zero or not logs:
             return
         now = time.monotonic()
-        line: dict[str, object] = {"step": state.global_step}
         if "loss" in logs:
-            self.last_loss = float(logs["loss"])
-            line["loss"] = self.last_loss
-        elif "eval_loss" in logs and self.last_loss is not None:
-            line["loss"] = self.last_loss
+            line = self._train_line(state, logs, now)
+            self.last_line = line
+        elif "eval_loss" in logs and self.last_line is not None:
+            # The edge keeps one point per step: the validation loss joins that step's line.
+            line = dict(self.last_line)
             line["val_loss"] = float(logs["eval_loss"])
         else:
             return
+        print(json.dumps(line), file=self.out, flush=True)
+        self.reporter.send(line)
+
+    def _train_line(self, state, logs, now) -> dict[str, object]:
+        line: dict[str, object] = {"step": state.global_step, "loss": float(logs["loss"])}
         if "learning_rate" in logs:
             line["lr"] = float(logs["learning_rate"])
         seen = state.num_input_tokens_seen
-        if "loss" in logs and now > self.last_time and seen > self.last_tokens:
+        if now > self.last_time and seen > self.last_tokens:
             line["tokens_per_s"] = (seen - self.last_tokens) / (now - self.last_time)
             self.last_time, self.last_tokens = now, seen
         line["elapsed_s"] = round(now - self.start, 3)
@@ -55,7 +63,35 @@ class MetricsLines(TrainerCallback):
         peak = _peak_mem_bytes()
         if peak is not None:
             line["peak_mem_bytes"] = peak
-        print(json.dumps(line), file=self.out, flush=True)
+        return line
+
+
+class Reporter:
+    """Posts each metrics line to the edge when the job was given a report URL and token (the
+    local runner gives them; the Slurm job script forwards stdout itself and withholds them)."""
+
+    def __init__(self, url: str | None, token: str | None):
+        self.url, self.token = url, token
+
+    @classmethod
+    def from_env(cls) -> Reporter:
+        return cls(os.environ.get("ONRAMP_REPORT_URL"), os.environ.get("ONRAMP_REPORT_TOKEN"))
+
+    def send(self, line: dict[str, object]) -> None:
+        if not self.url or not self.token:
+            return
+        body = json.dumps({"metrics": [line]}).encode()
+        req = urllib.request.Request(
+            self.url,
+            data=body,
+            method="POST",
+            headers={"content-type": "application/json", "authorization": f"Bearer {self.token}"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=5):
+                pass
+        except OSError as e:
+            print(f"onramp-train: cannot report metrics ({e}); training goes on", file=sys.stderr)
 
 
 class SaveEveryMinutes(TrainerCallback):

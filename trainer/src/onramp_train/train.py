@@ -162,7 +162,11 @@ def merge(plan: Plan, source, adapter: Path, dest: Path) -> Path:
     """The base model with the adapter folded in, as a plain Hugging Face model."""
     import torch
     from peft import PeftModel
+    from transformers.integrations.deepspeed import unset_hf_deepspeed_config
 
+    # Rank 0 merges alone: a ZeRO-3 run left Transformers loading models partitioned across
+    # ranks, which would wait forever for the others.
+    unset_hf_deepspeed_config()
     base = models.build(plan, source, torch.float32)
     merged = PeftModel.from_pretrained(base, str(adapter)).merge_and_unload()
     merged.save_pretrained(str(dest))
