@@ -79,6 +79,15 @@ pub struct MetricPoint {
     #[serde(default)]
     pub tokens_per_s: Option<f64>,
     pub elapsed_s: f64,
+    /// What `onramp-train` reports besides tiny-train's schema: accepted so that its lines can
+    /// be forwarded as they are, not stored or answered.
+    #[serde(default, skip_serializing)]
+    pub grad_norm: Option<f64>,
+    #[serde(default, skip_serializing)]
+    pub epoch: Option<f64>,
+    /// Peak GPU memory of the reporting rank, in bytes.
+    #[serde(default, skip_serializing)]
+    pub peak_mem_bytes: Option<u64>,
 }
 
 /// `GET /api/jobs/{id}/metrics?since=`: the points from step `since` on, and where to ask next.

@@ -76,6 +76,9 @@ fn metric() -> MetricPoint {
         lr: Some(0.001),
         tokens_per_s: Some(1500.0),
         elapsed_s: 3.5,
+        grad_norm: None,
+        epoch: None,
+        peak_mem_bytes: None,
     }
 }
 

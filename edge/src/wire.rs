@@ -323,6 +323,14 @@ mod tests {
             parse_json(br#"{"state":"running","metrics":[{"step":1,"loss":2.5,"elapsed_s":0.5}]}"#)
                 .unwrap();
         assert!(r.check().is_ok());
+        // A metrics line as onramp-train prints it (the Slurm job script forwards it as is).
+        let r: Report = parse_json(
+            br#"{"metrics":[{"step": 3, "loss": 5.9, "val_loss": 5.8, "lr": 0.00075, "tokens_per_s": 1732.8, "elapsed_s": 2.8, "grad_norm": 2.2, "epoch": 0.25, "peak_mem_bytes": 123}]}"#,
+        )
+        .unwrap();
+        assert!(r.check().is_ok());
+        assert_eq!(r.metrics[0].epoch, Some(0.25));
+        assert!(parse_json::<Report>(br#"{"metrics":[{"step":1,"loss":2.5,"elapsed_s":0.5,"x":1}]}"#).is_err());
         let r: Report = parse_json(br#"{"state":"queued"}"#).unwrap();
         assert_eq!(r.check().unwrap_err().code, ErrorCode::InvalidState);
         assert!(parse_json::<Report>(br#"{"state":"flying"}"#).is_err());

@@ -32,6 +32,7 @@ pub mod schema;
 pub mod share;
 pub mod spec;
 pub mod templates;
+pub mod trainer;
 pub mod validate;
 
 pub use diag::{Code, Diagnostic, DiagnosticWire, Lang, Message, Severity, Span};
