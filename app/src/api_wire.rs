@@ -40,7 +40,7 @@ pub struct Redeemed {
 }
 
 /// A job's state as the edge reports it.
-pub use jobspec::JobState;
+pub use api::JobState;
 
 /// The words for a job's state.
 pub trait StateKey {

@@ -165,6 +165,9 @@ mod tests {
             val_loss: val,
             tokens_per_s: None,
             elapsed_s: 0.0,
+            grad_norm: None,
+            epoch: None,
+            peak_mem_bytes: None,
         }
     }
 

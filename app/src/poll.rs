@@ -119,6 +119,9 @@ mod tests {
             val_loss: None,
             tokens_per_s: None,
             elapsed_s: 0.0,
+            grad_norm: None,
+            epoch: None,
+            peak_mem_bytes: None,
         }
     }
 

@@ -32,6 +32,9 @@ fn point(step: u64, loss: f64, val_loss: Option<f64>) -> MetricPoint {
         val_loss,
         tokens_per_s: None,
         elapsed_s: step as f64,
+        grad_norm: None,
+        epoch: None,
+        peak_mem_bytes: None,
     }
 }
 

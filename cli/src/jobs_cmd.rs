@@ -1,5 +1,5 @@
 //! The commands that talk to the edge: `login`, `logout`, `me`, `submit`, `jobs`, `status`,
-//! `logs` and `cancel`. Each parses its own arguments, makes its calls through [`Edge`], and
+//! `logs` and `cancel`. Each takes its parsed arguments, makes its calls through [`Edge`], and
 //! prints for people (or JSON with `--json`); a refusal is the edge's own message, exit code 1.
 
 use crate::credentials::{self, Saved};
@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// The options every remote command understands, plus its positional arguments.
+/// The options of the remote commands, as `main` fills them in from the parsed command line.
 #[derive(Debug, Default, PartialEq)]
 pub struct Args {
     pub edge: Option<String>,
@@ -19,49 +19,6 @@ pub struct Args {
     pub key: Option<String>,
     pub offset: u64,
     pub positional: Vec<String>,
-}
-
-/// Parses `args`, accepting only the flags in `allowed` (the rest are usage errors).
-pub fn parse(args: &[String], allowed: &[&str]) -> Result<Args, String> {
-    let mut out = Args::default();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let flag = a.as_str();
-        if flag.starts_with("--")
-            && !allowed.contains(&flag)
-            && !["--edge", "--lang"].contains(&flag)
-        {
-            return Err(format!("unknown option `{flag}`"));
-        }
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
-        match flag {
-            "--edge" => out.edge = Some(value()?),
-            "--lang" => {
-                say::choose(Some(&value()?))?;
-            }
-            "--json" => out.json = true,
-            "--follow" | "-f" => out.follow = true,
-            "--email" => out.email = Some(value()?),
-            "--key" => out.key = Some(value()?),
-            "--offset" => {
-                let v = value()?;
-                out.offset = v
-                    .parse()
-                    .map_err(|_| format!("--offset takes a byte count, not `{v}`"))?;
-            }
-            other if other.starts_with('-') && other.len() > 1 => {
-                return Err(format!("unknown option `{other}`"));
-            }
-            p => out.positional.push(p.to_string()),
-        }
-    }
-    // Without --lang the locale decides (the first choice of the run wins).
-    say::choose(None)?;
-    Ok(out)
 }
 
 /// The edge to talk to and the token to use: `--edge`, then `ONRAMP_EDGE`, then the saved
@@ -118,13 +75,13 @@ pub fn job_line(j: &Value) -> String {
         }
     };
     format!(
-        "{:<24} {:<10} {:<8} {}×{:<10} {:<16} {}  {}",
+        "{:<24} {:<10} {:<8} {}×{:<10} {} {}  {}",
         j["id"].as_str().unwrap_or("?"),
         j["state"].as_str().unwrap_or("?"),
         j["backend"].as_str().unwrap_or("?"),
         j["cards"].as_u64().unwrap_or(0),
         j["card"].as_str().unwrap_or("?"),
-        money,
+        say::pad(&money, 16),
         j["created_at"].as_str().unwrap_or(""),
         j["name"].as_str().unwrap_or(""),
     )
@@ -154,7 +111,7 @@ pub fn job_details(j: &Value) -> String {
         }
         .to_string(),
     };
-    let mut line = |k: &str, v: String| out.push_str(&format!("{:<10} {v}\n", label(k)));
+    let mut line = |k: &str, v: String| out.push_str(&format!("{} {v}\n", say::pad(&label(k), 10)));
     for k in ["id", "name", "state", "backend", "card"] {
         if let Some(v) = j[k].as_str() {
             line(k, v.to_string());
@@ -213,8 +170,7 @@ fn print_value(v: &Value) {
 
 /// `onramp login --email E`: the password comes from `ONRAMP_PASSWORD` or the first line of
 /// stdin. A session is opened only to mint an API token, then closed; the token is saved.
-pub fn login(rest: &[String]) -> Result<ExitCode, String> {
-    let args = parse(rest, &["--email"])?;
+pub fn login(args: Args) -> Result<ExitCode, String> {
     let email = args.email.clone().ok_or("login needs --email")?;
     let password = match std::env::var("ONRAMP_PASSWORD") {
         Ok(p) if !p.is_empty() => p,
@@ -283,8 +239,7 @@ pub fn login(rest: &[String]) -> Result<ExitCode, String> {
 }
 
 /// `onramp logout`: forgets the saved token on this machine.
-pub fn logout(rest: &[String]) -> Result<ExitCode, String> {
-    parse(rest, &[])?;
+pub fn logout(_args: Args) -> Result<ExitCode, String> {
     let path = credentials::path().ok_or("no HOME or ONRAMP_CONFIG_DIR")?;
     if credentials::forget(&path)? {
         let p = path.display();
@@ -308,8 +263,7 @@ pub fn logout(rest: &[String]) -> Result<ExitCode, String> {
 }
 
 /// `onramp me`: who the token belongs to and the balance.
-pub fn me(rest: &[String]) -> Result<ExitCode, String> {
-    let args = parse(rest, &["--json"])?;
+pub fn me(args: Args) -> Result<ExitCode, String> {
     let edge = edge_for(&args)?;
     done(edge.expect_ok(edge.get("/api/me")).map(|m| {
         if args.json {
@@ -343,8 +297,7 @@ fn fresh_key() -> Result<String, String> {
 
 /// `onramp submit SPEC [--key K]`: checks the spec here first (the same jobspec the edge runs),
 /// then submits it once; the key printed lets a retry after a lost answer get the same job.
-pub fn submit(rest: &[String]) -> Result<ExitCode, String> {
-    let args = parse(rest, &["--json", "--key"])?;
+pub fn submit(args: Args) -> Result<ExitCode, String> {
     let [path] = args.positional.as_slice() else {
         return Err("submit needs exactly one spec file".into());
     };
@@ -361,15 +314,7 @@ pub fn submit(rest: &[String]) -> Result<ExitCode, String> {
     if !plan.is_submittable() {
         eprint!(
             "{}",
-            jobspec::report::render_text_for(
-                &plan,
-                match say::lang() {
-                    say::Lang::En => jobspec::Lang::En,
-                    say::Lang::Zh => jobspec::Lang::ZhCn,
-                },
-                false,
-                path
-            )
+            jobspec::report::render_text_for(&plan, say::spec_lang(), false, path)
         );
         eprintln!(
             "onramp: {}",
@@ -423,8 +368,7 @@ pub fn submit(rest: &[String]) -> Result<ExitCode, String> {
 }
 
 /// `onramp jobs`: the caller's jobs, newest first.
-pub fn jobs(rest: &[String]) -> Result<ExitCode, String> {
-    let args = parse(rest, &["--json"])?;
+pub fn jobs(args: Args) -> Result<ExitCode, String> {
     let edge = edge_for(&args)?;
     done(edge.expect_ok(edge.get("/api/jobs")).map(|v| {
         if args.json {
@@ -456,8 +400,7 @@ fn one_id(args: &Args, what: &str) -> Result<String, String> {
 }
 
 /// `onramp status ID`.
-pub fn status(rest: &[String]) -> Result<ExitCode, String> {
-    let args = parse(rest, &["--json"])?;
+pub fn status(args: Args) -> Result<ExitCode, String> {
     let id = one_id(&args, "status")?;
     let edge = edge_for(&args)?;
     done(
@@ -473,8 +416,7 @@ pub fn status(rest: &[String]) -> Result<ExitCode, String> {
 }
 
 /// `onramp cancel ID`.
-pub fn cancel(rest: &[String]) -> Result<ExitCode, String> {
-    let args = parse(rest, &["--json"])?;
+pub fn cancel(args: Args) -> Result<ExitCode, String> {
     let id = one_id(&args, "cancel")?;
     let edge = edge_for(&args)?;
     let answer = edge.post_json(&format!("/api/jobs/{id}/cancel"), &json!({}));
@@ -499,8 +441,7 @@ pub fn cancel(rest: &[String]) -> Result<ExitCode, String> {
 
 /// `onramp logs ID [--follow] [--offset N]`: prints the log from a byte offset; with `--follow`
 /// keeps polling until the job has ended and its log is read to the end.
-pub fn logs(rest: &[String]) -> Result<ExitCode, String> {
-    let args = parse(rest, &["--follow", "--offset"])?;
+pub fn logs(args: Args) -> Result<ExitCode, String> {
     let id = one_id(&args, "logs")?;
     let edge = edge_for(&args)?;
     let mut offset = args.offset;
@@ -545,35 +486,6 @@ pub fn logs(rest: &[String]) -> Result<ExitCode, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
-
-    #[test]
-    fn flags_are_checked_per_command() {
-        let a = parse(
-            &s(&["j1", "--follow", "--offset", "12", "--edge", "http://e"]),
-            &["--follow", "--offset"],
-        )
-        .unwrap();
-        assert_eq!(a.positional, ["j1"]);
-        assert!(a.follow);
-        assert_eq!(a.offset, 12);
-        assert_eq!(a.edge.as_deref(), Some("http://e"));
-        assert_eq!(
-            parse(&s(&["--json"]), &[]),
-            Err("unknown option `--json`".into())
-        );
-        assert_eq!(
-            parse(&s(&["--offset", "x"]), &["--offset"]),
-            Err("--offset takes a byte count, not `x`".into())
-        );
-        assert_eq!(
-            parse(&s(&["--key"]), &["--key"]),
-            Err("--key needs a value".into())
-        );
-    }
 
     #[test]
     fn a_saved_token_is_only_sent_to_its_own_edge() {

@@ -1,120 +1,102 @@
 //! `onramp`: the terminal client. `onramp plan SPEC.toml` works offline through `jobspec`;
 //! `login`, `submit`, `jobs`, `status`, `logs` and `cancel` talk to the edge with an API token.
 
+mod args;
 mod credentials;
 mod jobs_cmd;
 mod remote;
 mod say;
 
+use args::{Cli, Command, LangArg, exit};
+use clap::{CommandFactory, Parser};
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage:
-  onramp plan SPEC.toml|SPEC.json [--json] [--lang en|zh] [--no-artifacts] [--explain]
-      diagnostics, memory per card, time and cost, every card type, fixes and launch artifacts;
-      exits 1 when the spec has errors (including: does not fit, cannot finish);
-      --explain adds the formula and assumptions behind every figure
-  onramp ds-check ds_config.json [--dp N]
-      check a DeepSpeed config with DeepSpeed's own batch and offload rules
-  onramp schema
-      print the JSON Schema of the job spec
-  onramp templates
-      list the starter templates (onramp templates ID prints one)
-
-against the edge (--edge URL, else ONRAMP_EDGE, else the one you logged in to, else
-http://localhost:8787; ONRAMP_TOKEN overrides the saved token; --lang en|zh, else the locale):
-  onramp login --email EMAIL
-      password from ONRAMP_PASSWORD or stdin; saves an API token (0600) for the commands below
-  onramp logout
-      forget the saved token on this machine
-  onramp me [--json]
-      the account and its balance
-  onramp submit SPEC.toml|SPEC.json [--key IDEMPOTENCY_KEY] [--json]
-      check the spec here, then submit it once; rerun with the printed --key to retry safely
-  onramp jobs [--json]
-      your jobs, newest first
-  onramp status JOB [--json]
-  onramp logs JOB [--follow] [--offset BYTES]
-  onramp cancel JOB [--json]
-";
-
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
+    // Usage errors, --help and --version are clap's: usage on stderr with exit 2, help and
+    // version on stdout with exit 0.
+    let cli = Cli::parse();
+    let flag = cli.lang.map(|l| match l {
+        LangArg::En => "en",
+        LangArg::Zh => "zh",
+    });
+    // The flag's values are checked by clap, so only the locale can decide here.
+    let _ = say::choose(flag);
+    match run(cli.command) {
         Ok(code) => code,
+        // What is left is the machine's: a file, stdin or the saved sign-in could not be read.
         Err(msg) => {
-            eprintln!("onramp: {msg}\n\n{USAGE}");
-            ExitCode::from(2)
+            eprintln!("onramp: {msg}");
+            ExitCode::from(exit::IO)
         }
     }
 }
 
-fn run(args: &[String]) -> Result<ExitCode, String> {
-    let Some((cmd, rest)) = args.split_first() else {
-        return Err("no command".into());
-    };
-    match cmd.as_str() {
-        "plan" => plan(rest),
-        "ds-check" => ds_check(rest),
-        "schema" => {
+fn run(command: Command) -> Result<ExitCode, String> {
+    match command {
+        Command::Plan(a) => plan(&a),
+        Command::DsCheck { path, dp } => ds_check(&path, dp),
+        Command::Schema => {
             println!("{}", jobspec::schema::json_schema_text());
             Ok(ExitCode::SUCCESS)
         }
-        "templates" => templates(rest),
-        "-h" | "--help" | "help" => {
-            print!("{USAGE}");
+        Command::Templates { id } => templates(id.as_deref()),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "onramp", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
         }
-        "login" => jobs_cmd::login(rest),
-        "logout" => jobs_cmd::logout(rest),
-        "me" => jobs_cmd::me(rest),
-        "submit" => jobs_cmd::submit(rest),
-        "jobs" => jobs_cmd::jobs(rest),
-        "status" => jobs_cmd::status(rest),
-        "logs" => jobs_cmd::logs(rest),
-        "cancel" => jobs_cmd::cancel(rest),
-        other => Err(format!("unknown command `{other}`")),
+        Command::Login { email, remote } => jobs_cmd::login(jobs_cmd::Args {
+            edge: remote.edge,
+            email: Some(email),
+            ..Default::default()
+        }),
+        Command::Logout => jobs_cmd::logout(jobs_cmd::Args::default()),
+        Command::Me { remote, json } => jobs_cmd::me(jobs_cmd::Args {
+            edge: remote.edge,
+            json: json.json,
+            ..Default::default()
+        }),
+        Command::Submit {
+            path,
+            key,
+            remote,
+            json,
+        } => jobs_cmd::submit(jobs_cmd::Args {
+            edge: remote.edge,
+            json: json.json,
+            key,
+            positional: vec![path],
+            ..Default::default()
+        }),
+        Command::Jobs { remote, json } => jobs_cmd::jobs(jobs_cmd::Args {
+            edge: remote.edge,
+            json: json.json,
+            ..Default::default()
+        }),
+        Command::Status { job, remote, json } => jobs_cmd::status(jobs_cmd::Args {
+            edge: remote.edge,
+            json: json.json,
+            positional: vec![job.id],
+            ..Default::default()
+        }),
+        Command::Logs {
+            job,
+            follow,
+            offset,
+            remote,
+        } => jobs_cmd::logs(jobs_cmd::Args {
+            edge: remote.edge,
+            follow,
+            offset,
+            positional: vec![job.id],
+            ..Default::default()
+        }),
+        Command::Cancel { job, remote, json } => jobs_cmd::cancel(jobs_cmd::Args {
+            edge: remote.edge,
+            json: json.json,
+            positional: vec![job.id],
+            ..Default::default()
+        }),
     }
-}
-
-struct PlanArgs {
-    path: String,
-    json: bool,
-    lang: jobspec::Lang,
-    artifacts: bool,
-    explain: bool,
-}
-
-fn plan_args(rest: &[String]) -> Result<PlanArgs, String> {
-    let mut out = PlanArgs {
-        path: String::new(),
-        json: false,
-        lang: jobspec::Lang::En,
-        artifacts: true,
-        explain: false,
-    };
-    let mut it = rest.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--json" => out.json = true,
-            "--no-artifacts" => out.artifacts = false,
-            "--explain" => out.explain = true,
-            "--lang" => {
-                out.lang = match it.next().map(String::as_str) {
-                    Some("en") => jobspec::Lang::En,
-                    Some("zh" | "zh-CN" | "zh-cn") => jobspec::Lang::ZhCn,
-                    other => return Err(format!("--lang takes en or zh, not {other:?}")),
-                }
-            }
-            flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`")),
-            path if out.path.is_empty() => out.path = path.to_string(),
-            extra => return Err(format!("unexpected argument `{extra}`")),
-        }
-    }
-    if out.path.is_empty() {
-        return Err("plan needs a spec file".into());
-    }
-    Ok(out)
 }
 
 fn read(path: &str) -> Result<String, String> {
@@ -127,8 +109,7 @@ fn read(path: &str) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))
 }
 
-fn plan(rest: &[String]) -> Result<ExitCode, String> {
-    let args = plan_args(rest)?;
+fn plan(args: &args::PlanArgs) -> Result<ExitCode, String> {
     let src = read(&args.path)?;
     let format = if args.path.ends_with(".json") {
         jobspec::Format::Json
@@ -142,47 +123,32 @@ fn plan(rest: &[String]) -> Result<ExitCode, String> {
             serde_json::to_string_pretty(&wire).map_err(|e| format!("cannot write JSON: {e}"))?;
         println!("{text}");
     } else {
+        let lang = say::spec_lang();
         print!(
             "{}",
-            jobspec::report::render_text_for(&plan, args.lang, args.artifacts, &args.path)
+            jobspec::report::render_text_for(&plan, lang, !args.no_artifacts, &args.path)
         );
         if args.explain {
-            print!("\n{}", jobspec::report::render_explain(&plan, args.lang));
+            print!("\n{}", jobspec::report::render_explain(&plan, lang));
         }
     }
     Ok(if plan.has_errors() {
-        ExitCode::from(1)
+        ExitCode::from(exit::REFUSED)
     } else {
         ExitCode::SUCCESS
     })
 }
 
-fn ds_check(rest: &[String]) -> Result<ExitCode, String> {
-    let mut path = None;
-    let mut dp = None;
-    let mut it = rest.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--dp" => {
-                dp = Some(
-                    it.next()
-                        .and_then(|n| n.parse::<u32>().ok())
-                        .ok_or("--dp takes a number")?,
-                )
-            }
-            p if path.is_none() => path = Some(p.to_string()),
-            extra => return Err(format!("unexpected argument `{extra}`")),
-        }
-    }
-    let path = path.ok_or("ds-check needs a ds_config.json")?;
-    let (import, diags) = jobspec::deepspeed::import_ds_config(&read(&path)?, dp);
+fn ds_check(path: &str, dp: Option<u32>) -> Result<ExitCode, String> {
+    let (import, diags) = jobspec::deepspeed::import_ds_config(&read(path)?, dp);
+    let lang = say::spec_lang();
     for d in &diags {
         println!(
             "{path}: {}[{}] {}: {}",
             d.severity.as_str(),
             d.code.as_str(),
             d.path,
-            d.message.en
+            d.message.get(lang)
         );
     }
     match import {
@@ -198,15 +164,19 @@ fn ds_check(rest: &[String]) -> Result<ExitCode, String> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        None => Ok(ExitCode::from(1)),
+        None => Ok(ExitCode::from(exit::REFUSED)),
     }
 }
 
-fn templates(rest: &[String]) -> Result<ExitCode, String> {
-    match rest.first() {
+fn templates(id: Option<&str>) -> Result<ExitCode, String> {
+    match id {
         None => {
+            let zh = say::lang() == say::Lang::Zh;
+            let ids: Vec<&str> = jobspec::templates().iter().map(|t| t.id).collect();
+            let width = ids.iter().map(|i| i.len()).max().unwrap_or(0);
             for t in jobspec::templates() {
-                println!("{:<28} {}", t.id, t.title_en);
+                let title = if zh { t.title_zh } else { t.title_en };
+                println!("{:<width$}  {title}", t.id);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -215,7 +185,15 @@ fn templates(rest: &[String]) -> Result<ExitCode, String> {
                 print!("{}", t.toml);
                 Ok(ExitCode::SUCCESS)
             }
-            None => Err(format!("no template `{id}`")),
+            None => {
+                let known: Vec<&str> = jobspec::templates().iter().map(|t| t.id).collect();
+                Cli::command()
+                    .error(
+                        clap::error::ErrorKind::InvalidValue,
+                        format!("no template `{id}`; the templates are {}", known.join(", ")),
+                    )
+                    .exit()
+            }
         },
     }
 }

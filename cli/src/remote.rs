@@ -1,7 +1,7 @@
 //! Talking to the edge: one blocking HTTP call at a time, answers as status + JSON, and the
 //! edge's error shape `{"error": {"code", "message", "details"}}` turned into one readable line.
 
-use crate::say::t;
+use crate::say::{self, t};
 use serde_json::Value;
 
 /// Where the edge is when nothing says otherwise: what `cargo xtask dev` serves.
@@ -26,11 +26,25 @@ impl Answer {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failure(pub String);
 
+/// `v[key]`, or its zh-CN wording (`v["messages"]["zh-CN"]`) when this run speaks Chinese and
+/// the answer carries one.
+fn in_lang<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    in_lang_of(v, key, say::lang())
+}
+
+fn in_lang_of<'a>(v: &'a Value, key: &str, lang: say::Lang) -> Option<&'a str> {
+    let zh = match lang {
+        say::Lang::Zh => v["messages"]["zh-CN"].as_str(),
+        say::Lang::En => None,
+    };
+    zh.or(v[key].as_str())
+}
+
 /// The edge's error as one line: its message, its code and the HTTP status, then the spec
 /// diagnostics when the edge sent them (so a refused spec says what and where).
 pub fn describe_error(answer: &Answer) -> Failure {
     let e = &answer.json["error"];
-    let mut text = match (e["message"].as_str(), e["code"].as_str()) {
+    let mut text = match (in_lang(e, "message"), e["code"].as_str()) {
         (Some(m), Some(c)) => format!("{m} ({c}, HTTP {})", answer.status),
         _ => t(
             format!(
@@ -46,7 +60,7 @@ pub fn describe_error(answer: &Answer) -> Failure {
                 (Some(l), Some(c)) => format!("{l}:{c}: "),
                 _ => String::new(),
             };
-            let message = d["message"].as_str().unwrap_or("");
+            let message = in_lang(d, "message").unwrap_or("");
             text.push_str(&format!(
                 "\n  {at}{} [{}] {message}",
                 d["severity"].as_str().unwrap_or("error"),
@@ -210,6 +224,26 @@ mod tests {
         assert_eq!(
             describe_error(&b).0,
             "the edge answered HTTP 502 without an error body"
+        );
+    }
+
+    #[test]
+    fn chinese_runs_print_the_zh_cn_wording_the_answer_carries() {
+        let d = json!({"message": "unknown card `H900`",
+                       "messages": {"en": "unknown card `H900`", "zh-CN": "未知显卡 `H900`"}});
+        assert_eq!(
+            in_lang_of(&d, "message", say::Lang::Zh),
+            Some("未知显卡 `H900`")
+        );
+        assert_eq!(
+            in_lang_of(&d, "message", say::Lang::En),
+            Some("unknown card `H900`")
+        );
+        // Without a Chinese wording the English one stays.
+        let e = json!({"message": "sign in first"});
+        assert_eq!(
+            in_lang_of(&e, "message", say::Lang::Zh),
+            Some("sign in first")
         );
     }
 

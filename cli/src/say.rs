@@ -1,4 +1,4 @@
-//! Which language the edge commands speak: `--lang en|zh`, else the locale (`LC_ALL`,
+//! Which language every command speaks: `--lang en|zh`, else the locale (`LC_ALL`,
 //! `LC_MESSAGES`, `LANG` starting with `zh`), else English. Chosen once per run, then every
 //! message picks its English or Chinese wording through [`t`].
 
@@ -38,6 +38,14 @@ pub fn lang() -> Lang {
     CHOSEN.get().copied().unwrap_or(Lang::En)
 }
 
+/// This run's language as `jobspec` names it, for plan reports and diagnostics.
+pub fn spec_lang() -> jobspec::Lang {
+    match lang() {
+        Lang::En => jobspec::Lang::En,
+        Lang::Zh => jobspec::Lang::ZhCn,
+    }
+}
+
 /// The wording for this run's language.
 pub fn t(en: String, zh: String) -> String {
     match lang() {
@@ -46,9 +54,23 @@ pub fn t(en: String, zh: String) -> String {
     }
 }
 
+/// `s` padded with spaces to `width` terminal columns (a CJK character takes two), so that
+/// columns line up in either language.
+pub fn pad(s: &str, width: usize) -> String {
+    let w = unicode_width::UnicodeWidthStr::width(s);
+    format!("{s}{}", " ".repeat(width.saturating_sub(w)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn padding_counts_display_columns() {
+        assert_eq!(pad("预扣", 6), "预扣  ");
+        assert_eq!(pad("hold", 6), "hold  ");
+        assert_eq!(pad("too long", 3), "too long");
+    }
 
     #[test]
     fn the_flag_wins_then_the_first_locale_variable_set() {

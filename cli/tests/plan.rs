@@ -6,14 +6,27 @@
 use std::process::Command;
 
 fn onramp(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_onramp"))
-        .args(args)
+    let (code, out, _) = onramp_in(None, args);
+    (code, out)
+}
+
+/// `onramp ARGS` with `LANG` set to `lang` (and no other locale variable), in the spec corpus:
+/// the exit code, stdout and stderr.
+fn onramp_in(lang: Option<&str>, args: &[&str]) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_onramp"));
+    cmd.args(args)
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../jobspec/specs"))
-        .output()
-        .unwrap();
+        .env_remove("LC_ALL")
+        .env_remove("LC_MESSAGES")
+        .env_remove("LANG");
+    if let Some(l) = lang {
+        cmd.env("LANG", l);
+    }
+    let out = cmd.output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
     )
 }
 
@@ -72,10 +85,143 @@ fn errors_exit_non_zero() {
     assert_eq!(code, 1, "does not fit is an error");
     let (code, _) = onramp(&["plan", "seed-claim-1.2t-30h.toml"]);
     assert_eq!(code, 1, "physically impossible is an error");
-    let (code, _) = onramp(&["plan", "no-such-file.toml"]);
-    assert_eq!(code, 2);
     let (code, _) = onramp(&[]);
     assert_eq!(code, 2);
+}
+
+/// A file that cannot be read is one clear line and exit 3, not a usage error.
+#[test]
+fn unreadable_files_are_io_errors_not_usage_errors() {
+    for args in [
+        &["plan", "no-such-file.toml"][..],
+        &["ds-check", "no-such-file.json"],
+    ] {
+        let (code, out, err) = onramp_in(None, args);
+        assert_eq!(code, 3, "{args:?}: {err}");
+        assert_eq!(out, "");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("onramp: cannot read no-such-file."),
+            "{err}"
+        );
+    }
+    // A usage error names the mistake and how to get help, without the whole manual.
+    let (code, _, err) = onramp_in(None, &["plan", "x.toml", "--frob"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--frob") && err.contains("--help"), "{err}");
+    assert!(err.lines().count() < 8, "{err}");
+    let (code, _, err) = onramp_in(None, &["templates", "no-such-template"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+/// `--help` and `-h` on every command print help on stdout and exit 0; `--version` too.
+#[test]
+fn help_and_version_on_every_command() {
+    let commands = [
+        "plan",
+        "ds-check",
+        "schema",
+        "templates",
+        "login",
+        "logout",
+        "me",
+        "submit",
+        "jobs",
+        "status",
+        "logs",
+        "cancel",
+        "completions",
+    ];
+    for flag in ["--help", "-h"] {
+        let (code, out, _) = onramp_in(None, &[flag]);
+        assert_eq!(code, 0);
+        for c in commands {
+            assert!(out.contains(&format!("  {c} ")), "{c} missing from\n{out}");
+        }
+        for c in commands {
+            let (code, out, err) = onramp_in(None, &[c, flag]);
+            assert_eq!(code, 0, "{c} {flag}: {err}");
+            assert!(out.contains(&format!("Usage: onramp {c}")), "{c}: {out}");
+        }
+    }
+    let (code, _, _) = onramp_in(None, &["help", "plan"]);
+    assert_eq!(code, 0);
+    let (code, out, _) = onramp_in(None, &["--version"]);
+    assert_eq!(code, 0);
+    assert_eq!(out, format!("onramp {}\n", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn plan_help_snapshot() {
+    let (_, out, _) = onramp_in(None, &["plan", "-h"]);
+    expect_test::expect![[r#"
+        Diagnostics, memory per card, time and cost on every card type, fixes and launch artifacts
+
+        Usage: onramp plan [OPTIONS] <SPEC>
+
+        Arguments:
+          <SPEC>  The job spec (TOML, or JSON when it ends in .json), or - for stdin
+
+        Options:
+              --json          The plan as JSON (the same shape the app reads)
+              --lang <LANG>   Language of the output: en or zh (else LC_ALL, LC_MESSAGES or LANG starting with zh) [possible values: en, zh]
+              --no-artifacts  Leave out the DeepSpeed JSON, the launch commands and the sbatch script
+              --explain       Add the formula and assumptions behind every figure
+          -h, --help          Print help (see more with '--help')
+    "#]].assert_eq(&out);
+}
+
+/// Completions for the shells people use, naming the commands and their options.
+#[test]
+fn completions_for_bash_zsh_and_fish() {
+    for shell in ["bash", "zsh", "fish"] {
+        let (code, out, err) = onramp_in(None, &["completions", shell]);
+        assert_eq!(code, 0, "{shell}: {err}");
+        // fish writes options without their dashes (`-l no-artifacts`).
+        for word in ["plan", "submit", "no-artifacts", "follow", "lang"] {
+            assert!(out.contains(word), "{shell} completions lack {word}");
+        }
+    }
+    let (code, _, _) = onramp_in(None, &["completions", "tcsh"]);
+    assert_eq!(code, 2);
+}
+
+/// One locale rule for every command: `--lang`, else LC_ALL / LC_MESSAGES / LANG.
+#[test]
+fn plan_follows_the_locale_and_the_flag_wins() {
+    let args = ["plan", "7b-lora-4090.toml", "--no-artifacts"];
+    let (code, zh, _) = onramp_in(Some("zh_CN.UTF-8"), &args);
+    assert_eq!(code, 0);
+    assert!(zh.contains("各卡型对比："), "{zh}");
+    let (_, en, _) = onramp_in(
+        Some("zh_CN.UTF-8"),
+        &[&args[..], &["--lang", "en"]].concat(),
+    );
+    assert!(en.contains("on every card type:"), "{en}");
+    let (_, en, _) = onramp_in(Some("en_US.UTF-8"), &args);
+    assert!(en.contains("on every card type:"), "{en}");
+    let (_, zh, _) = onramp_in(None, &["--lang", "zh", "templates"]);
+    assert!(
+        zh.contains('（') || zh.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+        "{zh}"
+    );
+}
+
+/// The whole terminal report in both languages, as a user sees it.
+#[test]
+fn plan_report_snapshots_in_both_languages() {
+    let (code, en, _) = onramp_in(
+        Some("en_US.UTF-8"),
+        &["plan", "7b-full-4090.toml", "--no-artifacts"],
+    );
+    assert_eq!(code, 1, "does not fit");
+    expect_test::expect_file!["snapshots/plan-7b-full-4090.en.txt"].assert_eq(&en);
+    let (code, zh, _) = onramp_in(
+        Some("zh_CN.UTF-8"),
+        &["plan", "7b-full-4090.toml", "--no-artifacts", "--explain"],
+    );
+    assert_eq!(code, 1);
+    expect_test::expect_file!["snapshots/plan-7b-full-4090.zh.txt"].assert_eq(&zh);
 }
 
 #[test]

@@ -56,14 +56,8 @@ pub struct RemoteStatus {
     pub message: Option<String>,
 }
 
-/// A slice of a job's log.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct LogChunk {
-    pub offset: u64,
-    pub next_offset: u64,
-    pub text: String,
-    pub eof: bool,
-}
+/// A slice of a job's log (the wire type of the edge's API and of the runner contract).
+pub use api::LogChunk;
 
 /// Why a backend call failed. `Unavailable` becomes a 503 for the client.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,29 +77,25 @@ pub enum BackendError {
 
 impl BackendError {
     pub fn into_api(self, backend: &str) -> crate::error::ApiError {
-        use crate::error::ApiError;
+        use crate::error::{ApiError, ErrorCode};
         match self {
             BackendError::Unavailable(why) => ApiError::new(
-                503,
-                "backend_unavailable",
+                ErrorCode::BackendUnavailable,
                 format!("backend {backend} is unavailable: {why}"),
             ),
             BackendError::Protocol(why) => ApiError::new(
-                502,
-                "backend_error",
+                ErrorCode::BackendError,
                 format!("backend {backend} answered unexpectedly: {why}"),
             ),
             BackendError::NotFound => {
                 ApiError::not_found(format!("backend {backend} has no such item"))
             }
             BackendError::BadRequest(why) => ApiError::new(
-                400,
-                "bad_request",
+                ErrorCode::InvalidQuery,
                 format!("backend {backend} refused the request: {why}"),
             ),
             BackendError::Refused(why) => ApiError::new(
-                422,
-                "backend_refused",
+                ErrorCode::BackendRefused,
                 format!("backend {backend} will not run this job: {why}"),
             ),
         }

@@ -1,7 +1,7 @@
 //! The pure parts of authentication: credential rules, cookies, bearer headers, the CSRF origin
 //! check and token hashing. The WebCrypto (PBKDF2) and storage parts live in the worker.
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use sha2::{Digest, Sha256};
 
 pub const SESSION_COOKIE: &str = "onramp_session";
@@ -18,8 +18,7 @@ pub fn normalise_email(raw: &str) -> Result<String, ApiError> {
     let email = raw.trim().to_lowercase();
     let bad = || {
         ApiError::new(
-            400,
-            "invalid_email",
+            ErrorCode::InvalidEmail,
             format!("{raw:?} is not an email address"),
         )
         .with_details(serde_json::json!({"field": "email"}))
@@ -41,8 +40,7 @@ pub fn check_password(password: &str) -> Result<(), ApiError> {
     let n = password.chars().count();
     if n < MIN_PASSWORD_CHARS || password.len() > MAX_PASSWORD_BYTES {
         return Err(ApiError::new(
-            400,
-            "weak_password",
+            ErrorCode::WeakPassword,
             format!(
                 "the password must have at least {MIN_PASSWORD_CHARS} characters and at most \
                  {MAX_PASSWORD_BYTES} bytes (it has {n} characters)"
@@ -104,13 +102,11 @@ pub fn check_origin(origin: Option<&str>, own_origin: &str) -> Result<(), ApiErr
     match origin {
         Some(o) if o.trim_end_matches('/') == own_origin => Ok(()),
         Some(o) => Err(ApiError::new(
-            403,
-            "bad_origin",
+            ErrorCode::BadOrigin,
             format!("requests from origin {o:?} may not use this session"),
         )),
         None => Err(ApiError::new(
-            403,
-            "bad_origin",
+            ErrorCode::BadOrigin,
             "a cookie-authenticated write needs an Origin header",
         )),
     }
@@ -129,7 +125,7 @@ mod tests {
         ] {
             assert_eq!(
                 normalise_email(bad).unwrap_err().code,
-                "invalid_email",
+                ErrorCode::InvalidEmail,
                 "{bad}"
             );
         }
@@ -139,7 +135,10 @@ mod tests {
     fn passwords() {
         assert!(check_password("12345678").is_ok());
         assert!(check_password("密码密码密码密码").is_ok());
-        assert_eq!(check_password("short").unwrap_err().code, "weak_password");
+        assert_eq!(
+            check_password("short").unwrap_err().code,
+            ErrorCode::WeakPassword
+        );
         assert!(check_password(&"x".repeat(300)).is_err());
     }
 

@@ -8,13 +8,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// What kind of service a backend is; decides which adapter talks to it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendKind {
-    #[default]
-    Runner,
-    Slurm,
-}
+pub use api::BackendKind;
 
 /// One backend as configured by the deployment.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

@@ -1,29 +1,21 @@
 //! `GET /api/backends`: where jobs can run, as the app's backend picker needs it — each
 //! configured backend's name, kind and cards. Never its URL or secret: those stay in the edge.
 
-use crate::backends::{BackendConfig, BackendKind};
-use serde::Serialize;
-use std::collections::BTreeMap;
-
-/// One backend as anyone may see it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PublicBackend {
-    pub name: String,
-    pub kind: BackendKind,
-    pub cards: BTreeMap<String, u32>,
-}
+use crate::backends::BackendConfig;
+use api::{BackendList, PublicBackend};
 
 /// The answer: `{"backends": [...]}` in configuration order (the order the edge tries them in).
-pub fn list(configured: &[BackendConfig]) -> serde_json::Value {
-    let backends: Vec<PublicBackend> = configured
-        .iter()
-        .map(|b| PublicBackend {
-            name: b.name.clone(),
-            kind: b.kind,
-            cards: b.cards.clone(),
-        })
-        .collect();
-    serde_json::json!({ "backends": backends })
+pub fn list(configured: &[BackendConfig]) -> BackendList {
+    BackendList {
+        backends: configured
+            .iter()
+            .map(|b| PublicBackend {
+                name: b.name.clone(),
+                kind: b.kind,
+                cards: b.cards.clone(),
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]
@@ -37,7 +29,7 @@ mod tests {
                 {"name":"hpc","kind":"slurm","url":"http://10.0.0.1:6820","secret":"jwt","cards":{"a100-80g":8}}]"#,
         ))
         .unwrap();
-        let v = list(&configured);
+        let v = serde_json::to_value(list(&configured)).unwrap();
         assert_eq!(
             v,
             serde_json::json!({"backends": [

@@ -1,26 +1,22 @@
-//! The one error shape of the API: `{"error": {"code", "message", "details"}}` with an HTTP status.
+//! The one error shape of the API: `{"error": {"code", "message", "details"}}` with an HTTP status
+//! that the code decides (see `api::ErrorCode`).
 
-use serde::Serialize;
+pub use api::ErrorCode;
 
 /// An error answered to a client. `code` is stable and machine-readable; `message` is for people.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
-    #[serde(skip)]
+    /// Always `code.status()`; kept as a field so handlers and tests read it directly.
     pub status: u16,
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
     pub details: serde_json::Value,
 }
 
-#[derive(Serialize)]
-struct Envelope<'a> {
-    error: &'a ApiError,
-}
-
 impl ApiError {
-    pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
-            status,
+            status: code.status(),
             code,
             message: message.into(),
             details: serde_json::Value::Null,
@@ -32,23 +28,44 @@ impl ApiError {
         self
     }
 
+    /// `details` naming the request field at fault: `{"field": name}`.
+    pub fn with_field(self, name: &str) -> Self {
+        self.with_details(serde_json::json!({ "field": name }))
+    }
+
+    /// `details` from a wire type of the contract (e.g. `api::InvalidSpecDetails`).
+    pub fn with_typed_details<T: serde::Serialize>(self, details: &T) -> Self {
+        let value = serde_json::to_value(details).unwrap_or(serde_json::Value::Null);
+        self.with_details(value)
+    }
+
     pub fn not_found(what: impl Into<String>) -> Self {
-        Self::new(404, "not_found", what)
+        Self::new(ErrorCode::NotFound, what)
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(500, "internal", message)
+        Self::new(ErrorCode::Internal, message)
+    }
+
+    /// The wire form.
+    pub fn envelope(&self) -> api::ErrorEnvelope {
+        api::ErrorEnvelope {
+            error: api::ErrorBody {
+                code: self.code,
+                message: self.message.clone(),
+                details: self.details.clone(),
+            },
+        }
     }
 
     /// What a client may see of this error. An internal error's message can hold what only
     /// the operator should read (SQL, bindings, runtime traces): the client gets a generic
     /// message and the request id under which the whole message is logged.
     pub fn public(&self, request_id: &str) -> ApiError {
-        if self.code != "internal" {
+        if self.code != ErrorCode::Internal {
             return self.clone();
         }
         ApiError::new(
-            self.status,
             self.code,
             format!(
                 "something went wrong on our side; if it persists, report request id {request_id}"
@@ -61,7 +78,7 @@ impl ApiError {
     pub fn to_body(&self) -> String {
         // Serialising a struct of strings and a JSON value cannot fail; fall back to a fixed body
         // rather than panicking if it ever did.
-        serde_json::to_string(&Envelope { error: self }).unwrap_or_else(|_| {
+        serde_json::to_string(&self.envelope()).unwrap_or_else(|_| {
             r#"{"error":{"code":"internal","message":"error serialisation failed","details":null}}"#
                 .to_string()
         })
@@ -81,6 +98,8 @@ mod tests {
         assert_eq!(v["error"]["message"], "no route for GET /api/nope");
         assert_eq!(v["error"]["details"]["path"], "/api/nope");
         assert_eq!(e.status, 404);
+        let back: api::ErrorEnvelope = serde_json::from_str(&e.to_body()).unwrap();
+        assert_eq!(back, e.envelope());
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! output) is stored as one `?`, so offsets stay exact on both sides.
 
 use crate::adapter::LogChunk;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 
 /// The most one push may carry (the job script sends 64 KiB at a time).
 pub const MAX_CHUNK_BYTES: usize = 64 * 1024;
@@ -31,15 +31,13 @@ pub struct Append {
 pub fn plan_append(stored: u64, offset: u64, chunk_len: usize) -> Result<Append, ApiError> {
     if chunk_len > MAX_CHUNK_BYTES {
         return Err(ApiError::new(
-            413,
-            "too_large",
+            ErrorCode::TooLarge,
             format!("a log chunk may carry at most {MAX_CHUNK_BYTES} bytes (got {chunk_len})"),
         ));
     }
     if offset > stored {
         return Err(ApiError::new(
-            409,
-            "log_gap",
+            ErrorCode::LogGap,
             format!(
                 "the edge has {stored} bytes of this log; a chunk at {offset} would leave a gap"
             ),
@@ -150,7 +148,7 @@ mod tests {
         );
         assert_eq!(plan_append(15, 0, 10).unwrap().take, 0);
         let e = plan_append(15, 20, 10).unwrap_err();
-        assert_eq!((e.status, e.code), (409, "log_gap"));
+        assert_eq!((e.status, e.code), (409, ErrorCode::LogGap));
         assert_eq!(e.details["next_offset"], 15);
         assert_eq!(
             plan_append(0, 0, MAX_CHUNK_BYTES + 1).unwrap_err().status,

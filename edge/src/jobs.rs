@@ -2,10 +2,9 @@
 //! takes a spec, and what a job's wire form shows.
 
 use crate::backends::{BackendConfig, BackendKind};
-use crate::error::ApiError;
-use serde::{Deserialize, Serialize};
+use crate::error::{ApiError, ErrorCode};
 
-pub use jobspec::JobState;
+pub use api::JobState;
 
 /// The backend for a spec: one that has enough cards of its type, of the preferred kind if the
 /// spec names one. The first fitting backend in configuration order wins.
@@ -27,57 +26,26 @@ pub fn pick_backend<'a>(
         .filter(|b| kind_ok(b))
         .find(|b| b.cards.get(card).is_some_and(|n| *n >= cards_needed))
         .ok_or_else(|| {
-            ApiError::new(
-                409,
-                "no_backend",
+            ApiError::new(ErrorCode::NoBackend,
                 format!("no configured backend offers {cards_needed} × {card} for backend = {preference:?}"),
             )
             .with_details(serde_json::json!({"card": card, "cards": cards_needed}))
         })
 }
 
-/// One text in the app's languages.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Messages {
-    pub en: String,
-    #[serde(rename = "zh-CN")]
-    pub zh_cn: String,
-}
+/// One text in the app's languages (the wire type).
+pub use api::Messages;
 
-impl Messages {
-    /// Why a job waits, from its backend's reason code. The codes are Slurm's (the only backend
-    /// that queues jobs for reasons of its own); an unknown code still reads as "waiting".
-    pub fn for_reason(reason: &str) -> Messages {
-        let (en, zh_cn) = crate::slurm::state::pending_reason(reason);
-        Messages { en, zh_cn }
-    }
+/// Why a job waits, from its backend's reason code, in every language of the app. The codes are
+/// Slurm's (the only backend that queues jobs for reasons of its own); an unknown code still
+/// reads as "waiting".
+pub fn reason_messages(reason: &str) -> Messages {
+    let (en, zh_cn) = crate::slurm::state::pending_reason(reason);
+    Messages { en, zh_cn }
 }
 
 /// A job as the API shows it to its owner.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct JobWire {
-    pub id: String,
-    pub name: String,
-    pub state: JobState,
-    pub backend: String,
-    pub card: String,
-    pub cards: u32,
-    pub hold_fen: i64,
-    /// What the job cost once settled; none while it runs.
-    pub charged_fen: Option<i64>,
-    pub created_at: String,
-    pub started_at: Option<String>,
-    pub ended_at: Option<String>,
-    pub message: Option<String>,
-    /// Why a queued job waits, as its backend names it (e.g. Slurm's `Resources`); `message`
-    /// says it in English and `reason_messages` in every language of the app.
-    #[serde(default)]
-    pub reason: Option<String>,
-    #[serde(default)]
-    pub reason_messages: Option<Messages>,
-    pub checkpoint: bool,
-    pub spec: String,
-}
+pub use api::Job as JobWire;
 
 #[cfg(test)]
 mod tests {
@@ -123,7 +91,7 @@ mod tests {
             pick_backend(&list, "h100", 1, &Pref::Auto)
                 .unwrap_err()
                 .code,
-            "no_backend"
+            ErrorCode::NoBackend
         );
         assert_eq!(
             pick_backend(&list, "a100-80g", 16, &Pref::Auto)
@@ -135,11 +103,11 @@ mod tests {
 
     #[test]
     fn wait_reasons_read_in_both_languages() {
-        let m = Messages::for_reason("Resources");
+        let m = reason_messages("Resources");
         assert!(m.en.starts_with("waiting for resources"), "{m:?}");
         assert!(m.zh_cn.contains("GPU"), "{m:?}");
         let json = serde_json::to_value(&m).unwrap();
         assert!(json["zh-CN"].is_string(), "{json}");
-        assert_eq!(Messages::for_reason("Whatever").en, "waiting (Whatever)");
+        assert_eq!(reason_messages("Whatever").en, "waiting (Whatever)");
     }
 }

@@ -2,34 +2,10 @@
 //! Balance is the sum of the ledger; the Coordinator Durable Object applies these rules inside
 //! one synchronous SQLite step, so no two requests interleave between a check and its write.
 
-use crate::error::ApiError;
-use serde::Serialize;
+use crate::error::{ApiError, ErrorCode};
 
-/// What a ledger row records. A hold subtracts the job's maximum cost; settling adds a
-/// `release` of the whole hold and a `capture` of the real usage, so the ledger shows both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LedgerKind {
-    Grant,
-    Redeem,
-    Hold,
-    Capture,
-    Release,
-    Refund,
-}
-
-impl LedgerKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LedgerKind::Grant => "grant",
-            LedgerKind::Redeem => "redeem",
-            LedgerKind::Hold => "hold",
-            LedgerKind::Capture => "capture",
-            LedgerKind::Release => "release",
-            LedgerKind::Refund => "refund",
-        }
-    }
-}
+/// What a ledger row records (the wire type, also the stored spelling).
+pub use api::LedgerKind;
 
 /// What the Coordinator knows about a code and this account when a redemption arrives.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -43,30 +19,97 @@ pub struct CodeState {
 /// Why a redemption is refused; each has its own error code so the page can say which.
 pub fn check_redeem(state: Option<CodeState>, now_ms: i64) -> Result<(), ApiError> {
     let Some(s) = state else {
-        return Err(ApiError::new(404, "code_unknown", "no such promotion code"));
+        return Err(ApiError::new(
+            ErrorCode::CodeUnknown,
+            "no such promotion code",
+        ));
     };
     if s.already_by_account {
         return Err(ApiError::new(
-            409,
-            "code_already_redeemed",
+            ErrorCode::CodeAlreadyRedeemed,
             "this account already redeemed this code",
         ));
     }
     if s.expires_at_ms.is_some_and(|e| now_ms >= e) {
         return Err(ApiError::new(
-            410,
-            "code_expired",
+            ErrorCode::CodeExpired,
             "this promotion code has expired",
         ));
     }
     if s.redeemed >= s.max_redemptions {
         return Err(ApiError::new(
-            409,
-            "code_exhausted",
+            ErrorCode::CodeExhausted,
             "this promotion code has been fully redeemed",
         ));
     }
     Ok(())
+}
+
+/// A hold may be placed only when the balance covers it (balance never goes negative).
+pub fn check_hold(balance_fen: i64, amount_fen: i64) -> Result<(), ApiError> {
+    if balance_fen < amount_fen {
+        return Err(ApiError::new(
+            ErrorCode::InsufficientCredit,
+            format!("this job may cost up to {amount_fen} fen; the balance is {balance_fen} fen"),
+        )
+        .with_details(
+            serde_json::json!({"required_fen": amount_fen, "balance_fen": balance_fen}),
+        ));
+    }
+    Ok(())
+}
+
+/// A job's hold as the Coordinator stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HoldState {
+    pub amount_fen: i64,
+    pub settled: bool,
+    pub captured_fen: Option<i64>,
+}
+
+/// What settling a hold does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settlement {
+    /// Settled before (a report and a reconcile racing): nothing changes the second time.
+    Already { captured_fen: i64 },
+    /// Release the whole hold and capture this much of it.
+    Capture { capture_fen: i64 },
+}
+
+/// Settling is idempotent, and never captures less than nothing or more than was held.
+pub fn settle_hold(hold: HoldState, capture_fen: i64) -> Settlement {
+    if hold.settled {
+        return Settlement::Already {
+            captured_fen: hold.captured_fen.unwrap_or(0),
+        };
+    }
+    Settlement::Capture {
+        capture_fen: capture_fen.clamp(0, hold.amount_fen.max(0)),
+    }
+}
+
+/// A fixed-window rate limit: given the stored `(window_start_ms, count)` for a key, counts one
+/// more attempt and returns what to store, or refuses with the seconds left in the window.
+pub fn rate_window(
+    stored: Option<(i64, i64)>,
+    limit: i64,
+    window_s: i64,
+    now_ms: i64,
+) -> Result<(i64, i64), ApiError> {
+    let window_ms = window_s.saturating_mul(1000);
+    let (start, count) = match stored {
+        Some((start, count)) if now_ms - start < window_ms => (start, count),
+        _ => (now_ms, 0),
+    };
+    if count >= limit {
+        let retry = ((start + window_ms - now_ms) / 1000).max(1);
+        return Err(ApiError::new(
+            ErrorCode::RateLimited,
+            format!("too many attempts; try again in {retry} s"),
+        )
+        .with_details(serde_json::json!({"retry_after_s": retry})));
+    }
+    Ok((start, count + 1))
 }
 
 /// The real cost of a finished job: card-time × price, rounded up to the fen, never above the hold.
@@ -109,18 +152,77 @@ mod tests {
     #[test]
     fn each_refusal_has_its_code() {
         assert!(check_redeem(st(2, 1, None, false), 0).is_ok());
-        assert_eq!(check_redeem(None, 0).unwrap_err().code, "code_unknown");
+        assert_eq!(
+            check_redeem(None, 0).unwrap_err().code,
+            ErrorCode::CodeUnknown
+        );
         assert_eq!(
             check_redeem(st(2, 2, None, false), 0).unwrap_err().code,
-            "code_exhausted"
+            ErrorCode::CodeExhausted
         );
         assert_eq!(
             check_redeem(st(2, 0, Some(5), false), 5).unwrap_err().code,
-            "code_expired"
+            ErrorCode::CodeExpired
         );
         assert_eq!(
             check_redeem(st(2, 0, None, true), 0).unwrap_err().code,
-            "code_already_redeemed"
+            ErrorCode::CodeAlreadyRedeemed
+        );
+    }
+
+    #[test]
+    fn a_hold_needs_the_balance() {
+        assert!(check_hold(100, 100).is_ok());
+        let e = check_hold(99, 100).unwrap_err();
+        assert_eq!((e.status, e.code), (402, ErrorCode::InsufficientCredit));
+        assert_eq!(e.details["required_fen"], 100);
+        assert_eq!(e.details["balance_fen"], 99);
+    }
+
+    #[test]
+    fn settling_twice_changes_nothing_and_capture_stays_in_the_hold() {
+        let open = HoldState {
+            amount_fen: 50,
+            settled: false,
+            captured_fen: None,
+        };
+        assert_eq!(
+            settle_hold(open, 20),
+            Settlement::Capture { capture_fen: 20 }
+        );
+        assert_eq!(
+            settle_hold(open, 80),
+            Settlement::Capture { capture_fen: 50 }
+        );
+        assert_eq!(
+            settle_hold(open, -5),
+            Settlement::Capture { capture_fen: 0 }
+        );
+        let done = HoldState {
+            settled: true,
+            captured_fen: Some(20),
+            ..open
+        };
+        assert_eq!(
+            settle_hold(done, 50),
+            Settlement::Already { captured_fen: 20 }
+        );
+    }
+
+    #[test]
+    fn the_rate_window_counts_refuses_and_reopens() {
+        assert_eq!(rate_window(None, 2, 60, 1_000), Ok((1_000, 1)));
+        assert_eq!(rate_window(Some((1_000, 1)), 2, 60, 2_000), Ok((1_000, 2)));
+        let e = rate_window(Some((1_000, 2)), 2, 60, 31_000).unwrap_err();
+        assert_eq!(e.code, ErrorCode::RateLimited);
+        assert_eq!(e.details["retry_after_s"], 30);
+        // Under a second left still says one second, never zero.
+        let e = rate_window(Some((1_000, 2)), 2, 60, 60_900).unwrap_err();
+        assert_eq!(e.details["retry_after_s"], 1);
+        // A new window starts afresh.
+        assert_eq!(
+            rate_window(Some((1_000, 2)), 2, 60, 61_000),
+            Ok((61_000, 1))
         );
     }
 

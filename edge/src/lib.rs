@@ -10,6 +10,7 @@ pub mod adapter;
 pub mod auth;
 pub mod backends;
 pub mod backends_public;
+pub mod coordinator_wire;
 pub mod error;
 pub mod health;
 pub mod job_log;

@@ -1,13 +1,71 @@
-//! `GET /api/openapi.json`: an OpenAPI 3.1 document generated from the route table, so it cannot
-//! drift from what the dispatcher serves.
+//! `GET /api/openapi.json`: an OpenAPI 3.1 document generated from the route table and the wire
+//! types of the `api` crate, so it cannot drift from what the dispatcher serves or what the
+//! handlers answer.
 
-use crate::routes::{Access, ROUTES};
+use crate::routes::{Access, ROUTES, RouteId};
+use api::schema::Schemas;
 use serde_json::{Map, Value, json};
+
+/// What a route reads and answers, as JSON Schemas; `None` where there is no JSON (no body, a
+/// binary download, TOML text).
+fn bodies(id: RouteId, s: &mut Schemas) -> (Option<Value>, Option<Value>) {
+    use RouteId::*;
+    match id {
+        Health => (None, Some(s.of::<api::HealthReport>())),
+        OpenApi => (None, Some(json!({"type": "object"}))),
+        Signup | Login => (
+            Some(s.of::<api::Credentials>()),
+            Some(s.of::<api::Account>()),
+        ),
+        Logout => (None, Some(s.of::<api::SignedOut>())),
+        Me => (None, Some(s.of::<api::Account>())),
+        CreateToken => (
+            Some(s.of::<api::NewToken>()),
+            Some(s.of::<api::TokenCreated>()),
+        ),
+        Ledger => (None, Some(s.of::<api::Ledger>())),
+        Redeem => (
+            Some(s.of::<api::RedeemRequest>()),
+            Some(s.of::<api::Redeemed>()),
+        ),
+        AdminPromoCodes => (
+            Some(s.of::<api::NewPromoCode>()),
+            Some(s.of::<api::PromoCodeCreated>()),
+        ),
+        AdminReconcile => (None, Some(s.of::<api::Reconciled>())),
+        AdminBackends => (None, Some(s.of::<api::AdminBackendList>())),
+        AdminRefund => (
+            Some(s.of::<api::RefundRequest>()),
+            Some(s.of::<api::RefundAnswer>()),
+        ),
+        Backends => (None, Some(s.of::<api::BackendList>())),
+        SubmitJob => (Some(s.of::<api::SubmitRequest>()), Some(s.of::<api::Job>())),
+        ListJobs => (None, Some(s.of::<api::JobList>())),
+        GetJob | CancelJob => (None, Some(s.of::<api::Job>())),
+        JobLogs => (None, Some(s.of::<api::LogChunk>())),
+        JobMetrics => (None, Some(s.of::<api::MetricsPage>())),
+        JobReport => (
+            Some(s.of::<api::Report>()),
+            Some(s.of::<api::ReportAccepted>()),
+        ),
+        JobLogPush => (None, Some(s.of::<api::LogAccepted>())),
+        JobCheckpoint => (None, None),
+        ListCheckpoints => (None, Some(s.of::<api::CheckpointList>())),
+        CreateExperiment => (
+            Some(s.of::<api::NewExperiment>()),
+            Some(s.of::<api::SavedExperiment>()),
+        ),
+        GetExperiment => (None, Some(s.of::<api::Experiment>())),
+    }
+}
 
 /// The whole document.
 pub fn document() -> Value {
     let mut paths = Map::new();
+    let mut schemas = Schemas::new();
+    let error = schemas.of::<api::ErrorEnvelope>();
     for route in ROUTES {
+        let (request, answer) = bodies(route.id, &mut schemas);
         let entry = paths
             .entry(route.path.to_string())
             .or_insert_with(|| json!({}));
@@ -15,13 +73,25 @@ pub fn document() -> Value {
             "operationId": format!("{:?}", route.id),
             "summary": route.summary,
             "responses": {
-                route.status.to_string(): {"description": "success"},
+                route.status.to_string(): match &answer {
+                    Some(schema) => json!({
+                        "description": "success",
+                        "content": {"application/json": {"schema": schema}}
+                    }),
+                    None => json!({"description": "success"}),
+                },
                 "default": {
                     "description": "error",
-                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+                    "content": {"application/json": {"schema": error}}
                 }
             }
         });
+        if let Some(schema) = request {
+            op["requestBody"] = json!({
+                "required": route.id != RouteId::CreateToken,
+                "content": {"application/json": {"schema": schema}}
+            });
+        }
         if route.path.contains("{id}") {
             op["parameters"] = json!([{
                 "name": "id", "in": "path", "required": true, "schema": {"type": "string"}
@@ -51,21 +121,7 @@ pub fn document() -> Value {
                 "adminToken": {"type": "http", "scheme": "bearer"},
                 "jobToken": {"type": "http", "scheme": "bearer"}
             },
-            "schemas": {
-                "Error": {
-                    "type": "object",
-                    "required": ["error"],
-                    "properties": {"error": {
-                        "type": "object",
-                        "required": ["code", "message", "details"],
-                        "properties": {
-                            "code": {"type": "string"},
-                            "message": {"type": "string"},
-                            "details": {}
-                        }
-                    }}
-                }
-            }
+            "schemas": schemas.into_components()
         }
     })
 }
@@ -94,5 +150,112 @@ mod tests {
             doc["paths"]["/api/jobs/{id}"]["get"]["parameters"][0]["name"],
             "id"
         );
+    }
+
+    /// The sample of `api::samples` that each route answers with (its success status).
+    fn answer_sample(id: RouteId) -> Option<&'static str> {
+        use RouteId::*;
+        Some(match id {
+            Health => "health",
+            Signup | Login | Me => "account",
+            Logout => "signed_out",
+            CreateToken => "token_created",
+            Ledger => "ledger",
+            Redeem => "redeemed",
+            AdminPromoCodes => "promo_code_created",
+            AdminReconcile => "reconciled",
+            AdminBackends => "admin_backend_list",
+            AdminRefund => "refund_answer",
+            Backends => "backend_list",
+            SubmitJob | GetJob | CancelJob => "job",
+            ListJobs => "job_list",
+            JobLogs => "log_chunk",
+            JobMetrics => "metrics_page",
+            JobReport => "report_accepted",
+            JobLogPush => "log_accepted",
+            ListCheckpoints => "checkpoint_list",
+            CreateExperiment => "saved_experiment",
+            GetExperiment => "experiment",
+            OpenApi | JobCheckpoint => return None,
+        })
+    }
+
+    /// Checks `value` against what the document says `method path` answers with `status`.
+    pub(crate) fn check_answer(
+        doc: &Value,
+        method: &str,
+        path: &str,
+        status: &str,
+        value: &Value,
+    ) -> Result<(), String> {
+        let op = &doc["paths"][path][method.to_ascii_lowercase()];
+        let response = op["responses"]
+            .get(status)
+            .unwrap_or(&op["responses"]["default"]);
+        let schema = &response["content"]["application/json"]["schema"];
+        api::schema::check(doc, schema, value)
+    }
+
+    #[test]
+    fn every_route_answers_what_the_document_says() {
+        let doc = document();
+        let samples = api::samples::all();
+        let sample = |name: &str| {
+            samples
+                .iter()
+                .find(|s| s.name == name)
+                .map(|s| s.json.clone())
+                .unwrap_or_else(|| panic!("no sample {name}"))
+        };
+        for route in ROUTES {
+            let op = &doc["paths"][route.path][route.method.to_ascii_lowercase()];
+            let error = sample("error");
+            assert_eq!(
+                check_answer(&doc, route.method, route.path, "400", &error),
+                Ok(()),
+                "{:?}",
+                route.id
+            );
+            let Some(name) = answer_sample(route.id) else {
+                continue;
+            };
+            let status = route.status.to_string();
+            assert!(
+                op["responses"][&status]["content"].is_object(),
+                "{:?}",
+                route.id
+            );
+            assert_eq!(
+                check_answer(&doc, route.method, route.path, &status, &sample(name)),
+                Ok(()),
+                "{:?}",
+                route.id
+            );
+        }
+        // And a wrong answer is caught: a job where a list is documented.
+        assert!(check_answer(&doc, "GET", "/api/jobs", "200", &sample("job")).is_err());
+    }
+
+    #[test]
+    fn the_edge_answers_its_own_errors_in_the_documented_shape() {
+        let doc = document();
+        for &code in api::ErrorCode::ALL {
+            let body: Value =
+                serde_json::from_str(&crate::error::ApiError::new(code, "m").to_body()).unwrap();
+            assert_eq!(
+                check_answer(&doc, "GET", "/api/me", "default", &body),
+                Ok(())
+            );
+        }
+    }
+
+    #[test]
+    fn request_bodies_are_documented() {
+        let doc = document();
+        let body = &doc["paths"]["/api/auth/signup"]["post"]["requestBody"];
+        let schema = &body["content"]["application/json"]["schema"];
+        let good = json!({"email": "a@b.c", "password": "long enough"});
+        assert_eq!(api::schema::check(&doc, schema, &good), Ok(()));
+        assert!(api::schema::check(&doc, schema, &json!({"email": "a@b.c"})).is_err());
     }
 }

@@ -3,17 +3,10 @@
 //! captured for that job, minus what was already refunded, and is applied once per idempotency
 //! key; the Coordinator applies these rules in one synchronous step.
 
-use crate::error::ApiError;
-use serde::Deserialize;
+use crate::error::{ApiError, ErrorCode};
 
-/// The request body.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RefundRequest {
-    pub job_id: String,
-    pub amount_fen: i64,
-    pub reason: String,
-}
+/// The request body (the wire type).
+pub use api::RefundRequest;
 
 /// A checked request.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,10 +19,13 @@ pub struct Refund {
 /// Longest reason kept, in characters.
 pub const MAX_REASON_CHARS: usize = 500;
 
-impl RefundRequest {
-    pub fn check(self) -> Result<Refund, ApiError> {
+impl crate::wire::Check for RefundRequest {
+    type Checked = Refund;
+
+    fn check(self) -> Result<Refund, ApiError> {
         let field = |f: &str, msg: String| {
-            ApiError::new(400, "invalid_field", msg).with_details(serde_json::json!({"field": f}))
+            ApiError::new(ErrorCode::InvalidField, msg)
+                .with_details(serde_json::json!({"field": f}))
         };
         crate::wire::check_id(&self.job_id).map_err(|_| {
             field(
@@ -70,23 +66,19 @@ pub struct Settled {
 pub fn check_refund(hold: Option<Settled>, refunded: i64, amount: i64) -> Result<(), ApiError> {
     let Some(h) = hold else {
         return Err(ApiError::new(
-            409,
-            "nothing_captured",
+            ErrorCode::NothingCaptured,
             "this job never held credit, so there is nothing to refund",
         ));
     };
     if !h.settled {
         return Err(ApiError::new(
-            409,
-            "not_settled",
+            ErrorCode::NotSettled,
             "this job has not settled yet: refunds apply to what was captured once it ends",
         ));
     }
     let refundable = (h.captured_fen - refunded).max(0);
     if amount > refundable {
-        return Err(ApiError::new(
-            409,
-            "refund_exceeds_capture",
+        return Err(ApiError::new(ErrorCode::RefundExceedsCapture,
             format!(
                 "at most {refundable} fen can be refunded for this job ({} captured, {refunded} already refunded); asked {amount}",
                 h.captured_fen
@@ -102,6 +94,7 @@ pub fn check_refund(hold: Option<Settled>, refunded: i64, amount: i64) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::Check;
 
     fn req(job: &str, amount: i64, reason: &str) -> RefundRequest {
         RefundRequest {
@@ -136,16 +129,19 @@ mod tests {
         assert!(check_refund(h, 0, 100).is_ok());
         assert!(check_refund(h, 60, 40).is_ok());
         let e = check_refund(h, 60, 41).unwrap_err();
-        assert_eq!((e.status, e.code), (409, "refund_exceeds_capture"));
+        assert_eq!((e.status, e.code), (409, ErrorCode::RefundExceedsCapture));
         assert_eq!(e.details["refundable_fen"], 40);
         let open = Some(Settled {
             settled: false,
             captured_fen: 0,
         });
-        assert_eq!(check_refund(open, 0, 1).unwrap_err().code, "not_settled");
+        assert_eq!(
+            check_refund(open, 0, 1).unwrap_err().code,
+            ErrorCode::NotSettled
+        );
         assert_eq!(
             check_refund(None, 0, 1).unwrap_err().code,
-            "nothing_captured"
+            ErrorCode::NothingCaptured
         );
     }
 }

@@ -1,8 +1,7 @@
 //! Request bodies and query parameters of the API, and the checks that turn client input into
 //! values the handlers trust. Every check names the field it refused.
 
-use crate::error::ApiError;
-use serde::Deserialize;
+use crate::error::{ApiError, ErrorCode};
 use serde::de::DeserializeOwned;
 
 /// Largest JSON body for ordinary requests.
@@ -14,8 +13,7 @@ pub const MAX_SPEC_BYTES: usize = 256 * 1024;
 pub fn check_size(len: usize, limit: usize) -> Result<(), ApiError> {
     if len > limit {
         return Err(ApiError::new(
-            413,
-            "body_too_large",
+            ErrorCode::BodyTooLarge,
             format!("the request body has {len} bytes; at most {limit} are accepted"),
         )
         .with_details(serde_json::json!({"limit_bytes": limit})));
@@ -27,43 +25,22 @@ pub fn check_size(len: usize, limit: usize) -> Result<(), ApiError> {
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(bytes).map_err(|e| {
         ApiError::new(
-            400,
-            "invalid_json",
+            ErrorCode::InvalidJson,
             format!("the request body is not the expected JSON: {e}"),
         )
         .with_details(serde_json::json!({"line": e.line(), "column": e.column()}))
     })
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Credentials {
-    pub email: String,
-    pub password: String,
-}
+pub use api::{
+    Credentials, MetricPoint, NewExperiment, NewPromoCode, NewToken, RedeemRequest, Report,
+};
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NewToken {
-    #[serde(default)]
-    pub name: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RedeemRequest {
-    pub code: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NewPromoCode {
-    pub code: String,
-    pub amount_fen: i64,
-    pub max_redemptions: i64,
-    /// RFC 3339; none means no expiry.
-    #[serde(default)]
-    pub expires_at: Option<String>,
+/// A request body whose fields the edge checks before it trusts them (the body types are the
+/// contract's, in the `api` crate; the checks are the edge's).
+pub trait Check {
+    type Checked;
+    fn check(self) -> Result<Self::Checked, ApiError>;
 }
 
 /// A checked promotion code: the code normalised, the expiry in epoch milliseconds.
@@ -84,8 +61,7 @@ pub fn normalise_code(raw: &str) -> Result<String, ApiError> {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     if !ok {
         return Err(ApiError::new(
-            400,
-            "invalid_code",
+            ErrorCode::InvalidCode,
             format!("{raw:?} is not a promotion code (3-64 letters, digits, '-' or '_')"),
         )
         .with_details(serde_json::json!({"field": "code"})));
@@ -93,11 +69,14 @@ pub fn normalise_code(raw: &str) -> Result<String, ApiError> {
     Ok(code)
 }
 
-impl NewPromoCode {
-    pub fn check(self) -> Result<PromoCode, ApiError> {
+impl Check for NewPromoCode {
+    type Checked = PromoCode;
+
+    fn check(self) -> Result<PromoCode, ApiError> {
         let code = normalise_code(&self.code)?;
         let field = |f: &str, msg: String| {
-            ApiError::new(400, "invalid_field", msg).with_details(serde_json::json!({"field": f}))
+            ApiError::new(ErrorCode::InvalidField, msg)
+                .with_details(serde_json::json!({"field": f}))
         };
         // An upper bound keeps every sum of the ledger far inside the exact range of a JS number.
         if !(1..=100_000_000).contains(&self.amount_fen) {
@@ -140,13 +119,11 @@ pub fn idempotency_key(header: Option<&str>) -> Result<String, ApiError> {
             Ok(k.to_string())
         }
         Some(_) => Err(ApiError::new(
-            400,
-            "invalid_idempotency_key",
+            ErrorCode::InvalidIdempotencyKey,
             "Idempotency-Key must be 1-128 visible ASCII characters",
         )),
         None => Err(ApiError::new(
-            400,
-            "missing_idempotency_key",
+            ErrorCode::MissingIdempotencyKey,
             "POST /api/jobs needs an Idempotency-Key header, so that a retry never starts a second job",
         )),
     }
@@ -162,7 +139,7 @@ pub enum SpecText {
 
 pub fn spec_from_body(content_type: Option<&str>, bytes: &[u8]) -> Result<SpecText, ApiError> {
     let text = std::str::from_utf8(bytes)
-        .map_err(|_| ApiError::new(400, "invalid_encoding", "the spec is not UTF-8 text"))?;
+        .map_err(|_| ApiError::new(ErrorCode::InvalidEncoding, "the spec is not UTF-8 text"))?;
     let is_json = content_type.is_some_and(|c| c.contains("json"));
     if !is_json {
         return Ok(SpecText::Toml(text.to_string()));
@@ -172,8 +149,7 @@ pub fn spec_from_body(content_type: Option<&str>, bytes: &[u8]) -> Result<SpecTe
         Some(serde_json::Value::String(toml)) => Ok(SpecText::Toml(toml.clone())),
         Some(obj @ serde_json::Value::Object(_)) => Ok(SpecText::Json(obj.to_string())),
         Some(_) => Err(ApiError::new(
-            400,
-            "invalid_field",
+            ErrorCode::InvalidField,
             "\"spec\" must be TOML text or an object",
         )
         .with_details(serde_json::json!({"field": "spec"}))),
@@ -181,49 +157,23 @@ pub fn spec_from_body(content_type: Option<&str>, bytes: &[u8]) -> Result<SpecTe
     }
 }
 
-/// What a job's process reports.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Report {
-    #[serde(default)]
-    pub state: Option<crate::jobs::JobState>,
-    #[serde(default)]
-    pub metrics: Vec<MetricPoint>,
-    #[serde(default)]
-    pub message: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct MetricPoint {
-    pub step: u64,
-    pub loss: f64,
-    #[serde(default)]
-    pub val_loss: Option<f64>,
-    #[serde(default)]
-    pub lr: Option<f64>,
-    #[serde(default)]
-    pub tokens_per_s: Option<f64>,
-    pub elapsed_s: f64,
-}
-
 pub const MAX_METRICS_PER_REPORT: usize = 1000;
 
-impl Report {
-    /// Refuses states a job may not report (`queued`, which only the edge sets) and non-finite
-    /// numbers, which JSON cannot carry back out.
-    pub fn check(&self) -> Result<(), ApiError> {
+/// Refuses states a job may not report (`queued`, which only the edge sets) and non-finite
+/// numbers, which JSON cannot carry back out.
+impl Check for &Report {
+    type Checked = ();
+
+    fn check(self) -> Result<(), ApiError> {
         if self.state == Some(crate::jobs::JobState::Queued) {
             return Err(ApiError::new(
-                400,
-                "invalid_state",
+                ErrorCode::InvalidState,
                 "a job cannot report itself queued",
             ));
         }
         if self.metrics.len() > MAX_METRICS_PER_REPORT {
             return Err(ApiError::new(
-                400,
-                "too_many_metrics",
+                ErrorCode::TooManyMetrics,
                 format!("at most {MAX_METRICS_PER_REPORT} metric points per report"),
             ));
         }
@@ -237,24 +187,21 @@ impl Report {
             ];
             if nums.iter().flatten().any(|x| !x.is_finite()) || m.elapsed_s < 0.0 {
                 return Err(ApiError::new(
-                    400,
-                    "invalid_metric",
+                    ErrorCode::InvalidMetric,
                     format!("metrics[{i}] has a non-finite or negative number"),
                 )
                 .with_details(serde_json::json!({"index": i})));
             }
             if i64::try_from(m.step).is_err() {
                 return Err(ApiError::new(
-                    400,
-                    "invalid_metric",
+                    ErrorCode::InvalidMetric,
                     format!("metrics[{i}].step is too large"),
                 ));
             }
         }
         if self.message.as_ref().is_some_and(|m| m.len() > 4096) {
             return Err(ApiError::new(
-                400,
-                "invalid_field",
+                ErrorCode::InvalidField,
                 "message has more than 4096 bytes",
             ));
         }
@@ -274,8 +221,7 @@ pub fn query_u64(query: Option<&str>, name: &str, default: u64) -> Result<u64, A
                 .filter(|n| i64::try_from(*n).is_ok())
                 .ok_or_else(|| {
                     ApiError::new(
-                        400,
-                        "invalid_query",
+                        ErrorCode::InvalidQuery,
                         format!("?{name}= must be a non-negative integer, got {v:?}"),
                     )
                     .with_details(serde_json::json!({"parameter": name}))
@@ -283,23 +229,6 @@ pub fn query_u64(query: Option<&str>, name: &str, default: u64) -> Result<u64, A
         }
     }
     Ok(default)
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NewExperiment {
-    /// Spec text (TOML, or JSON when it starts with `{`).
-    pub spec: String,
-    #[serde(default)]
-    pub job_id: Option<String>,
-    #[serde(default = "yes")]
-    pub published: bool,
-    #[serde(default)]
-    pub title: Option<String>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// Ids we mint are lower-case hex; anything else cannot name a row, so refuse it early.
@@ -319,14 +248,17 @@ mod tests {
     #[test]
     fn codes_and_keys() {
         assert_eq!(normalise_code(" welcome-2026 ").unwrap(), "WELCOME-2026");
-        assert_eq!(normalise_code("a b").unwrap_err().code, "invalid_code");
+        assert_eq!(
+            normalise_code("a b").unwrap_err().code,
+            ErrorCode::InvalidCode
+        );
         assert_eq!(
             idempotency_key(None).unwrap_err().code,
-            "missing_idempotency_key"
+            ErrorCode::MissingIdempotencyKey
         );
         assert_eq!(
             idempotency_key(Some("")).unwrap_err().code,
-            "invalid_idempotency_key"
+            ErrorCode::InvalidIdempotencyKey
         );
         assert_eq!(idempotency_key(Some("k-1")).unwrap(), "k-1");
     }
@@ -377,11 +309,11 @@ mod tests {
             spec_from_body(Some("application/json"), b"{")
                 .unwrap_err()
                 .code,
-            "invalid_json"
+            ErrorCode::InvalidJson
         );
         assert_eq!(
             spec_from_body(None, &[0xff, 0xfe]).unwrap_err().code,
-            "invalid_encoding"
+            ErrorCode::InvalidEncoding
         );
     }
 
@@ -391,14 +323,22 @@ mod tests {
             parse_json(br#"{"state":"running","metrics":[{"step":1,"loss":2.5,"elapsed_s":0.5}]}"#)
                 .unwrap();
         assert!(r.check().is_ok());
+        // A metrics line as onramp-train prints it (the Slurm job script forwards it as is).
+        let r: Report = parse_json(
+            br#"{"metrics":[{"step": 3, "loss": 5.9, "val_loss": 5.8, "lr": 0.00075, "tokens_per_s": 1732.8, "elapsed_s": 2.8, "grad_norm": 2.2, "epoch": 0.25, "peak_mem_bytes": 123}]}"#,
+        )
+        .unwrap();
+        assert!(r.check().is_ok());
+        assert_eq!(r.metrics[0].epoch, Some(0.25));
+        assert!(parse_json::<Report>(br#"{"metrics":[{"step":1,"loss":2.5,"elapsed_s":0.5,"x":1}]}"#).is_err());
         let r: Report = parse_json(br#"{"state":"queued"}"#).unwrap();
-        assert_eq!(r.check().unwrap_err().code, "invalid_state");
+        assert_eq!(r.check().unwrap_err().code, ErrorCode::InvalidState);
         assert!(parse_json::<Report>(br#"{"state":"flying"}"#).is_err());
         assert_eq!(query_u64(Some("offset=12&x=1"), "offset", 0).unwrap(), 12);
         assert_eq!(query_u64(None, "offset", 7).unwrap(), 7);
         assert_eq!(
             query_u64(Some("offset=-1"), "offset", 0).unwrap_err().code,
-            "invalid_query"
+            ErrorCode::InvalidQuery
         );
         assert_eq!(check_size(10, 5).unwrap_err().status, 413);
         assert!(check_id("abc123").is_ok() && check_id("../x").is_err() && check_id("").is_err());

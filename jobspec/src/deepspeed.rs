@@ -55,19 +55,22 @@ pub fn ds_config(v: &ValidSpec) -> Value {
         }),
         Optimizer::Sgd => json!({ "type": "SGD", "params": { "lr": t.lr, "momentum": 0.9 } }),
     };
+    // DeepSpeed 0.19.6 and newer reject `warmup_num_steps = 0` (older ones clamped it to 2), and
+    // the Hugging Face Trainer fills in at least 1: no warm-up is one step of it.
+    let warmup = t.warmup.max(1);
     let scheduler = match t.schedule {
         Schedule::Cosine => json!({
             "type": "WarmupCosineLR",
-            "params": { "total_num_steps": v.steps(), "warmup_num_steps": t.warmup }
+            "params": { "total_num_steps": v.steps(), "warmup_num_steps": warmup }
         }),
         Schedule::Linear => json!({
             "type": "WarmupDecayLR",
-            "params": { "total_num_steps": v.steps(), "warmup_num_steps": t.warmup,
+            "params": { "total_num_steps": v.steps(), "warmup_num_steps": warmup,
                         "warmup_max_lr": t.lr, "warmup_min_lr": 0.0 }
         }),
         Schedule::Constant => json!({
             "type": "WarmupLR",
-            "params": { "warmup_num_steps": t.warmup, "warmup_max_lr": t.lr, "warmup_min_lr": 0.0 }
+            "params": { "warmup_num_steps": warmup, "warmup_max_lr": t.lr, "warmup_min_lr": 0.0 }
         }),
     };
     let mut cfg = Map::new();

@@ -1,12 +1,11 @@
 //! Launch artifacts: the `deepspeed` / `torchrun` command lines and a complete sbatch script.
 //!
-//! The training entry point is `train.py`, a Hugging Face Trainer script whose flags are the
-//! Trainer's own (`--per_device_train_batch_size`, `--deepspeed`, …) plus `--lora_*` for PEFT.
-//! Every user-written string is shell-quoted; the job name is reduced to safe characters because
+//! The training entry point is `onramp-train` (`trainer/`, the Python module `onramp_train`),
+//! given the spec file and the ds_config generated from it; it derives everything else from the
+//! spec as jobspec does. Every user-written string is shell-quoted; the job name is reduced to safe characters because
 //! it lands in an `#SBATCH` line.
 
-use crate::catalog;
-use crate::spec::{ModelRef, Precision, Recompute, Task};
+use crate::spec::{ModelRef, Task};
 use crate::validate::ValidSpec;
 use serde::Serialize;
 
@@ -90,74 +89,19 @@ pub fn safe_name(s: &str) -> String {
     }
 }
 
-fn model_path(v: &ValidSpec) -> String {
-    match &v.spec().model {
-        ModelRef::Id(id) => {
-            catalog::model(id).map_or_else(|| id.clone(), |m| m.hf_repo.to_string())
-        }
-        ModelRef::Custom(_) => "./custom-model".to_string(),
-    }
-}
+/// What every launcher runs: the trainer module with the spec file and the ds_config jobspec
+/// generated for it. The trainer derives everything else from the spec as jobspec does
+/// (`crate::trainer`), so there are no other flags to keep in step.
+const TRAINER_ARGS: [&str; 2] = ["spec.toml", "--deepspeed ds_config.json"];
 
-/// The training script's arguments (Hugging Face Trainer flags).
-fn train_args(v: &ValidSpec, with_deepspeed: bool) -> Vec<String> {
-    let s = v.spec();
-    let t = &s.train;
-    let mut a: Vec<String> = vec![
-        "train.py".into(),
-        format!("--model_name_or_path {}", shell_quote(&model_path(v))),
-        format!("--dataset {}", shell_quote(&s.data.dataset)),
-        format!("--max_seq_length {}", s.data.seq_len),
-        format!("--per_device_train_batch_size {}", t.micro_batch),
-        format!("--gradient_accumulation_steps {}", t.grad_accum),
-        format!("--learning_rate {}", t.lr),
-        format!("--warmup_steps {}", t.warmup),
-        format!(
-            "--lr_scheduler_type {}",
-            match t.schedule {
-                crate::spec::Schedule::Cosine => "cosine",
-                crate::spec::Schedule::Linear => "linear",
-                crate::spec::Schedule::Constant => "constant_with_warmup",
-            }
-        ),
-    ];
-    match (t.epochs, t.steps) {
-        (_, Some(steps)) => a.push(format!("--max_steps {steps}")),
-        (epochs, None) => a.push(format!("--num_train_epochs {}", epochs.unwrap_or(1.0))),
+/// The CPU card's command: the built-in tiny-train, or the trainer in one process without
+/// DeepSpeed.
+fn cpu_command(v: &ValidSpec) -> String {
+    if v.spec().task == Task::TinyTrain {
+        tiny_command(v)
+    } else {
+        "python -m onramp_train spec.toml".into()
     }
-    match t.precision {
-        Precision::Bf16 => a.push("--bf16".into()),
-        Precision::Fp16 => a.push("--fp16".into()),
-        Precision::Fp32 => {}
-    }
-    if t.grad_checkpointing != Recompute::None {
-        a.push("--gradient_checkpointing".into());
-    }
-    if t.flash_attention && v.card().is_gpu {
-        a.push("--attn_implementation flash_attention_2".into());
-    }
-    if s.task.is_adapter() {
-        a.push(format!("--lora_r {}", v.lora_rank()));
-        a.push(format!("--lora_alpha {}", v.lora_alpha()));
-        a.push(format!(
-            "--lora_target_modules {}",
-            shell_quote(&v.lora_targets().join(","))
-        ));
-        if s.task == Task::Qlora {
-            a.push("--load_in_4bit --bnb_4bit_quant_type nf4 --bnb_4bit_use_double_quant".into());
-        }
-    }
-    if s.parallel.sp > 1 {
-        a.push(format!("--sequence_parallel_size {}", s.parallel.sp));
-    }
-    if with_deepspeed {
-        a.push("--deepspeed ds_config.json".into());
-    }
-    a.push(format!(
-        "--output_dir {}",
-        shell_quote(&format!("out/{}", safe_name(&s.name)))
-    ));
-    a
 }
 
 fn join(lines: &[String]) -> String {
@@ -186,7 +130,7 @@ fn tiny_command(v: &ValidSpec) -> String {
 /// Single-node launch with the DeepSpeed launcher.
 pub fn deepspeed_command(v: &ValidSpec) -> String {
     if !v.card().is_gpu {
-        return tiny_command(v);
+        return cpu_command(v);
     }
     let s = v.spec();
     let mut lines = vec![format!(
@@ -199,14 +143,15 @@ pub fn deepspeed_command(v: &ValidSpec) -> String {
             s.resources.nodes, s.resources.cards_per_node
         );
     }
-    lines.extend(train_args(v, true));
+    lines.push("--module onramp_train".into());
+    lines.extend(TRAINER_ARGS.map(String::from));
     join(&lines)
 }
 
 /// torchrun, with c10d rendezvous so every node runs the same line.
 pub fn torchrun_command(v: &ValidSpec) -> String {
     if !v.card().is_gpu {
-        return tiny_command(v);
+        return cpu_command(v);
     }
     let s = v.spec();
     let mut lines = vec![
@@ -217,7 +162,8 @@ pub fn torchrun_command(v: &ValidSpec) -> String {
     if s.resources.nodes > 1 {
         lines.push("--rdzv_id \"$SLURM_JOB_ID\" --rdzv_backend c10d --rdzv_endpoint \"$MASTER_ADDR:$MASTER_PORT\"".into());
     }
-    lines.extend(train_args(v, true));
+    lines.push("-m onramp_train".into());
+    lines.extend(TRAINER_ARGS.map(String::from));
     join(&lines)
 }
 
@@ -279,17 +225,51 @@ pub fn sbatch_script(v: &ValidSpec) -> String {
     if v.card().is_gpu {
         out.push_str("export NCCL_ASYNC_ERROR_HANDLING=1\n");
         out.push_str("export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
-        out.push_str("\ncat > ds_config.json <<'ONRAMP_DS_CONFIG'\n");
-        out.push_str(
-            &serde_json::to_string_pretty(&crate::deepspeed::ds_config(v)).unwrap_or_default(),
-        );
-        out.push_str("\nONRAMP_DS_CONFIG\n\n");
+    }
+    if s.task != Task::TinyTrain {
+        trainer_files(v, &mut out);
+    }
+    if v.card().is_gpu {
         out.push_str("srun ");
         out.push_str(&torchrun_command(v));
     } else {
         out.push('\n');
-        out.push_str(&tiny_command(v));
+        out.push_str(&cpu_command(v));
     }
     out.push('\n');
     out
+}
+
+/// The trainer's environment and input files: the backend names its Python in `ONRAMP_PYTHON`
+/// (its `bin/` goes first on PATH, for torchrun, the trainer and DeepSpeed's ninja), and the
+/// spec and ds_config are written next to the job, so what runs is what the Plan page shows.
+fn trainer_files(v: &ValidSpec, out: &mut String) {
+    out.push_str(
+        "\n# The trainer's environment: the backend's ONRAMP_PYTHON, else python3 on PATH.\n",
+    );
+    out.push_str("ONRAMP_PYTHON=\"${ONRAMP_PYTHON:-python3}\"\n");
+    out.push_str("export PATH=\"$(dirname \"$(command -v \"$ONRAMP_PYTHON\")\"):$PATH\"\n");
+    heredoc(
+        out,
+        "spec.toml",
+        &crate::trainer::spec_toml(v),
+        "ONRAMP_SPEC",
+    );
+    if v.card().is_gpu {
+        let ds = serde_json::to_string_pretty(&crate::deepspeed::ds_config(v)).unwrap_or_default();
+        heredoc(out, "ds_config.json", &ds, "ONRAMP_DS_CONFIG");
+    }
+    out.push('\n');
+}
+
+/// `cat > FILE <<'END'` with an end word that no line of the text equals.
+fn heredoc(out: &mut String, file: &str, text: &str, word: &str) {
+    let mut end = word.to_string();
+    while text.lines().any(|l| l == end) {
+        end.push('_');
+    }
+    out.push_str(&format!(
+        "\ncat > {file} <<'{end}'\n{}\n{end}\n",
+        text.trim_end()
+    ));
 }

@@ -40,6 +40,40 @@ fn big(n: u64) -> String {
     }
 }
 
+/// `s` followed by spaces up to `width` terminal columns (a CJK character takes two).
+fn pad_end(s: &str, width: usize) -> String {
+    let w = unicode_width::UnicodeWidthStr::width(s);
+    format!("{s}{}", " ".repeat(width.saturating_sub(w)))
+}
+
+/// Spaces up to `width` terminal columns, then `s`.
+fn pad_start(s: &str, width: usize) -> String {
+    let w = unicode_width::UnicodeWidthStr::width(s);
+    format!("{}{s}", " ".repeat(width.saturating_sub(w)))
+}
+
+/// A duration as people read it, in the report's language.
+fn duration(seconds: f64, zh: bool) -> String {
+    let d = format_duration(seconds);
+    if zh { d.replace(" years", " 年") } else { d }
+}
+
+/// A figure's name (the keys of `Estimate::explain`) as the report calls it.
+pub fn figure_name(figure: &str, lang: Lang) -> &str {
+    if lang == Lang::En {
+        return figure;
+    }
+    match figure {
+        "parameters" => "参数",
+        "model_states" => "模型状态",
+        "activations" => "激活",
+        "buffers" => "缓冲",
+        "time" => "时间",
+        "cost" => "费用",
+        other => other,
+    }
+}
+
 /// Renders a plan for a terminal. `artifacts` adds the ds_config, commands and sbatch script.
 pub fn render_text(plan: &Plan, lang: Lang, artifacts: bool) -> String {
     render_text_for(plan, lang, artifacts, "")
@@ -48,6 +82,8 @@ pub fn render_text(plan: &Plan, lang: Lang, artifacts: bool) -> String {
 /// As `render_text`, with diagnostics prefixed by `origin` (a file name) as compilers do.
 pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -> String {
     let zh = lang == Lang::ZhCn;
+    // Chinese text takes the full-width colon.
+    let colon = if zh { "：" } else { ": " };
     let mut o = String::new();
     let origin = if origin.is_empty() {
         String::new()
@@ -55,10 +91,13 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
         format!("{origin}:")
     };
     for d in &plan.diagnostics {
-        let sev = match d.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "info",
+        let sev = match (d.severity, zh) {
+            (Severity::Error, false) => "error",
+            (Severity::Warning, false) => "warning",
+            (Severity::Info, false) => "info",
+            (Severity::Error, true) => "错误",
+            (Severity::Warning, true) => "警告",
+            (Severity::Info, true) => "提示",
         };
         let place = if d.line > 0 {
             format!("{}:{}: ", d.line, d.column)
@@ -69,17 +108,26 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
         };
         let _ = writeln!(
             o,
-            "{origin}{place}{sev}[{}]: {}",
+            "{origin}{place}{sev}[{}]{colon}{}",
             d.code.as_str(),
             d.message.get(lang)
         );
         if let Some(h) = &d.help {
-            let _ = writeln!(o, "    help: {}", h.get(lang));
+            let _ = writeln!(
+                o,
+                "    {}{colon}{}",
+                if zh { "建议" } else { "help" },
+                h.get(lang)
+            );
         }
     }
     let (Some(v), Some(e)) = (&plan.valid, &plan.estimate) else {
         if plan.diagnostics.is_empty() {
-            o.push_str("no spec\n");
+            o.push_str(if zh {
+                "没有作业规格\n"
+            } else {
+                "no spec\n"
+            });
         }
         return o;
     };
@@ -87,33 +135,39 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
         o.push('\n');
     }
     let s = v.spec();
-    let _ = writeln!(
-        o,
-        "{} — {} {} on {} × {}",
-        s.name,
+    let (task, model, n, card) = (
         s.task.as_str(),
         v.model_name(),
         v.world_size(),
-        v.card().display,
+        &v.card().display,
     );
+    let _ = if zh {
+        writeln!(o, "{} — {task} {model}，{n} × {card}", s.name)
+    } else {
+        writeln!(o, "{} — {task} {model} on {n} × {card}", s.name)
+    };
     let p = &e.parameters;
-    let _ = writeln!(
-        o,
-        "{}: total {}  trainable {}  largest layer {}",
-        if zh { "参数" } else { "parameters" },
-        big(p.total),
-        big(p.trainable),
-        big(p.largest_layer)
-    );
+    let (total, trainable, largest) = (big(p.total), big(p.trainable), big(p.largest_layer));
+    let _ = if zh {
+        writeln!(
+            o,
+            "参数：总计 {total}  可训练 {trainable}  最大层 {largest}"
+        )
+    } else {
+        writeln!(
+            o,
+            "parameters: total {total}  trainable {trainable}  largest layer {largest}"
+        )
+    };
     let m = &e.memory;
     let g = &m.per_gpu;
     let _ = writeln!(
         o,
-        "{}:",
+        "{}",
         if zh {
-            "每卡显存"
+            "每卡显存："
         } else {
-            "memory per card"
+            "memory per card:"
         }
     );
     let rows = [
@@ -127,7 +181,7 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
         (if zh { "缓冲" } else { "buffers" }, g.buffers_bytes),
     ];
     for (label, bytes) in rows {
-        let _ = writeln!(o, "  {label:<12} {:>10}", gib(bytes));
+        let _ = writeln!(o, "  {} {:>10}", pad_end(label, 12), gib(bytes));
     }
     let verdict = match (m.fits, zh) {
         (true, false) => format!("fits, {} free", gib(m.headroom_bytes.unsigned_abs())),
@@ -140,64 +194,84 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
     };
     let _ = writeln!(
         o,
-        "  {:<12} {:>10} / {} — {verdict}",
-        if zh { "合计" } else { "total" },
+        "  {} {:>10} / {} — {verdict}",
+        pad_end(if zh { "合计" } else { "total" }, 12),
         gib(g.total_bytes),
         gib(m.card_bytes)
     );
-    let _ = writeln!(
-        o,
-        "  model states (ZeRO-{}): {}",
-        s.parallel.zero_stage,
-        gib(g.model_states_bytes)
-    );
+    let (stage, states) = (s.parallel.zero_stage, gib(g.model_states_bytes));
+    let _ = if zh {
+        writeln!(o, "  模型状态（ZeRO-{stage}）：{states}")
+    } else {
+        writeln!(o, "  model states (ZeRO-{stage}): {states}")
+    };
     if m.cpu_bytes_per_node > 0 {
-        let _ = writeln!(
-            o,
-            "  offloaded states, CPU RAM per node: {}",
-            gib(m.cpu_bytes_per_node)
-        );
+        let cpu = gib(m.cpu_bytes_per_node);
+        let _ = if zh {
+            writeln!(o, "  卸载到 CPU 的状态，每节点内存：{cpu}")
+        } else {
+            writeln!(o, "  offloaded states, CPU RAM per node: {cpu}")
+        };
     }
     let t = &e.time;
-    let _ = writeln!(
-        o,
-        "{}: {} at MFU {:.0}% ({:.2e} FLOPs, {} tokens, {} steps; ≥ {} at 100%)",
-        if zh { "时间" } else { "time" },
-        format_duration(t.seconds),
+    let (took, mfu, tokens, steps, floor) = (
+        duration(t.seconds, zh),
         t.mfu * 100.0,
-        t.flops,
         big(t.tokens),
         v.steps(),
-        format_duration(t.min_seconds)
+        duration(t.min_seconds, zh),
     );
-    let _ = writeln!(
-        o,
-        "{}: {} ({:.1} card-hours × {}/h); hold for the time limit {}",
-        if zh { "费用" } else { "cost" },
+    let _ = if zh {
+        writeln!(
+            o,
+            "时间：{took}，MFU {mfu:.0}%（{:.2e} FLOPs，{tokens} token，{steps} 步；MFU 100% 时 ≥ {floor}）",
+            t.flops
+        )
+    } else {
+        writeln!(
+            o,
+            "time: {took} at MFU {mfu:.0}% ({:.2e} FLOPs, {tokens} tokens, {steps} steps; ≥ {floor} at 100%)",
+            t.flops
+        )
+    };
+    let (fen, price, max) = (
         yuan(e.cost.fen),
-        e.cost.card_hours,
         yuan(e.cost.price_fen_per_hour),
-        yuan(e.cost.max_fen)
+        yuan(e.cost.max_fen),
     );
+    let _ = if zh {
+        writeln!(
+            o,
+            "费用：{fen}（{:.1} 卡时 × {price}/小时）；按时限预扣 {max}",
+            e.cost.card_hours
+        )
+    } else {
+        writeln!(
+            o,
+            "cost: {fen} ({:.1} card-hours × {price}/h); hold for the time limit {max}",
+            e.cost.card_hours
+        )
+    };
     if !plan.suggestions.is_empty() {
         let _ = writeln!(
             o,
-            "\n{}:",
+            "\n{}",
             if zh {
-                "修复建议（按费用排序）"
+                "修复建议（按费用排序）："
             } else {
-                "fixes (cheapest first)"
+                "fixes (cheapest first):"
             }
         );
         for sg in &plan.suggestions {
             let _ = writeln!(
                 o,
-                "  - {}: {} / {}, {}, {}",
+                "  - {}{colon}{} / {}{sep}{}{sep}{}",
                 sg.title.get(lang),
                 gib(sg.per_gpu_bytes),
                 gib(sg.card_bytes),
-                format_duration(sg.seconds),
-                yuan(sg.fen)
+                duration(sg.seconds, zh),
+                yuan(sg.fen),
+                sep = if zh { "，" } else { ", " },
             );
             if sg.cpu_bytes_per_node > 0 {
                 let _ = writeln!(
@@ -218,32 +292,14 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
     }
     let _ = writeln!(
         o,
-        "\n{}:",
+        "\n{}",
         if zh {
-            "各卡型对比"
+            "各卡型对比："
         } else {
-            "on every card type"
+            "on every card type:"
         }
     );
-    let _ = writeln!(
-        o,
-        "  {:<20} {:>5} {:>12} {:>10} {:>5} {:>12} {:>14}",
-        "card", "cards", "per card", "memory", "fits", "time", "cost"
-    );
-    for r in &plan.cards {
-        let _ = writeln!(
-            o,
-            "{} {:<20} {:>5} {:>12} {:>10} {:>5} {:>12} {:>14}",
-            if r.current { "*" } else { " " },
-            r.display,
-            r.cards,
-            gib(r.per_gpu_bytes),
-            gib(r.card_bytes),
-            if r.fits { "yes" } else { "no" },
-            format_duration(r.seconds),
-            yuan(r.fen)
-        );
-    }
+    card_table(&mut o, plan, zh);
     if artifacts && let Some(a) = &plan.artifacts {
         if !a.ds_config.is_empty() {
             let _ = writeln!(o, "\nds_config.json:\n{}", a.ds_config);
@@ -255,6 +311,54 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
     o
 }
 
+/// The per-card comparison, its columns aligned by display width.
+fn card_table(o: &mut String, plan: &Plan, zh: bool) {
+    // At least the widths English has always had; wider cells widen their column.
+    const WIDTHS: [usize; 7] = [20, 5, 12, 10, 5, 12, 14];
+    let header = if zh {
+        ["显卡", "卡数", "每卡需要", "显存", "放得下", "时间", "费用"]
+    } else {
+        [
+            "card", "cards", "per card", "memory", "fits", "time", "cost",
+        ]
+    };
+    let mut rows = vec![(" ", header.map(String::from))];
+    for r in &plan.cards {
+        let fits = match (r.fits, zh) {
+            (true, false) => "yes",
+            (false, false) => "no",
+            (true, true) => "是",
+            (false, true) => "否",
+        };
+        rows.push((
+            if r.current { "*" } else { " " },
+            [
+                r.display.to_string(),
+                r.cards.to_string(),
+                gib(r.per_gpu_bytes),
+                gib(r.card_bytes),
+                fits.to_string(),
+                duration(r.seconds, zh),
+                yuan(r.fen),
+            ],
+        ));
+    }
+    let mut widths = WIDTHS;
+    for (_, cells) in &rows {
+        for (w, cell) in widths.iter_mut().zip(cells) {
+            *w = (*w).max(unicode_width::UnicodeWidthStr::width(cell.as_str()));
+        }
+    }
+    for (mark, cells) in rows {
+        let mut line = format!("{mark} {}", pad_end(&cells[0], widths[0]));
+        for (cell, width) in cells.iter().zip(widths).skip(1) {
+            line.push(' ');
+            line.push_str(&pad_start(cell, width));
+        }
+        let _ = writeln!(o, "{line}");
+    }
+}
+
 /// The formula and assumptions behind every figure ("show the formula").
 pub fn render_explain(plan: &Plan, lang: Lang) -> String {
     let mut o = String::new();
@@ -262,8 +366,9 @@ pub fn render_explain(plan: &Plan, lang: Lang) -> String {
         for x in &e.explain {
             let _ = writeln!(
                 o,
-                "{}:\n  {}\n  {}",
-                x.figure,
+                "{}{}\n  {}\n  {}",
+                figure_name(x.figure, lang),
+                if lang == Lang::ZhCn { "：" } else { ":" },
                 x.formula,
                 x.assumptions.get(lang)
             );

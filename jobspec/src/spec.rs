@@ -26,6 +26,12 @@ pub struct JobSpec {
     pub resources: ResourcesSpec,
     #[serde(default)]
     pub estimate: EstimateSpec,
+    /// When `onramp-train` saves checkpoints, how many it keeps, and whether it resumes.
+    #[serde(default, skip_serializing_if = "CheckpointSpec::is_default")]
+    pub checkpoint: CheckpointSpec,
+    /// What `onramp-train` writes besides checkpoints.
+    #[serde(default, skip_serializing_if = "OutputSpec::is_default")]
+    pub output: OutputSpec,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
@@ -183,6 +189,20 @@ pub struct TrainSpec {
     /// Module names that get adapters, or `["all-linear"]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lora_targets: Option<Vec<String>>,
+    /// Seed of the weights' initialisation, the data order and every other random choice.
+    #[serde(default = "default_seed", skip_serializing_if = "is_default_seed")]
+    pub seed: u64,
+}
+
+/// The seed a spec gets when it names none.
+pub const DEFAULT_SEED: u64 = 42;
+
+fn default_seed() -> u64 {
+    DEFAULT_SEED
+}
+
+fn is_default_seed(seed: &u64) -> bool {
+    *seed == DEFAULT_SEED
 }
 
 impl Default for TrainSpec {
@@ -202,6 +222,7 @@ impl Default for TrainSpec {
             lora_rank: None,
             lora_alpha: None,
             lora_targets: None,
+            seed: DEFAULT_SEED,
         }
     }
 }
@@ -398,6 +419,84 @@ pub struct ResourcesSpec {
     pub nodes: u32,
     /// Wall-clock limit such as `"24h"`, `"30m"`, `"2d"` or `"1h30m"`.
     pub time_limit: String,
+}
+
+/// Checkpoints of `onramp-train`, in the job's work directory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointSpec {
+    /// Save every this many optimizer steps.
+    pub every_steps: u64,
+    /// Also save when this many minutes passed since the last save (0: never by time).
+    pub every_minutes: u64,
+    /// How many of the latest checkpoints to keep.
+    pub keep: u32,
+    /// A job that starts again in the same work directory continues from its latest checkpoint.
+    pub resume: bool,
+}
+
+impl Default for CheckpointSpec {
+    fn default() -> Self {
+        CheckpointSpec {
+            every_steps: 500,
+            every_minutes: 30,
+            keep: 3,
+            resume: true,
+        }
+    }
+}
+
+impl CheckpointSpec {
+    pub fn is_default(&self) -> bool {
+        *self == CheckpointSpec::default()
+    }
+}
+
+/// What `onramp-train` writes at the end, and where it reports while it trains.
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// Also write the base model with the LoRA adapter folded in (`lora`, `qlora`).
+    #[serde(default)]
+    pub merge_adapter: bool,
+    /// Experiment trackers the Trainer reports to, besides Onramp's own metrics.
+    #[serde(default)]
+    pub report_to: Vec<ReportTo>,
+}
+
+impl OutputSpec {
+    pub fn is_default(&self) -> bool {
+        *self == OutputSpec::default()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportTo {
+    Tensorboard,
+    Wandb,
+    Mlflow,
+}
+
+impl ReportTo {
+    pub const ALL: [&'static str; 3] = ["tensorboard", "wandb", "mlflow"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportTo::Tensorboard => "tensorboard",
+            ReportTo::Wandb => "wandb",
+            ReportTo::Mlflow => "mlflow",
+        }
+    }
+
+    pub fn from_word(s: &str) -> Option<Self> {
+        Some(match s {
+            "tensorboard" => ReportTo::Tensorboard,
+            "wandb" => ReportTo::Wandb,
+            "mlflow" => ReportTo::Mlflow,
+            _ => return None,
+        })
+    }
 }
 
 /// Knobs of the estimate itself.

@@ -44,6 +44,50 @@ fn errors_in_chinese() {
     expect_file!["snapshots/errors-typos.zh.txt"].assert_eq(&render_text(&plan, Lang::ZhCn, false));
 }
 
+/// The full Chinese report of a spec that does not fit: every header, label and verdict in
+/// Chinese, the fixes, the card table and the artifacts, then the explanations.
+#[test]
+fn full_report_in_chinese() {
+    let plan = plan_toml(include_str!("../specs/7b-full-4090.toml"));
+    let text = format!(
+        "{}\n{}",
+        render_text(&plan, Lang::ZhCn, true),
+        jobspec::report::render_explain(&plan, Lang::ZhCn)
+    );
+    expect_file!["snapshots/7b-full-4090.zh.txt"].assert_eq(&text);
+}
+
+/// Chinese tables line up on a terminal: every row of the card table and of the memory
+/// breakdown is as wide, in display columns, as its header.
+#[test]
+fn chinese_tables_align_by_display_width() {
+    use unicode_width::UnicodeWidthStr;
+    let plan = plan_toml(include_str!("../specs/7b-lora-4090.toml"));
+    let text = render_text(&plan, Lang::ZhCn, false);
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("显卡") && l.contains("费用"))
+        .unwrap();
+    let table = &lines[at..at + 1 + plan.cards.len()];
+    let widths: Vec<usize> = table.iter().map(|l| l.width()).collect();
+    assert!(
+        widths.iter().all(|w| *w == widths[0]),
+        "{widths:?}\n{}",
+        table.join("\n")
+    );
+    // The memory rows: the GiB column ends at the same column on every row.
+    let from = lines.iter().position(|l| *l == "每卡显存：").unwrap() + 1;
+    let memory: Vec<usize> = lines[from..from + 6]
+        .iter()
+        .map(|l| l.find(" GiB").map_or(0, |i| l[..i].width()))
+        .collect();
+    assert!(
+        memory.iter().all(|w| *w > 0) && memory.iter().all(|w| *w == memory[0]),
+        "{memory:?}\n{text}"
+    );
+}
+
 /// Every template the app offers is valid and can be submitted as it is.
 #[test]
 fn templates_are_submittable() {

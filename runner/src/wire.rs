@@ -178,7 +178,7 @@ impl TryFrom<SubmitWire> for JobRequest {
 }
 
 /// A job's state, as the API and the records on disk spell it.
-pub use jobspec::JobState;
+pub use api::JobState;
 
 /// `GET /jobs/{id}` answer.
 #[derive(Debug, Clone, Serialize)]

@@ -8,10 +8,10 @@
 //! plain `cargo test`, run by `cargo xtask test`.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
+use api::JobState;
 use edge::slurm::{
     ApiVersion, JobStatus, ReportHook, SubmitOptions, parse_job, parse_submit, submit_body,
 };
-use jobspec::JobState;
 use onramp_tests::runner::ReportSink;
 use onramp_tests::slurm::Slurm;
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! `cargo xtask`: the single source of developer commands.
 //!
 //! - `setup`: install whatever is missing (wasm target, Chromium, wasm-bindgen-cli, worker-build,
-//!   the Node tools), machine-wide and keyed by version so that every clone reuses them;
+//!   the Node tools, the trainer's Python environment), machine-wide and keyed by version so that every clone reuses them;
 //! - `dev`: setup, build, and serve the whole local stack on one URL until Ctrl-C;
 //! - `test`: setup, build, and run every test (host, wasm in headless Chromium, the stack);
 //! - `bench`: benchmarks, printed as ratios against a reference measured in the same run.
@@ -15,6 +15,7 @@ mod models;
 mod setup;
 mod slurm;
 mod test;
+mod trainer_env;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -43,7 +44,8 @@ fn main() {
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  setup   install what is missing (wasm target, chromium, wasm-bindgen-cli, worker-build, node tools)
+  setup   install what is missing (wasm target, chromium, wasm-bindgen-cli, worker-build, node tools,
+          the trainer's Python environment)
   dev     build everything and serve the local stack on http://127.0.0.1:$ONRAMP_PORT (default 8787)
   test    run every test: host, wasm in headless Chromium, the edge under wrangler, end to end
   bench   print benchmarks as ratios against references measured in the same run

@@ -1,6 +1,7 @@
 //! `cargo xtask setup`: installs whatever is missing. Tools built from source are installed
 //! machine-wide under `~/.cache/onramp/tools/<name>-<version>` and reused by every clone; the
-//! Node tools come from package-lock.json with `npm ci`.
+//! Node tools come from package-lock.json with `npm ci`; the trainer's Python environment from
+//! `trainer/requirements.lock` (`trainer_env.rs`).
 
 use crate::cmd::{self, locked_version, repo_root, tools_dir};
 use std::path::{Path, PathBuf};
@@ -15,6 +16,8 @@ pub struct Tools {
     pub esbuild: PathBuf,
     pub wasm_opt: PathBuf,
     pub chromedriver: PathBuf,
+    /// The trainer's Python environment (PyTorch, Transformers, PEFT, DeepSpeed).
+    pub trainer: crate::trainer_env::TrainerEnv,
 }
 
 pub fn run() -> Result<Tools, String> {
@@ -26,6 +29,7 @@ pub fn run() -> Result<Tools, String> {
     let worker_build = cargo_tool("worker-build", &worker_version, "worker-build")?;
     node_tools()?;
     crate::slurm::ensure()?;
+    let trainer = crate::trainer_env::ensure()?;
     let root = repo_root();
     Ok(Tools {
         wasm_bindgen_bin,
@@ -33,6 +37,7 @@ pub fn run() -> Result<Tools, String> {
         esbuild: root.join("node_modules/esbuild/bin/esbuild"),
         wasm_opt: root.join("node_modules/binaryen/bin/wasm-opt"),
         chromedriver: PathBuf::from("/usr/bin/chromedriver"),
+        trainer,
     })
 }
 

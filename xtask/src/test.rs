@@ -16,14 +16,14 @@ struct Tally {
 }
 
 impl Tally {
-    /// Runs a `cargo test` command, echoing its output and counting its `test result:` lines.
+    /// Runs a test command (cargo test, pytest), echoing its output and counting its `test result:` lines.
     fn run(&mut self, what: &str, cmd: &mut Command) -> Result<(), String> {
         let started = Instant::now();
         eprintln!("xtask: {what}");
         let mut child = cmd
             .stdout(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("{what}: cannot start cargo: {e}"))?;
+            .map_err(|e| format!("{what}: cannot start {:?}: {e}", cmd.get_program()))?;
         if let Some(out) = child.stdout.take() {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
                 println!("{line}");
@@ -43,8 +43,11 @@ impl Tally {
     }
 
     /// Reads `test result: ok. 3 passed; 0 failed; 1 ignored; ...` (libtest and
-    /// wasm-bindgen-test-runner print the same shape).
+    /// wasm-bindgen-test-runner print the same shape) and pytest's summary.
     fn count(&mut self, line: &str) {
+        if self.count_pytest(line) {
+            return;
+        }
         let Some(rest) = line.trim().strip_prefix("test result: ") else {
             return;
         };
@@ -61,6 +64,39 @@ impl Tally {
                 _ => {}
             }
         }
+    }
+
+    /// Reads pytest's closing line, `12 passed, 1 failed, 2 skipped in 3.45s` (maybe between
+    /// `=` signs; errors count as failures). Returns whether the line was one.
+    fn count_pytest(&mut self, line: &str) -> bool {
+        let body = line.trim().trim_matches('=').trim();
+        let Some((counts, time)) = body.rsplit_once(" in ") else {
+            return false;
+        };
+        let time = time.split_whitespace().next().unwrap_or("");
+        if !time.ends_with('s') || time.trim_end_matches('s').parse::<f64>().is_err() {
+            return false;
+        }
+        let mut parsed = Vec::new();
+        for part in counts.split(", ") {
+            let mut words = part.split_whitespace();
+            let (Some(n), Some(kind), None) = (words.next(), words.next(), words.next()) else {
+                return false;
+            };
+            let Ok(n) = n.parse::<u64>() else {
+                return false;
+            };
+            parsed.push((n, kind));
+        }
+        for (n, kind) in parsed {
+            match kind {
+                "passed" => self.passed += n,
+                "failed" | "error" | "errors" => self.failed += n,
+                "skipped" => self.ignored += n,
+                _ => {}
+            }
+        }
+        true
     }
 
     /// The closing line, in the plain form CI reads: `tests: N passed, N failed, N skipped`.
@@ -84,6 +120,23 @@ pub fn run(args: &[String]) -> Result<(), String> {
     tally.run(
         "host tests (cargo test --workspace)",
         cargo().args(["test", "--workspace"]),
+    )?;
+
+    // The trainer's real CPU runs (torchrun, DeepSpeed on gloo) in its own environment.
+    tally.run(
+        "trainer tests (pytest in the trainer's environment)",
+        tools
+            .trainer
+            .python()
+            .args([
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "trainer/tests",
+            ])
+            .current_dir(repo_root()),
     )?;
 
     let webdriver_json = write_webdriver_json()?;
@@ -173,5 +226,16 @@ mod tests {
         );
         t.count("running 5 tests");
         assert_eq!((t.passed, t.failed, t.ignored), (16, 2, 3));
+    }
+
+    #[test]
+    fn counts_pytest_summaries() {
+        let mut t = Tally::default();
+        t.count("74 passed in 11.38s");
+        t.count("===== 3 passed, 1 failed, 2 skipped, 1 error in 42.10s (0:00:42) =====");
+        t.count("12 passed, 3 deselected in 1.0s");
+        t.count("tests passed in the end");
+        t.count("1 passed in total, then some");
+        assert_eq!((t.passed, t.failed, t.ignored), (89, 2, 2));
     }
 }

@@ -335,7 +335,10 @@ mod tests {
         // slurmrestd may send the refusal with a 500: still a refusal, not an outage.
         let e = s.parse_submit(500, refused).unwrap_err();
         assert!(matches!(e, BackendError::Refused(_)), "{e:?}");
-        assert_eq!(e.into_api("hpc").code, "backend_refused");
+        assert_eq!(
+            e.into_api("hpc").code,
+            crate::error::ErrorCode::BackendRefused
+        );
         assert_eq!(
             s.parse_submit(200, br#"{"job_id": 5, "errors": []}"#)
                 .unwrap()

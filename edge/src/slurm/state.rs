@@ -6,7 +6,7 @@
 //! `COMPLETING`), numbers may come wrapped as `{"set", "infinite", "number"}`, and `exit_code`
 //! is an object `{"status", "return_code", "signal": {"id", "name"}}`.
 
-use jobspec::JobState;
+use api::JobState;
 use serde_json::Value;
 
 /// A Slurm job as the edge needs it.

@@ -6,11 +6,12 @@ use super::coordinator::{self, LEDGER};
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
 use crate::auth;
-use crate::error::ApiError;
+use crate::coordinator_wire::{Balance, Op};
+use crate::error::{ApiError, ErrorCode};
 use crate::wire::{self, Credentials, NewToken};
+use api::{Account, SignedOut, TokenCreated};
 use js_sys::{Array, Uint8Array};
 use serde::Deserialize;
-use serde_json::json;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use worker::{Env, Request, Response};
@@ -107,8 +108,12 @@ fn with_cookie(mut resp: Response, cookie: &str) -> worker::Result<Response> {
 }
 
 async fn balance(env: &Env, user_id: &str) -> ApiResult<i64> {
-    let v = coordinator::call(env, LEDGER, json!({"op": "balance", "user_id": user_id})).await?;
-    Ok(v["balance_fen"].as_i64().unwrap_or(0))
+    let op = Op::Balance {
+        user_id: user_id.to_string(),
+    };
+    Ok(coordinator::call::<Balance>(env, LEDGER, &op)
+        .await?
+        .balance_fen)
 }
 
 pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
@@ -138,26 +143,27 @@ pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
     .await?;
     if inserted == 0 {
         return Err(ApiError::new(
-            409,
-            "email_taken",
+            ErrorCode::EmailTaken,
             format!("an account for {email} already exists"),
         )
-        .with_details(json!({"field": "email"})));
+        .with_field("email"));
     }
     let grant = var_i64(env, "SIGNUP_GRANT_FEN", 1000).max(0);
     let mut balance_fen = 0;
     if grant > 0 {
-        let v = coordinator::call(
-            env,
-            LEDGER,
-            json!({"op": "grant", "user_id": id, "amount_fen": grant, "reference": "signup", "now_ms": now}),
-        )
-        .await?;
-        balance_fen = v["balance_fen"].as_i64().unwrap_or(0);
+        let op = Op::Grant {
+            user_id: id.clone(),
+            amount_fen: grant,
+            reference: "signup".into(),
+            now_ms: now,
+        };
+        balance_fen = coordinator::call::<Balance>(env, LEDGER, &op)
+            .await?
+            .balance_fen;
     }
     let token = new_session(env, &id).await?;
     let host = http::own_origin(&req)?.1;
-    let resp = http::json(201, &json!({"email": email, "balance_fen": balance_fen}))?;
+    let resp = http::json(201, &Account { email, balance_fen })?;
     with_cookie(resp, &auth::session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
 }
 
@@ -201,8 +207,7 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
     let hash = hex::encode(pbkdf2(&c.password, salt.as_bytes(), iterations).await?);
     let Some(user) = row.filter(|r| auth::same_secret(&r.password_hash, &hash)) else {
         return Err(ApiError::new(
-            401,
-            "bad_credentials",
+            ErrorCode::BadCredentials,
             "wrong email or password",
         ));
     };
@@ -210,7 +215,10 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
     let host = http::own_origin(&req)?.1;
     let resp = http::json(
         200,
-        &json!({"email": email, "balance_fen": balance(env, &user.id).await?}),
+        &Account {
+            balance_fen: balance(env, &user.id).await?,
+            email,
+        },
     )?;
     with_cookie(resp, &auth::session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
 }
@@ -224,7 +232,7 @@ pub async fn logout(req: Request, env: &Env) -> ApiResult<Response> {
         db::run(env, "DELETE FROM api_tokens WHERE token_hash = ?", &[s(h)]).await?;
     }
     let host = http::own_origin(&req)?.1;
-    let resp = http::json(200, &json!({"signed_out": true}))?;
+    let resp = http::json(200, &SignedOut { signed_out: true })?;
     with_cookie(resp, &auth::session_cookie(None, &host)).map_err(http::internal("cookie"))
 }
 
@@ -233,7 +241,10 @@ pub async fn me(req: Request, env: &Env) -> ApiResult<Response> {
     let balance_fen = balance(env, &user.id).await?;
     http::json(
         200,
-        &json!({"email": user.email, "balance_fen": balance_fen}),
+        &Account {
+            email: user.email,
+            balance_fen,
+        },
     )
     .map_err(http::internal("response"))
 }
@@ -242,9 +253,7 @@ pub async fn create_token(mut req: Request, env: &Env) -> ApiResult<Response> {
     let user = authenticate(&req, env, true).await?;
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let t: NewToken = if body.is_empty() {
-        NewToken {
-            name: String::new(),
-        }
+        NewToken::default()
     } else {
         wire::parse_json(&body)?
     };
@@ -261,7 +270,7 @@ pub async fn create_token(mut req: Request, env: &Env) -> ApiResult<Response> {
         ],
     )
     .await?;
-    http::json(201, &json!({"token": token, "name": name})).map_err(http::internal("response"))
+    http::json(201, &TokenCreated { token, name }).map_err(http::internal("response"))
 }
 
 /// Who is calling: an API token (`Authorization: Bearer`) or the session cookie. A write with
@@ -274,8 +283,7 @@ pub async fn authenticate(req: &Request, env: &Env, write: bool) -> ApiResult<Us
     }
     let unauthenticated = || {
         ApiError::new(
-            401,
-            "unauthenticated",
+            ErrorCode::Unauthenticated,
             "sign in first (session cookie or API token)",
         )
     };
@@ -332,13 +340,11 @@ pub fn require_admin(req: &Request, env: &Env) -> ApiResult<()> {
     match auth::bearer(authz.as_deref()) {
         Some(t) if !configured.is_empty() && auth::same_secret(t, &configured) => Ok(()),
         Some(_) => Err(ApiError::new(
-            403,
-            "forbidden",
+            ErrorCode::Forbidden,
             "this admin token is not valid",
         )),
         None => Err(ApiError::new(
-            401,
-            "unauthenticated",
+            ErrorCode::Unauthenticated,
             "admin routes need Authorization: Bearer <admin token>",
         )),
     }

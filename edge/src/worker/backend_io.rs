@@ -4,7 +4,7 @@
 use super::http::ApiResult;
 use crate::adapter::{BackendError, HttpCall};
 use crate::backends::{self, BackendConfig};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use futures_util::future::{Either, select};
 use std::time::Duration;
 use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit};
@@ -20,8 +20,7 @@ pub fn named(env: &Env, name: &str) -> ApiResult<BackendConfig> {
         .find(|b| b.name == name)
         .ok_or_else(|| {
             ApiError::new(
-                503,
-                "backend_unavailable",
+                ErrorCode::BackendUnavailable,
                 format!("backend {name} is no longer configured"),
             )
         })

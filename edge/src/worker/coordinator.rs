@@ -9,10 +9,11 @@
 //! tests/tests/edge_credits.rs fire 200 parallel redemptions to show it.
 
 use super::http::ApiResult;
-use crate::error::ApiError;
+use crate::coordinator_wire::{Balance, CodeCreated, Counted, Op, Outcome, Probed, Settled};
+use crate::error::{ApiError, ErrorCode};
 use crate::ledger::{self, CodeState, LedgerKind};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::cell::Cell;
 use worker::{
     DurableObject, Env, Request, Response, SqlStorage, SqlStorageValue, State, durable_object,
@@ -41,61 +42,6 @@ const SCHEMA: &[&str] = &[
     "CREATE INDEX IF NOT EXISTS refunds_job ON refunds (job_id)",
 ];
 
-/// One operation, as posted by the worker.
-#[derive(Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum Op {
-    Probe,
-    Grant {
-        user_id: String,
-        amount_fen: i64,
-        reference: String,
-        now_ms: i64,
-    },
-    Ledger {
-        user_id: String,
-    },
-    Balance {
-        user_id: String,
-    },
-    CreateCode {
-        code: String,
-        amount_fen: i64,
-        max_redemptions: i64,
-        expires_at_ms: Option<i64>,
-        now_ms: i64,
-    },
-    Redeem {
-        user_id: String,
-        code: String,
-        now_ms: i64,
-    },
-    Hold {
-        user_id: String,
-        job_id: String,
-        amount_fen: i64,
-        now_ms: i64,
-    },
-    Settle {
-        job_id: String,
-        capture_fen: i64,
-        now_ms: i64,
-    },
-    Rate {
-        key: String,
-        limit: i64,
-        window_s: i64,
-        now_ms: i64,
-    },
-    Refund {
-        key: String,
-        job_id: String,
-        amount_fen: i64,
-        reason: String,
-        now_ms: i64,
-    },
-}
-
 impl DurableObject for Coordinator {
     fn new(state: State, _env: Env) -> Self {
         Self {
@@ -113,12 +59,7 @@ impl DurableObject for Coordinator {
                 "coordinator: bad operation: {e}"
             ))),
         };
-        match result {
-            Ok(v) => Response::from_json(&json!({"ok": v})),
-            Err(e) => Response::from_json(&json!({"err": {
-                "status": e.status, "code": e.code, "message": e.message, "details": e.details
-            }})),
-        }
+        Response::from_json(&Outcome::of(result))
     }
 }
 
@@ -158,6 +99,11 @@ pub(super) fn entry(
     Ok(())
 }
 
+/// An operation's answer as the JSON the object sends back.
+fn answer<T: serde::Serialize>(value: T) -> ApiResult<Value> {
+    serde_json::to_value(value).map_err(|e| ApiError::internal(format!("coordinator answer: {e}")))
+}
+
 impl Coordinator {
     fn sql(&self) -> ApiResult<SqlStorage> {
         let sql = self.state.storage().sql();
@@ -187,7 +133,7 @@ impl Coordinator {
                     .exec("SELECT hits FROM probe WHERE id = 1", None)
                     .and_then(|c| c.one())
                     .map_err(sql_err)?;
-                Ok(json!(row.hits))
+                answer(Probed { hits: row.hits })
             }
             Op::Grant {
                 user_id,
@@ -203,11 +149,15 @@ impl Coordinator {
                     &reference,
                     now_ms,
                 )?;
-                Ok(json!({"balance_fen": balance(&sql, &user_id)?}))
+                answer(Balance {
+                    balance_fen: balance(&sql, &user_id)?,
+                })
             }
-            Op::Balance { user_id } => Ok(json!({"balance_fen": balance(&sql, &user_id)?})),
+            Op::Balance { user_id } => answer(Balance {
+                balance_fen: balance(&sql, &user_id)?,
+            }),
             Op::Ledger { user_id } => {
-                #[derive(Deserialize, serde::Serialize)]
+                #[derive(Deserialize)]
                 struct Row {
                     id: i64,
                     kind: String,
@@ -222,14 +172,21 @@ impl Coordinator {
                     )
                     .and_then(|c| c.to_array())
                     .map_err(sql_err)?;
-                let entries: Vec<Value> = rows
-                    .iter()
-                    .map(|r| json!({
-                        "id": r.id, "kind": r.kind, "amount_fen": r.amount_fen, "reference": r.reference,
-                        "time": crate::time::format_rfc3339_ms(r.created_at)
-                    }))
+                let entries = rows
+                    .into_iter()
+                    .map(|r| api::LedgerEntry {
+                        id: r.id,
+                        // Only this object writes the ledger, with `LedgerKind::as_str`.
+                        kind: LedgerKind::parse(&r.kind).unwrap_or(LedgerKind::Grant),
+                        amount_fen: r.amount_fen,
+                        reference: r.reference,
+                        time: crate::time::format_rfc3339_ms(r.created_at),
+                    })
                     .collect();
-                Ok(json!({"balance_fen": balance(&sql, &user_id)?, "entries": entries}))
+                answer(api::Ledger {
+                    balance_fen: balance(&sql, &user_id)?,
+                    entries,
+                })
             }
             Op::CreateCode {
                 code,
@@ -251,8 +208,7 @@ impl Coordinator {
                     .map_err(sql_err)?;
                 if e.n > 0 {
                     return Err(ApiError::new(
-                        409,
-                        "code_exists",
+                        ErrorCode::CodeExists,
                         format!("promotion code {code} already exists"),
                     ));
                 }
@@ -267,7 +223,7 @@ impl Coordinator {
                     ],
                 )
                 .map_err(sql_err)?;
-                Ok(json!({"code": code}))
+                answer(CodeCreated { code })
             }
             Op::Redeem {
                 user_id,
@@ -320,7 +276,10 @@ impl Coordinator {
                     &format!("code:{code}"),
                     now_ms,
                 )?;
-                Ok(json!({"amount_fen": amount, "balance_fen": balance(&sql, &user_id)?}))
+                answer(api::Redeemed {
+                    amount_fen: amount,
+                    balance_fen: balance(&sql, &user_id)?,
+                })
             }
             Op::Hold {
                 user_id,
@@ -329,16 +288,7 @@ impl Coordinator {
                 now_ms,
             } => {
                 let have = balance(&sql, &user_id)?;
-                if have < amount_fen {
-                    return Err(ApiError::new(
-                        402,
-                        "insufficient_credit",
-                        format!(
-                            "this job may cost up to {amount_fen} fen; the balance is {have} fen"
-                        ),
-                    )
-                    .with_details(json!({"required_fen": amount_fen, "balance_fen": have})));
-                }
+                ledger::check_hold(have, amount_fen)?;
                 sql.exec(
                     "INSERT INTO holds (job_id, user_id, amount_fen, settled) VALUES (?, ?, ?, 0)",
                     vec![
@@ -356,7 +306,9 @@ impl Coordinator {
                     &format!("job:{job_id}"),
                     now_ms,
                 )?;
-                Ok(json!({"balance_fen": have - amount_fen}))
+                answer(Balance {
+                    balance_fen: have - amount_fen,
+                })
             }
             Op::Settle {
                 job_id,
@@ -377,13 +329,22 @@ impl Coordinator {
                 let Some(h) = holds.into_iter().next() else {
                     return Err(ApiError::not_found(format!("no hold for job {job_id}")));
                 };
-                // Settling twice (a report and a reconcile racing) changes nothing the second time.
-                if h.settled != 0 {
-                    return Ok(
-                        json!({"captured_fen": h.captured_fen.unwrap_or(0), "already": true}),
-                    );
-                }
-                let capture = capture_fen.clamp(0, h.amount_fen);
+                let capture = match ledger::settle_hold(
+                    ledger::HoldState {
+                        amount_fen: h.amount_fen,
+                        settled: h.settled != 0,
+                        captured_fen: h.captured_fen,
+                    },
+                    capture_fen,
+                ) {
+                    ledger::Settlement::Already { captured_fen } => {
+                        return answer(Settled {
+                            captured_fen,
+                            already: true,
+                        });
+                    }
+                    ledger::Settlement::Capture { capture_fen } => capture_fen,
+                };
                 let reference = format!("job:{job_id}");
                 sql.exec(
                     "UPDATE holds SET settled = 1, captured_fen = ? WHERE job_id = ?",
@@ -408,7 +369,10 @@ impl Coordinator {
                         now_ms,
                     )?;
                 }
-                Ok(json!({"captured_fen": capture, "already": false}))
+                answer(Settled {
+                    captured_fen: capture,
+                    already: false,
+                })
             }
             Op::Rate {
                 key,
@@ -428,27 +392,19 @@ impl Coordinator {
                     )
                     .and_then(|c| c.to_array())
                     .map_err(sql_err)?;
-                let window_ms = window_s * 1000;
-                let (start, count) = match rows.first() {
-                    Some(r) if now_ms - r.window_start < window_ms => (r.window_start, r.count),
-                    _ => (now_ms, 0),
-                };
-                if count >= limit {
-                    let retry = ((start + window_ms - now_ms) / 1000).max(1);
-                    return Err(ApiError::new(
-                        429,
-                        "rate_limited",
-                        format!("too many attempts; try again in {retry} s"),
-                    )
-                    .with_details(json!({"retry_after_s": retry})));
-                }
+                let (start, count) = ledger::rate_window(
+                    rows.first().map(|r| (r.window_start, r.count)),
+                    limit,
+                    window_s,
+                    now_ms,
+                )?;
                 sql.exec(
                     "INSERT INTO rate (key, window_start, count) VALUES (?, ?, ?) \
                      ON CONFLICT(key) DO UPDATE SET window_start = excluded.window_start, count = excluded.count",
-                    vec![key.as_str().into(), start.into(), (count + 1).into()],
+                    vec![key.as_str().into(), start.into(), count.into()],
                 )
                 .map_err(sql_err)?;
-                Ok(json!({"count": count + 1}))
+                answer(Counted { count })
             }
             Op::Refund {
                 key,
@@ -456,29 +412,19 @@ impl Coordinator {
                 amount_fen,
                 reason,
                 now_ms,
-            } => super::refunds::apply(&sql, &key, &job_id, amount_fen, &reason, now_ms),
+            } => answer(super::refunds::apply(
+                &sql, &key, &job_id, amount_fen, &reason, now_ms,
+            )?),
         }
     }
 }
 
-/// The error codes the Coordinator can answer with, so the worker can hand them on unchanged.
-const CODES: &[&str] = &[
-    "code_unknown",
-    "code_already_redeemed",
-    "code_expired",
-    "code_exhausted",
-    "code_exists",
-    "insufficient_credit",
-    "rate_limited",
-    "not_found",
-    "nothing_captured",
-    "not_settled",
-    "refund_exceeds_capture",
-    "idempotency_conflict",
-];
-
-/// Sends one operation to the named Coordinator instance and returns its answer.
-pub async fn call(env: &Env, instance: &str, op: Value) -> ApiResult<Value> {
+/// Sends one operation to the named Coordinator instance and returns its typed answer.
+pub async fn call<T: serde::de::DeserializeOwned>(
+    env: &Env,
+    instance: &str,
+    op: &Op,
+) -> ApiResult<T> {
     let ns = env
         .durable_object("COORDINATOR")
         .map_err(|e| ApiError::internal(format!("binding COORDINATOR: {e}")))?;
@@ -486,38 +432,21 @@ pub async fn call(env: &Env, instance: &str, op: Value) -> ApiResult<Value> {
         .id_from_name(instance)
         .and_then(|id| id.get_stub())
         .map_err(|e| ApiError::internal(format!("Durable Object stub: {e}")))?;
+    let body = serde_json::to_string(op).map_err(crate::coordinator_wire::unreadable)?;
     let mut init = worker::RequestInit::new();
     init.with_method(worker::Method::Post)
-        .with_body(Some(op.to_string().into()));
+        .with_body(Some(body.into()));
     let req = Request::new_with_init("https://coordinator/op", &init)
         .map_err(|e| ApiError::internal(format!("coordinator request: {e}")))?;
     let mut resp = stub
         .fetch_with_request(req)
         .await
         .map_err(|e| ApiError::internal(format!("coordinator: {e}")))?;
-    let answer: Value = resp
+    let outcome: Outcome = resp
         .json()
         .await
-        .map_err(|e| ApiError::internal(format!("coordinator answer: {e}")))?;
-    if let Some(v) = answer.get("ok") {
-        return Ok(v.clone());
-    }
-    let err = &answer["err"];
-    let code = err["code"].as_str().unwrap_or("internal");
-    let status = err["status"]
-        .as_u64()
-        .and_then(|s| u16::try_from(s).ok())
-        .unwrap_or(500);
-    let message = err["message"]
-        .as_str()
-        .unwrap_or("coordinator failed")
-        .to_string();
-    let code = CODES
-        .iter()
-        .find(|c| **c == code)
-        .copied()
-        .unwrap_or("internal");
-    Err(ApiError::new(status, code, message).with_details(err["details"].clone()))
+        .map_err(crate::coordinator_wire::unreadable)?;
+    outcome.into_result()
 }
 
 /// The single instance that owns the ledger and the promotion codes.
@@ -527,11 +456,11 @@ pub const RATE: &str = "rate";
 
 /// Counts one attempt against `key`; 429 with `retry_after_s` once `limit` is reached in the window.
 pub async fn rate_limit(env: &Env, key: &str, limit: i64, window_s: i64) -> ApiResult<()> {
-    call(
-        env,
-        RATE,
-        json!({"op": "rate", "key": key, "limit": limit, "window_s": window_s, "now_ms": super::db::now_ms()}),
-    )
-    .await
-    .map(|_| ())
+    let op = Op::Rate {
+        key: key.to_string(),
+        limit,
+        window_s,
+        now_ms: super::db::now_ms(),
+    };
+    call::<Counted>(env, RATE, &op).await.map(|_| ())
 }

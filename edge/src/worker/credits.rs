@@ -5,16 +5,18 @@ use super::accounts::{authenticate, require_admin};
 use super::coordinator::{self, LEDGER};
 use super::db::now_ms;
 use super::http::{self, ApiResult};
+use crate::coordinator_wire::{CodeCreated, Op};
+use crate::wire::Check;
 use crate::wire::{self, NewPromoCode, RedeemRequest};
-use serde_json::{Value, json};
+use api::{Ledger, PromoCodeCreated, Redeemed};
 use worker::{Env, Request};
 
-pub async fn ledger(req: Request, env: &Env) -> ApiResult<Value> {
+pub async fn ledger(req: Request, env: &Env) -> ApiResult<Ledger> {
     let user = authenticate(&req, env, false).await?;
-    coordinator::call(env, LEDGER, json!({"op": "ledger", "user_id": user.id})).await
+    coordinator::call(env, LEDGER, &Op::Ledger { user_id: user.id }).await
 }
 
-pub async fn redeem(mut req: Request, env: &Env) -> ApiResult<Value> {
+pub async fn redeem(mut req: Request, env: &Env) -> ApiResult<Redeemed> {
     let user = authenticate(&req, env, true).await?;
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let r: RedeemRequest = wire::parse_json(&body)?;
@@ -25,29 +27,30 @@ pub async fn redeem(mut req: Request, env: &Env) -> ApiResult<Value> {
         .and_then(|v| v.to_string().trim().parse().ok())
         .unwrap_or(30);
     coordinator::rate_limit(env, &format!("redeem:user:{}", user.id), limit, 60).await?;
-    coordinator::call(
-        env,
-        LEDGER,
-        json!({"op": "redeem", "user_id": user.id, "code": code, "now_ms": now_ms()}),
-    )
-    .await
+    let op = Op::Redeem {
+        user_id: user.id,
+        code,
+        now_ms: now_ms(),
+    };
+    coordinator::call(env, LEDGER, &op).await
 }
 
-pub async fn create_code(mut req: Request, env: &Env) -> ApiResult<Value> {
+pub async fn create_code(mut req: Request, env: &Env) -> ApiResult<PromoCodeCreated> {
     require_admin(&req, env)?;
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let p = wire::parse_json::<NewPromoCode>(&body)?.check()?;
-    coordinator::call(
-        env,
-        LEDGER,
-        json!({
-            "op": "create_code", "code": p.code, "amount_fen": p.amount_fen,
-            "max_redemptions": p.max_redemptions, "expires_at_ms": p.expires_at_ms, "now_ms": now_ms()
-        }),
-    )
-    .await?;
-    Ok(json!({
-        "code": p.code, "amount_fen": p.amount_fen, "max_redemptions": p.max_redemptions,
-        "expires_at": p.expires_at_ms.map(crate::time::format_rfc3339_ms)
-    }))
+    let op = Op::CreateCode {
+        code: p.code.clone(),
+        amount_fen: p.amount_fen,
+        max_redemptions: p.max_redemptions,
+        expires_at_ms: p.expires_at_ms,
+        now_ms: now_ms(),
+    };
+    let created: CodeCreated = coordinator::call(env, LEDGER, &op).await?;
+    Ok(PromoCodeCreated {
+        code: created.code,
+        amount_fen: p.amount_fen,
+        max_redemptions: p.max_redemptions,
+        expires_at: p.expires_at_ms.map(crate::time::format_rfc3339_ms),
+    })
 }

@@ -7,13 +7,13 @@ use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
 use super::jobs;
 use super::report;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::wire::{self, NewExperiment};
+use api::{Experiment, ExperimentJob, SavedExperiment};
 use serde::Deserialize;
-use serde_json::{Value, json};
 use worker::{Env, Request};
 
-pub async fn create(mut req: Request, env: &Env) -> ApiResult<Value> {
+pub async fn create(mut req: Request, env: &Env) -> ApiResult<SavedExperiment> {
     let user = authenticate(&req, env, true).await?;
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
     let e: NewExperiment = wire::parse_json(&body)?;
@@ -23,14 +23,13 @@ pub async fn create(mut req: Request, env: &Env) -> ApiResult<Value> {
         jobspec::plan_toml(&e.spec)
     };
     if plan.valid.is_none() {
-        let diagnostics: Vec<jobspec::DiagnosticWire> =
-            plan.diagnostics.iter().map(Into::into).collect();
         return Err(ApiError::new(
-            422,
-            "invalid_spec",
+            ErrorCode::InvalidSpec,
             "only a valid spec can be saved; see details.diagnostics",
         )
-        .with_details(json!({"diagnostics": diagnostics})));
+        .with_typed_details(&api::InvalidSpecDetails {
+            diagnostics: plan.diagnostics.iter().map(Into::into).collect(),
+        }));
     }
     let mut wire_plan = serde_json::to_value(jobspec::PlanWire::from(&plan))
         .map_err(|e| ApiError::internal(e.to_string()))?;
@@ -39,21 +38,26 @@ pub async fn create(mut req: Request, env: &Env) -> ApiResult<Value> {
         obj.remove("artifacts");
     }
     let job = match e.job_id.as_deref() {
-        None => Value::Null,
+        None => None,
         Some(id) => {
             let job = jobs::owned(env, &user, id).await?;
             if !job.state().is_terminal() {
                 return Err(ApiError::new(
-                    409,
-                    "job_not_finished",
+                    ErrorCode::JobNotFinished,
                     format!("job {id} is still {}", job.state().as_str()),
                 ));
             }
             let metrics = report::metrics_after(env, &job.id, 0).await?;
             let w = job.wire();
-            json!({
-                "state": w.state, "card": w.card, "cards": w.cards, "charged_fen": w.charged_fen,
-                "started_at": w.started_at, "ended_at": w.ended_at, "message": w.message, "metrics": metrics
+            Some(ExperimentJob {
+                state: w.state,
+                card: w.card,
+                cards: w.cards,
+                charged_fen: w.charged_fen,
+                started_at: w.started_at,
+                ended_at: w.ended_at,
+                message: w.message,
+                metrics,
             })
         }
     };
@@ -70,20 +74,31 @@ pub async fn create(mut req: Request, env: &Env) -> ApiResult<Value> {
         .collect();
     let id = random_hex(16)?;
     let now = now_ms();
-    let snapshot = json!({
-        "id": id, "title": title, "created_at": crate::time::format_rfc3339_ms(now),
-        "published": e.published, "spec": e.spec, "plan": wire_plan, "job": job
-    });
+    let snapshot = Experiment {
+        id: id.clone(),
+        title,
+        created_at: crate::time::format_rfc3339_ms(now),
+        published: e.published,
+        spec: e.spec,
+        plan: wire_plan,
+        job,
+    };
+    let snapshot =
+        serde_json::to_string(&snapshot).map_err(|e| ApiError::internal(e.to_string()))?;
     db::run(
         env,
         "INSERT INTO experiments (id, user_id, published, snapshot, created_at) VALUES (?, ?, ?, ?, ?)",
-        &[s(&id), s(&user.id), n(i64::from(e.published)), s(&snapshot.to_string()), n(now)],
+        &[s(&id), s(&user.id), n(i64::from(e.published)), s(&snapshot), n(now)],
     )
     .await?;
-    Ok(json!({"id": id, "url": format!("/e/{id}"), "published": e.published}))
+    Ok(SavedExperiment {
+        url: format!("/e/{id}"),
+        id,
+        published: e.published,
+    })
 }
 
-pub async fn get(req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+pub async fn get(req: Request, env: &Env, id: &str) -> ApiResult<Experiment> {
     wire::check_id(id)?;
     #[derive(Deserialize)]
     struct Row {

@@ -73,10 +73,14 @@ async fn check_kv(env: &Env) -> Result<String, String> {
 }
 
 async fn check_durable_object(env: &Env) -> Result<String, String> {
-    let hits = super::coordinator::call(env, "health", serde_json::json!({"op": "probe"}))
-        .await
-        .map_err(|e| format!("Durable Object: {}", e.message))?;
-    Ok(format!("SQLite storage answered, probe count {hits}"))
+    let probed: crate::coordinator_wire::Probed =
+        super::coordinator::call(env, "health", &crate::coordinator_wire::Op::Probe)
+            .await
+            .map_err(|e| format!("Durable Object: {}", e.message))?;
+    Ok(format!(
+        "SQLite storage answered, probe count {}",
+        probed.hits
+    ))
 }
 
 async fn check_backend(backend: &BackendConfig) -> BackendHealth {

@@ -25,7 +25,7 @@ pub fn json<T: Serialize>(status: u16, value: &T) -> worker::Result<Response> {
 
 pub fn error_response(e: &ApiError) -> worker::Result<Response> {
     let mut request_id = None;
-    let shown = if e.code == "internal" {
+    let shown = if e.code == crate::error::ErrorCode::Internal {
         let mut buf = [0u8; 8];
         let id = match getrandom::fill(&mut buf) {
             Ok(()) => hex::encode(buf),

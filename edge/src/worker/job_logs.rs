@@ -8,8 +8,8 @@ use super::report;
 use crate::adapter::LogChunk;
 use crate::job_log::{self, MAX_CHUNK_BYTES, MAX_LOG_BYTES, MAX_READ_BYTES};
 use crate::wire;
+use api::LogAccepted;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use worker::{Env, Request};
 
 #[derive(Deserialize)]
@@ -30,7 +30,7 @@ async fn stored_bytes(env: &Env, job_id: &str) -> ApiResult<u64> {
         .unwrap_or(0))
 }
 
-pub async fn push(mut req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+pub async fn push(mut req: Request, env: &Env, id: &str) -> ApiResult<LogAccepted> {
     let job = report::job_with_token(&req, env, id).await?;
     let offset = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "offset", 0)?;
     let body = http::body(&mut req, MAX_CHUNK_BYTES).await?;
@@ -52,12 +52,12 @@ pub async fn push(mut req: Request, env: &Env, id: &str) -> ApiResult<Value> {
         .await?;
     }
     let next = plan.offset + plan.take as u64;
-    Ok(json!({
-        "next_offset": next,
-        "stored": plan.take,
-        "dropped": plan.dropped,
-        "limit_bytes": MAX_LOG_BYTES,
-    }))
+    Ok(LogAccepted {
+        next_offset: next,
+        stored: plan.take,
+        dropped: plan.dropped,
+        limit_bytes: MAX_LOG_BYTES,
+    })
 }
 
 pub async fn read(env: &Env, job_id: &str, offset: u64, job_ended: bool) -> ApiResult<LogChunk> {

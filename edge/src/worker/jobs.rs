@@ -10,12 +10,15 @@ use super::http::{self, ApiResult};
 use super::job_logs;
 use super::report;
 use crate::adapter::{self, Dispatch};
-use crate::error::ApiError;
-use crate::jobs::{JobState, JobWire, Messages, pick_backend};
+use crate::coordinator_wire::{Balance, Op, Settled};
+use crate::error::{ApiError, ErrorCode};
+use crate::jobs::{JobState, JobWire, pick_backend, reason_messages};
 use crate::time::format_rfc3339_ms;
 use crate::wire::{self, SpecText};
+use api::{
+    AdminBackend, AdminBackendList, CheckpointEntry, CheckpointList, JobList, LogChunk, MetricsPage,
+};
 use serde::Deserialize;
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use worker::{Env, Request, Response};
 
@@ -65,7 +68,7 @@ impl JobRow {
             ended_at: self.ended_at.map(format_rfc3339_ms),
             message: self.message.clone(),
             reason: self.reason.clone(),
-            reason_messages: self.reason.as_deref().map(Messages::for_reason),
+            reason_messages: self.reason.as_deref().map(reason_messages),
             checkpoint: self.checkpoint != 0,
             spec: self.spec.clone(),
         }
@@ -125,14 +128,13 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
     let valid = match (&plan.valid, plan.is_submittable()) {
         (Some(v), true) => v.clone(),
         _ => {
-            let diagnostics: Vec<jobspec::DiagnosticWire> =
-                plan.diagnostics.iter().map(Into::into).collect();
             return Err(ApiError::new(
-                422,
-                "invalid_spec",
+                ErrorCode::InvalidSpec,
                 "the spec cannot be submitted; see details.diagnostics",
             )
-            .with_details(json!({"diagnostics": diagnostics})));
+            .with_typed_details(&api::InvalidSpecDetails {
+                diagnostics: plan.diagnostics.iter().map(Into::into).collect(),
+            }));
         }
     };
     let spec_toml = match spec {
@@ -151,8 +153,7 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
     .clone();
     let hold = i64::try_from(valid.max_cost_fen()).map_err(|_| {
         ApiError::new(
-            422,
-            "invalid_spec",
+            ErrorCode::InvalidSpec,
             "the maximum cost of this job is out of range",
         )
     })?;
@@ -188,13 +189,13 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
             .ok_or_else(|| ApiError::internal("idempotent job vanished"))?;
         return created(200, &job);
     }
-    if let Err(e) = coordinator::call(
-        env,
-        LEDGER,
-        json!({"op": "hold", "user_id": user.id, "job_id": id, "amount_fen": hold, "now_ms": now}),
-    )
-    .await
-    {
+    let hold_op = Op::Hold {
+        user_id: user.id.clone(),
+        job_id: id.clone(),
+        amount_fen: hold,
+        now_ms: now,
+    };
+    if let Err(e) = coordinator::call::<Balance>(env, LEDGER, &hold_op).await {
         db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(&id)]).await?;
         return Err(e);
     }
@@ -236,12 +237,12 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
         Err(e) => {
             // Nothing ran: release the whole hold and forget the job, so nothing is charged and a
             // retry with the same key starts afresh.
-            coordinator::call(
-                env,
-                LEDGER,
-                json!({"op": "settle", "job_id": id, "capture_fen": 0, "now_ms": now_ms()}),
-            )
-            .await?;
+            let release = Op::Settle {
+                job_id: id.clone(),
+                capture_fen: 0,
+                now_ms: now_ms(),
+            };
+            coordinator::call::<Settled>(env, LEDGER, &release).await?;
             db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(&id)]).await?;
             return Err(e);
         }
@@ -259,7 +260,7 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
     created(201, &job)
 }
 
-pub async fn list(req: Request, env: &Env) -> ApiResult<Value> {
+pub async fn list(req: Request, env: &Env) -> ApiResult<JobList> {
     let user = authenticate(&req, env, false).await?;
     let rows: Vec<JobRow> = db::all(
         env,
@@ -267,16 +268,18 @@ pub async fn list(req: Request, env: &Env) -> ApiResult<Value> {
         &[s(&user.id)],
     )
     .await?;
-    Ok(json!({"jobs": rows.iter().map(JobRow::wire).collect::<Vec<_>>()}))
+    Ok(JobList {
+        jobs: rows.iter().map(JobRow::wire).collect(),
+    })
 }
 
-pub async fn get(req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+pub async fn get(req: Request, env: &Env, id: &str) -> ApiResult<JobWire> {
     let user = authenticate(&req, env, false).await?;
     let mut job = owned(env, &user, id).await?;
     if refresh_waiting(env, &job).await {
         job = owned(env, &user, id).await?;
     }
-    serde_json::to_value(job.wire()).map_err(|e| ApiError::internal(e.to_string()))
+    Ok(job.wire())
 }
 
 /// How often a page looking at a queued job makes the edge ask its backend why it waits.
@@ -317,50 +320,50 @@ fn backend_of(env: &Env, job: &JobRow) -> ApiResult<(Box<dyn adapter::Backend>, 
     let config = backend_io::named(env, &job.backend)?;
     let remote = job.remote_id.clone().ok_or_else(|| {
         ApiError::new(
-            409,
-            "not_dispatched",
+            ErrorCode::NotDispatched,
             "the job has not reached its backend yet",
         )
     })?;
     Ok((adapter::adapter(&config)?, remote))
 }
 
-pub async fn logs(req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+pub async fn logs(req: Request, env: &Env, id: &str) -> ApiResult<LogChunk> {
     let user = authenticate(&req, env, false).await?;
     let offset = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "offset", 0)?;
     let job = owned(env, &user, id).await?;
     let (a, remote) = backend_of(env, &job)?;
     let Some(call) = a.logs(&remote, offset) else {
         // This backend's jobs push their log to the edge.
-        let chunk = job_logs::read(env, &job.id, offset, job.state().is_terminal()).await?;
-        return serde_json::to_value(chunk).map_err(|e| ApiError::internal(e.to_string()));
+        return job_logs::read(env, &job.id, offset, job.state().is_terminal()).await;
     };
     let (status, body) = backend_io::send(&call, TIMEOUT)
         .await
         .map_err(|e| e.into_api(&job.backend))?;
-    let chunk = a
-        .parse_logs(status, &body)
-        .map_err(|e| e.into_api(&job.backend))?;
-    serde_json::to_value(chunk).map_err(|e| ApiError::internal(e.to_string()))
+    a.parse_logs(status, &body)
+        .map_err(|e| e.into_api(&job.backend))
 }
 
-pub async fn metrics(req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+pub async fn metrics(req: Request, env: &Env, id: &str) -> ApiResult<MetricsPage> {
     let user = authenticate(&req, env, false).await?;
     let since = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "since", 0)?;
     let job = owned(env, &user, id).await?;
     let points = report::metrics_after(env, &job.id, since).await?;
     // `since` is inclusive, so the next poll asks from one past the last step seen.
     let next = points.last().map_or(since, |p| p.step + 1);
-    Ok(json!({"job_id": job.id, "state": job.state(), "metrics": points, "next_since": next}))
+    Ok(MetricsPage {
+        state: job.state(),
+        job_id: job.id,
+        metrics: points,
+        next_since: next,
+    })
 }
 
-pub async fn cancel(req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+pub async fn cancel(req: Request, env: &Env, id: &str) -> ApiResult<JobWire> {
     let user = authenticate(&req, env, true).await?;
     let job = owned(env, &user, id).await?;
     if job.state().is_terminal() {
         return Err(ApiError::new(
-            409,
-            "already_finished",
+            ErrorCode::AlreadyFinished,
             format!("the job is already {}", job.state().as_str()),
         ));
     }
@@ -413,7 +416,7 @@ pub async fn checkpoint(req: Request, env: &Env, id: &str) -> ApiResult<Response
     Ok(resp)
 }
 
-pub async fn checkpoints(req: Request, env: &Env) -> ApiResult<Value> {
+pub async fn checkpoints(req: Request, env: &Env) -> ApiResult<CheckpointList> {
     let user = authenticate(&req, env, false).await?;
     let rows: Vec<JobRow> = db::all(
         env,
@@ -421,19 +424,29 @@ pub async fn checkpoints(req: Request, env: &Env) -> ApiResult<Value> {
         &[s(&user.id)],
     )
     .await?;
-    let list: Vec<Value> = rows
-        .iter()
-        .map(|j| json!({"job_id": j.id, "name": j.name, "url": format!("/api/jobs/{}/checkpoint", j.id), "ended_at": j.ended_at.map(format_rfc3339_ms)}))
+    let checkpoints = rows
+        .into_iter()
+        .map(|j| CheckpointEntry {
+            url: format!("/api/jobs/{}/checkpoint", j.id),
+            ended_at: j.ended_at.map(format_rfc3339_ms),
+            job_id: j.id,
+            name: j.name,
+        })
         .collect();
-    Ok(json!({"checkpoints": list}))
+    Ok(CheckpointList { checkpoints })
 }
 
 /// The configured backends without their secrets.
-pub fn admin_backends(req: Request, env: &Env) -> ApiResult<Value> {
+pub fn admin_backends(req: Request, env: &Env) -> ApiResult<AdminBackendList> {
     require_admin(&req, env)?;
-    let list: Vec<Value> = backend_io::configured(env)?
-        .iter()
-        .map(|b| json!({"name": b.name, "kind": b.kind, "url": b.url, "cards": b.cards}))
+    let backends = backend_io::configured(env)?
+        .into_iter()
+        .map(|b| AdminBackend {
+            name: b.name,
+            kind: b.kind,
+            url: b.url,
+            cards: b.cards,
+        })
         .collect();
-    Ok(json!({"backends": list}))
+    Ok(AdminBackendList { backends })
 }

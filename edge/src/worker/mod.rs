@@ -14,7 +14,7 @@ mod jobs;
 mod refunds;
 mod report;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::routes::{self, Matched, RouteId};
 use http::{ApiResult, error_response, json};
 use worker::{Context, Env, Request, Response, ScheduleContext, ScheduledEvent, event};
@@ -31,20 +31,29 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
         Matched::WrongMethod(allowed) => {
             let mut resp = error_response(
                 &ApiError::new(
-                    405,
-                    "method_not_allowed",
+                    ErrorCode::MethodNotAllowed,
                     format!("{method} is not allowed on {path}"),
                 )
-                .with_details(serde_json::json!({"allowed": allowed})),
+                .with_typed_details(&MethodNotAllowedDetails { allowed: &allowed }),
             )?;
             resp.headers_mut().set("allow", &allowed.join(", "))?;
             Ok(resp)
         }
         Matched::NoRoute => error_response(
             &ApiError::not_found(format!("no route for {method} {path}"))
-                .with_details(serde_json::json!({ "path": path })),
+                .with_typed_details(&NoRouteDetails { path: &path }),
         ),
     }
+}
+
+#[derive(serde::Serialize)]
+struct MethodNotAllowedDetails<'a> {
+    allowed: &'a [&'static str],
+}
+
+#[derive(serde::Serialize)]
+struct NoRouteDetails<'a> {
+    path: &'a str,
 }
 
 /// The cron trigger (see wrangler.toml): ask backends about jobs that went silent.

@@ -9,12 +9,14 @@ use super::coordinator::{self, LEDGER, balance, entry, sql_err};
 use super::db::now_ms;
 use super::http::{self, ApiResult};
 use super::jobs;
-use crate::error::ApiError;
+use crate::coordinator_wire::Op;
+use crate::error::{ApiError, ErrorCode};
 use crate::ledger::LedgerKind;
 use crate::refund::{RefundRequest, Settled, check_refund};
 use crate::wire;
+use crate::wire::Check;
+use api::RefundAnswer;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use worker::{Env, Request, Response, SqlStorage};
 
 pub async fn create(mut req: Request, env: &Env) -> ApiResult<Response> {
@@ -25,21 +27,16 @@ pub async fn create(mut req: Request, env: &Env) -> ApiResult<Response> {
     if jobs::by_id(env, &r.job_id).await?.is_none() {
         return Err(ApiError::not_found(format!("no job {}", r.job_id)));
     }
-    let answer = coordinator::call(
-        env,
-        LEDGER,
-        json!({
-            "op": "refund", "key": key, "job_id": r.job_id, "amount_fen": r.amount_fen,
-            "reason": r.reason, "now_ms": now_ms()
-        }),
-    )
-    .await?;
-    // A repeated key answers what the first request did, as 200 rather than 201.
-    let status = if answer["replayed"] == json!(true) {
-        200
-    } else {
-        201
+    let op = Op::Refund {
+        key,
+        job_id: r.job_id,
+        amount_fen: r.amount_fen,
+        reason: r.reason,
+        now_ms: now_ms(),
     };
+    let answer: RefundAnswer = coordinator::call(env, LEDGER, &op).await?;
+    // A repeated key answers what the first request did, as 200 rather than 201.
+    let status = if answer.replayed { 200 } else { 201 };
     http::json(status, &answer).map_err(http::internal("response"))
 }
 
@@ -51,7 +48,7 @@ pub fn apply(
     amount_fen: i64,
     reason: &str,
     now_ms: i64,
-) -> ApiResult<Value> {
+) -> ApiResult<RefundAnswer> {
     #[derive(Deserialize)]
     struct Earlier {
         job_id: String,
@@ -69,11 +66,10 @@ pub fn apply(
     if let Some(e) = earlier.into_iter().next() {
         if e.job_id != job_id || e.amount_fen != amount_fen || e.reason != reason {
             return Err(ApiError::new(
-                409,
-                "idempotency_conflict",
+                ErrorCode::IdempotencyConflict,
                 "this Idempotency-Key was used for a different refund",
             )
-            .with_details(json!({"job_id": e.job_id, "amount_fen": e.amount_fen})));
+            .with_details(serde_json::json!({"job_id": e.job_id, "amount_fen": e.amount_fen})));
         }
         return answer(sql, key, job_id, amount_fen, reason, e.created_at, true);
     }
@@ -151,7 +147,7 @@ fn answer(
     reason: &str,
     created_at: i64,
     replayed: bool,
-) -> ApiResult<Value> {
+) -> ApiResult<RefundAnswer> {
     #[derive(Deserialize)]
     struct Hold {
         user_id: String,
@@ -166,15 +162,18 @@ fn answer(
         .map_err(sql_err)?;
     let refunded = refunded_fen(sql, job_id)?;
     let captured = hold.captured_fen.unwrap_or(0);
-    Ok(json!({
-        "refund": {
-            "key": key, "job_id": job_id, "amount_fen": amount_fen, "reason": reason,
-            "time": crate::time::format_rfc3339_ms(created_at),
+    Ok(RefundAnswer {
+        refund: api::Refund {
+            key: key.to_string(),
+            job_id: job_id.to_string(),
+            amount_fen,
+            reason: reason.to_string(),
+            time: crate::time::format_rfc3339_ms(created_at),
         },
-        "replayed": replayed,
-        "captured_fen": captured,
-        "refunded_fen": refunded,
-        "refundable_fen": (captured - refunded).max(0),
-        "balance_fen": balance(sql, &hold.user_id)?,
-    }))
+        replayed,
+        captured_fen: captured,
+        refunded_fen: refunded,
+        refundable_fen: (captured - refunded).max(0),
+        balance_fen: balance(sql, &hold.user_id)?,
+    })
 }

@@ -10,11 +10,13 @@ use super::http::{self, ApiResult};
 use super::jobs::{self, JobRow};
 use crate::adapter::{self, BackendError};
 use crate::auth;
-use crate::error::ApiError;
+use crate::coordinator_wire::{Op, Settled};
+use crate::error::{ApiError, ErrorCode};
 use crate::jobs::JobState;
 use crate::ledger::settle_fen;
+use crate::wire::Check;
 use crate::wire::{self, MetricPoint, Report};
-use serde_json::{Value, json};
+use api::{Reconciled, ReportAccepted};
 use worker::{Env, Request};
 
 /// The job whose own token the request carries (`Authorization: Bearer <job token>`).
@@ -23,8 +25,7 @@ pub async fn job_with_token(req: &Request, env: &Env, id: &str) -> ApiResult<Job
     let authz = http::header(req, "authorization");
     let token = auth::bearer(authz.as_deref()).ok_or_else(|| {
         ApiError::new(
-            401,
-            "unauthenticated",
+            ErrorCode::Unauthenticated,
             "reports need Authorization: Bearer <job token>",
         )
     })?;
@@ -33,15 +34,14 @@ pub async fn job_with_token(req: &Request, env: &Env, id: &str) -> ApiResult<Job
         .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
     if !auth::same_secret(&auth::hash_token(token), &job.token_hash) {
         return Err(ApiError::new(
-            403,
-            "forbidden",
+            ErrorCode::Forbidden,
             "this token does not belong to this job",
         ));
     }
     Ok(job)
 }
 
-pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<Value> {
+pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<ReportAccepted> {
     let job = job_with_token(&req, env, id).await?;
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
     let r: Report = wire::parse_json(&body)?;
@@ -85,7 +85,10 @@ pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<Value> {
         _ => {}
     }
     let after = jobs::by_id(env, id).await?.map_or(current, |j| j.state());
-    Ok(json!({"state": after, "metrics_stored": r.metrics.len()}))
+    Ok(ReportAccepted {
+        state: after,
+        metrics_stored: r.metrics.len(),
+    })
 }
 
 async fn store_metrics(env: &Env, job_id: &str, points: &[MetricPoint]) -> ApiResult<()> {
@@ -233,17 +236,18 @@ pub async fn finish(
 }
 
 async fn settle(env: &Env, job_id: &str, capture: i64) -> ApiResult<()> {
-    let result = coordinator::call(
-        env,
-        LEDGER,
-        json!({"op": "settle", "job_id": job_id, "capture_fen": capture, "now_ms": now_ms()}),
-    )
-    .await;
+    let op = Op::Settle {
+        job_id: job_id.to_string(),
+        capture_fen: capture,
+        now_ms: now_ms(),
+    };
+    let result = coordinator::call::<Settled>(env, LEDGER, &op).await;
     match result {
         // No hold means the job never held anything (dispatch stopped before): nothing to settle.
         Ok(_)
         | Err(ApiError {
-            code: "not_found", ..
+            code: ErrorCode::NotFound,
+            ..
         }) => {
             db::run(
                 env,
@@ -257,7 +261,7 @@ async fn settle(env: &Env, job_id: &str, capture: i64) -> ApiResult<()> {
     }
 }
 
-pub async fn admin_reconcile(req: Request, env: &Env) -> ApiResult<Value> {
+pub async fn admin_reconcile(req: Request, env: &Env) -> ApiResult<Reconciled> {
     require_admin(&req, env)?;
     let silent = wire::query_u64(
         req.url().ok().as_ref().and_then(|u| u.query()),
@@ -273,7 +277,7 @@ pub async fn admin_reconcile(req: Request, env: &Env) -> ApiResult<Value> {
 
 /// Asks backends about running jobs with no report for `silent_after_s` (the SILENT_AFTER_S var,
 /// default 120 s), finishes the ones that ended, and retries settlements that failed.
-pub async fn reconcile(env: &Env, silent_after_s: Option<i64>) -> ApiResult<Value> {
+pub async fn reconcile(env: &Env, silent_after_s: Option<i64>) -> ApiResult<Reconciled> {
     let silent_s = silent_after_s.unwrap_or_else(|| {
         env.var("SILENT_AFTER_S")
             .ok()
@@ -362,7 +366,10 @@ pub async fn reconcile(env: &Env, silent_after_s: Option<i64>) -> ApiResult<Valu
     for u in &unsettled {
         settle(env, &u.id, u.charged_fen.unwrap_or(0)).await?;
     }
-    Ok(
-        json!({"checked": checked, "finished": finished, "unreachable": unreachable, "resettled": unsettled.len()}),
-    )
+    Ok(Reconciled {
+        checked,
+        finished,
+        unreachable,
+        resettled: u32::try_from(unsettled.len()).unwrap_or(u32::MAX),
+    })
 }

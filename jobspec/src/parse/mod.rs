@@ -21,6 +21,8 @@ pub(crate) const ROOT_KEYS: &[&str] = &[
     "parallel",
     "resources",
     "estimate",
+    "checkpoint",
+    "output",
 ];
 pub(crate) const MODEL_KEYS: &[&str] = &[
     "id",
@@ -50,6 +52,7 @@ pub(crate) const TRAIN_KEYS: &[&str] = &[
     "lora_rank",
     "lora_alpha",
     "lora_targets",
+    "seed",
 ];
 pub(crate) const PARALLEL_KEYS: &[&str] = &[
     "zero_stage",
@@ -61,6 +64,8 @@ pub(crate) const PARALLEL_KEYS: &[&str] = &[
 ];
 pub(crate) const RESOURCES_KEYS: &[&str] = &["card", "cards_per_node", "nodes", "time_limit"];
 pub(crate) const ESTIMATE_KEYS: &[&str] = &["mfu", "claimed_time"];
+pub(crate) const CHECKPOINT_KEYS: &[&str] = &["every_steps", "every_minutes", "keep", "resume"];
+pub(crate) const OUTPUT_KEYS: &[&str] = &["merge_adapter", "report_to"];
 
 /// The longest sequence a spec may ask for.
 pub const MAX_SEQ_LEN: u64 = 131_072;
@@ -156,12 +161,14 @@ impl Reader {
 
     /// A key that belongs in another table ("seq_len" at the top level) gets that table named.
     fn misplaced_hint(&self, key: &str) -> Option<&'static str> {
-        let tables: [(&str, &[&str]); 5] = [
+        let tables: [(&str, &[&str]); 7] = [
             ("data.", DATA_KEYS),
             ("train.", TRAIN_KEYS),
             ("parallel.", PARALLEL_KEYS),
             ("resources.", RESOURCES_KEYS),
             ("estimate.", ESTIMATE_KEYS),
+            ("checkpoint.", CHECKPOINT_KEYS),
+            ("output.", OUTPUT_KEYS),
         ];
         for (prefix, keys) in tables {
             if let Some(k) = keys.iter().find(|k| **k == key) {
@@ -351,6 +358,7 @@ const QUALIFIED: &[&str] = &[
     "train.lora_rank",
     "train.lora_alpha",
     "train.lora_targets",
+    "train.seed",
     "parallel.zero_stage",
     "parallel.offload_optimizer",
     "parallel.offload_params",
@@ -363,6 +371,12 @@ const QUALIFIED: &[&str] = &[
     "resources.time_limit",
     "estimate.mfu",
     "estimate.claimed_time",
+    "checkpoint.every_steps",
+    "checkpoint.every_minutes",
+    "checkpoint.keep",
+    "checkpoint.resume",
+    "output.merge_adapter",
+    "output.report_to",
 ];
 
 fn ids(it: impl Iterator<Item = &'static str>) -> String {

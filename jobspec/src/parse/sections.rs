@@ -52,6 +52,12 @@ impl Reader {
         let estimate = self
             .sub(&t, "estimate", ESTIMATE_KEYS, Self::estimate, false)
             .unwrap_or_default();
+        let checkpoint = self
+            .sub(&t, "checkpoint", CHECKPOINT_KEYS, Self::checkpoint, false)
+            .unwrap_or_default();
+        let output = self
+            .sub(&t, "output", OUTPUT_KEYS, Self::output, false)
+            .unwrap_or_default();
         Some(JobSpec {
             name: name?,
             task: task?,
@@ -62,6 +68,8 @@ impl Reader {
             parallel,
             resources: resources?,
             estimate,
+            checkpoint,
+            output,
         })
     }
 
@@ -237,6 +245,9 @@ impl Reader {
             lora_rank: self.uint32(t, "lora_rank", 1, 4096),
             lora_alpha: self.uint32(t, "lora_alpha", 1, 65_536),
             lora_targets: self.string_list(t, "lora_targets"),
+            seed: self
+                .uint(t, "seed", 0, u64::from(u32::MAX))
+                .unwrap_or(DEFAULT_SEED),
         }
     }
 
@@ -309,6 +320,53 @@ impl Reader {
             nodes: self.uint32(t, "nodes", 1, 4096).unwrap_or(1),
             time_limit,
         })
+    }
+
+    fn checkpoint(&mut self, t: &Table<'_>) -> CheckpointSpec {
+        let d = CheckpointSpec::default();
+        CheckpointSpec {
+            every_steps: self
+                .uint(t, "every_steps", 1, 1_000_000_000)
+                .unwrap_or(d.every_steps),
+            every_minutes: self
+                .uint(t, "every_minutes", 0, 7 * 24 * 60)
+                .unwrap_or(d.every_minutes),
+            keep: self.uint32(t, "keep", 1, 1000).unwrap_or(d.keep),
+            resume: self.boolean(t, "resume").unwrap_or(d.resume),
+        }
+    }
+
+    fn output(&mut self, t: &Table<'_>) -> OutputSpec {
+        let mut report_to = Vec::new();
+        for word in self.string_list(t, "report_to").unwrap_or_default() {
+            match ReportTo::from_word(&word) {
+                Some(r) if !report_to.contains(&r) => report_to.push(r),
+                Some(_) => {}
+                None => {
+                    let span = t.get("report_to").and_then(|n| n.span);
+                    self.push(
+                        Diagnostic::error(
+                            Code::BadValue,
+                            "output.report_to",
+                            format!(
+                                "`output.report_to` has \"{word}\"; known: {}",
+                                ReportTo::ALL.join(", ")
+                            ),
+                            format!(
+                                "`output.report_to` 中的 \"{word}\" 无法识别；可选：{}",
+                                ReportTo::ALL.join("、")
+                            ),
+                        )
+                        .with_span(span)
+                        .with_help(hint(did_you_mean(&word, ReportTo::ALL))),
+                    );
+                }
+            }
+        }
+        OutputSpec {
+            merge_adapter: self.boolean(t, "merge_adapter").unwrap_or(false),
+            report_to,
+        }
     }
 
     fn estimate(&mut self, t: &Table<'_>) -> EstimateSpec {

@@ -217,18 +217,14 @@ pub(super) fn check(
     // Card and backend.
     if let Some(card) = card {
         if !card.is_gpu {
-            if spec.task != Task::TinyTrain {
+            // onramp-train runs pretrain, sft and lora on the CPU too (small models, the tests);
+            // QLoRA's 4-bit base needs bitsandbytes on CUDA.
+            if spec.task == Task::Qlora {
                 c.error(
                     Code::Conflict,
                     "resources.card",
-                    format!(
-                        "card = \"cpu\" runs only task = \"tiny-train\", not \"{}\"",
-                        spec.task.as_str()
-                    ),
-                    format!(
-                        "card = \"cpu\" 只能运行 task = \"tiny-train\"，不能运行 \"{}\"",
-                        spec.task.as_str()
-                    ),
+                    "card = \"cpu\" cannot run task = \"qlora\": its 4-bit base needs a CUDA GPU; use task = \"lora\"".into(),
+                    "card = \"cpu\" 不能运行 task = \"qlora\"：4 位底座需要 CUDA GPU；请用 task = \"lora\"".into(),
                 );
             }
             if p.zero_stage > 0
@@ -365,6 +361,20 @@ pub(super) fn check(
 
     // LoRA.
     let (lora_rank, lora_alpha, lora_targets) = check_lora(&mut c, &spec);
+    if spec.output.merge_adapter && !spec.task.is_adapter() {
+        c.warn(
+            Code::Suspicious,
+            "output.merge_adapter",
+            format!(
+                "merge_adapter is ignored for task = \"{}\": there is no adapter to merge",
+                spec.task.as_str()
+            ),
+            format!(
+                "task = \"{}\" 时 merge_adapter 会被忽略：没有可合并的适配器",
+                spec.task.as_str()
+            ),
+        );
+    }
 
     // Durations and MFU.
     let time_limit_s = parse_duration_s(&r.time_limit).filter(|s| *s > 0);

@@ -2,9 +2,10 @@
 //! wire and in records as `queued`, `running`, `succeeded`, `failed`, `cancelled`, `timed_out`,
 //! `lost`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
     Queued,

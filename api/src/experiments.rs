@@ -1,0 +1,110 @@
+//! Saved experiments on the wire: an immutable snapshot of a spec, its plan and (for a finished
+//! job) its result, under an unguessable id. A snapshot holds no email and no balance.
+
+use crate::JobState;
+use crate::jobs::MetricPoint;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `POST /api/experiments`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewExperiment {
+    /// Spec text (TOML, or JSON when it starts with `{`).
+    pub spec: String,
+    /// A finished job of the caller's whose result the snapshot keeps.
+    #[serde(default)]
+    pub job_id: Option<String>,
+    /// Unpublished snapshots are visible to their owner only.
+    #[serde(default = "yes")]
+    pub published: bool,
+    /// The spec's name when absent (at most 200 characters are kept).
+    #[serde(default)]
+    pub title: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The answer of `POST /api/experiments`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SavedExperiment {
+    pub id: String,
+    /// The page that shows it: `/e/{id}`.
+    pub url: String,
+    pub published: bool,
+}
+
+/// `GET /api/experiments/{id}`: the snapshot as saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Experiment {
+    pub id: String,
+    pub title: String,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+    #[serde(default = "yes")]
+    pub published: bool,
+    /// The spec text as saved.
+    pub spec: String,
+    /// jobspec's plan of the spec (`onramp plan --json`'s shape) without the launch artifacts,
+    /// which the spec regenerates; [`Experiment::plan_summary`] reads the figures pages show.
+    pub plan: serde_json::Value,
+    #[serde(default)]
+    pub job: Option<ExperimentJob>,
+}
+
+impl Experiment {
+    /// The figures of the saved plan that pages show; none of them when the plan has no estimate.
+    pub fn plan_summary(&self) -> PlanSummary {
+        serde_json::from_value(self.plan.clone()).unwrap_or_default()
+    }
+}
+
+/// The result of the job an experiment was saved from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExperimentJob {
+    pub state: JobState,
+    pub card: String,
+    pub cards: u32,
+    pub charged_fen: Option<i64>,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    pub message: Option<String>,
+    #[serde(default)]
+    pub metrics: Vec<MetricPoint>,
+}
+
+/// The figures of a saved plan a page shows (the snapshot holds more).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanSummary {
+    #[serde(default)]
+    pub memory: Option<MemorySummary>,
+    #[serde(default)]
+    pub time: Option<TimeSummary>,
+    #[serde(default)]
+    pub cost: Option<CostSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MemorySummary {
+    pub per_gpu: PerGpuTotal,
+    pub card_bytes: u64,
+    pub fits: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PerGpuTotal {
+    pub total_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TimeSummary {
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CostSummary {
+    pub fen: u64,
+    pub max_fen: u64,
+}

@@ -1,0 +1,36 @@
+//! The wire contract of Onramp: every request and answer of the edge's HTTP API and of the
+//! runner contract, the [`ErrorCode`]s with their HTTP statuses, and a job's [`JobState`]. The
+//! edge writes these types, the app, the CLI and the tests read them, and the runner reads and
+//! writes its own; `/api/openapi.json` is generated from them ([`schema`]).
+//!
+//! serde and schemars only: no I/O, builds for native and wasm32. Wire types are kept apart from
+//! the domain types of `jobspec` and the edge's storage rows; golden files under `golden/` pin
+//! their JSON.
+
+pub mod accounts;
+pub mod backends;
+pub mod credits;
+pub mod error;
+pub mod experiments;
+pub mod job_state;
+pub mod jobs;
+pub mod runner;
+pub mod samples;
+pub mod schema;
+
+pub use accounts::{Account, Credentials, NewToken, SignedOut, TokenCreated};
+pub use backends::{
+    AdminBackend, AdminBackendList, BackendHealth, BackendKind, BackendList, Bindings, Check,
+    HealthReport, PublicBackend, Reconciled,
+};
+pub use credits::{
+    Ledger, LedgerEntry, LedgerKind, NewPromoCode, PromoCodeCreated, RedeemRequest, Redeemed,
+    Refund, RefundAnswer, RefundRequest,
+};
+pub use error::{ErrorBody, ErrorCode, ErrorEnvelope, InvalidSpecDetails};
+pub use experiments::{Experiment, ExperimentJob, NewExperiment, PlanSummary, SavedExperiment};
+pub use job_state::JobState;
+pub use jobs::{
+    CheckpointEntry, CheckpointList, Job, JobList, LogAccepted, LogChunk, Messages, MetricPoint,
+    MetricsPage, Report, ReportAccepted, Severity, SpecBody, SpecDiagnostic, SubmitRequest,
+};

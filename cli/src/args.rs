@@ -1,0 +1,239 @@
+//! The command line as clap types: every command, its options and its help text. `main.rs`
+//! dispatches on [`Command`]; `onramp completions SHELL` generates completions from the same
+//! definition, so the help, the completions and the parser cannot disagree.
+
+use clap::{Args as ClapArgs, Parser, Subcommand, ValueEnum};
+use clap_complete::Shell;
+
+/// Exit codes beyond clap's own (0 success, 2 usage error).
+pub mod exit {
+    /// The spec has errors (does not fit, cannot finish) or the edge refused the request.
+    pub const REFUSED: u8 = 1;
+    /// A file, stdin or the saved sign-in could not be read or written.
+    pub const IO: u8 = 3;
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "onramp",
+    version,
+    about = "Plan GPU training jobs offline, submit them and watch them on an Onramp edge",
+    after_help = "\
+Exit codes: 0 success; 1 the spec has errors or the edge refused; 2 usage error; 3 a file, stdin \
+or the saved sign-in could not be read or written.
+
+Remote commands talk to --edge URL, else ONRAMP_EDGE, else the edge you logged in to, else \
+http://localhost:8787; ONRAMP_TOKEN overrides the saved token."
+)]
+pub struct Cli {
+    /// Language of the output: en or zh (else LC_ALL, LC_MESSAGES or LANG starting with zh)
+    #[arg(long, global = true, value_enum, value_name = "LANG")]
+    pub lang: Option<LangArg>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// `--lang`'s values; `zh-CN` is accepted for `zh`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LangArg {
+    En,
+    #[value(alias = "zh-CN", alias = "zh-cn")]
+    Zh,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Diagnostics, memory per card, time and cost on every card type, fixes and launch artifacts
+    ///
+    /// Exits 1 when the spec has errors (including: does not fit, cannot finish).
+    Plan(PlanArgs),
+    /// Check a DeepSpeed config with DeepSpeed's own batch and offload rules
+    DsCheck {
+        /// The DeepSpeed config (ds_config.json), or - for stdin
+        #[arg(value_name = "DS_CONFIG")]
+        path: String,
+        /// Data-parallel degree (world size), to check train_batch_size against
+        #[arg(long, value_name = "N")]
+        dp: Option<u32>,
+    },
+    /// Print the JSON Schema of the job spec
+    Schema,
+    /// List the starter templates, or print one
+    Templates {
+        /// A template id from the list
+        id: Option<String>,
+    },
+    /// Sign in and save an API token (0600) for the remote commands
+    ///
+    /// The password comes from ONRAMP_PASSWORD, else the first line of stdin.
+    Login {
+        #[arg(long)]
+        email: String,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Forget the saved token on this machine
+    Logout,
+    /// The account and its balance
+    Me {
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Check a spec here, then submit it once; rerun with the printed --key to retry safely
+    Submit {
+        /// The job spec (TOML, or JSON when it ends in .json), or - for stdin
+        #[arg(value_name = "SPEC")]
+        path: String,
+        /// The Idempotency-Key of an earlier try (a fresh one otherwise)
+        #[arg(long, value_name = "IDEMPOTENCY_KEY")]
+        key: Option<String>,
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Your jobs, newest first
+    Jobs {
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// One job: state, backend, cards, hold or charge, times, why it waits
+    Status {
+        #[command(flatten)]
+        job: Job,
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// A job's log from a byte offset; --follow keeps reading until the job ends
+    Logs {
+        #[command(flatten)]
+        job: Job,
+        /// Keep polling until the job has ended and its log is read to the end
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// Start at this byte of the log
+        #[arg(long, value_name = "BYTES", default_value_t = 0)]
+        offset: u64,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Cancel a job; its hold settles to what it used
+    Cancel {
+        #[command(flatten)]
+        job: Job,
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Print shell completions for bash, zsh, fish, elvish or PowerShell
+    ///
+    /// For example: onramp completions bash > ~/.local/share/bash-completion/completions/onramp
+    Completions {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct PlanArgs {
+    /// The job spec (TOML, or JSON when it ends in .json), or - for stdin
+    #[arg(value_name = "SPEC")]
+    pub path: String,
+    /// The plan as JSON (the same shape the app reads)
+    #[arg(long)]
+    pub json: bool,
+    /// Leave out the DeepSpeed JSON, the launch commands and the sbatch script
+    #[arg(long)]
+    pub no_artifacts: bool,
+    /// Add the formula and assumptions behind every figure
+    #[arg(long)]
+    pub explain: bool,
+}
+
+/// Where the edge is.
+#[derive(Debug, Clone, ClapArgs)]
+pub struct Remote {
+    /// The edge's URL (else ONRAMP_EDGE, else the one you logged in to, else http://localhost:8787)
+    #[arg(long, value_name = "URL")]
+    pub edge: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, ClapArgs)]
+pub struct Json {
+    /// Print the edge's answer as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, ClapArgs)]
+pub struct Job {
+    /// The job's id (onramp jobs lists them)
+    #[arg(value_name = "JOB", value_parser = job_id)]
+    pub id: String,
+}
+
+/// A job id goes into a URL path: one non-empty segment.
+fn job_id(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.contains(['/', '?', '#']) {
+        Err(format!("`{s}` is not a job id"))
+    } else {
+        Ok(s.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn lang_is_global_and_accepts_zh_cn() {
+        let cli = Cli::try_parse_from(["onramp", "plan", "x.toml", "--lang", "zh-CN"]).unwrap();
+        assert_eq!(cli.lang, Some(LangArg::Zh));
+        let cli = Cli::try_parse_from(["onramp", "--lang", "en", "jobs", "--json"]).unwrap();
+        assert_eq!(cli.lang, Some(LangArg::En));
+        assert!(matches!(
+            cli.command,
+            Command::Jobs {
+                json: Json { json: true },
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn usage_errors_are_clap_errors() {
+        use clap::error::ErrorKind;
+        let kind = |argv: &[&str]| Cli::try_parse_from(argv).unwrap_err().kind();
+        assert_eq!(
+            kind(&["onramp", "jobs", "--frob"]),
+            ErrorKind::UnknownArgument
+        );
+        assert_eq!(
+            kind(&["onramp", "logs", "j1", "--offset", "x"]),
+            ErrorKind::ValueValidation
+        );
+        assert_eq!(
+            kind(&["onramp", "status", "a/b"]),
+            ErrorKind::ValueValidation
+        );
+        assert_eq!(
+            kind(&["onramp", "plan"]),
+            ErrorKind::MissingRequiredArgument
+        );
+        assert_eq!(kind(&["onramp", "plan", "--help"]), ErrorKind::DisplayHelp);
+        assert_eq!(kind(&["onramp", "--version"]), ErrorKind::DisplayVersion);
+    }
+}

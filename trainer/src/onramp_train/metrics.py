@@ -1,0 +1,129 @@
+"""The metrics stream and the time-based checkpoints, as Trainer callbacks.
+
+Each metrics line is one JSON object on stdout, rank 0 only, in the schema `onramp-runner
+tiny-train` prints (`step`, `loss`, `val_loss`, `lr`, `tokens_per_s`, `elapsed_s`) plus
+`grad_norm`, `epoch` and, on CUDA, `peak_mem_bytes`. The line starts with `{"step":` because the
+Slurm job wrapper forwards exactly such lines to the edge.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import urllib.request
+
+from transformers import TrainerCallback
+
+
+class MetricsLines(TrainerCallback):
+    def __init__(self, out=None):
+        self.out = out or sys.stdout
+        self.reporter = Reporter.from_env()
+        self.start = time.monotonic()
+        self.last_time = self.start
+        self.last_tokens = 0
+        self.last_line: dict[str, object] | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start = time.monotonic()
+        self.last_time = self.start
+        self.last_tokens = state.num_input_tokens_seen
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs:
+            return
+        now = time.monotonic()
+        if "loss" in logs:
+            line = self._train_line(state, logs, now)
+            self.last_line = line
+        elif "eval_loss" in logs and self.last_line is not None:
+            # The edge keeps one point per step: the validation loss joins that step's line.
+            line = dict(self.last_line)
+            line["val_loss"] = float(logs["eval_loss"])
+        else:
+            return
+        print(json.dumps(line), file=self.out, flush=True)
+        self.reporter.send(line)
+
+    def _train_line(self, state, logs, now) -> dict[str, object]:
+        line: dict[str, object] = {"step": state.global_step, "loss": float(logs["loss"])}
+        if "learning_rate" in logs:
+            line["lr"] = float(logs["learning_rate"])
+        seen = state.num_input_tokens_seen
+        if now > self.last_time and seen > self.last_tokens:
+            line["tokens_per_s"] = (seen - self.last_tokens) / (now - self.last_time)
+            self.last_time, self.last_tokens = now, seen
+        line["elapsed_s"] = round(now - self.start, 3)
+        if logs.get("grad_norm") is not None:
+            line["grad_norm"] = float(logs["grad_norm"])
+        if state.epoch is not None:
+            line["epoch"] = round(float(state.epoch), 4)
+        peak = _peak_mem_bytes()
+        if peak is not None:
+            line["peak_mem_bytes"] = peak
+        return line
+
+
+class Reporter:
+    """Posts each metrics line to the edge when the job was given a report URL and token (the
+    local runner gives them; the Slurm job script forwards stdout itself and withholds them)."""
+
+    def __init__(self, url: str | None, token: str | None):
+        self.url, self.token = url, token
+
+    @classmethod
+    def from_env(cls) -> Reporter:
+        return cls(os.environ.get("ONRAMP_REPORT_URL"), os.environ.get("ONRAMP_REPORT_TOKEN"))
+
+    def send(self, line: dict[str, object]) -> None:
+        if not self.url or not self.token:
+            return
+        body = json.dumps({"metrics": [line]}).encode()
+        req = urllib.request.Request(
+            self.url,
+            data=body,
+            method="POST",
+            headers={"content-type": "application/json", "authorization": f"Bearer {self.token}"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=5):
+                pass
+        except OSError as e:
+            print(f"onramp-train: cannot report metrics ({e}); training goes on", file=sys.stderr)
+
+
+class SaveEveryMinutes(TrainerCallback):
+    """Asks the Trainer to checkpoint when `minutes` have passed since the last save."""
+
+    def __init__(self, minutes: int):
+        self.seconds = minutes * 60
+        self.last = time.monotonic()
+
+    def on_save(self, args, state, control, **kwargs):
+        self.last = time.monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.seconds <= 0:
+            return
+        due = time.monotonic() - self.last >= self.seconds
+        # Every rank must take part in a save: rank 0's clock decides for all.
+        import torch
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            flag = torch.tensor([1 if due else 0], device=args.device)
+            dist.broadcast(flag, src=0)
+            due = bool(flag.item())
+        if due:
+            control.should_save = True
+            self.last = time.monotonic()
+
+
+def _peak_mem_bytes() -> int | None:
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        return int(torch.cuda.max_memory_allocated())
+    return None

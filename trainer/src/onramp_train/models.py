@@ -1,0 +1,156 @@
+"""Where a job's model and tokenizer come from, and building them.
+
+A catalogue id resolves to `ONRAMP_MODELS/<id>` (a Hugging Face folder on the cluster's shared
+storage) first, then to its hub repo id when the machine declares hub access (`ONRAMP_HUB=1`).
+`pretrain` and custom `[model]` architectures build the model from its numbers. A model that is
+nowhere is refused before any work, naming every place that was looked at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ModelNotFound
+from .spec import Arch, Plan
+
+# A plain chat layout for tokenizers that bring no chat template of their own (a bare
+# SentencePiece model): one header line per turn, the text, then the end-of-sequence token.
+FALLBACK_CHAT_TEMPLATE = (
+    "{% for m in messages %}"
+    "{{ '<|' + m['role'] + '|>\n' + m['content'] }}"
+    "{% if m['role'] == 'assistant' %}{{ eos_token }}{% endif %}{{ '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}"
+)
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """`kind` is `folder` (a local Hugging Face folder), `hub` (a repo id) or `config` (built
+    from the architecture numbers with random weights)."""
+
+    kind: str
+    where: str
+
+
+def models_root() -> Path | None:
+    root = os.environ.get("ONRAMP_MODELS")
+    return Path(root) if root else None
+
+
+def resolve(plan: Plan) -> ModelSource:
+    """Where this plan's weights come from; raises ModelNotFound naming where it looked."""
+    if plan.task == "pretrain" or plan.model.id is None:
+        return ModelSource("config", plan.model.name)
+    looked = []
+    root = models_root()
+    if root is not None:
+        folder = root / plan.model.id
+        if (folder / "config.json").is_file():
+            return ModelSource("folder", str(folder))
+        looked.append(f"{folder} (no config.json there)")
+    else:
+        looked.append("ONRAMP_MODELS/<id> (ONRAMP_MODELS is not set)")
+    if os.environ.get("ONRAMP_HUB") == "1" and plan.model.hf_repo:
+        return ModelSource("hub", plan.model.hf_repo)
+    looked.append(
+        f"the hub repo {plan.model.hf_repo} (not tried: this machine does not declare hub "
+        "access; set ONRAMP_HUB=1 where it has it)"
+    )
+    raise ModelNotFound(
+        f"model `{plan.model.id}` not found; looked in: " + "; ".join(looked)
+        + f". Put the Hugging Face folder of {plan.model.name} at ONRAMP_MODELS/{plan.model.id}."
+    )
+
+
+def hf_config(arch: Arch, max_positions: int):
+    """A Transformers config with exactly jobspec's architecture numbers: Llama, or Qwen2 when
+    q/k/v carry biases (Llama's `attention_bias` would add one to o_proj too)."""
+    from transformers import LlamaConfig, Qwen2Config
+
+    common = dict(
+        vocab_size=arch.vocab,
+        hidden_size=arch.hidden,
+        intermediate_size=arch.ffn,
+        num_hidden_layers=arch.layers,
+        num_attention_heads=arch.heads,
+        num_key_value_heads=arch.kv_heads,
+        tie_word_embeddings=arch.tied_embeddings,
+        max_position_embeddings=max_positions,
+    )
+    if arch.qkv_bias:
+        return Qwen2Config(**common)
+    return LlamaConfig(**common, attention_bias=False, mlp_bias=False)
+
+
+def build(plan: Plan, source: ModelSource, dtype, quantization=None):
+    """The model to train: loaded from its folder or the hub, or built from its numbers."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if source.kind == "config":
+        positions = max(plan.seq_len, plan.model.max_seq_len or 0)
+        torch.manual_seed(plan.seed)
+        model = AutoModelForCausalLM.from_config(hf_config(plan.model.arch, positions))
+        return model.to(dtype)
+    kwargs = {"dtype": dtype}
+    if quantization is not None:
+        kwargs["quantization_config"] = quantization
+    try:
+        return AutoModelForCausalLM.from_pretrained(source.where, **kwargs)
+    except OSError as e:
+        raise ModelNotFound(f"cannot load the model from {source.where}: {e}") from e
+
+
+def tokenizer(plan: Plan, source: ModelSource):
+    """The model's own tokenizer, or for models built from numbers a SentencePiece model of the
+    same vocabulary: `ONRAMP_TOKENIZER`, else `ONRAMP_MODELS/tok<vocab>.model`."""
+    from transformers import AutoTokenizer
+
+    if source.kind in ("folder", "hub"):
+        tok = AutoTokenizer.from_pretrained(source.where)
+    else:
+        tok = _tokenizer_for_vocab(plan.model.arch.vocab)
+    if tok.pad_token is None:
+        tok.pad_token = tok.unk_token or tok.eos_token
+    if tok.chat_template is None:
+        tok.chat_template = FALLBACK_CHAT_TEMPLATE
+    return tok
+
+
+def _tokenizer_for_vocab(vocab: int):
+    from transformers import AutoTokenizer
+
+    looked = []
+    candidates = []
+    if os.environ.get("ONRAMP_TOKENIZER"):
+        candidates.append(Path(os.environ["ONRAMP_TOKENIZER"]))
+    else:
+        looked.append("ONRAMP_TOKENIZER (not set)")
+    root = models_root()
+    if root is not None:
+        candidates.append(root / f"tok{vocab}.model")
+    else:
+        looked.append(f"ONRAMP_MODELS/tok{vocab}.model (ONRAMP_MODELS is not set)")
+    for path in candidates:
+        if path.is_dir():
+            return AutoTokenizer.from_pretrained(str(path))
+        if path.is_file():
+            return _sentencepiece(path)
+        looked.append(f"{path} (missing)")
+    raise ModelNotFound(
+        f"no tokenizer for a model with a vocabulary of {vocab}; looked in: " + "; ".join(looked)
+    )
+
+
+def _sentencepiece(path: Path):
+    """A Llama tokenizer over a bare SentencePiece model file."""
+    from transformers import LlamaTokenizer
+
+    with tempfile.TemporaryDirectory() as d:
+        shutil.copyfile(path, Path(d) / "tokenizer.model")
+        return LlamaTokenizer.from_pretrained(d)

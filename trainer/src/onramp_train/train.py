@@ -1,0 +1,259 @@
+"""One training run: the plan's settings as Hugging Face TrainingArguments, PEFT for adapters,
+DeepSpeed from the ds_config jobspec generates, checkpoints and resume by the Trainer itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import data, models
+from .errors import CommError, DeviceError, OutOfMemory, SpecError
+from .metrics import MetricsLines, SaveEveryMinutes
+from .spec import Plan
+
+
+def say(msg: str) -> None:
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(f"onramp-train: {msg}", file=sys.stderr, flush=True)
+
+
+def preflight(plan: Plan, ds_file: dict[str, Any] | None, derived_ds: dict[str, Any]) -> bool:
+    """Refusals that need no model and no data. Returns whether to run on CUDA."""
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if plan.task == "qlora" and not cuda:
+        raise DeviceError(
+            "qlora quantizes the base model to 4 bits with bitsandbytes, which needs a CUDA GPU; "
+            "this machine has none. Use task = \"lora\" to train adapters on the CPU."
+        )
+    if plan.is_gpu and not cuda and os.environ.get("ONRAMP_TRAIN_DEVICE") != "cpu":
+        raise DeviceError(
+            f"the spec asks for {plan.world_size} × {plan.card} but no CUDA device is visible "
+            "(CUDA_VISIBLE_DEVICES, driver); set ONRAMP_TRAIN_DEVICE=cpu to run it on the CPU"
+        )
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world != plan.world_size:
+        raise SpecError(
+            f"the spec plans {plan.world_size} card(s) but {world} process(es) were launched; "
+            "launch with the torchrun/deepspeed line the Plan page shows"
+        )
+    if ds_file is not None and ds_file != derived_ds:
+        keys = sorted(k for k in set(ds_file) | set(derived_ds) if ds_file.get(k) != derived_ds.get(k))
+        raise SpecError(
+            "the ds_config.json given is not the one jobspec generates for this spec (differs in "
+            + ", ".join(keys)
+            + "); regenerate both from the same spec"
+        )
+    return cuda
+
+
+def training_arguments(plan: Plan, ds: dict[str, Any], out: Path, cuda: bool, evaluate: bool):
+    from transformers import TrainingArguments
+
+    steps = plan.max_steps
+    return TrainingArguments(
+        output_dir=str(out),
+        max_steps=steps,
+        per_device_train_batch_size=plan.micro_batch,
+        per_device_eval_batch_size=plan.micro_batch,
+        gradient_accumulation_steps=plan.grad_accum,
+        learning_rate=plan.lr,
+        warmup_steps=plan.warmup_steps,
+        lr_scheduler_type=plan.hf_schedule,
+        # The ds_config's optimizer: AdamW(0.9, 0.95, eps 1e-8, wd 0.1) or SGD, clipping 1.0.
+        optim="adamw_torch" if plan.optimizer == "adamw" else "sgd",
+        adam_beta1=0.9,
+        adam_beta2=0.95,
+        adam_epsilon=1e-8,
+        weight_decay=0.1 if plan.optimizer == "adamw" else 0.0,
+        max_grad_norm=1.0,
+        bf16=plan.precision == "bf16" and (cuda or bool(ds)),
+        fp16=plan.precision == "fp16" and cuda,
+        gradient_checkpointing=plan.grad_checkpointing,
+        seed=plan.seed,
+        data_seed=plan.seed,
+        logging_steps=max(1, steps // 100),
+        eval_strategy="steps" if evaluate else "no",
+        eval_steps=max(1, steps // 5),
+        save_strategy="steps",
+        save_steps=max(1, plan.save_every_steps),
+        save_total_limit=plan.keep_checkpoints,
+        report_to=plan.report_to or "none",
+        deepspeed=ds or None,
+        use_cpu=not cuda,
+        ddp_backend="gloo" if not cuda and plan.world_size > 1 else None,
+        include_num_input_tokens_seen=True,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+
+
+def run(plan: Plan, ds: dict[str, Any], out: Path) -> Path:
+    import torch
+    from transformers import DataCollatorForSeq2Seq, PrinterCallback, Trainer
+    from transformers.trainer_utils import get_last_checkpoint
+
+    cuda = torch.cuda.is_available()
+    source = models.resolve(plan)
+    tok = models.tokenizer(plan, source)
+    examples = data.load(plan.dataset, tok, plan.seq_len, plan.task)
+    for line in examples.bad_lines[: data.MAX_REPORTED]:
+        say(f"skipped {examples.path} {line}")
+    if len(examples.bad_lines) > data.MAX_REPORTED:
+        say(f"… and {len(examples.bad_lines) - data.MAX_REPORTED} more bad lines")
+    say(
+        f"{plan.task} of {plan.model.name} ({source.kind}: {source.where}) on {examples.path} "
+        f"({examples.fmt}, {len(examples.items)} examples, {examples.tokens} tokens), "
+        f"{plan.max_steps} steps of {plan.global_batch} sequences"
+    )
+    train_set, eval_set = _split(examples.items, plan.seed)
+
+    dtype = _dtype(plan, cuda)
+    quant = _quantization(plan) if plan.task == "qlora" else None
+    model = models.build(plan, source, dtype, quant)
+    if plan.lora is not None:
+        model = _with_adapters(model, plan)
+
+    args = training_arguments(plan, ds, out, cuda, evaluate=eval_set is not None)
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=train_set,
+        eval_dataset=eval_set,
+        data_collator=DataCollatorForSeq2Seq(tok, padding=True, label_pad_token_id=data.IGNORE),
+        processing_class=tok,
+        callbacks=[MetricsLines(), SaveEveryMinutes(plan.save_every_minutes)],
+    )
+    # The metrics lines replace the Trainer's own printed dicts.
+    trainer.remove_callback(PrinterCallback)
+    last = get_last_checkpoint(str(out)) if out.is_dir() and plan.resume else None
+    if last:
+        say(f"resuming from {last}")
+    try:
+        trainer.train(resume_from_checkpoint=last)
+    except torch.cuda.OutOfMemoryError as e:
+        raise OutOfMemory(_oom_message(plan, str(e))) from e
+    except RuntimeError as e:
+        text = str(e)
+        if "NCCL" in text or "timed out" in text.lower() or "Timeout" in text:
+            raise CommError(
+                f"the ranks stopped talking to each other ({text.splitlines()[0]}); check the "
+                "nodes' network (NCCL_SOCKET_IFNAME, firewalls) and resubmit: the job resumes "
+                "from its last checkpoint"
+            ) from e
+        raise
+    final = out / "final"
+    trainer.save_model(str(final))
+    if trainer.is_world_process_zero():
+        tok.save_pretrained(str(final))
+        (final / "onramp-plan.json").write_text(json.dumps(plan.export(), indent=2))
+        say(f"wrote the {'adapter' if plan.lora else 'model'} to {final}")
+        if plan.lora is not None and plan.merge_adapter:
+            merged = merge(plan, source, final, out / "merged")
+            say(f"wrote the merged model to {merged}")
+    return final
+
+
+def merge(plan: Plan, source, adapter: Path, dest: Path) -> Path:
+    """The base model with the adapter folded in, as a plain Hugging Face model."""
+    import torch
+    from peft import PeftModel
+    from transformers.integrations.deepspeed import unset_hf_deepspeed_config
+
+    # Rank 0 merges alone: a ZeRO-3 run left Transformers loading models partitioned across
+    # ranks, which would wait forever for the others.
+    unset_hf_deepspeed_config()
+    base = models.build(plan, source, torch.float32)
+    merged = PeftModel.from_pretrained(base, str(adapter)).merge_and_unload()
+    merged.save_pretrained(str(dest))
+    models.tokenizer(plan, source).save_pretrained(str(dest))
+    return dest
+
+
+class _Examples:
+    def __init__(self, items):
+        self.items = items
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+def _split(items, seed: int):
+    """A small held-out set for the validation loss, when there is enough data to spare it."""
+    import random
+
+    if len(items) < 20:
+        return _Examples(items), None
+    order = list(range(len(items)))
+    random.Random(seed).shuffle(order)
+    n_eval = min(64, len(items) // 20)
+    held = set(order[:n_eval])
+    return (
+        _Examples([x for i, x in enumerate(items) if i not in held]),
+        _Examples([items[i] for i in sorted(held)]),
+    )
+
+
+def _dtype(plan: Plan, cuda: bool):
+    import torch
+
+    # Full training keeps fp32 master weights (the Trainer or DeepSpeed casts); an adapter's
+    # frozen base is stored in 16 bits, as jobspec's LoRA estimate assumes.
+    if plan.lora is not None and cuda and plan.precision in ("bf16", "fp16"):
+        return torch.bfloat16 if plan.precision == "bf16" else torch.float16
+    return torch.float32
+
+
+def _quantization(plan: Plan):
+    import torch
+
+    try:
+        from transformers import BitsAndBytesConfig
+        import bitsandbytes  # noqa: F401
+    except ImportError as e:
+        raise DeviceError(
+            "qlora needs bitsandbytes in the job's environment: pip install 'onramp-train[qlora]'"
+        ) from e
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=torch.bfloat16 if plan.precision == "bf16" else torch.float16,
+    )
+
+
+def _with_adapters(model, plan: Plan):
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+
+    assert plan.lora is not None
+    if plan.task == "qlora":
+        model = prepare_model_for_kbit_training(model, plan.grad_checkpointing)
+    elif plan.grad_checkpointing:
+        model.enable_input_require_grads()
+    targets = plan.lora.targets
+    config = LoraConfig(
+        r=plan.lora.r,
+        lora_alpha=plan.lora.alpha,
+        # jobspec has no dropout key; none keeps a resumed run identical to an uninterrupted one.
+        lora_dropout=0.0,
+        target_modules="all-linear" if "all-linear" in targets else targets,
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, config)
+
+
+def _oom_message(plan: Plan, detail: str) -> str:
+    return (
+        f"CUDA out of memory ({detail.splitlines()[0] if detail else 'no detail'}). "
+        f"The plan for {plan.world_size} × {plan.card} with ZeRO-{plan.zero_stage} does not fit "
+        "this run: open the spec on the Plan page (or `onramp plan spec.toml`) for the memory "
+        "estimate per GPU and its fixes — ZeRO-3 with CPU offload, LoRA, gradient "
+        "checkpointing, a smaller micro_batch, or more cards."
+    )

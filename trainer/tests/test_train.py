@@ -1,0 +1,311 @@
+"""Real training runs on the CPU: DeepSpeed ZeRO-2 and ZeRO-3 on two gloo ranks under torchrun,
+LoRA, pretraining a custom architecture, optimizer offload, and resume after a kill."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import DATA, environment, metrics_of, run_trainer, shared_dir, start, stop, wait_for
+
+SCHEMA = {"step", "loss", "lr", "tokens_per_s", "elapsed_s", "grad_norm", "epoch"}
+
+
+def spec_text(
+    task: str,
+    model: str,
+    dataset: Path | str,
+    steps: int,
+    card: str = "cpu",
+    cards: int = 1,
+    parallel: str = "",
+    train: str = "",
+    tail: str = "",
+    seq_len: int = 64,
+    lr: float = 3e-3,
+) -> str:
+    return f"""name = "test-{task}"
+task = "{task}"
+{model}
+
+[data]
+dataset = "{dataset}"
+seq_len = {seq_len}
+
+[train]
+steps = {steps}
+micro_batch = 4
+grad_accum = 1
+lr = {lr}
+warmup = 2
+precision = "fp32"
+{train}
+
+{parallel}
+[resources]
+card = "{card}"
+cards_per_node = {cards}
+time_limit = "30m"
+
+{tail}
+"""
+
+
+def mean(xs):
+    xs = list(xs)
+    return sum(xs) / len(xs)
+
+
+def assert_learns(run, steps: int):
+    assert run.rc == 0, run.stderr[-3000:]
+    losses = run.train_losses()
+    assert sorted(losses) == list(range(1, steps + 1))
+    # Rank 0 only: a step has one line, or two when the validation loss joins it.
+    assert len(run.metrics) == steps + sum("val_loss" in m for m in run.metrics)
+    first, last = mean(losses[s] for s in (1, 2, 3)), mean(losses[s] for s in range(steps - 2, steps + 1))
+    assert last < first - 0.1, losses
+    line = next(m for m in run.metrics if m["step"] == steps)
+    assert SCHEMA <= set(line), line
+    assert next(iter(line)) == "step", "the Slurm job script forwards lines starting {\"step\":"
+
+
+def generates(folder: Path, adapter_of: Path | None = None) -> list[int]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    if adapter_of is not None:
+        from peft import PeftModel
+
+        base = AutoModelForCausalLM.from_pretrained(adapter_of)
+        model = PeftModel.from_pretrained(base, folder)
+    else:
+        model = AutoModelForCausalLM.from_pretrained(folder)
+    ids = tok("Reverse the word.", return_tensors="pt").input_ids
+    with torch.no_grad():
+        out = model.generate(ids, max_new_tokens=6, min_new_tokens=6, do_sample=False)
+    return out[0, ids.shape[1] :].tolist()
+
+
+def test_full_sft_with_zero2_on_two_ranks(tmp_path, models_dir):
+    steps = 12
+    run = run_trainer(
+        tmp_path,
+        spec_text(
+            "sft", 'model = "stories260K"', DATA / "alpaca.jsonl", steps,
+            card="a100-80g", cards=2, parallel="[parallel]\nzero_stage = 2\n",
+        ),
+        nproc=2,
+        models=models_dir,
+    )
+    assert_learns(run, steps)
+    assert "(folder:" in run.stderr, "the catalogue model came from ONRAMP_MODELS"
+    final = tmp_path / "out" / "final"
+    assert len(generates(final)) == 6
+    plan = json.loads((final / "onramp-plan.json").read_text())
+    assert (plan["zero_stage"], plan["world_size"], plan["global_batch"]) == (2, 2, 8)
+
+
+def test_lora_with_zero3_on_two_ranks_and_merge(tmp_path, models_dir):
+    steps = 12
+    run = run_trainer(
+        tmp_path,
+        spec_text(
+            "lora", 'model = "stories260K"', DATA / "chat.jsonl", steps,
+            card="a100-80g", cards=2, parallel="[parallel]\nzero_stage = 3\n",
+            train="lora_rank = 8\nlora_targets = [\"all-linear\"]", lr=1e-2,
+            tail="[output]\nmerge_adapter = true\n",
+        ),
+        nproc=2,
+        models=models_dir,
+    )
+    assert_learns(run, steps)
+    final = tmp_path / "out" / "final"
+    assert (final / "adapter_config.json").is_file()
+    assert not (final / "model.safetensors").exists(), "only the adapter is saved"
+    assert len(generates(final, adapter_of=models_dir / "stories260K")) == 6
+    assert len(generates(tmp_path / "out" / "merged")) == 6
+
+
+def test_pretrain_a_custom_architecture_on_plain_text(tmp_path, models_dir):
+    steps = 15
+    model = (
+        "[model]\nname = \"mini\"\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 2\n"
+        "ffn = 172\nvocab = 512"
+    )
+    # The [model] table must close before [data]: spec_text puts the model line first.
+    run = run_trainer(
+        tmp_path,
+        spec_text("pretrain", model, shared_dir() / "data" / "tinyshakespeare.txt", steps),
+        models=models_dir,
+    )
+    assert_learns(run, steps)
+    assert "(config: mini)" in run.stderr
+    assert len(generates(tmp_path / "out" / "final")) == 6
+
+
+def test_optimizer_offload_to_the_cpu(tmp_path, models_dir):
+    steps = 8
+    run = run_trainer(
+        tmp_path,
+        spec_text(
+            "sft", 'model = "stories260K"', DATA / "alpaca.jsonl", steps,
+            card="a100-80g", cards=2,
+            parallel="[parallel]\nzero_stage = 2\noffload_optimizer = \"cpu\"\n",
+        ),
+        nproc=2,
+        models=models_dir,
+    )
+    assert_learns(run, steps)
+
+
+def test_resume_after_a_kill_continues_the_same_curve(tmp_path, models_dir):
+    steps = 40
+    text = spec_text(
+        "sft", 'model = "stories260K"', DATA / "alpaca.jsonl", steps,
+        tail="[checkpoint]\nevery_steps = 5\nkeep = 2\n",
+    )
+    whole = run_trainer(tmp_path / "whole", text, models=models_dir)
+    assert whole.rc == 0, whole.stderr[-3000:]
+
+    job = tmp_path / "job"
+    proc = start(job, text, 1, environment(models_dir))
+    seen: list[str] = []
+    try:
+        def past_a_checkpoint():
+            line = proc.stdout.readline()
+            seen.append(line)
+            return line.startswith('{"step": 12,') or proc.poll() is not None
+
+        wait_for(past_a_checkpoint, 300, "step 12 of the first run")
+    finally:
+        stop(proc)
+    assert not (job / "out" / "final").exists(), "killed before the end"
+    assert (job / "out" / "checkpoint-10").is_dir()
+
+    again = run_trainer(job, text, models=models_dir)
+    assert again.rc == 0, again.stderr[-3000:]
+    assert "resuming from out/checkpoint-10" in again.stderr
+    resumed, reference = again.train_losses(), whole.train_losses()
+    assert min(resumed) == 11, "continues at the saved step"
+    for s in range(11, steps + 1):
+        assert resumed[s] == pytest.approx(reference[s], rel=1e-3, abs=1e-4), s
+    assert metrics_of("".join(seen))[0]["step"] == 1
+
+
+def test_bad_lines_are_reported_with_their_numbers(tmp_path, models_dir):
+    run = run_trainer(
+        tmp_path,
+        spec_text("sft", 'model = "stories260K"', DATA / "bad.jsonl", 2),
+        models=models_dir,
+    )
+    assert run.rc == 0, run.stderr[-3000:]
+    for n in (2, 3, 4, 6):
+        assert f"bad.jsonl line {n}:" in run.stderr, run.stderr
+    assert "line 1:" not in run.stderr and "line 7:" not in run.stderr
+    assert "2 examples" in run.stderr
+
+
+def test_a_dataset_with_no_usable_example_is_refused_before_training(tmp_path, models_dir):
+    run = run_trainer(
+        tmp_path,
+        spec_text("sft", 'model = "stories260K"', DATA / "unusable.jsonl", 2),
+        models=models_dir,
+    )
+    assert run.rc == 4
+    assert "has no usable example" in run.stderr and "line 2:" in run.stderr
+    assert run.metrics == []
+
+
+def test_a_missing_dataset_names_where_it_looked(tmp_path, models_dir):
+    run = run_trainer(
+        tmp_path,
+        spec_text("sft", 'model = "stories260K"', "no-such-set", 2),
+        models=models_dir,
+        extra_env={"ONRAMP_DATASETS": str(tmp_path / "datasets")},
+    )
+    assert run.rc == 4
+    assert "dataset `no-such-set` not found" in run.stderr
+    assert str(tmp_path / "datasets" / "no-such-set") in run.stderr
+
+
+def test_a_missing_model_names_where_it_looked(tmp_path):
+    empty = tmp_path / "models"
+    empty.mkdir()
+    run = run_trainer(
+        tmp_path,
+        spec_text("lora", 'model = "qwen2.5-7b"', DATA / "alpaca.jsonl", 2),
+        models=empty,
+    )
+    assert run.rc == 3
+    assert str(empty / "qwen2.5-7b") in run.stderr
+    assert "Qwen/Qwen2.5-7B" in run.stderr
+
+
+def test_qlora_on_a_machine_without_cuda_is_refused_before_any_work(tmp_path):
+    run = run_trainer(
+        tmp_path,
+        spec_text(
+            "qlora", 'model = "qwen2.5-7b"', DATA / "alpaca.jsonl", 2, card="rtx-4090",
+            train='precision = "bf16"',
+        ).replace('precision = "fp32"\n', "", 1),
+    )
+    assert run.rc == 7, run.stderr
+    assert "qlora" in run.stderr and "CUDA" in run.stderr
+
+
+def test_a_launch_that_does_not_match_the_spec_is_refused(tmp_path, models_dir):
+    text = spec_text("sft", 'model = "stories260K"', DATA / "alpaca.jsonl", 2, card="a100-80g", cards=2)
+    run = run_trainer(tmp_path / "world", text, nproc=1, models=models_dir)
+    assert run.rc == 2
+    assert "plans 2 card(s) but 1 process(es)" in run.stderr
+
+    (tmp_path / "ds").mkdir()
+    (tmp_path / "ds" / "ds_config.json").write_text(json.dumps({"train_batch_size": 3}))
+    run = run_trainer(
+        tmp_path / "ds", text, nproc=2, models=models_dir, args=["--deepspeed", "ds_config.json"]
+    )
+    # torchrun exits 1 whatever its ranks' statuses were; the log says which kind of failure.
+    assert run.rc != 0
+    assert "[spec]" in run.stderr
+    assert "not the one jobspec generates" in run.stderr
+
+
+def test_metrics_reach_the_report_url_the_runner_gives(tmp_path, models_dir):
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    received: list[tuple[str, dict]] = []
+
+    class Edge(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["content-length"]))
+            received.append((self.headers["authorization"], json.loads(body)))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Edge)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        run = run_trainer(
+            tmp_path,
+            spec_text("sft", 'model = "stories260K"', DATA / "alpaca.jsonl", 3),
+            models=models_dir,
+            extra_env={
+                "ONRAMP_REPORT_URL": f"http://127.0.0.1:{server.server_port}/api/jobs/j/report",
+                "ONRAMP_REPORT_TOKEN": "job-token",
+            },
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert run.rc == 0, run.stderr[-3000:]
+    assert received, "no report arrived"
+    assert {auth for auth, _ in received} == {"Bearer job-token"}
+    posted = [m for _, body in received for m in body["metrics"]]
+    assert posted == run.metrics
