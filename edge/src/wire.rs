@@ -330,7 +330,10 @@ mod tests {
         .unwrap();
         assert!(r.check().is_ok());
         assert_eq!(r.metrics[0].epoch, Some(0.25));
-        assert!(parse_json::<Report>(br#"{"metrics":[{"step":1,"loss":2.5,"elapsed_s":0.5,"x":1}]}"#).is_err());
+        assert!(
+            parse_json::<Report>(br#"{"metrics":[{"step":1,"loss":2.5,"elapsed_s":0.5,"x":1}]}"#)
+                .is_err()
+        );
         let r: Report = parse_json(br#"{"state":"queued"}"#).unwrap();
         assert_eq!(r.check().unwrap_err().code, ErrorCode::InvalidState);
         assert!(parse_json::<Report>(br#"{"state":"flying"}"#).is_err());

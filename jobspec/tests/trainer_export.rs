@@ -96,7 +96,9 @@ fn derived_values_for_the_trainer_are_current() {
         }
         // What the sbatch script writes for the trainer reads back as the same plan.
         let written = spec_toml(&v);
-        let again = validate_toml(&written).0.expect("the written spec validates");
+        let again = validate_toml(&written)
+            .0
+            .expect("the written spec validates");
         assert_eq!(trainer_plan(&again), trainer_plan(&v), "{source}");
         cases.push(json!({
             "source": source,
