@@ -29,30 +29,42 @@ pub struct Failure(pub String);
 /// The edge's error as one line: its message, its code and the HTTP status, then the spec
 /// diagnostics when the edge sent them (so a refused spec says what and where).
 pub fn describe_error(answer: &Answer) -> Failure {
-    let e = &answer.json["error"];
-    let mut text = match (e["message"].as_str(), e["code"].as_str()) {
-        (Some(m), Some(c)) => format!("{m} ({c}, HTTP {})", answer.status),
-        _ => t(
-            format!(
-                "the edge answered HTTP {} without an error body",
-                answer.status
-            ),
-            format!("边缘服务返回 HTTP {}，没有错误内容", answer.status),
+    let envelope = serde_json::from_value::<api::ErrorEnvelope>(answer.json.clone()).ok();
+    let mut text = match &envelope {
+        Some(e) => format!(
+            "{} ({}, HTTP {})",
+            e.error.message, e.error.code, answer.status
         ),
+        // A code this build does not know yet (a newer edge) still shows its words.
+        None => match (
+            answer.json["error"]["message"].as_str(),
+            answer.json["error"]["code"].as_str(),
+        ) {
+            (Some(m), Some(c)) => format!("{m} ({c}, HTTP {})", answer.status),
+            _ => t(
+                format!(
+                    "the edge answered HTTP {} without an error body",
+                    answer.status
+                ),
+                format!("边缘服务返回 HTTP {}，没有错误内容", answer.status),
+            ),
+        },
     };
-    if let Some(diags) = e["details"]["diagnostics"].as_array() {
-        for d in diags {
-            let at = match (d["line"].as_u64(), d["column"].as_u64()) {
-                (Some(l), Some(c)) => format!("{l}:{c}: "),
-                _ => String::new(),
-            };
-            let message = d["message"].as_str().unwrap_or("");
-            text.push_str(&format!(
-                "\n  {at}{} [{}] {message}",
-                d["severity"].as_str().unwrap_or("error"),
-                d["code"].as_str().unwrap_or("?"),
-            ));
-        }
+    let diagnostics = envelope
+        .filter(|e| e.error.code == api::ErrorCode::InvalidSpec)
+        .and_then(|e| serde_json::from_value::<api::InvalidSpecDetails>(e.error.details).ok())
+        .map(|d| d.diagnostics)
+        .unwrap_or_default();
+    for d in diagnostics {
+        let at = match (d.line, d.column) {
+            (0, _) => String::new(),
+            (l, c) => format!("{l}:{c}: "),
+        };
+        let severity = serde_json::to_value(d.severity)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        text.push_str(&format!("\n  {at}{severity} [{}] {}", d.code, d.message));
     }
     if answer.status == 401 {
         text.push_str(&t(
@@ -189,8 +201,8 @@ mod tests {
         let a = answer(
             422,
             json!({"error": {"code": "invalid_spec", "message": "the spec cannot be submitted", "details": {
-                "diagnostics": [{"severity": "error", "code": "E_UNKNOWN_CARD", "line": 7, "column": 8,
-                                 "message": "unknown card `H900`", "messages": {"en": "unknown card `H900`"}}]}}}),
+                "diagnostics": [{"severity": "error", "code": "E_UNKNOWN_CARD", "path": "resources.card", "line": 7, "column": 8,
+                                 "message": "unknown card `H900`", "messages": {"en": "unknown card `H900`", "zh-CN": "未知的卡型 `H900`"}}]}}}),
         );
         let text = describe_error(&a).0;
         assert!(
