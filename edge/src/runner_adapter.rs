@@ -147,8 +147,8 @@ impl Backend for RunnerBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
     use crate::backends::BackendKind;
+    use std::collections::BTreeMap;
 
     #[test]
     fn health_is_authenticated_with_the_shared_secret() {
