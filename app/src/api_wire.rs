@@ -1,46 +1,18 @@
-//! What the app reads from the edge's API (accounts, credits, jobs, metrics, logs, backends,
-//! experiments) as wire types, and every refusal code the edge answers with turned into a
-//! message the user can act on. Pure, so the mapping is tested natively.
+//! What the app reads from the edge's API: the wire types of the `api` crate (accounts, credits,
+//! jobs, metrics, logs, backends, experiments), the words for a job's state and a ledger kind,
+//! and every refusal code of the edge turned into a message the user can act on (an exhaustive
+//! match on `api::ErrorCode`, so a new code does not build until it is worded). Pure, so the
+//! mapping is tested natively.
 
 use crate::i18n::Key;
+pub use api::{
+    BackendList, ErrorCode, Experiment, Job, JobList, JobState, Ledger, LedgerKind, LogChunk,
+    MetricPoint, MetricsPage, Redeemed, SavedExperiment,
+};
 use serde::Deserialize;
-use std::collections::BTreeMap;
 
 /// `GET /api/me`, and the answer of sign-up and login.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct Me {
-    pub email: String,
-    pub balance_fen: i64,
-}
-
-/// `GET /api/ledger`.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct Ledger {
-    pub balance_fen: i64,
-    pub entries: Vec<LedgerEntry>,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct LedgerEntry {
-    pub id: i64,
-    /// `grant`, `redeem`, `hold`, `capture`, `release` or `refund`.
-    pub kind: String,
-    pub amount_fen: i64,
-    /// What the movement belongs to: `signup`, `code:WELCOME`, `job:<id>`.
-    pub reference: String,
-    /// RFC 3339, UTC.
-    pub time: String,
-}
-
-/// `POST /api/credits/redeem`.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct Redeemed {
-    pub amount_fen: i64,
-    pub balance_fen: i64,
-}
-
-/// A job's state as the edge reports it.
-pub use api::JobState;
+pub use api::Account as Me;
 
 /// The words for a job's state.
 pub trait StateKey {
@@ -61,175 +33,16 @@ impl StateKey for JobState {
     }
 }
 
-/// One job (`GET /api/jobs/{id}`, an entry of `GET /api/jobs`, the answer of a submission).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct Job {
-    pub id: String,
-    pub name: String,
-    pub state: JobState,
-    pub backend: String,
-    pub card: String,
-    pub cards: u32,
-    pub hold_fen: i64,
-    pub charged_fen: Option<i64>,
-    pub created_at: String,
-    pub started_at: Option<String>,
-    pub ended_at: Option<String>,
-    /// The backend's latest word: the reason a queued job waits, or why one ended.
-    pub message: Option<String>,
-    /// Why a queued job waits in every language of the app, when the edge says so.
-    #[serde(default)]
-    pub reason_messages: Option<ReasonMessages>,
-    pub checkpoint: bool,
-    pub spec: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct ReasonMessages {
-    pub en: String,
-    #[serde(rename = "zh-CN")]
-    pub zh_cn: String,
-}
-
-impl Job {
-    /// The backend's word on this job in `lang`: the translated wait reason when there is one.
-    pub fn message_in(&self, lang: crate::i18n::Lang) -> Option<String> {
-        match (&self.reason_messages, self.state) {
-            (Some(r), JobState::Queued) => Some(match lang {
-                crate::i18n::Lang::En => r.en.clone(),
-                crate::i18n::Lang::Zh => r.zh_cn.clone(),
-            }),
-            _ => self.message.clone(),
-        }
+/// The backend's word on a job in `lang`: the translated wait reason of a queued job when the
+/// edge gave one, else its message.
+pub fn job_message(job: &Job, lang: crate::i18n::Lang) -> Option<String> {
+    match (&job.reason_messages, job.state) {
+        (Some(r), JobState::Queued) => Some(match lang {
+            crate::i18n::Lang::En => r.en.clone(),
+            crate::i18n::Lang::Zh => r.zh_cn.clone(),
+        }),
+        _ => job.message.clone(),
     }
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct JobList {
-    pub jobs: Vec<Job>,
-}
-
-/// One training report: the loss at a step, and the validation loss when it was measured.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct MetricPoint {
-    pub step: u64,
-    pub loss: f64,
-    #[serde(default)]
-    pub val_loss: Option<f64>,
-    #[serde(default)]
-    pub tokens_per_s: Option<f64>,
-    #[serde(default)]
-    pub elapsed_s: f64,
-}
-
-/// `GET /api/jobs/{id}/metrics?since=`: the points from `since` on, and where to ask next.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct MetricsPage {
-    pub state: JobState,
-    pub metrics: Vec<MetricPoint>,
-    pub next_since: u64,
-}
-
-/// `GET /api/jobs/{id}/logs?offset=`.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct LogChunk {
-    pub offset: u64,
-    pub next_offset: u64,
-    pub text: String,
-    pub eof: bool,
-}
-
-/// `GET /api/backends`: where jobs can run.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct BackendList {
-    pub backends: Vec<BackendInfo>,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct BackendInfo {
-    pub name: String,
-    /// `runner` or `slurm`: what the spec's `backend` key selects.
-    pub kind: String,
-    /// Card type → how many the backend has.
-    pub cards: BTreeMap<String, u32>,
-}
-
-impl BackendList {
-    /// The backends that have `cards` cards of type `card`, in the edge's order.
-    pub fn offering(&self, card: &str, cards: u32) -> Vec<BackendInfo> {
-        self.backends
-            .iter()
-            .filter(|b| b.cards.get(card).is_some_and(|n| *n >= cards))
-            .cloned()
-            .collect()
-    }
-}
-
-/// The answer of `POST /api/experiments`.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct SavedExperiment {
-    pub id: String,
-    pub url: String,
-}
-
-/// `GET /api/experiments/{id}`: an immutable snapshot. It holds no email and no balance.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct Experiment {
-    pub id: String,
-    pub title: String,
-    pub created_at: String,
-    pub spec: String,
-    pub plan: PlanSummary,
-    #[serde(default)]
-    pub job: Option<ExperimentJob>,
-}
-
-/// The figures of a saved plan the page shows (the snapshot holds more).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct PlanSummary {
-    #[serde(default)]
-    pub memory: Option<MemorySummary>,
-    #[serde(default)]
-    pub time: Option<TimeSummary>,
-    #[serde(default)]
-    pub cost: Option<CostSummary>,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct MemorySummary {
-    pub per_gpu: PerGpuTotal,
-    pub card_bytes: u64,
-    pub fits: bool,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct PerGpuTotal {
-    pub total_bytes: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct TimeSummary {
-    pub seconds: f64,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct CostSummary {
-    pub fen: u64,
-    pub max_fen: u64,
-}
-
-/// The result of the job an experiment was saved from.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct ExperimentJob {
-    pub state: JobState,
-    pub card: String,
-    pub cards: u32,
-    pub charged_fen: Option<i64>,
-    pub started_at: Option<String>,
-    pub ended_at: Option<String>,
-    pub message: Option<String>,
-    #[serde(default)]
-    pub metrics: Vec<MetricPoint>,
 }
 
 /// An answer that is not a success: the edge's `{"error": {code, message, details}}`, or what
@@ -247,23 +60,30 @@ impl ApiError {
     /// Reads an error body; anything else becomes `unexpected` with the status and the start of
     /// the body, so the user sees what came back.
     pub fn from_answer(status: u16, body: &str) -> ApiError {
+        if let Ok(e) = serde_json::from_str::<api::ErrorEnvelope>(body) {
+            return ApiError {
+                status,
+                code: e.error.code.as_str().to_string(),
+                message: e.error.message,
+                details: e.error.details,
+            };
+        }
+        // A code this build does not know (a newer edge): keep it, its message fits the status.
         #[derive(Deserialize)]
-        struct Envelope {
-            error: Inner,
+        struct Newer {
+            error: NewerBody,
         }
         #[derive(Deserialize)]
-        struct Inner {
+        struct NewerBody {
             code: String,
             message: String,
-            #[serde(default)]
-            details: serde_json::Value,
         }
-        match serde_json::from_str::<Envelope>(body) {
+        match serde_json::from_str::<Newer>(body) {
             Ok(e) => ApiError {
                 status,
                 code: e.error.code,
                 message: e.error.message,
-                details: e.error.details,
+                details: serde_json::Value::Null,
             },
             Err(_) => ApiError {
                 status,
@@ -298,21 +118,17 @@ impl ApiError {
 
     /// The spec problems of an `invalid_spec` refusal, as "line L: message" lines.
     pub fn spec_problems(&self) -> Vec<String> {
-        self.details["diagnostics"]
-            .as_array()
-            .map(|list| {
-                list.iter()
-                    .filter(|d| d["severity"] == "error")
-                    .map(|d| {
-                        let msg = d["message"].as_str().unwrap_or_default();
-                        match d["line"].as_u64().filter(|l| *l > 0) {
-                            Some(l) => format!("{l}: {msg}"),
-                            None => msg.to_string(),
-                        }
-                    })
-                    .collect()
+        let Ok(d) = serde_json::from_value::<api::InvalidSpecDetails>(self.details.clone()) else {
+            return Vec::new();
+        };
+        d.diagnostics
+            .into_iter()
+            .filter(|d| d.severity == api::Severity::Error)
+            .map(|d| match d.line {
+                0 => d.message,
+                l => format!("{l}: {}", d.message),
             })
-            .unwrap_or_default()
+            .collect()
     }
 
     /// True when signing in would help.
@@ -321,39 +137,69 @@ impl ApiError {
     }
 }
 
-/// One message per refusal code the edge answers with; unknown codes fall back on the status.
+/// The message for a refusal: the edge's code when this build knows it, `network` when no answer
+/// came, else one that fits the status.
 pub fn refusal_key(code: &str, status: u16) -> Key {
-    match code {
-        "invalid_email" => Key::ErrInvalidEmail,
-        "weak_password" => Key::ErrWeakPassword,
-        "email_taken" => Key::ErrEmailTaken,
-        "bad_credentials" => Key::ErrBadCredentials,
-        "rate_limited" => Key::ErrRateLimited,
-        "unauthenticated" => Key::ErrSignInFirst,
-        "bad_origin" => Key::ErrBadOrigin,
-        "invalid_code" => Key::ErrInvalidCode,
-        "code_unknown" => Key::ErrCodeUnknown,
-        "code_expired" => Key::ErrCodeExpired,
-        "code_exhausted" => Key::ErrCodeExhausted,
-        "code_already_redeemed" => Key::ErrCodeAlreadyRedeemed,
-        "insufficient_credit" => Key::ErrInsufficientCredit,
-        "backend_unavailable" => Key::ErrBackendDown,
-        "backend_error" => Key::ErrBackendError,
-        "no_backend" => Key::ErrNoBackend,
-        "invalid_spec" => Key::ErrInvalidSpec,
-        "already_finished" => Key::ErrAlreadyFinished,
-        "not_dispatched" => Key::ErrNotDispatched,
-        "job_not_finished" => Key::ErrJobNotFinished,
-        "body_too_large" => Key::ErrTooLarge,
-        "not_found" => Key::ErrNotFound,
-        "network" => Key::ErrNetwork,
+    match (ErrorCode::parse(code), code) {
+        (Some(c), _) => code_key(c),
+        (None, "network") => Key::ErrNetwork,
         _ => match status {
             401 => Key::ErrSignInFirst,
+            403 => Key::ErrForbidden,
             404 => Key::ErrNotFound,
             429 => Key::ErrRateLimited,
             503 => Key::ErrBackendDown,
             _ => Key::ErrUnexpected,
         },
+    }
+}
+
+/// One message per code the edge answers with. Codes a page of this app can meet have their
+/// own; the ones only admins or a job's own process meet share a message by kind.
+pub fn code_key(code: ErrorCode) -> Key {
+    use ErrorCode as C;
+    match code {
+        C::InvalidEmail => Key::ErrInvalidEmail,
+        C::WeakPassword => Key::ErrWeakPassword,
+        C::EmailTaken => Key::ErrEmailTaken,
+        C::BadCredentials => Key::ErrBadCredentials,
+        C::RateLimited => Key::ErrRateLimited,
+        C::Unauthenticated => Key::ErrSignInFirst,
+        C::Forbidden => Key::ErrForbidden,
+        C::BadOrigin => Key::ErrBadOrigin,
+        C::InvalidCode => Key::ErrInvalidCode,
+        C::CodeUnknown => Key::ErrCodeUnknown,
+        C::CodeExpired => Key::ErrCodeExpired,
+        C::CodeExhausted => Key::ErrCodeExhausted,
+        C::CodeAlreadyRedeemed => Key::ErrCodeAlreadyRedeemed,
+        C::InsufficientCredit => Key::ErrInsufficientCredit,
+        C::BackendUnavailable => Key::ErrBackendDown,
+        C::BackendError => Key::ErrBackendError,
+        C::BackendRefused => Key::ErrBackendRefused,
+        C::NoBackend => Key::ErrNoBackend,
+        C::InvalidSpec => Key::ErrInvalidSpec,
+        C::AlreadyFinished => Key::ErrAlreadyFinished,
+        C::NotDispatched => Key::ErrNotDispatched,
+        C::JobNotFinished => Key::ErrJobNotFinished,
+        C::BodyTooLarge | C::TooLarge => Key::ErrTooLarge,
+        C::NotFound => Key::ErrNotFound,
+        C::Internal => Key::ErrInternal,
+        C::InvalidJson
+        | C::InvalidEncoding
+        | C::InvalidField
+        | C::InvalidQuery
+        | C::MethodNotAllowed
+        | C::MissingIdempotencyKey
+        | C::InvalidIdempotencyKey
+        | C::InvalidState
+        | C::TooManyMetrics
+        | C::InvalidMetric => Key::ErrBadRequest,
+        C::CodeExists
+        | C::NotSettled
+        | C::NothingCaptured
+        | C::RefundExceedsCapture
+        | C::IdempotencyConflict
+        | C::LogGap => Key::ErrConflict,
     }
 }
 
@@ -380,16 +226,15 @@ pub fn fen_text(fen: i64) -> String {
 }
 
 /// A ledger kind in the user's words.
-pub fn ledger_kind_key(kind: &str) -> Option<Key> {
-    Some(match kind {
-        "grant" => Key::KindGrant,
-        "redeem" => Key::KindRedeem,
-        "hold" => Key::KindHold,
-        "capture" => Key::KindCapture,
-        "release" => Key::KindRelease,
-        "refund" => Key::KindRefund,
-        _ => return None,
-    })
+pub fn ledger_kind_key(kind: LedgerKind) -> Key {
+    match kind {
+        LedgerKind::Grant => Key::KindGrant,
+        LedgerKind::Redeem => Key::KindRedeem,
+        LedgerKind::Hold => Key::KindHold,
+        LedgerKind::Capture => Key::KindCapture,
+        LedgerKind::Release => Key::KindRelease,
+        LedgerKind::Refund => Key::KindRefund,
+    }
 }
 
 /// An RFC 3339 time shortened for a table: `2026-11-29 18:02:03 UTC`.
@@ -405,7 +250,21 @@ mod tests {
     use crate::i18n::Lang;
 
     #[test]
-    fn every_refusal_of_the_edge_has_its_own_message() {
+    fn no_code_of_the_edge_reads_as_unexpected() {
+        for &c in ErrorCode::ALL {
+            assert_ne!(code_key(c), Key::ErrUnexpected, "{c}");
+            assert_eq!(refusal_key(c.as_str(), 500), code_key(c));
+        }
+        // The refusal that used to read as "unexpected".
+        let e = ApiError::from_answer(
+            422,
+            r#"{"error":{"code":"backend_refused","message":"no node has 16 GPUs","details":null}}"#,
+        );
+        assert_eq!(e.key(), Key::ErrBackendRefused);
+    }
+
+    #[test]
+    fn every_refusal_a_page_meets_has_its_own_message() {
         let codes = [
             "invalid_email",
             "weak_password",
@@ -430,6 +289,10 @@ mod tests {
             "body_too_large",
             "not_found",
             "network",
+            "backend_refused",
+            "forbidden",
+            "internal",
+            "invalid_json",
         ];
         let keys: Vec<Key> = codes.iter().map(|c| refusal_key(c, 400)).collect();
         for (i, k) in keys.iter().enumerate() {
@@ -442,6 +305,14 @@ mod tests {
         }
         // Codes the app does not know yet still get a message that fits the status.
         assert_eq!(refusal_key("new_code", 429), Key::ErrRateLimited);
+        let newer = ApiError::from_answer(
+            409,
+            r#"{"error":{"code":"new_code","message":"m","details":null}}"#,
+        );
+        assert_eq!(
+            (newer.code.as_str(), newer.key()),
+            ("new_code", Key::ErrUnexpected)
+        );
         assert_eq!(refusal_key("new_code", 500), Key::ErrUnexpected);
     }
 
@@ -471,9 +342,9 @@ mod tests {
         let e = ApiError::from_answer(
             422,
             r#"{"error":{"code":"invalid_spec","message":"m","details":{"diagnostics":[
-                {"severity":"error","line":3,"message":"unknown key"},
-                {"severity":"warning","line":4,"message":"just a warning"},
-                {"severity":"error","line":0,"message":"no card"}]}}}"#,
+                {"severity":"error","code":"E1","path":"a","line":3,"column":1,"message":"unknown key","messages":{"en":"unknown key","zh-CN":"未知"}},
+                {"severity":"warning","code":"W1","path":"b","line":4,"column":1,"message":"just a warning","messages":{"en":"w","zh-CN":"w"}},
+                {"severity":"error","code":"E2","path":"c","line":0,"column":0,"message":"no card","messages":{"en":"no card","zh-CN":"没有卡"}}]}}}"#,
         );
         assert_eq!(e.spec_problems(), vec!["3: unknown key", "no card"]);
     }
@@ -487,7 +358,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(j.state, JobState::TimedOut);
-        assert_eq!(j.message_in(Lang::Zh).as_deref(), Some("Resources"));
+        assert_eq!(job_message(&j, Lang::Zh).as_deref(), Some("Resources"));
         let waiting: Job = serde_json::from_value(serde_json::json!({
             "id": "ab", "name": "t", "state": "queued", "backend": "hpc", "card": "a100-80g", "cards": 2,
             "hold_fen": 1, "charged_fen": null, "created_at": "t", "started_at": null, "ended_at": null,
@@ -496,9 +367,9 @@ mod tests {
             "checkpoint": false, "spec": ""
         }))
         .unwrap();
-        assert_eq!(waiting.message_in(Lang::Zh).as_deref(), Some("等待 GPU"));
+        assert_eq!(job_message(&waiting, Lang::Zh).as_deref(), Some("等待 GPU"));
         assert_eq!(
-            waiting.message_in(Lang::En).as_deref(),
+            job_message(&waiting, Lang::En).as_deref(),
             Some("waiting for resources")
         );
         assert!(j.state.is_terminal() && !JobState::Running.is_terminal());
@@ -534,10 +405,8 @@ mod tests {
             short_time("2026-11-29T18:02:03.456Z"),
             "2026-11-29 18:02:03 UTC"
         );
-        for k in ["grant", "redeem", "hold", "capture", "release", "refund"] {
-            let key = ledger_kind_key(k).unwrap();
-            assert!(!key.text(Lang::Zh).is_empty());
+        for k in LedgerKind::ALL {
+            assert!(!ledger_kind_key(k).text(Lang::Zh).is_empty());
         }
-        assert_eq!(ledger_kind_key("other"), None);
     }
 }

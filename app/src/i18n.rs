@@ -251,6 +251,11 @@ messages! {
     ErrNotFound => "Nothing exists at this address.", "此地址下没有内容。";
     ErrNetwork => "The edge could not be reached. Check the connection and try again.", "无法连接服务端，请检查网络后重试。";
     ErrUnexpected => "Something went wrong on the edge.", "服务端出错了。";
+    ErrBackendRefused => "The backend will not run this job as asked (for example, no node has that many GPUs):", "后端不会按要求运行该作业（例如没有节点有这么多 GPU）：";
+    ErrForbidden => "You may not do that with these credentials.", "当前凭据无权执行此操作。";
+    ErrInternal => "The edge failed on its own side. Try again in a moment.", "服务端内部出错，请稍后重试。";
+    ErrBadRequest => "The edge could not read that request.", "服务端无法识别该请求。";
+    ErrConflict => "That conflicts with what was done before.", "该操作与之前的操作冲突。";
     UnknownExperiment => "There is no saved experiment with this id.", "没有这个编号的已保存实验。";
     UnknownJob => "There is no job of yours with this id.", "你没有这个编号的作业。";
     RetryIn => "try again in", "可在以下时间后重试：";

@@ -163,6 +163,7 @@ mod tests {
             step,
             loss,
             val_loss: val,
+            lr: None,
             tokens_per_s: None,
             elapsed_s: 0.0,
             grad_norm: None,

@@ -117,6 +117,7 @@ mod tests {
             step,
             loss: 3.0,
             val_loss: None,
+            lr: None,
             tokens_per_s: None,
             elapsed_s: 0.0,
             grad_norm: None,
@@ -146,6 +147,7 @@ mod tests {
     #[test]
     fn metric_pages_accumulate_without_repeats() {
         let page = |steps: &[u64], next| MetricsPage {
+            job_id: "j".into(),
             state: JobState::Running,
             metrics: steps.iter().map(|s| point(*s)).collect(),
             next_since: next,

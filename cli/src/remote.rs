@@ -203,8 +203,8 @@ mod tests {
         let a = answer(
             422,
             json!({"error": {"code": "invalid_spec", "message": "the spec cannot be submitted", "details": {
-                "diagnostics": [{"severity": "error", "code": "E_UNKNOWN_CARD", "line": 7, "column": 8,
-                                 "message": "unknown card `H900`", "messages": {"en": "unknown card `H900`"}}]}}}),
+                "diagnostics": [{"severity": "error", "code": "E_UNKNOWN_CARD", "path": "resources.card", "line": 7, "column": 8,
+                                 "message": "unknown card `H900`", "messages": {"en": "unknown card `H900`", "zh-CN": "未知的卡型 `H900`"}}]}}}),
         );
         let text = describe_error(&a).0;
         assert!(

@@ -7,53 +7,12 @@ use crate::adapter::{
 };
 use crate::backends::BackendConfig;
 use crate::jobs::JobState;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use api::runner::{JobRef, RunnerJob, SubmitJob};
+use serde::Deserialize;
 
 pub struct RunnerBackend {
     url: String,
     secret: String,
-}
-
-#[derive(Serialize)]
-struct SubmitBody<'a> {
-    job_id: &'a str,
-    task: &'a str,
-    spec_toml: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    command: Option<&'a [String]>,
-    env: &'a BTreeMap<String, String>,
-    time_limit_s: u64,
-    report_url: &'a str,
-    report_token: &'a str,
-}
-
-#[derive(Deserialize)]
-struct SubmitAnswer {
-    id: String,
-    state: String,
-}
-
-#[derive(Deserialize)]
-struct StatusAnswer {
-    state: String,
-    #[serde(default)]
-    exit_code: Option<i64>,
-    #[serde(default)]
-    started_at: Option<String>,
-    #[serde(default)]
-    ended_at: Option<String>,
-    #[serde(default)]
-    checkpoint: bool,
-}
-
-#[derive(Deserialize)]
-struct CancelAnswer {
-    state: String,
-}
-
-fn state(s: &str) -> Result<JobState, BackendError> {
-    JobState::parse(s).ok_or_else(|| BackendError::Protocol(format!("unknown job state {s:?}")))
 }
 
 fn json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, BackendError> {
@@ -94,15 +53,15 @@ impl RunnerBackend {
 
 impl Backend for RunnerBackend {
     fn submit(&self, job: &Dispatch) -> HttpCall {
-        let body = SubmitBody {
-            job_id: &job.job_id,
-            task: &job.task,
-            spec_toml: &job.spec_toml,
-            command: job.command.as_deref(),
-            env: &job.env,
+        let body = SubmitJob {
+            job_id: job.job_id.clone(),
+            task: job.task.clone(),
+            spec_toml: job.spec_toml.clone(),
+            command: job.command.clone(),
+            env: job.env.clone(),
             time_limit_s: job.time_limit_s,
-            report_url: &job.report_url,
-            report_token: &job.report_token,
+            report_url: Some(job.report_url.clone()),
+            report_token: Some(job.report_token.clone()),
         };
         // Serialising strings and numbers cannot fail; an empty body would be refused by the runner.
         self.call(
@@ -114,7 +73,7 @@ impl Backend for RunnerBackend {
 
     fn parse_submit(&self, status: u16, body: &[u8]) -> Result<Submitted, BackendError> {
         common_status(status, body)?;
-        let a: SubmitAnswer = json(body)?;
+        let a: JobRef = json(body)?;
         if a.id.is_empty() {
             return Err(BackendError::Protocol(
                 "the runner returned an empty job id".into(),
@@ -122,7 +81,7 @@ impl Backend for RunnerBackend {
         }
         Ok(Submitted {
             remote_id: a.id,
-            state: state(&a.state)?,
+            state: a.state,
         })
     }
 
@@ -132,11 +91,11 @@ impl Backend for RunnerBackend {
 
     fn parse_status(&self, status: u16, body: &[u8]) -> Result<RemoteStatus, BackendError> {
         common_status(status, body)?;
-        let a: StatusAnswer = json(body)?;
+        let a: RunnerJob = json(body)?;
         let time = |t: Option<String>| t.as_deref().and_then(crate::time::parse_rfc3339_ms);
         Ok(RemoteStatus {
-            state: state(&a.state)?,
-            exit_code: a.exit_code,
+            state: a.state,
+            exit_code: a.exit_code.map(i64::from),
             started_at_ms: time(a.started_at),
             ended_at_ms: time(a.ended_at),
             checkpoint: a.checkpoint,
@@ -168,8 +127,8 @@ impl Backend for RunnerBackend {
 
     fn parse_cancel(&self, status: u16, body: &[u8]) -> Result<JobState, BackendError> {
         common_status(status, body)?;
-        let a: CancelAnswer = json(body)?;
-        state(&a.state)
+        let a: JobRef = json(body)?;
+        Ok(a.state)
     }
 
     fn checkpoint(&self, remote_id: &str) -> Option<HttpCall> {
@@ -189,6 +148,7 @@ impl Backend for RunnerBackend {
 mod tests {
     use super::*;
     use crate::backends::BackendKind;
+    use std::collections::BTreeMap;
 
     #[test]
     fn health_is_authenticated_with_the_shared_secret() {
@@ -251,7 +211,7 @@ mod tests {
             }
         );
         let s = r
-            .parse_status(200, br#"{"id":"r7","state":"succeeded","exit_code":0,"started_at":"2030-01-01T00:00:00Z","ended_at":"2030-01-01T00:00:10Z","checkpoint":true}"#)
+            .parse_status(200, br#"{"id":"r7","job_id":"j1","task":"tiny-train","state":"succeeded","exit_code":0,"started_at":"2030-01-01T00:00:00Z","ended_at":"2030-01-01T00:00:10Z","checkpoint":true}"#)
             .unwrap();
         assert_eq!(s.state, JobState::Succeeded);
         assert_eq!(s.ended_at_ms.unwrap() - s.started_at_ms.unwrap(), 10_000);

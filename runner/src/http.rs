@@ -52,8 +52,8 @@ pub fn router(state: Arc<AppState>) -> Router {
 async fn health(State(s): State<Arc<AppState>>) -> Json<Health> {
     Json(Health {
         ok: true,
-        service: "onramp-runner",
-        version: env!("CARGO_PKG_VERSION"),
+        service: "onramp-runner".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
         resources: Resources {
             cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
             gpus: 0,

@@ -8,33 +8,11 @@ use std::collections::BTreeMap;
 /// The longest time limit the runner accepts: a week, far beyond any CPU job's use.
 pub const MAX_TIME_LIMIT_S: u64 = 7 * 86_400;
 
-/// `POST /jobs` body, as sent by the edge.
-#[derive(Debug, Clone, Deserialize)]
-pub struct SubmitWire {
-    pub job_id: String,
-    pub task: String,
-    #[serde(default)]
-    pub spec_toml: String,
-    #[serde(default)]
-    pub command: Option<Vec<String>>,
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    pub time_limit_s: u64,
-    #[serde(default)]
-    pub report_url: Option<String>,
-    #[serde(default)]
-    pub report_token: Option<String>,
-}
+/// `POST /jobs` body, as sent by the edge (the runner contract's type).
+pub use api::runner::SubmitJob as SubmitWire;
 
 /// What a job runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Task {
-    /// Trains model-tiny with the settings of the spec (the runner runs itself as the child).
-    TinyTrain,
-    /// Runs the given argv as is.
-    Command,
-}
+pub use api::runner::RunnerTask as Task;
 
 /// Where a job reports its state and metrics.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -181,56 +159,17 @@ impl TryFrom<SubmitWire> for JobRequest {
 pub use api::JobState;
 
 /// `GET /jobs/{id}` answer.
-#[derive(Debug, Clone, Serialize)]
-pub struct JobView {
-    pub id: String,
-    /// The edge's id of the job, as submitted.
-    pub job_id: String,
-    pub task: Task,
-    pub state: JobState,
-    pub exit_code: Option<i32>,
-    pub started_at: Option<String>,
-    pub ended_at: Option<String>,
-    /// Whether `GET /jobs/{id}/checkpoint` has a file to serve.
-    pub checkpoint: bool,
-    /// Why the job ended as it did, when there is more to say than the state.
-    pub message: Option<String>,
-}
+pub use api::runner::RunnerJob as JobView;
 
 /// `POST /jobs` and `POST /jobs/{id}/cancel` answer.
-#[derive(Debug, Clone, Serialize)]
-pub struct JobRef {
-    pub id: String,
-    pub state: JobState,
-}
+pub use api::runner::JobRef;
 
 /// `GET /jobs/{id}/logs` answer.
-#[derive(Debug, Clone, Serialize)]
-pub struct LogChunk {
-    pub offset: u64,
-    pub next_offset: u64,
-    pub text: String,
-    /// No more text will come: the job ended and everything was read.
-    pub eof: bool,
-}
+pub use api::LogChunk;
 
-/// `GET /health` answer.
-#[derive(Debug, Serialize)]
-pub struct Health {
-    pub ok: bool,
-    pub service: &'static str,
-    pub version: &'static str,
-    pub resources: Resources,
-}
-
-/// Resources this runner offers to jobs. This machine has no GPUs, so only CPUs are counted.
-#[derive(Debug, Serialize)]
-pub struct Resources {
-    pub cpus: usize,
-    pub gpus: usize,
-    pub memory_bytes: u64,
-    pub running_jobs: usize,
-}
+/// `GET /health` answer, and the resources this runner offers to jobs (this machine has no
+/// GPUs, so only CPUs are counted).
+pub use api::runner::{Resources, RunnerHealth as Health};
 
 #[cfg(test)]
 mod tests {

@@ -78,9 +78,9 @@ fn Credit() -> impl IntoView {
                         </tr></thead>
                         <tbody>
                             {l.entries.into_iter().map(|e| {
-                                let kind = ledger_kind_key(&e.kind).map_or(e.kind.clone(), |k| i.t(k).to_string());
+                                let kind = i.t(ledger_kind_key(e.kind)).to_string();
                                 view! {
-                                    <tr data-kind=e.kind.clone() data-fen=e.amount_fen>
+                                    <tr data-kind=e.kind.as_str() data-fen=e.amount_fen>
                                         <td>{short_time(&e.time)}</td>
                                         <td>{kind}</td>
                                         <td class="num">{fen_text(e.amount_fen)}</td>

@@ -31,7 +31,7 @@ pub fn ExperimentPage(id: String) -> impl IntoView {
 #[component]
 fn Snapshot(x: Experiment) -> impl IntoView {
     let i = use_i18n();
-    let p = x.plan;
+    let p = x.plan_summary();
     let metrics = x
         .job
         .as_ref()

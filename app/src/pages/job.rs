@@ -170,7 +170,7 @@ fn JobFacts(job: Job) -> impl IntoView {
         <dl class="facts">
             <div><dt>{i.t(Key::State)}</dt>
                 <dd><span class=format!("state {}", job.state.as_str()) data-testid="job-state" data-state=job.state.as_str()>{i.t(job.state.key())}</span></dd></div>
-            {job.message_in(i.lang.get_untracked()).map(|m| view! {
+            {crate::api_wire::job_message(&job, i.lang.get_untracked()).map(|m| view! {
                 <div class="wide"><dt>{i.t(reason_key)}</dt><dd data-testid="job-message">{m}</dd></div>
             })}
             <div><dt>{i.t(Key::Held)}</dt><dd data-testid="job-hold" data-fen=job.hold_fen>{fen_text(job.hold_fen)}</dd></div>
