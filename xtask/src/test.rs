@@ -181,7 +181,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 // figures) is printed by passing tests too.
                 "--show-output",
             ])
-            .env("CHROMEDRIVER", &tools.chromedriver),
+            .env("CHROMEDRIVER", &tools.chromedriver)
+            // The runner runs every task but tiny-train with the trainer's environment.
+            .env("ONRAMP_PYTHON", &tools.trainer.python),
     )?;
     // Ignored tests in the host run are the stack tests, which ran above: not skipped.
     tally.ignored = 0;
