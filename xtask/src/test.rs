@@ -122,7 +122,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
         cargo().args(["test", "--workspace"]),
     )?;
 
-    // The trainer's real CPU runs (torchrun, DeepSpeed on gloo) in its own environment.
+    // The trainer's house style, then its real CPU runs (torchrun, DeepSpeed on gloo).
+    crate::cmd::run(
+        "ruff check trainer",
+        tools
+            .trainer
+            .python()
+            .args(["-m", "ruff", "check", "--no-cache", "trainer"])
+            .current_dir(repo_root()),
+    )?;
     tally.run(
         "trainer tests (pytest in the trainer's environment)",
         tools

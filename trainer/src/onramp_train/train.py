@@ -28,7 +28,7 @@ def preflight(plan: Plan, ds_file: dict[str, Any] | None, derived_ds: dict[str, 
     if plan.task == "qlora" and not cuda:
         raise DeviceError(
             "qlora quantizes the base model to 4 bits with bitsandbytes, which needs a CUDA GPU; "
-            "this machine has none. Use task = \"lora\" to train adapters on the CPU."
+            'this machine has none. Use task = "lora" to train adapters on the CPU.'
         )
     if plan.is_gpu and not cuda and os.environ.get("ONRAMP_TRAIN_DEVICE") != "cpu":
         raise DeviceError(
@@ -42,7 +42,9 @@ def preflight(plan: Plan, ds_file: dict[str, Any] | None, derived_ds: dict[str, 
             "launch with the torchrun/deepspeed line the Plan page shows"
         )
     if ds_file is not None and ds_file != derived_ds:
-        keys = sorted(k for k in set(ds_file) | set(derived_ds) if ds_file.get(k) != derived_ds.get(k))
+        keys = sorted(
+            k for k in set(ds_file) | set(derived_ds) if ds_file.get(k) != derived_ds.get(k)
+        )
         raise SpecError(
             "the ds_config.json given is not the one jobspec generates for this spec (differs in "
             + ", ".join(keys)
@@ -215,8 +217,8 @@ def _quantization(plan: Plan):
     import torch
 
     try:
-        from transformers import BitsAndBytesConfig
         import bitsandbytes  # noqa: F401
+        from transformers import BitsAndBytesConfig
     except ImportError as e:
         raise DeviceError(
             "qlora needs bitsandbytes in the job's environment: pip install 'onramp-train[qlora]'"
