@@ -136,7 +136,7 @@ def run(plan: Plan, ds: dict[str, Any], out: Path) -> Path:
     if last:
         say(f"resuming from {last}")
     try:
-        trainer.train(resume_from_checkpoint=last)
+        result = trainer.train(resume_from_checkpoint=last)
     except torch.cuda.OutOfMemoryError as e:
         raise OutOfMemory(_oom_message(plan, str(e))) from e
     except RuntimeError as e:
@@ -148,6 +148,10 @@ def run(plan: Plan, ds: dict[str, Any], out: Path) -> Path:
                 "from its last checkpoint"
             ) from e
         raise
+    runtime = result.metrics.get("train_runtime") or 0.0
+    if runtime > 0:
+        tokens = trainer.state.num_input_tokens_seen
+        say(f"training: {tokens} tokens in {runtime:.2f} s, {tokens / runtime:.1f} tokens/s")
     final = out / "final"
     trainer.save_model(str(final))
     if trainer.is_world_process_zero():
