@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 pub const SHARED_FILES: &[(&str, &str)] = &[
     ("models", "stories260K.bin"),
     ("models", "tok512.bin"),
+    // The same tokenizer as SentencePiece, for onramp-train's models built from their numbers.
+    ("models", "tok512.model"),
     ("models", "tokenizer.bin"),
     ("data", "tinyshakespeare.txt"),
 ];
@@ -125,7 +127,7 @@ mod tests {
         std::fs::write(shared.join("data/tinyshakespeare.txt"), "to be").unwrap();
         std::fs::write(shared.join("models/tok512.bin"), "tok").unwrap();
         let (assets, missing) = Assets::install(&shared, &tmp.join("state")).unwrap();
-        assert_eq!(missing.len(), 2, "{missing:?}");
+        assert_eq!(missing.len(), 3, "{missing:?}");
         assert!(assets.dataset("tinyshakespeare").is_some());
         assert_eq!(assets.dataset_ids(), vec!["tinyshakespeare"]);
         assert!(

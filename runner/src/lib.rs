@@ -14,4 +14,5 @@ pub mod store;
 pub mod supervise;
 pub mod tiny_args;
 pub mod tiny_train;
+pub mod trainer;
 pub mod wire;

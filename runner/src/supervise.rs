@@ -100,6 +100,15 @@ async fn supervise(
         .stdin(Stdio::null())
         .process_group(0)
         .kill_on_drop(false);
+    // A command job that carries a spec runs onramp-train on it (jobspec's CPU command).
+    if record.task == crate::wire::Task::Command && !record.spec_toml.trim().is_empty() {
+        match crate::trainer::prepare(&dir, &record.spec_toml, &runner.assets) {
+            Ok(vars) => {
+                cmd.envs(vars);
+            }
+            Err(msg) => return (JobState::Failed, None, Some(msg)),
+        }
+    }
     if let Some(t) = &record.report {
         cmd.env("ONRAMP_REPORT_URL", &t.url)
             .env("ONRAMP_REPORT_TOKEN", &t.token);

@@ -32,7 +32,6 @@ def models_dir(tmp_path_factory) -> Path:
     """ONRAMP_MODELS for the tests: the 512-token SentencePiece model, and `stories260K` as a
     Hugging Face folder built from jobspec's catalogue numbers (random weights, no download)."""
     import torch
-
     from transformers import AutoModelForCausalLM
 
     from onramp_train import spec
@@ -73,8 +72,16 @@ def command(nproc: int) -> list[str]:
     if nproc == 1:
         return [sys.executable, "-m", "onramp_train", "spec.toml"]
     return [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
-        "--master_port", str(29500 + os.getpid() % 1000), "-m", "onramp_train", "spec.toml",
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        str(nproc),
+        "--master_port",
+        str(29500 + os.getpid() % 1000),
+        "-m",
+        "onramp_train",
+        "spec.toml",
     ]
 
 

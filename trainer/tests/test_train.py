@@ -63,11 +63,14 @@ def assert_learns(run, steps: int):
     assert sorted(losses) == list(range(1, steps + 1))
     # Rank 0 only: a step has one line, or two when the validation loss joins it.
     assert len(run.metrics) == steps + sum("val_loss" in m for m in run.metrics)
-    first, last = mean(losses[s] for s in (1, 2, 3)), mean(losses[s] for s in range(steps - 2, steps + 1))
+    first, last = (
+        mean(losses[s] for s in (1, 2, 3)),
+        mean(losses[s] for s in range(steps - 2, steps + 1)),
+    )
     assert last < first - 0.1, losses
     line = next(m for m in run.metrics if m["step"] == steps)
     assert SCHEMA <= set(line), line
-    assert next(iter(line)) == "step", "the Slurm job script forwards lines starting {\"step\":"
+    assert next(iter(line)) == "step", 'the Slurm job script forwards lines starting {"step":'
 
 
 def generates(folder: Path, adapter_of: Path | None = None) -> list[int]:
@@ -93,8 +96,13 @@ def test_full_sft_with_zero2_on_two_ranks(tmp_path, models_dir):
     run = run_trainer(
         tmp_path,
         spec_text(
-            "sft", 'model = "stories260K"', DATA / "alpaca.jsonl", steps,
-            card="a100-80g", cards=2, parallel="[parallel]\nzero_stage = 2\n",
+            "sft",
+            'model = "stories260K"',
+            DATA / "alpaca.jsonl",
+            steps,
+            card="a100-80g",
+            cards=2,
+            parallel="[parallel]\nzero_stage = 2\n",
         ),
         nproc=2,
         models=models_dir,
@@ -112,9 +120,15 @@ def test_lora_with_zero3_on_two_ranks_and_merge(tmp_path, models_dir):
     run = run_trainer(
         tmp_path,
         spec_text(
-            "lora", 'model = "stories260K"', DATA / "chat.jsonl", steps,
-            card="a100-80g", cards=2, parallel="[parallel]\nzero_stage = 3\n",
-            train="lora_rank = 8\nlora_targets = [\"all-linear\"]", lr=1e-2,
+            "lora",
+            'model = "stories260K"',
+            DATA / "chat.jsonl",
+            steps,
+            card="a100-80g",
+            cards=2,
+            parallel="[parallel]\nzero_stage = 3\n",
+            train='lora_rank = 8\nlora_targets = ["all-linear"]',
+            lr=1e-2,
             tail="[output]\nmerge_adapter = true\n",
         ),
         nproc=2,
@@ -131,7 +145,7 @@ def test_lora_with_zero3_on_two_ranks_and_merge(tmp_path, models_dir):
 def test_pretrain_a_custom_architecture_on_plain_text(tmp_path, models_dir):
     steps = 15
     model = (
-        "[model]\nname = \"mini\"\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 2\n"
+        '[model]\nname = "mini"\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 2\n'
         "ffn = 172\nvocab = 512"
     )
     # The [model] table must close before [data]: spec_text puts the model line first.
@@ -150,9 +164,13 @@ def test_optimizer_offload_to_the_cpu(tmp_path, models_dir):
     run = run_trainer(
         tmp_path,
         spec_text(
-            "sft", 'model = "stories260K"', DATA / "alpaca.jsonl", steps,
-            card="a100-80g", cards=2,
-            parallel="[parallel]\nzero_stage = 2\noffload_optimizer = \"cpu\"\n",
+            "sft",
+            'model = "stories260K"',
+            DATA / "alpaca.jsonl",
+            steps,
+            card="a100-80g",
+            cards=2,
+            parallel='[parallel]\nzero_stage = 2\noffload_optimizer = "cpu"\n',
         ),
         nproc=2,
         models=models_dir,
@@ -163,7 +181,10 @@ def test_optimizer_offload_to_the_cpu(tmp_path, models_dir):
 def test_resume_after_a_kill_continues_the_same_curve(tmp_path, models_dir):
     steps = 40
     text = spec_text(
-        "sft", 'model = "stories260K"', DATA / "alpaca.jsonl", steps,
+        "sft",
+        'model = "stories260K"',
+        DATA / "alpaca.jsonl",
+        steps,
         tail="[checkpoint]\nevery_steps = 5\nkeep = 2\n",
     )
     whole = run_trainer(tmp_path / "whole", text, models=models_dir)
@@ -173,6 +194,7 @@ def test_resume_after_a_kill_continues_the_same_curve(tmp_path, models_dir):
     proc = start(job, text, 1, environment(models_dir))
     seen: list[str] = []
     try:
+
         def past_a_checkpoint():
             line = proc.stdout.readline()
             seen.append(line)
@@ -247,7 +269,11 @@ def test_qlora_on_a_machine_without_cuda_is_refused_before_any_work(tmp_path):
     run = run_trainer(
         tmp_path,
         spec_text(
-            "qlora", 'model = "qwen2.5-7b"', DATA / "alpaca.jsonl", 2, card="rtx-4090",
+            "qlora",
+            'model = "qwen2.5-7b"',
+            DATA / "alpaca.jsonl",
+            2,
+            card="rtx-4090",
             train='precision = "bf16"',
         ).replace('precision = "fp32"\n', "", 1),
     )
@@ -256,7 +282,9 @@ def test_qlora_on_a_machine_without_cuda_is_refused_before_any_work(tmp_path):
 
 
 def test_a_launch_that_does_not_match_the_spec_is_refused(tmp_path, models_dir):
-    text = spec_text("sft", 'model = "stories260K"', DATA / "alpaca.jsonl", 2, card="a100-80g", cards=2)
+    text = spec_text(
+        "sft", 'model = "stories260K"', DATA / "alpaca.jsonl", 2, card="a100-80g", cards=2
+    )
     run = run_trainer(tmp_path / "world", text, nproc=1, models=models_dir)
     assert run.rc == 2
     assert "plans 2 card(s) but 1 process(es)" in run.stderr

@@ -8,12 +8,14 @@
 //!   and training tokens/s; the same generation in headless Chromium (wasm) as a ratio to them.
 //! - `app`: cold and warm page load to first token, and the gzip sizes of the page and the
 //!   inference worker (see `bench_app.rs`).
+//! - `train`: onramp-train's training tokens/s on the CPU next to a plain Hugging Face Trainer
+//!   script on the same model, data and settings (`trainer/bench/bench_train.py`).
 
 use crate::cmd::{self, cargo, shared_dir, target_dir};
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let which = args.first().map_or("all", String::as_str);
-    let known = ["plan", "model", "app", "all"];
+    let known = ["plan", "model", "app", "train", "all"];
     if !known.contains(&which) || args.len() > 1 {
         return Err(format!("usage: cargo xtask bench [{}]", known.join("|")));
     }
@@ -23,6 +25,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if matches!(which, "model" | "all") {
         model()?;
     }
+    if matches!(which, "train" | "all") {
+        train()?;
+    }
     if matches!(which, "app" | "all") {
         let tools = crate::setup::run()?;
         crate::build::all(&tools)?;
@@ -30,6 +35,22 @@ pub fn run(args: &[String]) -> Result<(), String> {
         for line in crate::bench_app::run()? {
             println!("{line}");
         }
+    }
+    Ok(())
+}
+
+fn train() -> Result<(), String> {
+    println!("\n== train: onramp-train vs a plain Hugging Face Trainer script (CPU, same run) ==");
+    let env = crate::trainer_env::ensure()?;
+    let status = env
+        .python()
+        .arg(crate::cmd::repo_root().join("trainer/bench/bench_train.py"))
+        .arg("--shared")
+        .arg(shared_dir())
+        .status()
+        .map_err(|e| format!("cannot run the trainer bench: {e}"))?;
+    if !status.success() {
+        return Err(format!("the trainer bench failed ({status})"));
     }
     Ok(())
 }

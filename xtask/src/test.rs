@@ -122,7 +122,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
         cargo().args(["test", "--workspace"]),
     )?;
 
-    // The trainer's real CPU runs (torchrun, DeepSpeed on gloo) in its own environment.
+    // The trainer's house style, then its real CPU runs (torchrun, DeepSpeed on gloo).
+    crate::cmd::run(
+        "ruff check trainer",
+        tools
+            .trainer
+            .python()
+            .args(["-m", "ruff", "check", "--no-cache", "trainer"])
+            .current_dir(repo_root()),
+    )?;
     tally.run(
         "trainer tests (pytest in the trainer's environment)",
         tools
@@ -181,7 +189,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 // figures) is printed by passing tests too.
                 "--show-output",
             ])
-            .env("CHROMEDRIVER", &tools.chromedriver),
+            .env("CHROMEDRIVER", &tools.chromedriver)
+            // The runner runs every task but tiny-train with the trainer's environment.
+            .env("ONRAMP_PYTHON", &tools.trainer.python),
     )?;
     // Ignored tests in the host run are the stack tests, which ran above: not skipped.
     tally.ignored = 0;

@@ -74,9 +74,7 @@ def _text(path: Path, tokenizer, seq_len: int) -> Examples:
         raise DataError(f"cannot read {path}: {e}") from e
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     n = len(ids) // seq_len
-    items = [
-        {"input_ids": ids[i * seq_len : (i + 1) * seq_len]} for i in range(n)
-    ]
+    items = [{"input_ids": ids[i * seq_len : (i + 1) * seq_len]} for i in range(n)]
     for item in items:
         item["labels"] = list(item["input_ids"])
     bad = [] if n else [f"only {len(ids)} tokens, fewer than one sequence of {seq_len}"]

@@ -62,7 +62,8 @@ def resolve(plan: Plan) -> ModelSource:
         "access; set ONRAMP_HUB=1 where it has it)"
     )
     raise ModelNotFound(
-        f"model `{plan.model.id}` not found; looked in: " + "; ".join(looked)
+        f"model `{plan.model.id}` not found; looked in: "
+        + "; ".join(looked)
         + f". Put the Hugging Face folder of {plan.model.name} at ONRAMP_MODELS/{plan.model.id}."
     )
 

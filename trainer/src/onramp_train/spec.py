@@ -180,7 +180,7 @@ def derive(doc: dict[str, Any]) -> Plan:
             raise SpecError(f"the spec has no `{key}`")
     task = doc["task"]
     if task == "tiny-train":
-        raise SpecError("task = \"tiny-train\" runs `onramp-runner tiny-train`, not onramp-train")
+        raise SpecError('task = "tiny-train" runs `onramp-runner tiny-train`, not onramp-train')
     data = _table(doc, "data")
     train = _table(doc, "train")
     par = _table(doc, "parallel")
@@ -352,4 +352,3 @@ def ds_config(p: Plan) -> dict[str, Any]:
     cfg["steps_per_print"] = 10
     cfg["wall_clock_breakdown"] = False
     return cfg
-

@@ -28,7 +28,7 @@ def preflight(plan: Plan, ds_file: dict[str, Any] | None, derived_ds: dict[str, 
     if plan.task == "qlora" and not cuda:
         raise DeviceError(
             "qlora quantizes the base model to 4 bits with bitsandbytes, which needs a CUDA GPU; "
-            "this machine has none. Use task = \"lora\" to train adapters on the CPU."
+            'this machine has none. Use task = "lora" to train adapters on the CPU.'
         )
     if plan.is_gpu and not cuda and os.environ.get("ONRAMP_TRAIN_DEVICE") != "cpu":
         raise DeviceError(
@@ -42,7 +42,9 @@ def preflight(plan: Plan, ds_file: dict[str, Any] | None, derived_ds: dict[str, 
             "launch with the torchrun/deepspeed line the Plan page shows"
         )
     if ds_file is not None and ds_file != derived_ds:
-        keys = sorted(k for k in set(ds_file) | set(derived_ds) if ds_file.get(k) != derived_ds.get(k))
+        keys = sorted(
+            k for k in set(ds_file) | set(derived_ds) if ds_file.get(k) != derived_ds.get(k)
+        )
         raise SpecError(
             "the ds_config.json given is not the one jobspec generates for this spec (differs in "
             + ", ".join(keys)
@@ -134,7 +136,7 @@ def run(plan: Plan, ds: dict[str, Any], out: Path) -> Path:
     if last:
         say(f"resuming from {last}")
     try:
-        trainer.train(resume_from_checkpoint=last)
+        result = trainer.train(resume_from_checkpoint=last)
     except torch.cuda.OutOfMemoryError as e:
         raise OutOfMemory(_oom_message(plan, str(e))) from e
     except RuntimeError as e:
@@ -146,6 +148,10 @@ def run(plan: Plan, ds: dict[str, Any], out: Path) -> Path:
                 "from its last checkpoint"
             ) from e
         raise
+    runtime = result.metrics.get("train_runtime") or 0.0
+    if runtime > 0:
+        tokens = trainer.state.num_input_tokens_seen
+        say(f"training: {tokens} tokens in {runtime:.2f} s, {tokens / runtime:.1f} tokens/s")
     final = out / "final"
     trainer.save_model(str(final))
     if trainer.is_world_process_zero():
@@ -215,8 +221,8 @@ def _quantization(plan: Plan):
     import torch
 
     try:
-        from transformers import BitsAndBytesConfig
         import bitsandbytes  # noqa: F401
+        from transformers import BitsAndBytesConfig
     except ImportError as e:
         raise DeviceError(
             "qlora needs bitsandbytes in the job's environment: pip install 'onramp-train[qlora]'"
