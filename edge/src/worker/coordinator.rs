@@ -3,9 +3,10 @@
 //!
 //! The guarantee relied on: a Durable Object runs one event at a time on one thread, and its
 //! SQLite calls are synchronous, so an operation that reads and then writes with no `await` in
-//! between cannot interleave with another operation (and its writes are committed together by
-//! the object's write coalescing). Every operation below parses its input first (the only
-//! `await`), then does all of its reads and writes synchronously in `apply`. The race tests in
+//! between cannot interleave with another operation. Every operation below parses its input
+//! first (the only `await`), then does all of its reads and writes synchronously in `apply`,
+//! inside the storage's `transactionSync`: a statement that fails half-way rolls back the whole
+//! operation (tests/tests/edge_credits.rs makes one fail on purpose). The race tests in
 //! tests/tests/edge_credits.rs fire 200 parallel redemptions to show it.
 
 use super::http::ApiResult;
@@ -23,6 +24,9 @@ use worker::{
 pub struct Coordinator {
     state: State,
     ready: Cell<bool>,
+    /// A test's failpoint (`FAULT_INJECT_OP`, never set in a deployment): the named operation
+    /// ends with a failing statement after all of its writes, to show that none of them remain.
+    fault_op: Option<String>,
 }
 
 const SCHEMA: &[&str] = &[
@@ -43,10 +47,16 @@ const SCHEMA: &[&str] = &[
 ];
 
 impl DurableObject for Coordinator {
-    fn new(state: State, _env: Env) -> Self {
+    fn new(state: State, env: Env) -> Self {
+        let fault_op = env
+            .var("FAULT_INJECT_OP")
+            .ok()
+            .map(|v| v.to_string())
+            .filter(|v| !v.is_empty());
         Self {
             state,
             ready: Cell::new(false),
+            fault_op,
         }
     }
 
@@ -54,7 +64,9 @@ impl DurableObject for Coordinator {
         let op: Result<Op, _> = req.json().await;
         // From here on nothing awaits: the whole operation is one synchronous step.
         let result = match op {
-            Ok(op) => self.apply(op),
+            Ok(op) => self
+                .sql()
+                .and_then(|sql| in_transaction(&self.state, sql, op, self.fault_op.clone())),
             Err(e) => Err(ApiError::internal(format!(
                 "coordinator: bad operation: {e}"
             ))),
@@ -104,6 +116,59 @@ fn answer<T: serde::Serialize>(value: T) -> ApiResult<Value> {
     serde_json::to_value(value).map_err(|e| ApiError::internal(format!("coordinator answer: {e}")))
 }
 
+/// Runs one operation inside the storage's `transactionSync`: its statements are committed
+/// together or, when any of them fails, not at all (the object's write coalescing alone would
+/// keep the writes before a failing statement).
+fn in_transaction(
+    state: &State,
+    sql: SqlStorage,
+    op: Op,
+    fault_op: Option<String>,
+) -> ApiResult<Value> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use wasm_bindgen::{JsCast, JsValue, closure::Closure};
+    let storage = state.storage();
+    let raw: &JsValue = storage.as_raw().as_ref();
+    let run = js_sys::Reflect::get(raw, &JsValue::from_str("transactionSync"))
+        .ok()
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+        .ok_or_else(|| ApiError::internal("coordinator storage has no transactionSync"))?;
+    let name = serde_json::to_value(&op)
+        .ok()
+        .and_then(|v| v["op"].as_str().map(String::from))
+        .unwrap_or_default();
+    let slot: Rc<RefCell<Option<ApiResult<Value>>>> = Rc::default();
+    let out = slot.clone();
+    let body = Closure::once(move || -> Result<JsValue, JsValue> {
+        let mut result = apply(&sql, op);
+        if result.is_ok() && fault_op.as_deref() == Some(name.as_str()) {
+            result = sql
+                .exec("INSERT INTO fault_injected_no_such_table VALUES (1)", None)
+                .map(|_| Value::Null)
+                .map_err(sql_err);
+        }
+        let failed = result.is_err();
+        *out.borrow_mut() = Some(result);
+        if failed {
+            // Throwing is what makes transactionSync roll the operation back.
+            Err(JsValue::from_str(
+                "coordinator operation failed: rolled back",
+            ))
+        } else {
+            Ok(JsValue::UNDEFINED)
+        }
+    });
+    let thrown = run.call1(raw, body.as_ref().unchecked_ref()).err();
+    let result = slot.borrow_mut().take();
+    match (result, thrown) {
+        (Some(r), _) => r,
+        (None, e) => Err(ApiError::internal(format!(
+            "coordinator: the transaction did not run: {e:?}"
+        ))),
+    }
+}
+
 impl Coordinator {
     fn sql(&self) -> ApiResult<SqlStorage> {
         let sql = self.state.storage().sql();
@@ -115,9 +180,11 @@ impl Coordinator {
         }
         Ok(sql)
     }
+}
 
-    fn apply(&self, op: Op) -> ApiResult<Value> {
-        let sql = self.sql()?;
+/// One operation's reads and writes, all synchronous.
+fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
+    {
         match op {
             Op::Probe => {
                 sql.exec(
@@ -142,7 +209,7 @@ impl Coordinator {
                 now_ms,
             } => {
                 entry(
-                    &sql,
+                    sql,
                     &user_id,
                     LedgerKind::Grant,
                     amount_fen,
@@ -150,11 +217,11 @@ impl Coordinator {
                     now_ms,
                 )?;
                 answer(Balance {
-                    balance_fen: balance(&sql, &user_id)?,
+                    balance_fen: balance(sql, &user_id)?,
                 })
             }
             Op::Balance { user_id } => answer(Balance {
-                balance_fen: balance(&sql, &user_id)?,
+                balance_fen: balance(sql, &user_id)?,
             }),
             Op::Ledger { user_id } => {
                 #[derive(Deserialize)]
@@ -184,7 +251,7 @@ impl Coordinator {
                     })
                     .collect();
                 answer(api::Ledger {
-                    balance_fen: balance(&sql, &user_id)?,
+                    balance_fen: balance(sql, &user_id)?,
                     entries,
                 })
             }
@@ -269,7 +336,7 @@ impl Coordinator {
                 )
                 .map_err(sql_err)?;
                 entry(
-                    &sql,
+                    sql,
                     &user_id,
                     LedgerKind::Redeem,
                     amount,
@@ -278,7 +345,7 @@ impl Coordinator {
                 )?;
                 answer(api::Redeemed {
                     amount_fen: amount,
-                    balance_fen: balance(&sql, &user_id)?,
+                    balance_fen: balance(sql, &user_id)?,
                 })
             }
             Op::Hold {
@@ -287,7 +354,7 @@ impl Coordinator {
                 amount_fen,
                 now_ms,
             } => {
-                let have = balance(&sql, &user_id)?;
+                let have = balance(sql, &user_id)?;
                 ledger::check_hold(have, amount_fen)?;
                 sql.exec(
                     "INSERT INTO holds (job_id, user_id, amount_fen, settled) VALUES (?, ?, ?, 0)",
@@ -299,7 +366,7 @@ impl Coordinator {
                 )
                 .map_err(sql_err)?;
                 entry(
-                    &sql,
+                    sql,
                     &user_id,
                     LedgerKind::Hold,
                     -amount_fen,
@@ -352,7 +419,7 @@ impl Coordinator {
                 )
                 .map_err(sql_err)?;
                 entry(
-                    &sql,
+                    sql,
                     &h.user_id,
                     LedgerKind::Release,
                     h.amount_fen,
@@ -361,7 +428,7 @@ impl Coordinator {
                 )?;
                 if capture > 0 {
                     entry(
-                        &sql,
+                        sql,
                         &h.user_id,
                         LedgerKind::Capture,
                         -capture,
@@ -413,7 +480,7 @@ impl Coordinator {
                 reason,
                 now_ms,
             } => answer(super::refunds::apply(
-                &sql, &key, &job_id, amount_fen, &reason, now_ms,
+                sql, &key, &job_id, amount_fen, &reason, now_ms,
             )?),
         }
     }
