@@ -45,8 +45,8 @@ pub struct Messages {
 }
 
 impl Messages {
-    /// Why a job waits, from its backend's reason code. The codes are Slurm's (the only backend
-    /// that queues jobs for reasons of its own); an unknown code still reads as "waiting".
+    /// Why a job waits, from its backend's reason code: Slurm's, or the runner's `CardsInUse`;
+    /// an unknown code still reads as "waiting".
     pub fn for_reason(reason: &str) -> Messages {
         let (en, zh_cn) = crate::slurm::state::pending_reason(reason);
         Messages { en, zh_cn }
@@ -141,5 +141,8 @@ mod tests {
         let json = serde_json::to_value(&m).unwrap();
         assert!(json["zh-CN"].is_string(), "{json}");
         assert_eq!(Messages::for_reason("Whatever").en, "waiting (Whatever)");
+        let m = Messages::for_reason("CardsInUse");
+        assert!(m.en.starts_with("waiting for a free card"), "{m:?}");
+        assert!(m.zh_cn.starts_with("等待空闲的卡"), "{m:?}");
     }
 }

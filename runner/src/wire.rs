@@ -195,6 +195,8 @@ pub struct JobView {
     pub checkpoint: bool,
     /// Why the job ended as it did, when there is more to say than the state.
     pub message: Option<String>,
+    /// Why a queued job waits (a reason code, as Slurm gives one): [`crate::jobs::QUEUED_REASON`].
+    pub reason: Option<String>,
 }
 
 /// `POST /jobs` and `POST /jobs/{id}/cancel` answer.
