@@ -79,6 +79,10 @@ pub struct RunnerJob {
     /// Why the job ended as it did, when there is more to say than the state.
     #[serde(default)]
     pub message: Option<String>,
+    /// Why a queued job waits, as a reason code (`CardsInUse`: the runner's declared cards are
+    /// all taken), worded by the edge like Slurm's wait reasons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// `GET /health`.

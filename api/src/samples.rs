@@ -447,6 +447,7 @@ pub fn all() -> Vec<Sample> {
                 ended_at: Some(T1.into()),
                 checkpoint: false,
                 message: Some("exit code 2".into()),
+                reason: None,
             },
         ),
         sample(

@@ -37,8 +37,8 @@ pub fn pick_backend<'a>(
 pub use api::Messages;
 
 /// Why a job waits, from its backend's reason code, in every language of the app. The codes are
-/// Slurm's (the only backend that queues jobs for reasons of its own); an unknown code still
-/// reads as "waiting".
+/// Slurm's, or the runner's `CardsInUse` (its declared cards are all taken); an unknown code
+/// still reads as "waiting".
 pub fn reason_messages(reason: &str) -> Messages {
     let (en, zh_cn) = crate::slurm::state::pending_reason(reason);
     Messages { en, zh_cn }
@@ -109,5 +109,8 @@ mod tests {
         let json = serde_json::to_value(&m).unwrap();
         assert!(json["zh-CN"].is_string(), "{json}");
         assert_eq!(reason_messages("Whatever").en, "waiting (Whatever)");
+        let m = reason_messages("CardsInUse");
+        assert!(m.en.starts_with("waiting for a free card"), "{m:?}");
+        assert!(m.zh_cn.starts_with("等待空闲的卡"), "{m:?}");
     }
 }

@@ -99,8 +99,11 @@ impl Backend for RunnerBackend {
             started_at_ms: time(a.started_at),
             ended_at_ms: time(a.ended_at),
             checkpoint: a.checkpoint,
-            reason: None,
-            message: None,
+            message: a
+                .reason
+                .as_deref()
+                .map(|r| crate::slurm::state::pending_reason(r).0),
+            reason: a.reason,
         })
     }
 
@@ -216,6 +219,19 @@ mod tests {
         assert_eq!(s.state, JobState::Succeeded);
         assert_eq!(s.ended_at_ms.unwrap() - s.started_at_ms.unwrap(), 10_000);
         assert!(s.checkpoint);
+        assert_eq!(s.reason, None);
+        // A job waiting for one of the runner's cards says why, as Slurm's waiting jobs do.
+        let s = r
+            .parse_status(
+                200,
+                br#"{"id":"r8","job_id":"j2","task":"tiny-train","state":"queued","reason":"CardsInUse"}"#,
+            )
+            .unwrap();
+        assert_eq!(
+            (s.state, s.reason.as_deref()),
+            (JobState::Queued, Some("CardsInUse"))
+        );
+        assert!(s.message.unwrap().starts_with("waiting for a free card"));
         assert_eq!(
             r.parse_status(404, b"").unwrap_err(),
             BackendError::NotFound

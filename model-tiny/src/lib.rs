@@ -14,6 +14,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod error;
 pub mod forward;
+mod fused;
 pub mod generate;
 mod kernels;
 pub mod llama2c;

@@ -3,8 +3,9 @@
 
 use crate::config::{Config, NORM_EPS, ROPE_THETA};
 use crate::error::{Error, Result};
+use crate::fused::{causal_softmax, cross_entropy};
 use crate::weights::{Weights, tensor_specs};
-use candle_core::{D, DType, Device, Tensor, Var};
+use candle_core::{D, Device, Tensor, Var};
 
 /// A trainable model: one [`Var`] per tensor, in the order of [`tensor_specs`].
 pub struct CandleModel {
@@ -35,13 +36,6 @@ fn rmsnorm(x: &Tensor, weight: &Tensor) -> Result<Tensor> {
 /// `x W^T` for `x` of shape `[n, in]` and `W` of shape `[out, in]`.
 fn linear(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     Ok(x.matmul(&w.t()?)?)
-}
-
-/// Softmax over the last dimension (the max is a constant for the gradient, as usual).
-fn softmax_last(x: &Tensor) -> Result<Tensor> {
-    let max = x.max_keepdim(D::Minus1)?.detach();
-    let e = x.broadcast_sub(&max)?.exp()?;
-    Ok(e.broadcast_div(&e.sum_keepdim(D::Minus1)?)?)
 }
 
 /// llama2.c's RoPE on `[b, heads, t, hs]`: rotates each (even, odd) pair by position.
@@ -144,16 +138,6 @@ impl CandleModel {
         let emb = self.vars[0].as_tensor();
         let mut x = emb.index_select(&tokens.flatten_all()?, 0)?; // [b*t, d]
         let (cos, sin) = self.rope_tables(t)?;
-        let mask: Vec<f32> = (0..t * t)
-            .map(|i| {
-                if i % t > i / t {
-                    f32::NEG_INFINITY
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        let mask = Tensor::from_vec(mask, (t, t), &self.device)?;
         let scale = 1.0 / (hs as f64).sqrt();
         for l in 0..c.n_layers {
             let blk = self.block(l);
@@ -177,8 +161,7 @@ impl CandleModel {
                     .reshape((b, h, t, hs))?)
             };
             let (k, v) = (repeat(k)?, repeat(v)?);
-            let att = (q.matmul(&k.t()?.contiguous()?)? * scale)?.broadcast_add(&mask)?;
-            let att = softmax_last(&att)?;
+            let att = causal_softmax(&q.matmul(&k.t()?.contiguous()?)?, scale)?;
             let y = att
                 .matmul(&v)?
                 .transpose(1, 2)?
@@ -204,16 +187,9 @@ impl CandleModel {
     pub fn loss(&self, inputs: &Tensor, targets: &Tensor) -> Result<Tensor> {
         let logits = self.forward(inputs)?;
         let (b, t, v) = logits.dims3()?;
-        cross_entropy(&logits.reshape((b * t, v))?, &targets.flatten_all()?)
+        Ok(cross_entropy(
+            &logits.reshape((b * t, v))?,
+            &targets.flatten_all()?,
+        )?)
     }
-}
-
-/// Mean negative log-likelihood of `targets` `[n]` under `logits` `[n, v]`.
-pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-    let max = logits.max_keepdim(D::Minus1)?.detach();
-    let shifted = logits.broadcast_sub(&max)?;
-    let lse = shifted.exp()?.sum_keepdim(D::Minus1)?.log()?;
-    let logp = shifted.broadcast_sub(&lse)?;
-    let picked = logp.gather(&targets.to_dtype(DType::U32)?.unsqueeze(1)?, 1)?;
-    Ok(picked.mean_all()?.neg()?)
 }

@@ -306,7 +306,11 @@ impl Trainer {
         let last = self.step >= self.cfg.steps;
         let eval =
             last || (self.cfg.eval_every > 0 && self.step.is_multiple_of(self.cfg.eval_every));
-        let log = eval || self.cfg.log_every <= 1 || self.step.is_multiple_of(self.cfg.log_every);
+        // The first step always logs, so that a user sees a loss within seconds of the start.
+        let log = eval
+            || self.step == 1
+            || self.cfg.log_every <= 1
+            || self.step.is_multiple_of(self.cfg.log_every);
         if !log {
             return Ok(None);
         }

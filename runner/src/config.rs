@@ -12,24 +12,28 @@ pub struct Config {
     pub state_dir: PathBuf,
     /// The shared secret the edge sends as `Authorization: Bearer <secret>`.
     pub secret: String,
-    /// How many jobs run at once; later ones wait as `queued`.
-    pub max_jobs: usize,
+    /// The cards (CPU here) this runner declares to the edge (`"cards": {"cpu": N}` in its
+    /// `BACKENDS` entry): every job takes one, so at most this many run at once and the rest
+    /// wait as `queued`.
+    pub cards: usize,
     /// The shared reference data (models, corpora) copied into the state dir at start.
     pub shared: PathBuf,
 }
 
-/// Jobs that run at once by default: enough for a few light commands beside one training run.
-pub const DEFAULT_MAX_JOBS: usize = 4;
+/// The cards a runner declares by default, as the local stack's `BACKENDS` does: one training
+/// job at a time gets the machine's cores to itself (two at once halve each other's speed).
+pub const DEFAULT_CARDS: usize = 1;
 
-/// Parses `--addr HOST:PORT --state-dir DIR [--max-jobs N] [--shared DIR]`; the secret comes from `ONRAMP_RUNNER_SECRET` so that
-/// it never shows up in a process listing.
+/// Parses `--addr HOST:PORT --state-dir DIR [--cards N] [--shared DIR]` (`--max-jobs` is the old
+/// name of `--cards`); the secret comes from `ONRAMP_RUNNER_SECRET` so that it never shows up in
+/// a process listing.
 pub fn from_args(
     args: impl IntoIterator<Item = String>,
     secret: Option<String>,
 ) -> Result<Config, String> {
     let mut addr: SocketAddr = ([127, 0, 0, 1], 8788).into();
     let mut state_dir = PathBuf::from(".onramp/runner");
-    let mut max_jobs = DEFAULT_MAX_JOBS;
+    let mut cards = DEFAULT_CARDS;
     let mut shared = crate::assets::Assets::shared_default();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -45,13 +49,13 @@ pub fn from_args(
             "--state-dir" => {
                 state_dir = args.next().ok_or("--state-dir needs a directory")?.into();
             }
-            "--max-jobs" => {
-                let value = args.next().ok_or("--max-jobs needs a number")?;
-                max_jobs = value
+            "--cards" | "--max-jobs" => {
+                let value = args.next().ok_or(format!("{arg} needs a number"))?;
+                cards = value
                     .parse()
                     .ok()
                     .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("--max-jobs {value:?} is not a positive number"))?;
+                    .ok_or_else(|| format!("{arg} {value:?} is not a positive number"))?;
             }
             "--shared" => {
                 shared = args.next().ok_or("--shared needs a directory")?.into();
@@ -67,13 +71,13 @@ pub fn from_args(
         addr,
         state_dir,
         secret,
-        max_jobs,
+        cards,
         shared,
     })
 }
 
 pub const USAGE: &str = "usage: onramp-runner [--addr 127.0.0.1:8788] [--state-dir DIR] \
-    [--max-jobs N] [--shared DIR]   (secret in ONRAMP_RUNNER_SECRET)
+    [--cards N] [--shared DIR]   (secret in ONRAMP_RUNNER_SECRET)
        onramp-runner tiny-train --help";
 
 #[cfg(test)]
@@ -107,5 +111,14 @@ mod tests {
         assert!(from_args(args(&["--frob"]), Some("s".into())).is_err());
         let err = from_args(args(&["--max-jobs", "0"]), Some("s".into())).unwrap_err();
         assert!(err.contains("--max-jobs"), "{err}");
+    }
+
+    #[test]
+    fn a_runner_declares_one_card_unless_told() {
+        assert_eq!(from_args(args(&[]), Some("s".into())).unwrap().cards, 1);
+        let c = from_args(args(&["--cards", "3"]), Some("s".into())).unwrap();
+        assert_eq!(c.cards, 3);
+        let err = from_args(args(&["--cards", "x"]), Some("s".into())).unwrap_err();
+        assert!(err.contains("--cards \"x\""), "{err}");
     }
 }

@@ -15,6 +15,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc, watch};
 
+/// Why a queued job waits on this runner, as a reason code the edge words in every language:
+/// all the cards it declares are taken by running jobs.
+pub const QUEUED_REASON: &str = "CardsInUse";
+
 /// One job in memory: its record, and while it is active, the way to stop it.
 struct Entry {
     record: JobRecord,
@@ -28,7 +32,8 @@ pub struct Runner {
     pub assets: Assets,
     /// The runner's own executable, started as `onramp-runner tiny-train` for training jobs.
     pub exe: PathBuf,
-    /// How many jobs may run at once; the others wait as `queued`.
+    /// One permit per declared card; a job holds one while it runs, the others wait as
+    /// `queued` (with [`QUEUED_REASON`] as the reason).
     pub slots: Arc<Semaphore>,
     jobs: Mutex<BTreeMap<String, Entry>>,
     /// Reports still being posted; shutdown gives them a moment to go out.
@@ -42,7 +47,7 @@ impl Runner {
         store: Store,
         assets: Assets,
         exe: PathBuf,
-        max_jobs: usize,
+        cards: usize,
     ) -> (Arc<Runner>, Vec<String>) {
         let (records, mut problems) = store.load_all();
         let mut jobs = BTreeMap::new();
@@ -75,7 +80,7 @@ impl Runner {
             store,
             assets,
             exe,
-            slots: Arc::new(Semaphore::new(max_jobs.max(1))),
+            slots: Arc::new(Semaphore::new(cards.max(1))),
             jobs: Mutex::new(jobs),
             pending_reports: watch::channel(0).0,
         });

@@ -7,6 +7,12 @@ use onramp_runner::store::Store;
 use onramp_runner::{config, http, tiny_train};
 use std::sync::Arc;
 
+/// Training allocates and frees tensors of megabytes every step; glibc's allocator hands such
+/// blocks back to the kernel as they are freed, and the next step takes a page fault on every
+/// 4 KiB of them again (most of tiny-train's system time). mimalloc keeps freed memory for reuse.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("tiny-train") {
@@ -52,7 +58,7 @@ async fn serve(config: config::Config) {
     }
     let exe = std::env::current_exe()
         .unwrap_or_else(|e| fail(&format!("cannot find the runner's own executable: {e}")));
-    let (runner, problems) = Runner::open(store, assets, exe, config.max_jobs);
+    let (runner, problems) = Runner::open(store, assets, exe, config.cards);
     for p in problems {
         eprintln!("onramp-runner: warning: unreadable job record {p}");
     }

@@ -130,6 +130,7 @@ impl Store {
             ended_at: r.ended_at.clone(),
             checkpoint: self.checkpoint_path(&r.id).is_file(),
             message: r.message.clone(),
+            reason: (r.state == JobState::Queued).then(|| crate::jobs::QUEUED_REASON.to_string()),
         }
     }
 }

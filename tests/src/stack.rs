@@ -23,7 +23,13 @@ pub struct StackOptions {
     pub admin_token: String,
     /// Start the runner and configure it as a backend.
     pub with_runner: bool,
+    /// The runner's binary: the debug build for tests, the release build for `cargo xtask dev`.
+    pub runner_bin: PathBuf,
 }
+
+/// The CPU cards the stack's runner declares in `BACKENDS` and is started with (`--cards`), so
+/// that the edge's view and the runner's capacity are one number.
+pub const RUNNER_CARDS: u32 = 1;
 
 impl StackOptions {
     /// A stack with fresh temporary state, for a test.
@@ -35,6 +41,7 @@ impl StackOptions {
             inherit_output: false,
             admin_token: random_hex(16),
             with_runner: true,
+            runner_bin: crate::paths::runner_bin(),
         }
     }
 }
@@ -56,6 +63,7 @@ pub struct Stack {
     pub runner_secret: String,
     pub state_dir: PathBuf,
     remove_state_on_drop: bool,
+    runner_bin: PathBuf,
     // Declared in stop order: the edge first, then the runner.
     pub edge: Option<Service>,
     pub runner: Option<Service>,
@@ -77,6 +85,7 @@ impl Stack {
             runner_secret: random_hex(32),
             state_dir: opts.state_dir.clone(),
             remove_state_on_drop: opts.remove_state_on_drop,
+            runner_bin: opts.runner_bin.clone(),
             edge: None,
             runner: None,
         };
@@ -85,6 +94,7 @@ impl Stack {
             let port = free_port()?;
             let url = format!("http://127.0.0.1:{port}");
             stack.runner = Some(start_runner(
+                &opts.runner_bin,
                 &opts.state_dir,
                 port,
                 &stack.runner_secret,
@@ -92,7 +102,7 @@ impl Stack {
             )?);
             backends.push(serde_json::json!({
                 "name": "local", "kind": "runner", "url": url,
-                "secret": stack.runner_secret, "cards": {"cpu": 1}
+                "secret": stack.runner_secret, "cards": {"cpu": RUNNER_CARDS}
             }));
             stack.runner_url = Some(url);
         }
@@ -176,6 +186,7 @@ impl Stack {
             })?;
         }
         self.runner = Some(start_runner(
+            &self.runner_bin,
             &self.state_dir,
             port,
             &self.runner_secret,
@@ -221,14 +232,16 @@ impl Drop for Stack {
 /// Starts `onramp-runner` on `port` with its state in `state_dir/runner` and waits until it is
 /// healthy. Each start logs to its own file, so a restart keeps the earlier log.
 fn start_runner(
+    bin: &Path,
     state_dir: &Path,
     port: u16,
     secret: &str,
     inherit_output: bool,
 ) -> Result<Service, String> {
-    let mut cmd = Command::new(paths::runner_bin());
+    let mut cmd = Command::new(bin);
     cmd.args(["--addr", &format!("127.0.0.1:{port}"), "--state-dir"])
         .arg(state_dir.join("runner"))
+        .args(["--cards", &RUNNER_CARDS.to_string()])
         .env("ONRAMP_RUNNER_SECRET", secret);
     let mut log = state_dir.join("runner.log");
     let mut n = 1;

@@ -157,6 +157,63 @@ fn cancel_kills_the_whole_process_group() {
 
 #[test]
 #[ignore = "needs the built runner: run through `cargo xtask test`"]
+fn a_runner_with_one_card_runs_one_job_and_queues_the_next_with_a_reason() {
+    let r = TestRunner::start("runner-capacity").unwrap();
+    let flags = r.state_dir.join("flags");
+    std::fs::create_dir_all(&flags).unwrap();
+    let f = flags.display();
+    // The first job holds the runner's only card until the test releases it.
+    let first = r
+        .submit(&command_job(
+            "edge-first",
+            &format!("while [ ! -f {f}/release ]; do sleep 0.05; done; touch {f}/first-done"),
+            600,
+        ))
+        .unwrap();
+    r.wait_state(&first, Duration::from_secs(20), |s| s == "running")
+        .unwrap();
+    // The second fails if it runs while the first still holds the card.
+    let second = r
+        .submit(&command_job(
+            "edge-second",
+            &format!("test -f {f}/first-done"),
+            60,
+        ))
+        .unwrap();
+    let (_, v) = r.get(&format!("/jobs/{second}"));
+    assert_eq!(
+        (v["state"].as_str(), v["reason"].as_str()),
+        (Some("queued"), Some("CardsInUse")),
+        "{v}"
+    );
+    let (_, v) = r.get(&format!("/jobs/{first}"));
+    assert_eq!(
+        (v["state"].as_str(), v["reason"].as_str()),
+        (Some("running"), None),
+        "{v}"
+    );
+
+    std::fs::write(flags.join("release"), "").unwrap();
+    let a = r
+        .wait_state(&first, Duration::from_secs(20), terminal)
+        .unwrap();
+    let b = r
+        .wait_state(&second, Duration::from_secs(20), terminal)
+        .unwrap();
+    assert_eq!(
+        (a["state"].as_str(), b["state"].as_str()),
+        (Some("succeeded"), Some("succeeded")),
+        "{a} {b}"
+    );
+    assert!(
+        b["started_at"].as_str() >= a["ended_at"].as_str(),
+        "{a} {b}"
+    );
+    assert_eq!(b["reason"], Value::Null, "{b}");
+}
+
+#[test]
+#[ignore = "needs the built runner: run through `cargo xtask test`"]
 fn the_time_limit_kills_the_job_as_timed_out() {
     let r = TestRunner::start("runner-limit").unwrap();
     let id = r

@@ -6,6 +6,9 @@
 //! - `model`: model-tiny's single-thread tokens/s on stories260K and a random stories15M-shaped
 //!   model, next to llama2.c's `run.c` when `LLAMA2C_RUN` names its binary (built with -Ofast),
 //!   and training tokens/s; the same generation in headless Chromium (wasm) as a ratio to them.
+//! - `train-tiny`: the default tiny-train template on the release runner (wall, user and sys
+//!   time, the first loss's delay) and its training tokens/s next to a plain candle loop on the
+//!   same model and batch (see `bench_train.rs`).
 //! - `app`: cold and warm page load to first token, and the gzip sizes of the page and the
 //!   inference worker (see `bench_app.rs`).
 //! - `train`: onramp-train's training tokens/s on the CPU next to a plain Hugging Face Trainer
@@ -15,7 +18,7 @@ use crate::cmd::{self, cargo, shared_dir, target_dir};
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let which = args.first().map_or("all", String::as_str);
-    let known = ["plan", "model", "app", "train", "all"];
+    let known = ["plan", "model", "train-tiny", "app", "train", "all"];
     if !known.contains(&which) || args.len() > 1 {
         return Err(format!("usage: cargo xtask bench [{}]", known.join("|")));
     }
@@ -24,6 +27,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if matches!(which, "model" | "all") {
         model()?;
+    }
+    if matches!(which, "train-tiny" | "all") {
+        crate::bench_train::run()?;
     }
     if matches!(which, "train" | "all") {
         train()?;

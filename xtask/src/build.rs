@@ -6,11 +6,17 @@ use crate::setup::Tools;
 use std::path::Path;
 use std::process::Command;
 
+/// Everything the tests drive: what is served, and the runner and CLI (debug builds).
 pub fn all(tools: &Tools) -> Result<(), String> {
+    served(tools)?;
+    runner()
+}
+
+/// What the edge serves: the assets, the app and the worker.
+pub fn served(tools: &Tools) -> Result<(), String> {
     assets()?;
     app(tools)?;
-    edge(tools)?;
-    runner()
+    edge(tools)
 }
 
 /// `public/` and the verified reference models into `dist/`.
@@ -149,6 +155,16 @@ pub fn runner() -> Result<(), String> {
             "onramp-cli",
         ]),
     )
+}
+
+/// The runner as users get it, for `cargo xtask dev` and the training benchmark: a release build
+/// (cached in the target folder like every other build); returns the binary's path.
+pub fn runner_release() -> Result<std::path::PathBuf, String> {
+    cmd::run(
+        "cargo build --release onramp-runner",
+        cargo().args(["build", "--quiet", "--release", "-p", "onramp-runner"]),
+    )?;
+    Ok(target_dir().join("release/onramp-runner"))
 }
 
 /// Whether `out` exists and is at least as new as `input`.

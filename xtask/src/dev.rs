@@ -33,7 +33,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .map_err(|e| format!("cannot install the Ctrl-C handler: {e}"))?;
 
     let tools = crate::setup::run()?;
-    crate::build::all(&tools)?;
+    crate::build::served(&tools)?;
+    // What users get: the runner (and so tiny-train's training) as a release build.
+    let runner_bin = crate::build::runner_release()?;
     if stop.load(Ordering::SeqCst) {
         return Ok(());
     }
@@ -44,6 +46,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         inherit_output: true,
         admin_token,
         with_runner: true,
+        runner_bin,
     })?;
     println!(
         "\n  Onramp is running on {}\n  (Ctrl-C stops everything)\n",

@@ -8,6 +8,7 @@
 
 mod bench;
 mod bench_app;
+mod bench_train;
 mod build;
 mod cmd;
 mod dev;

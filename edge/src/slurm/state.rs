@@ -192,6 +192,11 @@ pub fn pending_reason(reason: &str) -> (String, String) {
         }
         "BeginTime" => ("waiting for its start time", "等待开始时间"),
         "Dependency" => ("waiting for another job to finish", "等待另一个作业完成"),
+        // The local runner's own code: it runs as many jobs as it declares cards.
+        "CardsInUse" => (
+            "waiting for a free card: the backend's cards are all in use by other jobs; it starts when one ends",
+            "等待空闲的卡：该后端的卡都在运行其他作业，有作业结束后即开始",
+        ),
         "QOSMaxGRESPerUser" | "AssocGrpGRES" | "QOSGrpGRES" => (
             "waiting: the GPU quota is in use by other jobs",
             "等待：GPU 配额已被其他作业占用",
