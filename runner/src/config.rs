@@ -21,60 +21,88 @@ pub struct Config {
 /// Jobs that run at once by default: enough for a few light commands beside one training run.
 pub const DEFAULT_MAX_JOBS: usize = 4;
 
-/// Parses `--addr HOST:PORT --state-dir DIR [--max-jobs N] [--shared DIR]`; the secret comes from `ONRAMP_RUNNER_SECRET` so that
-/// it never shows up in a process listing.
+/// The runner's command line: `onramp-runner [OPTIONS]` serves, `onramp-runner tiny-train …` is
+/// a training job's process.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "onramp-runner",
+    version,
+    about = "The local backend: runs Onramp jobs as processes on this machine",
+    after_help = "The edge authenticates with the secret in ONRAMP_RUNNER_SECRET (never on the \
+command line, where a process listing would show it).\n\nExit codes: 0 stopped cleanly; 1 a \
+failure while serving or training; 2 usage error or no secret.",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub serve: ServeArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Train model-tiny as a tiny-train job (the runner starts this itself)
+    ///
+    /// Reports to $ONRAMP_REPORT_URL with $ONRAMP_REPORT_TOKEN when set.
+    TinyTrain(crate::tiny_args::TinyArgs),
+}
+
+/// How to serve.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on (loopback: the edge is the only client)
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8788")]
+    pub addr: SocketAddr,
+    /// Where jobs' working directories and the runner's own state live
+    #[arg(long, value_name = "DIR", default_value = ".onramp/runner")]
+    pub state_dir: PathBuf,
+    /// How many jobs run at once; later ones wait as queued
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_JOBS,
+          value_parser = positive)]
+    pub max_jobs: usize,
+    /// The shared reference data (models, corpora) [default: $ONRAMP_SHARED, else ../shared]
+    #[arg(long, value_name = "DIR")]
+    pub shared: Option<PathBuf>,
+}
+
+/// A count of at least one.
+pub fn positive(s: &str) -> Result<usize, String> {
+    s.parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("`{s}` is not a positive number"))
+}
+
+impl ServeArgs {
+    /// The configuration, with the secret from `ONRAMP_RUNNER_SECRET`.
+    pub fn config(self, secret: Option<String>) -> Result<Config, String> {
+        let secret = secret
+            .filter(|s| !s.is_empty())
+            .ok_or("ONRAMP_RUNNER_SECRET must be set: the edge authenticates with it")?;
+        Ok(Config {
+            addr: self.addr,
+            state_dir: self.state_dir,
+            secret,
+            max_jobs: self.max_jobs,
+            shared: self
+                .shared
+                .unwrap_or_else(crate::assets::Assets::shared_default),
+        })
+    }
+}
+
+/// Parses the serving options (`--addr --state-dir --max-jobs --shared`); the secret comes from
+/// `ONRAMP_RUNNER_SECRET` so that it never shows up in a process listing.
 pub fn from_args(
     args: impl IntoIterator<Item = String>,
     secret: Option<String>,
 ) -> Result<Config, String> {
-    let mut addr: SocketAddr = ([127, 0, 0, 1], 8788).into();
-    let mut state_dir = PathBuf::from(".onramp/runner");
-    let mut max_jobs = DEFAULT_MAX_JOBS;
-    let mut shared = crate::assets::Assets::shared_default();
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--addr" => {
-                let value = args
-                    .next()
-                    .ok_or("--addr needs a value such as 127.0.0.1:8788")?;
-                addr = value
-                    .parse()
-                    .map_err(|e| format!("--addr {value:?} is not HOST:PORT: {e}"))?;
-            }
-            "--state-dir" => {
-                state_dir = args.next().ok_or("--state-dir needs a directory")?.into();
-            }
-            "--max-jobs" => {
-                let value = args.next().ok_or("--max-jobs needs a number")?;
-                max_jobs = value
-                    .parse()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("--max-jobs {value:?} is not a positive number"))?;
-            }
-            "--shared" => {
-                shared = args.next().ok_or("--shared needs a directory")?.into();
-            }
-            "-h" | "--help" => return Err(USAGE.into()),
-            other => return Err(format!("unknown argument {other:?}; try --help")),
-        }
-    }
-    let secret = secret
-        .filter(|s| !s.is_empty())
-        .ok_or("ONRAMP_RUNNER_SECRET must be set: the edge authenticates with it")?;
-    Ok(Config {
-        addr,
-        state_dir,
-        secret,
-        max_jobs,
-        shared,
-    })
+    use clap::Parser;
+    let cli = Cli::try_parse_from(std::iter::once("onramp-runner".to_string()).chain(args))
+        .map_err(|e| e.to_string())?;
+    cli.serve.config(secret)
 }
-
-pub const USAGE: &str = "usage: onramp-runner [--addr 127.0.0.1:8788] [--state-dir DIR] \
-    [--max-jobs N] [--shared DIR]   (secret in ONRAMP_RUNNER_SECRET)
-       onramp-runner tiny-train --help";
 
 #[cfg(test)]
 mod tests {
@@ -103,9 +131,15 @@ mod tests {
                 .contains("ONRAMP_RUNNER_SECRET")
         );
         let err = from_args(args(&["--addr", "nope"]), Some("s".into())).unwrap_err();
-        assert!(err.contains("not HOST:PORT"), "{err}");
+        assert!(err.contains("--addr"), "{err}");
         assert!(from_args(args(&["--frob"]), Some("s".into())).is_err());
         let err = from_args(args(&["--max-jobs", "0"]), Some("s".into())).unwrap_err();
         assert!(err.contains("--max-jobs"), "{err}");
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
     }
 }
