@@ -68,6 +68,7 @@ messages! {
     Language => "Language", "语言";
     SwitchLanguage => "中文", "English";
     NotFound => "There is no page at this address.", "此地址没有页面。";
+    PageNotFound => "Page not found", "页面不存在";
     StackTitle => "Stack", "系统状态";
     CheckingEdge => "Checking the edge…", "正在检查服务端…";
     // Try
@@ -217,6 +218,13 @@ messages! {
     Step => "step", "步数";
     Loss => "loss", "损失";
     NoMetricsYet => "No metrics reported yet.", "尚未上报指标。";
+    ProgressLabel => "Progress", "进度";
+    StepOfTotal => "step {step} of {total}", "第 {step} 步，共 {total} 步";
+    TimeLeft => "Time left", "预计剩余";
+    Throughput => "Throughput", "吞吐";
+    DownloadCsv => "Download the metrics (CSV)", "下载指标（CSV）";
+    LossTableCaption => "Loss by step", "各步的损失";
+    ElapsedSeconds => "Elapsed (s)", "已用时间（秒）";
     CancelJob => "Cancel job", "取消作业";
     SaveExperiment => "Save as experiment", "保存为实验";
     ExperimentSaved => "Saved. Share this link:", "已保存，分享此链接：";

@@ -6,6 +6,7 @@ pub mod health;
 pub mod i18n;
 pub mod plot;
 pub mod poll;
+pub mod progress;
 pub mod worker_proto;
 
 #[cfg(target_arch = "wasm32")]

@@ -33,6 +33,55 @@ impl Route {
             _ => Route::NotFound,
         }
     }
+
+    /// What the page is called, for the document title.
+    pub fn title_key(&self) -> crate::i18n::Key {
+        use crate::i18n::Key;
+        match self {
+            Route::Try => Key::NavTry,
+            Route::Plan => Key::NavPlan,
+            Route::Status => Key::NavStatus,
+            Route::Account => Key::NavAccount,
+            Route::Jobs => Key::NavJobs,
+            Route::Job(_) => Key::JobTitle,
+            Route::Experiment(_) => Key::ExperimentTitle,
+            Route::NotFound => Key::PageNotFound,
+        }
+    }
+}
+
+/// Names the page in the document title whenever the route or the language changes, and after a
+/// navigation (not the first load) moves the focus to the new page's main heading, so that a
+/// screen reader announces where the user is now.
+pub fn follow_route_with_title_and_focus(router: Router, i: crate::state::I18n) {
+    let first = std::cell::Cell::new(true);
+    Effect::new(move |_| {
+        let route = router.route();
+        let title = format!(
+            "{} · {}",
+            i.t(route.title_key()),
+            i.t(crate::i18n::Key::AppName)
+        );
+        let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
+            return;
+        };
+        doc.set_title(&title);
+        if first.replace(false) {
+            return;
+        }
+        // The new page renders in this same turn; focus its heading once it is in the DOM.
+        request_animation_frame(move || {
+            let heading = web_sys::window()
+                .and_then(|w| w.document())
+                .and_then(|d| d.query_selector("main h1").ok().flatten())
+                .and_then(|h| h.dyn_into::<web_sys::HtmlElement>().ok());
+            if let Some(h) = heading {
+                // Headings are not focusable by default; -1 keeps them out of the tab order.
+                let _ = h.set_attribute("tabindex", "-1");
+                let _ = h.focus();
+            }
+        });
+    });
 }
 
 /// The current path, shared through context.

@@ -35,6 +35,7 @@ pub fn App() -> impl IntoView {
     crate::share_ui::restore_from_location();
     crate::session::Session::install();
     let router = Router::install();
+    crate::router::follow_route_with_title_and_focus(router, i);
     view! {
         <a class="skip" href="#main">{move || i.t(Key::AppName)}</a>
         <header class="top">
@@ -50,7 +51,10 @@ pub fn App() -> impl IntoView {
                 type="button"
                 class="lang"
                 data-testid="lang-switch"
-                aria-label=move || i.t(Key::Language)
+                // The visible text is the accessible name (it names the other language, in that
+                // language, so `lang` tells a screen reader how to say it); the title explains.
+                lang=move || if i.lang.get() == crate::i18n::Lang::En { "zh-CN" } else { "en" }
+                title=move || i.t(Key::Language)
                 on:click=move |_| i.toggle()
             >
                 {move || i.t(Key::SwitchLanguage)}

@@ -24,61 +24,89 @@ pub struct Config {
 /// job at a time gets the machine's cores to itself (two at once halve each other's speed).
 pub const DEFAULT_CARDS: usize = 1;
 
-/// Parses `--addr HOST:PORT --state-dir DIR [--cards N] [--shared DIR]` (`--max-jobs` is the old
-/// name of `--cards`); the secret comes from `ONRAMP_RUNNER_SECRET` so that it never shows up in
-/// a process listing.
+/// The runner's command line: `onramp-runner [OPTIONS]` serves, `onramp-runner tiny-train …` is
+/// a training job's process.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "onramp-runner",
+    version,
+    about = "The local backend: runs Onramp jobs as processes on this machine",
+    after_help = "The edge authenticates with the secret in ONRAMP_RUNNER_SECRET (never on the \
+command line, where a process listing would show it).\n\nExit codes: 0 stopped cleanly; 1 a \
+failure while serving or training; 2 usage error or no secret.",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub serve: ServeArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Train model-tiny as a tiny-train job (the runner starts this itself)
+    ///
+    /// Reports to $ONRAMP_REPORT_URL with $ONRAMP_REPORT_TOKEN when set.
+    TinyTrain(crate::tiny_args::TinyArgs),
+}
+
+/// How to serve.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on (loopback: the edge is the only client)
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8788")]
+    pub addr: SocketAddr,
+    /// Where jobs' working directories and the runner's own state live
+    #[arg(long, value_name = "DIR", default_value = ".onramp/runner")]
+    pub state_dir: PathBuf,
+    /// The cards (CPU here) this runner declares to the edge: one job runs per card, later ones
+    /// wait as queued (`--max-jobs` is its old name)
+    #[arg(long, alias = "max-jobs", value_name = "N", default_value_t = DEFAULT_CARDS,
+          value_parser = positive)]
+    pub cards: usize,
+    /// The shared reference data (models, corpora) [default: $ONRAMP_SHARED, else ../shared]
+    #[arg(long, value_name = "DIR")]
+    pub shared: Option<PathBuf>,
+}
+
+/// A count of at least one.
+pub fn positive(s: &str) -> Result<usize, String> {
+    s.parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("`{s}` is not a positive number"))
+}
+
+impl ServeArgs {
+    /// The configuration, with the secret from `ONRAMP_RUNNER_SECRET`.
+    pub fn config(self, secret: Option<String>) -> Result<Config, String> {
+        let secret = secret
+            .filter(|s| !s.is_empty())
+            .ok_or("ONRAMP_RUNNER_SECRET must be set: the edge authenticates with it")?;
+        Ok(Config {
+            addr: self.addr,
+            state_dir: self.state_dir,
+            secret,
+            cards: self.cards,
+            shared: self
+                .shared
+                .unwrap_or_else(crate::assets::Assets::shared_default),
+        })
+    }
+}
+
+/// Parses the serving options (`--addr --state-dir --cards --shared`); the secret comes from
+/// `ONRAMP_RUNNER_SECRET` so that it never shows up in a process listing.
 pub fn from_args(
     args: impl IntoIterator<Item = String>,
     secret: Option<String>,
 ) -> Result<Config, String> {
-    let mut addr: SocketAddr = ([127, 0, 0, 1], 8788).into();
-    let mut state_dir = PathBuf::from(".onramp/runner");
-    let mut cards = DEFAULT_CARDS;
-    let mut shared = crate::assets::Assets::shared_default();
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--addr" => {
-                let value = args
-                    .next()
-                    .ok_or("--addr needs a value such as 127.0.0.1:8788")?;
-                addr = value
-                    .parse()
-                    .map_err(|e| format!("--addr {value:?} is not HOST:PORT: {e}"))?;
-            }
-            "--state-dir" => {
-                state_dir = args.next().ok_or("--state-dir needs a directory")?.into();
-            }
-            "--cards" | "--max-jobs" => {
-                let value = args.next().ok_or(format!("{arg} needs a number"))?;
-                cards = value
-                    .parse()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("{arg} {value:?} is not a positive number"))?;
-            }
-            "--shared" => {
-                shared = args.next().ok_or("--shared needs a directory")?.into();
-            }
-            "-h" | "--help" => return Err(USAGE.into()),
-            other => return Err(format!("unknown argument {other:?}; try --help")),
-        }
-    }
-    let secret = secret
-        .filter(|s| !s.is_empty())
-        .ok_or("ONRAMP_RUNNER_SECRET must be set: the edge authenticates with it")?;
-    Ok(Config {
-        addr,
-        state_dir,
-        secret,
-        cards,
-        shared,
-    })
+    use clap::Parser;
+    let cli = Cli::try_parse_from(std::iter::once("onramp-runner".to_string()).chain(args))
+        .map_err(|e| e.to_string())?;
+    cli.serve.config(secret)
 }
-
-pub const USAGE: &str = "usage: onramp-runner [--addr 127.0.0.1:8788] [--state-dir DIR] \
-    [--cards N] [--shared DIR]   (secret in ONRAMP_RUNNER_SECRET)
-       onramp-runner tiny-train --help";
 
 #[cfg(test)]
 mod tests {
@@ -107,10 +135,13 @@ mod tests {
                 .contains("ONRAMP_RUNNER_SECRET")
         );
         let err = from_args(args(&["--addr", "nope"]), Some("s".into())).unwrap_err();
-        assert!(err.contains("not HOST:PORT"), "{err}");
+        assert!(err.contains("--addr"), "{err}");
         assert!(from_args(args(&["--frob"]), Some("s".into())).is_err());
         let err = from_args(args(&["--max-jobs", "0"]), Some("s".into())).unwrap_err();
-        assert!(err.contains("--max-jobs"), "{err}");
+        assert!(
+            err.contains("--cards"),
+            "the old name reads as the new one: {err}"
+        );
     }
 
     #[test]
@@ -118,7 +149,15 @@ mod tests {
         assert_eq!(from_args(args(&[]), Some("s".into())).unwrap().cards, 1);
         let c = from_args(args(&["--cards", "3"]), Some("s".into())).unwrap();
         assert_eq!(c.cards, 3);
+        let c = from_args(args(&["--max-jobs", "2"]), Some("s".into())).unwrap();
+        assert_eq!(c.cards, 2, "the old name still works");
         let err = from_args(args(&["--cards", "x"]), Some("s".into())).unwrap_err();
-        assert!(err.contains("--cards \"x\""), "{err}");
+        assert!(err.contains("`x` is not a positive number"), "{err}");
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
     }
 }

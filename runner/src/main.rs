@@ -1,6 +1,7 @@
 //! `onramp-runner` entry point: serve the API, or (`onramp-runner tiny-train …`) be a training
 //! job's process.
 
+use clap::Parser;
 use onramp_runner::assets::Assets;
 use onramp_runner::jobs::Runner;
 use onramp_runner::store::Store;
@@ -14,15 +15,16 @@ use std::sync::Arc;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("tiny-train") {
-        if let Err(e) = tiny_train::main(&args[1..]) {
+    // --help, --version and usage errors (exit 2) are clap's.
+    let cli = config::Cli::parse();
+    if let Some(config::Command::TinyTrain(args)) = cli.command {
+        if let Err(e) = tiny_train::run(args) {
             eprintln!("onramp-runner tiny-train: {e}");
             std::process::exit(1);
         }
         return;
     }
-    let config = match config::from_args(args, std::env::var("ONRAMP_RUNNER_SECRET").ok()) {
+    let config = match cli.serve.config(std::env::var("ONRAMP_RUNNER_SECRET").ok()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("onramp-runner: {e}");

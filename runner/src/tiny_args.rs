@@ -9,89 +9,66 @@ use crate::jobs::Runner;
 use jobspec::spec::{ModelRef, Task};
 use std::path::PathBuf;
 
-/// What one tiny-train run does.
-#[derive(Debug, Clone, PartialEq)]
+/// What one tiny-train run does. Every flag but `--out`, `--assets` and `--seed` is required, so
+/// that a command line always says exactly what it trains.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct TinyArgs {
     /// A catalogue model id (`stories260K`, …): its shape, and its weights when the assets have
     /// them (then the run fine-tunes; otherwise it trains from scratch).
+    #[arg(long, value_name = "ID")]
     pub model: String,
     /// A dataset id in the assets' `data/`, or (on the command line only) a path to a text file.
+    #[arg(long, value_name = "ID|PATH")]
     pub dataset: String,
+    /// Optimizer steps
+    #[arg(long, value_name = "N", value_parser = crate::config::positive)]
     pub steps: usize,
+    /// Sequences per step
+    #[arg(long, value_name = "N", value_parser = crate::config::positive)]
     pub micro_batch: usize,
+    /// Tokens per sequence
+    #[arg(long, value_name = "N", value_parser = crate::config::positive)]
     pub seq_len: usize,
+    /// Peak learning rate
+    #[arg(long, value_name = "F", value_parser = positive_rate)]
     pub lr: f64,
+    /// Warm-up steps
+    #[arg(long, value_name = "N")]
     pub warmup: usize,
+    /// Seed of the weights' initialisation and the batches
+    #[arg(long, value_name = "N", default_value_t = 1337)]
     pub seed: u64,
+    /// Where to write the checkpoint
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Where the models and corpora are [default: $ONRAMP_SHARED, else ../shared]
+    #[arg(long, value_name = "DIR")]
     pub assets: Option<PathBuf>,
 }
 
-pub const USAGE: &str = "usage: onramp-runner tiny-train --model ID --dataset ID|PATH --steps N \
-    --micro-batch N --seq-len N --lr F --warmup N [--seed N] [--out DIR] [--assets DIR]
-  reports to $ONRAMP_REPORT_URL with $ONRAMP_REPORT_TOKEN when set";
+/// A learning rate: a finite number above zero.
+fn positive_rate(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .ok_or_else(|| format!("`{s}` is not a positive number"))
+}
+
+/// `TinyArgs` alone on a command line, for [`TinyArgs::parse`].
+#[derive(clap::Parser)]
+#[command(name = "onramp-runner tiny-train", no_binary_name = true)]
+struct TinyCommand {
+    #[command(flatten)]
+    args: TinyArgs,
+}
 
 impl TinyArgs {
-    /// Parses the flags; every one but `--out`, `--assets` and `--seed` is required, so that a
-    /// command line always says exactly what it trains.
+    /// Parses the flags (without the program and subcommand names).
     pub fn parse(args: &[String]) -> Result<TinyArgs, String> {
-        let mut map = std::collections::BTreeMap::new();
-        let mut it = args.iter();
-        while let Some(flag) = it.next() {
-            if flag == "-h" || flag == "--help" {
-                return Err(USAGE.into());
-            }
-            let name = flag
-                .strip_prefix("--")
-                .ok_or_else(|| format!("unexpected argument {flag:?}\n{USAGE}"))?;
-            const KNOWN: &[&str] = &[
-                "model",
-                "dataset",
-                "steps",
-                "micro-batch",
-                "seq-len",
-                "lr",
-                "warmup",
-                "seed",
-                "out",
-                "assets",
-            ];
-            if !KNOWN.contains(&name) {
-                return Err(format!("unknown flag {flag:?}\n{USAGE}"));
-            }
-            let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-            map.insert(name.to_string(), value.clone());
-        }
-        let text = |k: &str| {
-            map.get(k)
-                .cloned()
-                .ok_or_else(|| format!("--{k} is required\n{USAGE}"))
-        };
-        fn num<T: std::str::FromStr>(k: &str, v: String) -> Result<T, String> {
-            v.parse()
-                .map_err(|_| format!("--{k} {v:?} is not a valid number"))
-        }
-        let a = TinyArgs {
-            model: text("model")?,
-            dataset: text("dataset")?,
-            steps: num("steps", text("steps")?)?,
-            micro_batch: num("micro-batch", text("micro-batch")?)?,
-            seq_len: num("seq-len", text("seq-len")?)?,
-            lr: num("lr", text("lr")?)?,
-            warmup: num("warmup", text("warmup")?)?,
-            seed: map
-                .get("seed")
-                .map_or(Ok(1337), |v| num("seed", v.clone()))?,
-            out: map.get("out").map(PathBuf::from),
-            assets: map.get("assets").map(PathBuf::from),
-        };
-        if a.steps == 0 || a.micro_batch == 0 || a.seq_len == 0 {
-            return Err("--steps, --micro-batch and --seq-len must be at least 1".into());
-        }
-        if !(a.lr.is_finite() && a.lr > 0.0) {
-            return Err(format!("--lr must be a positive number (got {})", a.lr));
-        }
-        Ok(a)
+        use clap::Parser;
+        TinyCommand::try_parse_from(args)
+            .map(|c| c.args)
+            .map_err(|e| e.to_string())
     }
 
     /// The flags, in the order `jobspec::launch` writes them.
@@ -252,7 +229,7 @@ mod tests {
         let e = TinyArgs::parse(&strings(&["--model", "m", "--frob", "1"])).unwrap_err();
         assert!(e.contains("--frob"), "{e}");
         let e = TinyArgs::parse(&strings(&["--model", "m"])).unwrap_err();
-        assert!(e.contains("--dataset is required"), "{e}");
+        assert!(e.contains("--dataset"), "{e}");
         let mut ok = strings(&[
             "--model",
             "m",
@@ -269,7 +246,8 @@ mod tests {
             "--warmup",
             "0",
         ]);
-        assert!(TinyArgs::parse(&ok).unwrap_err().contains("--steps \"x\""));
+        let e = TinyArgs::parse(&ok).unwrap_err();
+        assert!(e.contains("'x'") && e.contains("--steps"), "{e}");
         ok[5] = "0".into();
         assert!(TinyArgs::parse(&ok).is_err());
     }

@@ -14,7 +14,11 @@ use std::sync::mpsc;
 
 /// Runs the subcommand; the error is printed by `main` and makes the exit code 1.
 pub fn main(args: &[String]) -> Result<(), String> {
-    let args = TinyArgs::parse(args)?;
+    run(TinyArgs::parse(args)?)
+}
+
+/// Runs the subcommand with its parsed arguments.
+pub fn run(args: TinyArgs) -> Result<(), String> {
     let assets = Assets {
         root: args.assets.clone().unwrap_or_else(Assets::shared_default),
     };

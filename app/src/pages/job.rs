@@ -143,6 +143,7 @@ pub fn JobPage(id: String) -> impl IntoView {
                 }
             })}
             {move || { i.lang.track(); live.job.get().map(|j| view! { <JobFacts job=j/> }) }}
+            <JobProgress job=live.job points=live.points/>
             <JobActions id=id.clone() live_job=live.job/>
             <h2>{tr(i, Key::LossCurve)}</h2>
             <LossChart points=live.points/>
@@ -153,6 +154,51 @@ pub fn JobPage(id: String) -> impl IntoView {
                 {move || live.logs.with(|l| if l.text.is_empty() { i.t(Key::NoLogsYet).to_string() } else { l.text.clone() })}
             </pre>
         </section>
+    }
+}
+
+/// Step of total, the time left and tokens/s while a job runs (and where it got to once it ended).
+#[component]
+fn JobProgress(job: RwSignal<Option<Job>>, points: RwSignal<Vec<MetricPoint>>) -> impl IntoView {
+    let i = use_i18n();
+    // The spec's step count, parsed once per spec rather than once per poll.
+    let total = Memo::new(move |_| {
+        job.with(|j| {
+            j.as_ref()
+                .and_then(|j| jobspec::plan_toml(&j.spec).valid.map(|v| v.steps()))
+        })
+    });
+    let now = Memo::new(move |_| {
+        let total = total.get()?;
+        points.with(|p| crate::progress::progress(p, total))
+    });
+    move || {
+        let p = now.get()?;
+        let running = job.with(|j| j.as_ref().is_some_and(|j| !j.state.is_terminal()));
+        let steps = i
+            .t(Key::StepOfTotal)
+            .replace("{step}", &p.step.to_string())
+            .replace("{total}", &p.total_steps.to_string());
+        let eta = p
+            .eta_s
+            .filter(|_| running)
+            .map(jobspec::spec::format_duration);
+        let tps = p
+            .tokens_per_s
+            .map(|t| format!("{t:.0} {}", i.t(Key::TokensPerSecond)));
+        let percent = (p.fraction * 100.0).round();
+        Some(view! {
+            <div class="progress" data-testid="job-progress" data-step=p.step data-total=p.total_steps>
+                <label>
+                    <span>{i.t(Key::ProgressLabel)}": "{steps.clone()}" ("{percent}"%)"</span>
+                    <progress max=p.total_steps value=p.step aria-valuetext=steps></progress>
+                </label>
+                <dl class="facts">
+                    {eta.map(|e| fact(i, Key::TimeLeft, e, "job-eta"))}
+                    {tps.map(|t| fact(i, Key::Throughput, t, "job-tokens-per-s"))}
+                </dl>
+            </div>
+        })
     }
 }
 

@@ -1,9 +1,11 @@
 //! The loss curve as an SVG plot: train and validation loss against the step, with labelled
-//! axes and a legend. The geometry comes from `plot.rs`; this only draws it.
+//! axes and a legend, a CSV download, and the same numbers as a table for screen readers. The
+//! geometry comes from `plot.rs`; this only draws it.
 
 use crate::api_wire::MetricPoint;
 use crate::i18n::Key;
 use crate::plot::{Frame, loss_chart};
+use crate::progress::{csv_data_url, metrics_csv};
 use crate::state::use_i18n;
 use leptos::prelude::*;
 
@@ -47,10 +49,41 @@ pub fn LossChart(#[prop(into)] points: Signal<Vec<MetricPoint>>) -> impl IntoVie
                     <figcaption class="legend">
                         <span><i class="swatch train"></i>{i.t(Key::TrainLoss)}</span>
                         <span><i class="swatch val"></i>{i.t(Key::ValLoss)}</span>
+                        <a data-testid="loss-csv" download="metrics.csv"
+                            href=move || points.with(|p| csv_data_url(&metrics_csv(p)))>{i.t(Key::DownloadCsv)}</a>
                     </figcaption>
                 </figure>
+                <LossTable points=points/>
             }
             .into_any()
         }
+    }
+}
+
+/// The curve's numbers as a table for screen readers (the SVG is one image to them).
+#[component]
+fn LossTable(points: Signal<Vec<MetricPoint>>) -> impl IntoView {
+    let i = use_i18n();
+    let cell = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_else(|| "—".into());
+    view! {
+        <table class="sr-only" data-testid="loss-table">
+            <caption>{i.t(Key::LossTableCaption)}</caption>
+            <thead><tr>
+                <th scope="col">{i.t(Key::Step)}</th>
+                <th scope="col">{i.t(Key::TrainLoss)}</th>
+                <th scope="col">{i.t(Key::ValLoss)}</th>
+                <th scope="col">{i.t(Key::ElapsedSeconds)}</th>
+            </tr></thead>
+            <tbody>
+                {move || points.with(|ps| ps.iter().map(|p| view! {
+                    <tr>
+                        <th scope="row">{p.step}</th>
+                        <td>{cell(Some(p.loss))}</td>
+                        <td>{cell(p.val_loss)}</td>
+                        <td>{format!("{:.1}", p.elapsed_s)}</td>
+                    </tr>
+                }).collect_view())}
+            </tbody>
+        </table>
     }
 }

@@ -1,6 +1,4 @@
-//! C-style number parsing (`atoi`, `atof`) and `--flag value` lists for the subcommands.
-
-use model_tiny::{Error, Result};
+//! C-style number parsing (`atoi`, `atof`) for the run.c-compatible options.
 
 /// C's `atoi`: optional leading spaces and sign, then digits; anything else ends the number.
 pub fn atoi(s: &str) -> i32 {
@@ -25,72 +23,6 @@ pub fn atof(s: &str) -> f64 {
         .filter(|&i| s.is_char_boundary(i))
         .find_map(|i| s[..i].parse::<f64>().ok())
         .unwrap_or(0.0)
-}
-
-/// `--name value` pairs and bare `--switch`es after a subcommand.
-pub struct Flags {
-    pairs: Vec<(String, Option<String>)>,
-}
-
-impl Flags {
-    /// Splits `args`; `switches` are the flags that take no value.
-    pub fn parse(args: &[String], switches: &[&str]) -> Result<Self> {
-        let mut pairs = Vec::new();
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            let Some(name) = a.strip_prefix("--") else {
-                return Err(Error::Usage(format!("expected a --flag, found {a:?}")));
-            };
-            if switches.contains(&name) {
-                pairs.push((name.to_string(), None));
-            } else {
-                let v = it
-                    .next()
-                    .ok_or_else(|| Error::Usage(format!("--{name} needs a value")))?;
-                pairs.push((name.to_string(), Some(v.clone())));
-            }
-        }
-        Ok(Flags { pairs })
-    }
-
-    /// Fails on any flag not in `known`.
-    pub fn only(&self, known: &[&str]) -> Result<()> {
-        match self
-            .pairs
-            .iter()
-            .find(|(n, _)| !known.contains(&n.as_str()))
-        {
-            Some((n, _)) => Err(Error::Usage(format!(
-                "unknown flag --{n}; known: --{}",
-                known.join(", --")
-            ))),
-            None => Ok(()),
-        }
-    }
-
-    /// Whether a switch is present.
-    pub fn has(&self, name: &str) -> bool {
-        self.pairs.iter().any(|(n, _)| n == name)
-    }
-
-    /// The last value of `--name`.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.pairs
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .and_then(|(_, v)| v.as_deref())
-    }
-
-    /// The value of `--name` parsed, or `default`.
-    pub fn num<T: std::str::FromStr>(&self, name: &str, default: T) -> Result<T> {
-        match self.get(name) {
-            None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| Error::Usage(format!("--{name}: {v:?} is not a valid number"))),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,20 +1,37 @@
 //! `model-tiny bench`: single-thread generation tokens/s on stories260K and on a random
 //! stories15M-shaped model, next to llama2.c's run.c when its binary is given.
 
-use crate::args::Flags;
 use crate::run::read;
 use model_tiny::bench::{bench_sampler, random_15m};
 use model_tiny::{Error, Result, Weights, llama2c, load_weights};
 use std::process::Command;
 
-const HELP: &str = "Usage: model-tiny bench [--models DIR] [--run-c PATH] [--repeats N] [--json] [--train-steps N]
-  --models DIR     where stories260K.bin, tok512.bin and tokenizer.bin are (default ../shared/models)
-  --run-c PATH     llama2.c's run binary (default: $LLAMA2C_RUN if set); measured in the same run
-  --repeats N      runs per figure, the median is reported (default 5)
-  --train-steps N  also measure training tokens/s over N steps (default 0: skip)
-  --data FILE      training corpus for --train-steps (default ../shared/data/tinyshakespeare.txt)
-  --json           one JSON object per line instead of text
-";
+/// `model-tiny bench`'s command line.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Where stories260K.bin, tok512.bin and tokenizer.bin are
+    #[arg(long, value_name = "DIR", default_value = "../shared/models")]
+    models: String,
+    /// llama2.c's run binary, measured in the same run [default: $LLAMA2C_RUN if set]
+    #[arg(long, value_name = "PATH")]
+    run_c: Option<String>,
+    /// Runs per figure; the median is reported
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    repeats: usize,
+    /// Also measure training tokens/s over N steps (0: skip)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    train_steps: usize,
+    /// Training corpus for --train-steps
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "../shared/data/tinyshakespeare.txt"
+    )]
+    data: String,
+    /// One JSON object per line instead of text
+    #[arg(long)]
+    json: bool,
+}
 
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(|a, b| a.total_cmp(b));
@@ -49,31 +66,11 @@ fn measure(bin: &str, model: &str, tokenizer: &str, random: bool, repeats: usize
     Ok(median(runs))
 }
 
-pub fn main(args: &[String]) -> Result<()> {
-    let flags = Flags::parse(args, &["json", "help"])?;
-    if flags.has("help") {
-        eprint!("{HELP}");
-        return Ok(());
-    }
-    flags.only(&[
-        "models",
-        "run-c",
-        "repeats",
-        "json",
-        "help",
-        "train-steps",
-        "data",
-    ])?;
-    let dir = flags
-        .get("models")
-        .unwrap_or("../shared/models")
-        .to_string();
-    let runc = flags
-        .get("run-c")
-        .map(str::to_string)
-        .or_else(|| std::env::var("LLAMA2C_RUN").ok());
-    let repeats = flags.num("repeats", 5usize)?.max(1);
-    let json = flags.has("json");
+pub fn main(args: BenchArgs) -> Result<()> {
+    let dir = args.models;
+    let runc = args.run_c.or_else(|| std::env::var("LLAMA2C_RUN").ok());
+    let repeats = args.repeats.max(1);
+    let json = args.json;
 
     let me = std::env::current_exe()
         .map_err(|e| Error::io("current executable", e))?
@@ -120,12 +117,8 @@ pub fn main(args: &[String]) -> Result<()> {
         let (ours, theirs) = result?;
         report(json, name, ours, theirs);
     }
-    let train_steps = flags.num("train-steps", 0usize)?;
-    if train_steps > 0 {
-        let data = flags
-            .get("data")
-            .unwrap_or("../shared/data/tinyshakespeare.txt");
-        crate::train::bench(&dir, data, train_steps, json)?;
+    if args.train_steps > 0 {
+        crate::train::bench(&dir, &args.data, args.train_steps, json)?;
     }
     Ok(())
 }
@@ -148,31 +141,38 @@ fn report(json: bool, name: &str, ours: f64, run_c: Option<f64>) {
     }
 }
 
-const RANDOM_HELP: &str =
-    "Usage: model-tiny random --out PATH [--seed N] [--format v0|v1|safetensors]
-  Writes the random-weight stories15M-shaped model (dim 288, hidden 768, 6 layers, 6 heads,
-  vocab 32000, seq 256) drawn from the seed (default: the benchmark's).
-";
+/// `model-tiny random`'s command line.
+#[derive(Debug, clap::Args)]
+pub struct RandomArgs {
+    /// Where to write the model
+    #[arg(long, value_name = "PATH")]
+    out: String,
+    /// The seed of the weights [default: the benchmark's]
+    #[arg(long, value_name = "N", default_value_t = model_tiny::bench::BENCH_SEED)]
+    seed: u64,
+    /// The file format
+    #[arg(long, value_enum, default_value_t = Format::V0)]
+    format: Format,
+}
 
-/// `model-tiny random`: writes the benchmark's random 15M-shaped model, e.g. for run.c.
-pub fn random(args: &[String]) -> Result<()> {
-    let flags = Flags::parse(args, &["help"])?;
-    flags.only(&["out", "seed", "format", "help"])?;
-    let Some(out) = flags.get("out").filter(|_| !flags.has("help")) else {
-        eprint!("{RANDOM_HELP}");
-        return Ok(());
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Format {
+    /// llama2.c's legacy format (run.c reads it)
+    V0,
+    /// llama2.c's version 1
+    V1,
+    /// model-tiny's safetensors checkpoint
+    Safetensors,
+}
+
+/// `model-tiny random`: writes the benchmark's random 15M-shaped model (dim 288, hidden 768,
+/// 6 layers, 6 heads, vocab 32000, seq 256), e.g. for run.c.
+pub fn random(args: RandomArgs) -> Result<()> {
+    let weights = Weights::random(model_tiny::Config::stories15m(), args.seed)?;
+    let bytes = match args.format {
+        Format::V0 => llama2c::export_v0(&weights),
+        Format::V1 => llama2c::export_v1(&weights),
+        Format::Safetensors => model_tiny::checkpoint::save_model(&weights)?,
     };
-    let seed = flags.num("seed", model_tiny::bench::BENCH_SEED)?;
-    let weights = Weights::random(model_tiny::Config::stories15m(), seed)?;
-    let bytes = match flags.get("format").unwrap_or("v0") {
-        "v0" => llama2c::export_v0(&weights),
-        "v1" => llama2c::export_v1(&weights),
-        "safetensors" => model_tiny::checkpoint::save_model(&weights)?,
-        f => {
-            return Err(Error::Usage(format!(
-                "--format: unknown {f:?}; use v0, v1 or safetensors"
-            )));
-        }
-    };
-    std::fs::write(out, bytes).map_err(|e| Error::io(out, e))
+    std::fs::write(&args.out, bytes).map_err(|e| Error::io(&args.out, e))
 }

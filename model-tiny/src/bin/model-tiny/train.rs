@@ -1,103 +1,114 @@
 //! `model-tiny train`: trains from scratch or from a checkpoint on a text corpus, printing
 //! JSON-lines metrics on stdout (and POSTing them to a URL when asked).
 
-use crate::args::Flags;
 use crate::run::read;
 use model_tiny::train::{Metrics, TrainConfig, Trainer, encode_corpus, post_metrics};
 use model_tiny::{Config, Error, Result, Tokenizer, Weights, load_weights};
 use std::path::Path;
 
-const HELP: &str = "Usage: model-tiny train --data TEXT --tokenizer TOK.bin [options]
-Model (one of; default: stories260K's shape with the tokenizer's vocabulary, random weights):
-  --init CHECKPOINT      start from a llama2.c .bin or model-tiny .safetensors (fine-tuning)
-  --model-config JSON    a Config JSON file (dim, hidden_dim, n_layers, n_heads, n_kv_heads,
-                         vocab_size, seq_len, shared_classifier) for training from scratch
-Output:
-  --out DIR              checkpoints: model.safetensors (+config.json, optimizer, state.json)
-  --resume               continue the run saved in --out
-  --metrics-url URL      also POST each metrics line as JSON to this http:// URL
-Settings (defaults in brackets):
-  --steps [200] --batch-size [8] --seq-len [128] --lr [1e-3] --min-lr [1e-4] --warmup [20]
-  --weight-decay [0.1] --grad-clip [1.0] --val-fraction [0.1] --eval-every [50]
-  --eval-batches [4] --log-every [10] --checkpoint-every [0 = at the end] --seed [1337]
-Metrics: one JSON object per line on stdout:
-  {\"step\", \"loss\", \"val_loss\" (null between evaluations), \"lr\", \"tokens_per_s\", \"elapsed_s\"}
-";
-
-const SETTINGS: &[&str] = &[
-    "steps",
-    "batch-size",
-    "seq-len",
-    "lr",
-    "min-lr",
-    "warmup",
-    "weight-decay",
-    "grad-clip",
-    "val-fraction",
-    "eval-every",
-    "eval-batches",
-    "log-every",
-    "checkpoint-every",
-    "seed",
-];
-
-pub fn config_from(flags: &Flags) -> Result<TrainConfig> {
-    let d = TrainConfig::default();
-    Ok(TrainConfig {
-        steps: flags.num("steps", d.steps)?,
-        batch_size: flags.num("batch-size", d.batch_size)?,
-        seq_len: flags.num("seq-len", d.seq_len)?,
-        learning_rate: flags.num("lr", d.learning_rate)?,
-        min_lr: flags.num("min-lr", d.min_lr)?,
-        warmup_steps: flags.num("warmup", d.warmup_steps)?,
-        weight_decay: flags.num("weight-decay", d.weight_decay)?,
-        grad_clip: flags.num("grad-clip", d.grad_clip)?,
-        val_fraction: flags.num("val-fraction", d.val_fraction)?,
-        eval_every: flags.num("eval-every", d.eval_every)?,
-        eval_batches: flags.num("eval-batches", d.eval_batches)?,
-        log_every: flags.num("log-every", d.log_every)?,
-        checkpoint_every: flags.num("checkpoint-every", d.checkpoint_every)?,
-        seed: flags.num("seed", d.seed)?,
-        ..d
-    })
+/// `model-tiny train`'s command line.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Metrics: one JSON object per line on stdout: \
+{\"step\", \"loss\", \"val_loss\" (null between evaluations), \"lr\", \"tokens_per_s\", \"elapsed_s\"}")]
+pub struct TrainArgs {
+    /// The text corpus
+    #[arg(long, value_name = "TEXT")]
+    data: String,
+    /// The tokenizer (llama2.c tokenizer.bin format)
+    #[arg(long, value_name = "TOK.bin")]
+    tokenizer: String,
+    /// Start from a llama2.c .bin or model-tiny .safetensors (fine-tuning) [default: stories260K's
+    /// shape with the tokenizer's vocabulary, random weights]
+    #[arg(long, value_name = "CHECKPOINT", conflicts_with = "model_config")]
+    init: Option<String>,
+    /// A Config JSON file (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len,
+    /// shared_classifier) for training from scratch
+    #[arg(long, value_name = "JSON")]
+    model_config: Option<String>,
+    /// Checkpoints: model.safetensors (+config.json, optimizer, state.json)
+    #[arg(long, value_name = "DIR")]
+    out: Option<String>,
+    /// Continue the run saved in --out
+    #[arg(long)]
+    resume: bool,
+    /// Also POST each metrics line as JSON to this http:// URL
+    #[arg(long, value_name = "URL")]
+    metrics_url: Option<String>,
+    #[command(flatten)]
+    settings: Settings,
 }
 
-pub fn main(args: &[String]) -> Result<()> {
-    let flags = Flags::parse(args, &["resume", "help"])?;
-    if flags.has("help") || args.is_empty() {
-        eprint!("{HELP}");
-        return Ok(());
+/// The training settings; their defaults are `TrainConfig::default()`'s.
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Settings")]
+struct Settings {
+    #[arg(long, value_name = "N", default_value_t = TrainConfig::default().steps)]
+    steps: usize,
+    #[arg(long, value_name = "N", default_value_t = TrainConfig::default().batch_size)]
+    batch_size: usize,
+    #[arg(long, value_name = "N", default_value_t = TrainConfig::default().seq_len)]
+    seq_len: usize,
+    #[arg(long, value_name = "F", default_value_t = TrainConfig::default().learning_rate)]
+    lr: f64,
+    #[arg(long, value_name = "F", default_value_t = TrainConfig::default().min_lr)]
+    min_lr: f64,
+    #[arg(long, value_name = "N", default_value_t = TrainConfig::default().warmup_steps)]
+    warmup: usize,
+    #[arg(long, value_name = "F", default_value_t = TrainConfig::default().weight_decay)]
+    weight_decay: f64,
+    #[arg(long, value_name = "F", default_value_t = TrainConfig::default().grad_clip)]
+    grad_clip: f64,
+    #[arg(long, value_name = "F", default_value_t = TrainConfig::default().val_fraction)]
+    val_fraction: f64,
+    #[arg(long, value_name = "N", default_value_t = TrainConfig::default().eval_every)]
+    eval_every: usize,
+    #[arg(long, value_name = "N", default_value_t = TrainConfig::default().eval_batches)]
+    eval_batches: usize,
+    #[arg(long, value_name = "N", default_value_t = TrainConfig::default().log_every)]
+    log_every: usize,
+    /// 0 = at the end
+    #[arg(long, value_name = "N", default_value_t = TrainConfig::default().checkpoint_every)]
+    checkpoint_every: usize,
+    #[arg(long, value_name = "N", default_value_t = TrainConfig::default().seed)]
+    seed: u64,
+}
+
+impl Settings {
+    fn config(&self) -> TrainConfig {
+        TrainConfig {
+            steps: self.steps,
+            batch_size: self.batch_size,
+            seq_len: self.seq_len,
+            learning_rate: self.lr,
+            min_lr: self.min_lr,
+            warmup_steps: self.warmup,
+            weight_decay: self.weight_decay,
+            grad_clip: self.grad_clip,
+            val_fraction: self.val_fraction,
+            eval_every: self.eval_every,
+            eval_batches: self.eval_batches,
+            log_every: self.log_every,
+            checkpoint_every: self.checkpoint_every,
+            seed: self.seed,
+            ..TrainConfig::default()
+        }
     }
-    let mut known = vec![
-        "data",
-        "tokenizer",
-        "init",
-        "model-config",
-        "out",
-        "resume",
-        "metrics-url",
-        "help",
-    ];
-    known.extend_from_slice(SETTINGS);
-    flags.only(&known)?;
-    let need = |name: &str| {
-        flags
-            .get(name)
-            .ok_or_else(|| Error::Usage(format!("train: --{name} is required (see --help)")))
-    };
-    let data_path = need("data")?;
-    let tokenizer = Tokenizer::from_bytes_all(&read(need("tokenizer")?)?)?;
+}
+
+pub fn main(args: TrainArgs) -> Result<()> {
+    let data_path = &args.data;
+    let tokenizer = Tokenizer::from_bytes_all(&read(&args.tokenizer)?)?;
     let text = String::from_utf8_lossy(&read(data_path)?).into_owned();
-    let cfg = config_from(&flags)?;
+    let cfg = args.settings.config();
     eprintln!(
         "model-tiny train: tokenising {data_path} ({} bytes)",
         text.len()
     );
     let tokens = encode_corpus(&tokenizer, &text);
     eprintln!("model-tiny train: {} tokens", tokens.len());
-    let out = flags.get("out").map(Path::new);
+    let out = args.out.as_deref().map(Path::new);
     let mut trainer = match out {
-        Some(dir) if flags.has("resume") && Trainer::can_resume(dir) => {
+        Some(dir) if args.resume && Trainer::can_resume(dir) => {
             let t = Trainer::resume(dir, &tokens, cfg)?;
             eprintln!(
                 "model-tiny train: resuming {} at step {}",
@@ -107,7 +118,7 @@ pub fn main(args: &[String]) -> Result<()> {
             t
         }
         _ => {
-            let weights = initial_weights(&flags, tokenizer.vocab_size(), cfg.seed)?;
+            let weights = initial_weights(&args, tokenizer.vocab_size(), cfg.seed)?;
             if weights.config.vocab_size != tokenizer.vocab_size() {
                 return Err(Error::Usage(format!(
                     "the model's vocabulary ({}) differs from the tokenizer's ({})",
@@ -123,7 +134,7 @@ pub fn main(args: &[String]) -> Result<()> {
             Trainer::new(&weights, &tokens, cfg)?
         }
     };
-    let url = flags.get("metrics-url").map(str::to_string);
+    let url = args.metrics_url.clone();
     trainer.run(out, &mut |m: &Metrics| {
         let line = serde_json::to_string(m).map_err(|e| Error::Usage(e.to_string()))?;
         println!("{line}");
@@ -144,11 +155,11 @@ pub fn main(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn initial_weights(flags: &Flags, vocab_size: usize, seed: u64) -> Result<Weights> {
-    if let Some(path) = flags.get("init") {
+fn initial_weights(args: &TrainArgs, vocab_size: usize, seed: u64) -> Result<Weights> {
+    if let Some(path) = &args.init {
         return load_weights(&read(path)?);
     }
-    let config = match flags.get("model-config") {
+    let config = match &args.model_config {
         Some(path) => {
             let json = String::from_utf8_lossy(&read(path)?).into_owned();
             model_tiny::checkpoint::parse_config(&json)?
