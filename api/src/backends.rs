@@ -14,6 +14,16 @@ pub enum BackendKind {
     Slurm,
 }
 
+impl BackendKind {
+    /// The wire spelling, as the spec's `backend` key writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Runner => "runner",
+            BackendKind::Slurm => "slurm",
+        }
+    }
+}
+
 /// `GET /api/backends`, in the order the edge tries them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct BackendList {

@@ -118,12 +118,12 @@ pub fn SubmitPanel(plan: Memo<Plan>) -> impl IntoView {
                         let list = offering();
                         let wanted = plan.with(spec_backend);
                         // `auto` runs on the first backend that fits: show that one as chosen.
-                        let chosen = list.iter().position(|b| b.kind == wanted).unwrap_or(0);
+                        let chosen = list.iter().position(|b| b.kind.as_str() == wanted).unwrap_or(0);
                         list.into_iter().enumerate().map(|(n, b)| {
                             let cards: Vec<String> = b.cards.iter().map(|(c, k)| format!("{k}× {c}")).collect();
                             view! {
-                                <option value=b.kind.clone() selected=n == chosen data-name=b.name.clone()>
-                                    {format!("{} ({}, {})", b.name, b.kind, cards.join(", "))}
+                                <option value=b.kind.as_str() selected=n == chosen data-name=b.name.clone()>
+                                    {format!("{} ({}, {})", b.name, b.kind.as_str(), cards.join(", "))}
                                 </option>
                             }
                         }).collect_view()
