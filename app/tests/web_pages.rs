@@ -30,6 +30,7 @@ fn point(step: u64, loss: f64, val_loss: Option<f64>) -> MetricPoint {
         step,
         loss,
         val_loss,
+        lr: None,
         tokens_per_s: None,
         elapsed_s: step as f64,
         grad_norm: None,
