@@ -2,8 +2,9 @@
 //! a command or an `#SBATCH` directive to a generated artifact, and the ds_config always parses
 //! as JSON. Each artifact of a spec with a hostile value is compared with the same spec carrying
 //! a plain marker: only the lines that carried the marker may differ, and only inside the
-//! marker's slot; the command lines, parsed by bash itself, give the same words with the value
-//! (exactly as written) in the marker's place. `PROPTEST_CASES=N` runs more cases.
+//! marker's slot (in the `spec.toml` the sbatch script writes, the line must read back as the
+//! value); the command lines, parsed by bash itself, give the same words with the value (exactly
+//! as written) in the marker's place. `PROPTEST_CASES=N` runs more cases.
 #![cfg(not(target_arch = "wasm32"))]
 #![allow(clippy::unwrap_used)]
 
@@ -188,10 +189,14 @@ fn check(field: &Field, value: &str) -> Result<(), String> {
         for (b, g) in bl.iter().zip(&gl) {
             match b.split_once(MARK) {
                 None if b != g => return Err(format!("{what}: {g:?} instead of {b:?}")),
-                Some((before, after)) if !g.starts_with(before) || !g.ends_with(after) => {
-                    return Err(format!("{what}: {g:?} left the slot of {b:?}"));
+                Some((before, after)) => {
+                    let (before, after) = toml_slot(before, after, g, value)
+                        .map_err(|e| format!("{what}: {g:?}: {e}"))?;
+                    if !g.starts_with(before) || !g.ends_with(after) {
+                        return Err(format!("{what}: {g:?} left the slot of {b:?}"));
+                    }
                 }
-                _ => {}
+                None => {}
             }
         }
     }
@@ -213,6 +218,28 @@ fn check(field: &Field, value: &str) -> Result<(), String> {
         return Err("the sbatch script does not run the torchrun line".into());
     }
     Ok(())
+}
+
+/// A `key = "…"` line of the `spec.toml` that the sbatch script writes: TOML may quote the value
+/// its own way (`'…'`, `'''…'''`), so the slot is everything after `key = `, and the line must read
+/// back as exactly the value. Other slots are returned as they are.
+fn toml_slot<'a>(
+    before: &'a str,
+    after: &'a str,
+    line: &str,
+    value: &str,
+) -> Result<(&'a str, &'a str), String> {
+    match (before.strip_suffix('"'), after.strip_prefix('"')) {
+        (Some(key_eq), Some("")) if key_eq.ends_with(" = ") => {
+            let key = key_eq.trim_end_matches(" = ");
+            let table: toml::Table = toml::from_str(line).map_err(|e| e.to_string())?;
+            match table.get(key).and_then(toml::Value::as_str) {
+                Some(v) if v == value => Ok((key_eq, "")),
+                other => Err(format!("reads back as {other:?}")),
+            }
+        }
+        _ => Ok((before, after)),
+    }
 }
 
 fn hostile() -> impl Strategy<Value = String> {
