@@ -4,10 +4,12 @@ LoRA, pretraining a custom architecture, optimizer offload, and resume after a k
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
-from conftest import DATA, environment, metrics_of, run_trainer, shared_dir, start, stop, wait_for
+from conftest import DATA, environment, metrics_of, run_trainer, shared_dir, start, stop
 
 SCHEMA = {"step", "loss", "lr", "tokens_per_s", "elapsed_s", "grad_norm", "epoch"}
 
@@ -185,7 +187,8 @@ def test_resume_after_a_kill_continues_the_same_curve(tmp_path, models_dir):
         'model = "stories260K"',
         DATA / "alpaca.jsonl",
         steps,
-        tail="[checkpoint]\nevery_steps = 5\nkeep = 2\n",
+        # Every checkpoint is kept, so the one the restart picks is the newest the kill left.
+        tail="[checkpoint]\nevery_steps = 5\nkeep = 10\n",
     )
     whole = run_trainer(tmp_path / "whole", text, models=models_dir)
     assert whole.rc == 0, whole.stderr[-3000:]
@@ -193,25 +196,32 @@ def test_resume_after_a_kill_continues_the_same_curve(tmp_path, models_dir):
     job = tmp_path / "job"
     proc = start(job, text, 1, environment(models_dir))
     seen: list[str] = []
+    errors: list[str] = []
+    # stderr is drained beside stdout so that the trainer never blocks on a full pipe.
+    drain = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
+    drain.start()
+    deadline = time.monotonic() + 300
     try:
-
-        def past_a_checkpoint():
-            line = proc.stdout.readline()
+        # Lines are read as they come (no pause between them), and the kill follows step 12.
+        for line in proc.stdout:
             seen.append(line)
-            return line.startswith('{"step": 12,') or proc.poll() is not None
-
-        wait_for(past_a_checkpoint, 300, "step 12 of the first run")
+            if line.startswith('{"step": 12,') or time.monotonic() > deadline:
+                break
     finally:
         stop(proc)
+    drain.join(timeout=10)
     assert not (job / "out" / "final").exists(), "killed before the end"
-    assert (job / "out" / "checkpoint-10").is_dir()
+    saved = sorted(int(p.name.split("-")[1]) for p in (job / "out").glob("checkpoint-*"))
+    assert saved and saved[-1] >= 10, (saved, "".join(seen)[-2000:], "".join(errors)[-2000:])
+    last = saved[-1]
+    assert last < steps
 
     again = run_trainer(job, text, models=models_dir)
     assert again.rc == 0, again.stderr[-3000:]
-    assert "resuming from out/checkpoint-10" in again.stderr
+    assert f"resuming from out/checkpoint-{last}" in again.stderr
     resumed, reference = again.train_losses(), whole.train_losses()
-    assert min(resumed) == 11, "continues at the saved step"
-    for s in range(11, steps + 1):
+    assert min(resumed) == last + 1, "continues at the saved step"
+    for s in range(last + 1, steps + 1):
         assert resumed[s] == pytest.approx(reference[s], rel=1e-3, abs=1e-4), s
     assert metrics_of("".join(seen))[0]["step"] == 1
 
