@@ -11,12 +11,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// What a runner job runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RunnerTask {
     /// Trains model-tiny with the settings of the spec (the runner runs itself as the child).
     TinyTrain,
     /// Runs the given argv as is.
+    #[default]
     Command,
 }
 
@@ -61,12 +62,17 @@ pub struct JobRef {
     pub state: JobState,
 }
 
-/// `GET /jobs/{id}`.
+/// `GET /jobs/{id}`. The edge reads only the state, the exit code, the times, the checkpoint,
+/// the message and the reason: the identifying fields may be absent (a runner that predates
+/// them, a test double) without the job's status becoming unreadable.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RunnerJob {
+    #[serde(default)]
     pub id: String,
     /// The edge's id of the job, as submitted.
+    #[serde(default)]
     pub job_id: String,
+    #[serde(default)]
     pub task: RunnerTask,
     pub state: JobState,
     pub exit_code: Option<i32>,

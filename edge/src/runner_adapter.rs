@@ -232,6 +232,14 @@ mod tests {
             (JobState::Queued, Some("CardsInUse"))
         );
         assert!(s.message.unwrap().starts_with("waiting for a free card"));
+        // Only the state is required: a status without the identifying fields still reads.
+        let s = r
+            .parse_status(
+                200,
+                br#"{"state":"running","started_at":"2030-01-01T00:00:00Z"}"#,
+            )
+            .unwrap();
+        assert_eq!(s.state, JobState::Running);
         assert_eq!(
             r.parse_status(404, b"").unwrap_err(),
             BackendError::NotFound

@@ -21,6 +21,7 @@ const LORA: &str = include_str!("../../jobspec/specs/7b-lora-4090.toml");
 #[derive(Debug, Clone)]
 struct FakeJob {
     edge_id: String,
+    task: String,
     report_url: String,
     state: String,
     report_token: String,
@@ -118,6 +119,7 @@ fn route(
                 id.clone(),
                 FakeJob {
                     edge_id: b["job_id"].as_str().unwrap_or("").into(),
+                    task: b["task"].as_str().unwrap_or("").into(),
                     report_url: b["report_url"].as_str().unwrap_or("").into(),
                     state: "running".into(),
                     report_token: b["report_token"].as_str().unwrap_or("").into(),
@@ -135,7 +137,7 @@ fn route(
         }
         ("GET", ["jobs", id]) => match f.jobs.get(*id) {
             Some(job) => j(json!({
-                "id": id, "state": job.state, "exit_code": if job.ended { Some(0) } else { None },
+                "id": id, "job_id": job.edge_id, "task": job.task, "state": job.state, "exit_code": if job.ended { Some(0) } else { None },
                 "started_at": "2030-01-01T00:00:00Z",
                 "ended_at": if job.ended { Some("2030-01-01T00:00:36Z") } else { None },
                 "checkpoint": job.checkpoint
