@@ -1,6 +1,6 @@
 //! A submitted job's state: one definition for the edge, the runner and the app, spelled on the
-//! wire and in records as `queued`, `running`, `succeeded`, `failed`, `cancelled`, `timed_out`,
-//! `lost`.
+//! wire and in records as `dispatching`, `queued`, `running`, `succeeded`, `failed`, `cancelled`,
+//! `timed_out`, `lost`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
+    /// Held and sent to its backend, which has not confirmed it yet (or whose answer never came):
+    /// the edge asks the backend by the job's id until it knows whether the job runs there.
+    Dispatching,
     Queued,
     Running,
     Succeeded,
@@ -20,7 +23,8 @@ pub enum JobState {
 
 impl JobState {
     /// Every state, in lifecycle order.
-    pub const ALL: [JobState; 7] = [
+    pub const ALL: [JobState; 8] = [
+        JobState::Dispatching,
         JobState::Queued,
         JobState::Running,
         JobState::Succeeded,
@@ -33,6 +37,7 @@ impl JobState {
     /// The wire spelling.
     pub fn as_str(self) -> &'static str {
         match self {
+            JobState::Dispatching => "dispatching",
             JobState::Queued => "queued",
             JobState::Running => "running",
             JobState::Succeeded => "succeeded",
@@ -48,15 +53,19 @@ impl JobState {
         JobState::ALL.into_iter().find(|j| j.as_str() == s)
     }
 
-    /// Whether the job has ended (anything but queued or running).
+    /// Whether the job has ended (anything but dispatching, queued or running).
     pub fn is_terminal(self) -> bool {
-        !matches!(self, JobState::Queued | JobState::Running)
+        !matches!(
+            self,
+            JobState::Dispatching | JobState::Queued | JobState::Running
+        )
     }
 
     /// A terminal state is final: late or repeated reports cannot reopen or relabel a job.
     pub fn can_become(self, next: JobState) -> bool {
         !self.is_terminal()
             && self != next
+            && next != JobState::Dispatching
             && !(self == JobState::Running && next == JobState::Queued)
     }
 }
@@ -80,6 +89,9 @@ mod tests {
         use JobState::*;
         assert!(Queued.can_become(Running) && Running.can_become(TimedOut));
         assert!(!Running.can_become(Queued) && !Running.can_become(Running));
+        assert!(Dispatching.can_become(Queued) && Dispatching.can_become(Running));
+        assert!(Dispatching.can_become(Failed) && !Dispatching.is_terminal());
+        assert!(!Queued.can_become(Dispatching) && !Running.can_become(Dispatching));
         for end in JobState::ALL.into_iter().filter(|s| s.is_terminal()) {
             assert!(JobState::ALL.iter().all(|&next| !end.can_become(next)));
         }

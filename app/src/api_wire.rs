@@ -22,6 +22,7 @@ pub trait StateKey {
 impl StateKey for JobState {
     fn key(self) -> Key {
         match self {
+            JobState::Dispatching => Key::StateDispatching,
             JobState::Queued => Key::StateQueued,
             JobState::Running => Key::StateRunning,
             JobState::Succeeded => Key::StateSucceeded,

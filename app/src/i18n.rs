@@ -202,6 +202,7 @@ messages! {
     JobTitle => "Job", "作业";
     WaitingReason => "Waiting", "等待原因";
     BackendSays => "Backend says", "后端消息";
+    StateDispatching => "dispatching", "提交中";
     StateQueued => "queued", "排队中";
     StateRunning => "running", "运行中";
     StateSucceeded => "succeeded", "已成功";

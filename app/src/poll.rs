@@ -130,6 +130,7 @@ mod tests {
     fn polls_while_the_job_lives_and_stops_when_it_ends() {
         assert_eq!(next_delay_ms(None, 0), Some(2000));
         assert_eq!(next_delay_ms(Some(JobState::Queued), 0), Some(2000));
+        assert_eq!(next_delay_ms(Some(JobState::Dispatching), 0), Some(2000));
         assert_eq!(next_delay_ms(Some(JobState::Running), 0), Some(1000));
         assert_eq!(next_delay_ms(Some(JobState::Running), 2), Some(4000));
         assert_eq!(next_delay_ms(Some(JobState::Running), 40), Some(15_000));

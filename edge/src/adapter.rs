@@ -63,6 +63,9 @@ pub use api::LogChunk;
 #[derive(Debug, Clone, PartialEq)]
 pub enum BackendError {
     Unavailable(String),
+    /// The request went out and no answer came back in time: the backend may have acted on it
+    /// (for a submission, the job may run there). A 503 for the client, like `Unavailable`.
+    NoAnswer(String),
     /// The backend answered, but not with what the contract promises.
     Protocol(String),
     /// The backend has no such thing (a job or a checkpoint).
@@ -79,7 +82,7 @@ impl BackendError {
     pub fn into_api(self, backend: &str) -> crate::error::ApiError {
         use crate::error::{ApiError, ErrorCode};
         match self {
-            BackendError::Unavailable(why) => ApiError::new(
+            BackendError::Unavailable(why) | BackendError::NoAnswer(why) => ApiError::new(
                 ErrorCode::BackendUnavailable,
                 format!("backend {backend} is unavailable: {why}"),
             ),
@@ -106,6 +109,16 @@ impl BackendError {
 pub trait Backend {
     fn submit(&self, job: &Dispatch) -> HttpCall;
     fn parse_submit(&self, status: u16, body: &[u8]) -> Result<Submitted, BackendError>;
+    /// Looks the job up by the edge's own job id: after a submission whose answer never came,
+    /// this says whether the backend has the job (and its id there) or not.
+    fn find(&self, job_id: &str) -> HttpCall;
+    /// `Ok(None)` when the backend answered and has no job with that id.
+    fn parse_find(
+        &self,
+        job_id: &str,
+        status: u16,
+        body: &[u8],
+    ) -> Result<Option<Submitted>, BackendError>;
     fn status(&self, remote_id: &str) -> HttpCall;
     fn parse_status(&self, status: u16, body: &[u8]) -> Result<RemoteStatus, BackendError>;
     /// The log read from `offset`; `None` when this kind of backend cannot serve its jobs' output
@@ -128,7 +141,13 @@ pub fn adapter(config: &BackendConfig) -> Result<Box<dyn Backend>, crate::error:
     }
 }
 
-/// Status codes every adapter treats alike: 404 is "no such job", 5xx is "unavailable".
+/// Whether a failed submission may still have reached the backend and started the job there:
+/// no answer in time, or an answer that could not be read. Every other failure is a refusal
+/// before anything ran.
+pub fn submission_may_have_landed(e: &BackendError) -> bool {
+    matches!(e, BackendError::NoAnswer(_) | BackendError::Protocol(_))
+}
+
 /// The message of a backend's error answer (`{"error": {"message": …}}`, the runner's shape), or
 /// the start of its body.
 fn backend_message(body: &[u8]) -> String {
@@ -138,6 +157,7 @@ fn backend_message(body: &[u8]) -> String {
         .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned())
 }
 
+/// Status codes every adapter treats alike: 404 is "no such job", 5xx is "unavailable".
 pub fn common_status(status: u16, body: &[u8]) -> Result<(), BackendError> {
     match status {
         200..=299 => Ok(()),

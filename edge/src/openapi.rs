@@ -86,6 +86,17 @@ pub fn document() -> Value {
                 }
             }
         });
+        if route.id == RouteId::SubmitJob
+            && let Some(schema) = &answer
+        {
+            // The same job, when the backend's answer did not come in time or on a retry.
+            for status in ["200", "202"] {
+                op["responses"][status] = json!({
+                    "description": "the job, still dispatching or submitted before",
+                    "content": {"application/json": {"schema": schema}}
+                });
+            }
+        }
         if let Some(schema) = request {
             op["requestBody"] = json!({
                 "required": route.id != RouteId::CreateToken,

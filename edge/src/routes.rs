@@ -198,7 +198,9 @@ pub const ROUTES: &[Route] = &[
         "/api/jobs",
         User,
         201,
-        "Validate, hold the maximum cost and dispatch a job",
+        "Validate, hold the maximum cost and dispatch a job: 201 when the backend accepted it, 202 \
+         (state dispatching) when its answer did not come in time, 200 for a retry with the same \
+         Idempotency-Key",
     ),
     r(
         ListJobs,

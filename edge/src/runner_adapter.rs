@@ -1,5 +1,5 @@
 //! The adapter for `onramp-runner` (the local backend), to the runner's HTTP contract:
-//! `POST /jobs`, `GET /jobs/{id}`, `GET /jobs/{id}/logs?offset=`, `POST /jobs/{id}/cancel`,
+//! `POST /jobs`, `GET /jobs?job_id=`, `GET /jobs/{id}`, `GET /jobs/{id}/logs?offset=`, `POST /jobs/{id}/cancel`,
 //! `GET /jobs/{id}/checkpoint`, every request with `Authorization: Bearer <backend secret>`.
 
 use crate::adapter::{
@@ -85,6 +85,27 @@ impl Backend for RunnerBackend {
         })
     }
 
+    fn find(&self, job_id: &str) -> HttpCall {
+        self.call("GET", &format!("/jobs?job_id={}", segment(job_id)), None)
+    }
+
+    fn parse_find(
+        &self,
+        job_id: &str,
+        status: u16,
+        body: &[u8],
+    ) -> Result<Option<Submitted>, BackendError> {
+        common_status(status, body)?;
+        let jobs: Vec<RunnerJob> = json(body)?;
+        Ok(jobs
+            .into_iter()
+            .find(|j| j.job_id == job_id && !j.id.is_empty())
+            .map(|j| Submitted {
+                remote_id: j.id,
+                state: j.state,
+            }))
+    }
+
     fn status(&self, remote_id: &str) -> HttpCall {
         self.call("GET", &format!("/jobs/{}", segment(remote_id)), None)
     }
@@ -161,6 +182,33 @@ mod tests {
             call.headers
                 .contains(&("authorization".into(), "Bearer s3".into()))
         );
+    }
+
+    #[test]
+    fn finds_a_job_by_the_edge_id_it_was_submitted_under() {
+        let r = runner();
+        let call = r.find("0123abcd");
+        assert_eq!(
+            (call.method, call.url.as_str()),
+            ("GET", "http://127.0.0.1:9/jobs?job_id=0123abcd")
+        );
+        // Only safe characters reach the URL.
+        assert!(r.find("a&b=c/../d").url.ends_with("?job_id=abcd"));
+        let body = br#"[{"id": "rj-1", "job_id": "other", "state": "running"},
+                        {"id": "rj-2", "job_id": "0123abcd", "state": "queued"}]"#;
+        assert_eq!(
+            r.parse_find("0123abcd", 200, body),
+            Ok(Some(Submitted {
+                remote_id: "rj-2".into(),
+                state: JobState::Queued
+            }))
+        );
+        assert_eq!(r.parse_find("nope", 200, body), Ok(None));
+        assert_eq!(r.parse_find("x", 200, b"[]"), Ok(None));
+        assert!(matches!(
+            r.parse_find("x", 503, b"down"),
+            Err(BackendError::Unavailable(_))
+        ));
     }
 
     fn runner() -> RunnerBackend {

@@ -87,8 +87,17 @@ async fn submit(
     Ok((StatusCode::CREATED, Json(r)))
 }
 
-async fn list(State(s): State<Arc<AppState>>) -> Json<Vec<JobView>> {
-    Json(s.runner.list())
+/// Every job, or with `?job_id=` only the one the edge submitted under that id (the edge asks
+/// after a submission whose answer it never got).
+async fn list(
+    State(s): State<Arc<AppState>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Json<Vec<JobView>> {
+    let mut jobs = s.runner.list();
+    if let Some(job_id) = q.get("job_id") {
+        jobs.retain(|j| &j.job_id == job_id);
+    }
+    Json(jobs)
 }
 
 async fn job(

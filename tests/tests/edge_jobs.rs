@@ -16,6 +16,14 @@ use std::sync::{Arc, Mutex};
 const PASSWORD: &str = "correct horse battery";
 const GRANT: i64 = 10_000;
 const LORA: &str = include_str!("../../jobspec/specs/7b-lora-4090.toml");
+/// A spec whose submission the fake accepts but answers only after the edge gave up waiting.
+const SLOW_NAME: &str = "slow-accept";
+/// A spec whose submission the fake never answers and never keeps.
+const LOST_NAME: &str = "lost-submit";
+/// How long the edge waits for a backend here (`BACKEND_TIMEOUT_S`) and how long the fake
+/// stalls the two kinds of submission above.
+const EDGE_WAIT_S: f64 = 1.5;
+const STALL: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// One job as the fake backend knows it.
 #[derive(Debug, Clone)]
@@ -113,6 +121,13 @@ fn route(
     match (method, segs.as_slice()) {
         ("POST", ["jobs"]) => {
             let b: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            let spec = b["spec_toml"].as_str().unwrap_or("");
+            if spec.contains(&format!("name = \"{LOST_NAME}")) {
+                drop(f);
+                std::thread::sleep(STALL);
+                return (503, "application/json", b"{}".to_vec());
+            }
+            let slow = spec.contains(&format!("name = \"{SLOW_NAME}"));
             f.submissions += 1;
             let id = format!("r{}", f.submissions);
             f.jobs.insert(
@@ -127,6 +142,10 @@ fn route(
                     ended: false,
                 },
             );
+            if slow {
+                drop(f);
+                std::thread::sleep(STALL);
+            }
             (
                 201,
                 "application/json",
@@ -134,6 +153,16 @@ fn route(
                     .to_string()
                     .into_bytes(),
             )
+        }
+        ("GET", ["jobs"]) => {
+            let wanted = query.strip_prefix("job_id=").unwrap_or("");
+            let found: Vec<Value> = f
+                .jobs
+                .iter()
+                .filter(|(_, j)| j.edge_id == wanted)
+                .map(|(id, j)| json!({"id": id, "job_id": j.edge_id, "task": j.task, "state": j.state}))
+                .collect();
+            j(Value::Array(found))
         }
         ("GET", ["jobs", id]) => match f.jobs.get(*id) {
             Some(job) => j(json!({
@@ -211,6 +240,8 @@ fn edge_jobs() {
             vars: vec![
                 ("SIGNUP_LIMIT_PER_HOUR".into(), "1000".into()),
                 ("SIGNUP_GRANT_FEN".into(), GRANT.to_string()),
+                ("BACKEND_TIMEOUT_S".into(), EDGE_WAIT_S.to_string()),
+                ("DISPATCH_GRACE_S".into(), "3".into()),
             ],
             extra_backends: vec![
                 json!({"name": "fake", "kind": "runner", "url": fake_url, "secret": secret, "cards": {"rtx-4090": 8, "cpu": 1}}),
@@ -235,6 +266,14 @@ fn edge_jobs() {
             ("cancel settles; a second cancel is refused", cancel),
             ("reconcile finishes silent jobs", reconcile),
             ("users cannot see or touch each other's jobs", authorization),
+            (
+                "a job's own word does not end its billing; an ended job's token writes nothing",
+                claimed_end,
+            ),
+            (
+                "a submission without an answer: dispatching, found by id, never twice",
+                unanswered_submission,
+            ),
             (
                 "report URLs come from PUBLIC_URL, never the request's Host",
                 report_url_is_configured,
@@ -474,6 +513,171 @@ fn reconcile(w: &World) {
     assert_eq!(u.balance(), GRANT - 2);
 }
 
+/// Polls the job until `done` holds for it (the edge asks the backend while a page looks).
+fn wait_job(u: &Client, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let job = u.get(&format!("/api/jobs/{id}")).json;
+        if done(&job) {
+            return job;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "job {id} never got there: {job}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
+fn claimed_end(w: &World) {
+    let u = w.user("claim");
+    let a = u.submit_spec(LORA, "claim-1");
+    let id = a.json["id"].as_str().expect("id").to_string();
+    let hold = a.json["hold_fen"].as_i64().expect("hold");
+    let (_, remote) = w.remote(&id);
+    // The fake still says "running": the claim is kept, nothing settles, the hold stays.
+    let r = w.report(&id, &remote.report_token, json!({"state": "succeeded"}));
+    assert_eq!(
+        (r.status, &r.json["state"]),
+        (200, &json!("running")),
+        "{:?}",
+        r.json
+    );
+    let job = u.get(&format!("/api/jobs/{id}")).json;
+    assert_eq!(job["state"], "running", "{job}");
+    assert_eq!(job["charged_fen"], Value::Null);
+    assert_eq!(
+        u.balance(),
+        GRANT - hold,
+        "the hold stays while the job runs"
+    );
+    // The user can still stop it; then its token can write nothing more.
+    let c = u.post(&format!("/api/jobs/{id}/cancel"), &json!({}));
+    assert_eq!(
+        (c.status, &c.json["state"]),
+        (200, &json!("cancelled")),
+        "{:?}",
+        c.json
+    );
+    let token = Client::with_bearer(&w.stack.url, &remote.report_token);
+    for body in [
+        json!({"state": "succeeded"}),
+        json!({"message": "still here"}),
+        json!({"metrics": [{"step": 9, "loss": 1.0, "elapsed_s": 1.0}]}),
+    ] {
+        let r = token.post(&format!("/api/jobs/{id}/report"), &body);
+        assert_eq!((r.status, r.code()), (409, "already_finished"), "{body}");
+    }
+    let log = token.request(
+        "POST",
+        &format!("/api/jobs/{id}/log?offset=0"),
+        Some(b"late line\n".to_vec()),
+        &[("content-type", "application/octet-stream")],
+    );
+    assert_eq!((log.status, log.code()), (409, "already_finished"));
+    let job = u.get(&format!("/api/jobs/{id}")).json;
+    assert_eq!(job["message"], "cancelled by the user", "{job}");
+
+    // A claim the backend confirms a moment later settles by the backend's times.
+    let id = u.submit_spec(LORA, "claim-2").json["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let (_, remote) = w.remote(&id);
+    let r = w.report(
+        &id,
+        &remote.report_token,
+        json!({"state": "failed", "message": "CUDA out of memory at step 3"}),
+    );
+    assert_eq!(r.json["state"], "running", "{:?}", r.json);
+    {
+        let mut f = w.fake.lock().expect("fake");
+        let job = f.jobs.values_mut().find(|j| j.edge_id == id).expect("job");
+        job.state = "failed".into();
+        job.ended = true;
+    }
+    let job = wait_job(&u, &id, |j| j["state"] != "running");
+    assert_eq!(job["state"], "failed", "{job}");
+    assert_eq!(job["charged_fen"], 2, "36 s on the backend's clock: {job}");
+    assert_eq!(
+        job["message"], "CUDA out of memory at step 3",
+        "the job's own words stay"
+    );
+}
+
+fn unanswered_submission(w: &World) {
+    let u = w.user("slow");
+    let spec = LORA.replace("qwen2.5-7b-lora-4090", SLOW_NAME);
+    let a = u.submit_spec(&spec, "slow-1");
+    // Another scenario's reconcile sweep may have found the job at the backend already.
+    assert_eq!(a.status, 202, "{:?}", a.json);
+    assert!(
+        ["dispatching", "running"].contains(&a.json["state"].as_str().unwrap_or("")),
+        "{:?}",
+        a.json
+    );
+    let id = a.json["id"].as_str().expect("id").to_string();
+    let hold = a.json["hold_fen"].as_i64().expect("hold");
+    assert_eq!(u.balance(), GRANT - hold, "the job may run: its hold stays");
+    // A retry with the same key is this job, never a second copy at the backend.
+    let again = u.submit_spec(&spec, "slow-1");
+    assert_eq!(
+        (again.status, again.json["id"].as_str()),
+        (200, Some(id.as_str()))
+    );
+    // The edge finds the job at the backend by its id, and its reports are accepted.
+    let job = wait_job(&u, &id, |j| j["state"] != "dispatching");
+    assert_eq!(job["state"], "running", "{job}");
+    let copies = w
+        .fake
+        .lock()
+        .expect("fake")
+        .jobs
+        .values()
+        .filter(|j| j.edge_id == id)
+        .count();
+    assert_eq!(copies, 1);
+    let (_, remote) = w.remote(&id);
+    let r = w.report(
+        &id,
+        &remote.report_token,
+        json!({"metrics": [{"step": 1, "loss": 2.0, "elapsed_s": 1.0}]}),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.json);
+
+    // A submission the backend never kept: after the grace period the sweep fails the job and
+    // releases its whole hold.
+    let v = w.user("lost");
+    let spec = LORA.replace("qwen2.5-7b-lora-4090", LOST_NAME);
+    let a = v.submit_spec(&spec, "lost-1");
+    assert_eq!(
+        (a.status, &a.json["state"]),
+        (202, &json!("dispatching")),
+        "{:?}",
+        a.json
+    );
+    let id = a.json["id"].as_str().expect("id").to_string();
+    assert!(v.balance() < GRANT);
+    let admin = Client::with_bearer(&w.stack.url, &w.stack.admin_token);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let job = loop {
+        let r = admin.request("POST", "/api/admin/reconcile", None, &[]);
+        assert_eq!(r.status, 200, "{:?}", r.json);
+        let job = v.get(&format!("/api/jobs/{id}")).json;
+        if job["state"] != "dispatching" {
+            break job;
+        }
+        assert!(std::time::Instant::now() < deadline, "{job}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert_eq!(
+        (&job["state"], &job["charged_fen"]),
+        (&json!("failed"), &json!(0)),
+        "{job}"
+    );
+    assert_eq!(v.balance(), GRANT, "nothing charged");
+}
+
 fn authorization(w: &World) {
     let a = w.user("owner");
     let b = w.user("intruder");
@@ -560,6 +764,12 @@ fn experiments(w: &World) {
     let r = a.post("/api/experiments", &json!({"spec": LORA, "job_id": job}));
     assert_eq!((r.status, r.code()), (409, "job_not_finished"));
     let (_, remote) = w.remote(&job);
+    {
+        let mut f = w.fake.lock().expect("fake");
+        let j = f.jobs.values_mut().find(|j| j.edge_id == job).expect("job");
+        j.state = "succeeded".into();
+        j.ended = true;
+    }
     w.report(
         &job,
         &remote.report_token,

@@ -357,6 +357,13 @@ fn bad_requests_get_the_json_error_shape() {
         (status, v["error"]["code"].clone()),
         (409, json!("conflict"))
     );
+    // The edge finds a job by its own id after a submission whose answer it never got.
+    let (status, found) = r.get("/jobs?job_id=edge-dup");
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(found.as_array().map(Vec::len), Some(1), "{found}");
+    assert_eq!(found[0]["id"], first.as_str());
+    let (_, none) = r.get("/jobs?job_id=no-such-edge-job");
+    assert_eq!(none, json!([]));
 
     let (status, h) = r.get("/health");
     assert_eq!(status, 200);

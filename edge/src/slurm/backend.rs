@@ -129,6 +129,45 @@ impl Backend for SlurmBackend {
         })
     }
 
+    fn find(&self, _job_id: &str) -> HttpCall {
+        self.call("GET", &VERSION.jobs_path(), None)
+    }
+
+    /// The Slurm job named after the edge's job id (`<spec name>-<job id>`, see
+    /// [`super::request::submit_body`]), the newest one should there be several.
+    fn parse_find(
+        &self,
+        job_id: &str,
+        status: u16,
+        body: &[u8],
+    ) -> Result<Option<Submitted>, BackendError> {
+        common_status(status, body)?;
+        let v = json(body)?;
+        let suffix = format!("-{}", jobspec::launch::safe_name(job_id));
+        let mut mine: Vec<&Value> = v
+            .get("jobs")
+            .and_then(Value::as_array)
+            .map(|jobs| {
+                jobs.iter()
+                    .filter(|j| {
+                        j.get("name")
+                            .and_then(Value::as_str)
+                            .is_some_and(|n| n.ends_with(&suffix))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        mine.sort_by_key(|j| j.get("job_id").and_then(Value::as_u64).unwrap_or(0));
+        let Some(job) = mine.last() else {
+            return Ok(None);
+        };
+        let s = parse_job(&serde_json::json!({ "jobs": [job] })).map_err(BackendError::Protocol)?;
+        Ok(Some(Submitted {
+            remote_id: s.slurm_job_id.to_string(),
+            state: s.state,
+        }))
+    }
+
     fn status(&self, remote_id: &str) -> HttpCall {
         self.call("GET", &VERSION.job_path(job_number(remote_id)), None)
     }
@@ -204,6 +243,31 @@ mod tests {
             call.headers
                 .contains(&("X-SLURM-USER-TOKEN".into(), "eyJ.jwt".into()))
         );
+    }
+
+    #[test]
+    fn finds_its_job_by_the_edge_id_in_the_job_name() {
+        let s = slurm();
+        let call = s.find("abc123");
+        assert_eq!(
+            (call.method, call.url.as_str()),
+            ("GET", "http://127.0.0.1:6820/slurm/v0.0.40/jobs")
+        );
+        let body = json!({"jobs": [
+            {"job_id": 5, "name": "lora-ffff00", "job_state": ["RUNNING"]},
+            {"job_id": 7, "name": "lora-abc123", "job_state": ["PENDING"], "state_reason": "Priority"},
+            {"job_id": 9, "name": "x-abc1234", "job_state": ["RUNNING"]}
+        ]})
+        .to_string();
+        assert_eq!(
+            s.parse_find("abc123", 200, body.as_bytes()),
+            Ok(Some(Submitted {
+                remote_id: "7".into(),
+                state: JobState::Queued
+            }))
+        );
+        assert_eq!(s.parse_find("dddd", 200, body.as_bytes()), Ok(None));
+        assert_eq!(s.parse_find("dddd", 200, b"{\"jobs\": []}"), Ok(None));
     }
 
     fn slurm() -> SlurmBackend {

@@ -63,6 +63,11 @@ impl ApiVersion {
         format!("/slurm/{}/job/{slurm_job_id}", self.as_str())
     }
 
+    /// `GET` here for every job slurmctld still knows (the edge finds its own by name).
+    pub fn jobs_path(self) -> String {
+        format!("/slurm/{}/jobs", self.as_str())
+    }
+
     /// `GET` here to see that slurmrestd and slurmctld answer.
     pub fn ping_path(self) -> String {
         format!("/slurm/{}/ping", self.as_str())

@@ -57,11 +57,22 @@ pub async fn send(call: &HttpCall, timeout: Duration) -> Result<(u16, Vec<u8>), 
     match select(work, timer).await {
         Either::Left((Ok(answer), _)) => Ok(answer),
         Either::Left((Err(e), _)) => Err(BackendError::Unavailable(format!("unreachable: {e}"))),
-        Either::Right(_) => Err(BackendError::Unavailable(format!(
+        Either::Right(_) => Err(BackendError::NoAnswer(format!(
             "no answer within {} s",
-            timeout.as_secs()
+            timeout.as_secs_f64()
         ))),
     }
 }
 
+/// How long the edge waits for a backend's answer when `BACKEND_TIMEOUT_S` says nothing.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the edge waits for a backend's answer: `BACKEND_TIMEOUT_S` (seconds, fractions
+/// allowed, at most 60), else [`TIMEOUT`].
+pub fn timeout(env: &Env) -> Duration {
+    env.var("BACKEND_TIMEOUT_S")
+        .ok()
+        .and_then(|v| v.to_string().trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(TIMEOUT, |s| Duration::from_secs_f64(s.min(60.0)))
+}

@@ -32,6 +32,7 @@ async fn stored_bytes(env: &Env, job_id: &str) -> ApiResult<u64> {
 
 pub async fn push(mut req: Request, env: &Env, id: &str) -> ApiResult<LogAccepted> {
     let job = report::job_with_token(&req, env, id).await?;
+    report::refuse_ended(&job)?;
     let offset = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "offset", 0)?;
     let body = http::body(&mut req, MAX_CHUNK_BYTES).await?;
     let stored = stored_bytes(env, &job.id).await?;

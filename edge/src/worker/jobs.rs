@@ -3,7 +3,7 @@
 //! scoped by the caller's id, and another user's job is "not found".
 
 use super::accounts::{User, authenticate, require_admin};
-use super::backend_io::{self, TIMEOUT};
+use super::backend_io;
 use super::coordinator::{self, LEDGER};
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
@@ -44,6 +44,9 @@ pub struct JobRow {
     pub reason: Option<String>,
     #[serde(default)]
     pub last_report_at: Option<i64>,
+    /// A terminal state the job claimed while its backend still said it ran.
+    #[serde(default)]
+    pub ending: Option<String>,
     pub checkpoint: i64,
     pub token_hash: String,
 }
@@ -76,7 +79,7 @@ impl JobRow {
 }
 
 pub const COLUMNS: &str = "id, user_id, name, spec, state, backend, remote_id, card, cards, price_fen_per_hour, hold_fen, \
-     charged_fen, created_at, started_at, ended_at, last_report_at, message, reason, checkpoint, token_hash";
+     charged_fen, created_at, started_at, ended_at, last_report_at, message, reason, ending, checkpoint, token_hash";
 
 /// The caller's job, or 404 (also for another user's job, so ids cannot be probed).
 pub async fn owned(env: &Env, user: &User, id: &str) -> ApiResult<JobRow> {
@@ -164,7 +167,7 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
     let inserted = db::run(
         env,
         "INSERT INTO jobs (id, user_id, idempotency_key, name, spec, state, backend, card, cards, price_fen_per_hour, \
-         hold_fen, created_at, token_hash, checkpoint) VALUES (?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, 0) \
+         hold_fen, created_at, token_hash, checkpoint) VALUES (?, ?, ?, ?, ?, 'dispatching', ?, ?, ?, ?, ?, ?, ?, 0) \
          ON CONFLICT(user_id, idempotency_key) DO NOTHING",
         &[
             s(&id),
@@ -224,40 +227,53 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
         cards: valid.world_size(),
     };
     let submitted = match adapter::adapter(&backend) {
-        Ok(a) => {
-            let answer = backend_io::send(&a.submit(&dispatch), TIMEOUT).await;
-            answer
-                .and_then(|(status, body)| a.parse_submit(status, &body))
-                .map_err(|e| e.into_api(&backend.name))
-        }
-        Err(e) => Err(e),
+        Ok(a) => backend_io::send(&a.submit(&dispatch), backend_io::timeout(env))
+            .await
+            .and_then(|(status, body)| a.parse_submit(status, &body)),
+        Err(e) => return release_unsent(env, &id, e).await,
     };
-    let submitted = match submitted {
-        Ok(s) => s,
-        Err(e) => {
-            // Nothing ran: release the whole hold and forget the job, so nothing is charged and a
-            // retry with the same key starts afresh.
-            let release = Op::Settle {
-                job_id: id.clone(),
-                capture_fen: 0,
-                now_ms: now_ms(),
-            };
-            coordinator::call::<Settled>(env, LEDGER, &release).await?;
-            db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(&id)]).await?;
-            return Err(e);
+    let status = match submitted {
+        Ok(s) => {
+            report::adopt(env, &id, &s, now_ms()).await?;
+            201
         }
+        Err(e) if adapter::submission_may_have_landed(&e) => {
+            // The job may be running there: keep it (and its hold) as `dispatching`. The job page
+            // and the reconcile sweep ask the backend for it by this id and settle it either way;
+            // a retry with the same Idempotency-Key gets this job, never a second copy.
+            let why = e.into_api(&backend.name).message;
+            db::run(
+                env,
+                "UPDATE jobs SET message = ? WHERE id = ? AND state = 'dispatching'",
+                &[
+                    s(&format!(
+                        "{why}; the backend may have the job, Onramp is asking it by the job's id"
+                    )),
+                    s(&id),
+                ],
+            )
+            .await?;
+            202
+        }
+        Err(e) => return release_unsent(env, &id, e.into_api(&backend.name)).await,
     };
-    let started = (submitted.state == JobState::Running).then_some(now_ms());
-    db::run(
-        env,
-        "UPDATE jobs SET remote_id = ?, state = ?, started_at = ?, last_report_at = ? WHERE id = ? AND state = 'queued'",
-        &[s(&submitted.remote_id), s(submitted.state.as_str()), db::opt_n(started), n(now_ms()), s(&id)],
-    )
-    .await?;
     let job = by_id(env, &id)
         .await?
         .ok_or_else(|| ApiError::internal("new job vanished"))?;
-    created(201, &job)
+    created(status, &job)
+}
+
+/// The backend refused the job or was never reached, so nothing runs: releases the whole hold
+/// and forgets the job, so nothing is charged and a retry with the same key starts afresh.
+async fn release_unsent(env: &Env, id: &str, e: ApiError) -> ApiResult<Response> {
+    let release = Op::Settle {
+        job_id: id.to_string(),
+        capture_fen: 0,
+        now_ms: now_ms(),
+    };
+    coordinator::call::<Settled>(env, LEDGER, &release).await?;
+    db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(id)]).await?;
+    Err(e)
 }
 
 pub async fn list(req: Request, env: &Env) -> ApiResult<JobList> {
@@ -276,44 +292,37 @@ pub async fn list(req: Request, env: &Env) -> ApiResult<JobList> {
 pub async fn get(req: Request, env: &Env, id: &str) -> ApiResult<JobWire> {
     let user = authenticate(&req, env, false).await?;
     let mut job = owned(env, &user, id).await?;
-    if refresh_waiting(env, &job).await {
+    if refresh(env, &job).await {
         job = owned(env, &user, id).await?;
     }
     Ok(job.wire())
 }
 
-/// How often a page looking at a queued job makes the edge ask its backend why it waits.
-const WAITING_REFRESH_MS: i64 = 5_000;
-
-/// A queued job reports nothing until it starts, so reading one asks its backend (at most every
-/// [`WAITING_REFRESH_MS`], briefly) whether it started or why it still waits. A backend that does
-/// not answer changes nothing here; the reconcile sweep deals with jobs that stay silent.
-async fn refresh_waiting(env: &Env, job: &JobRow) -> bool {
-    let now = now_ms();
+/// A live job the edge cannot learn about from its reports: one its backend has not confirmed
+/// (asked for by id every 2 s while a page looks), one that waits in a queue (why, every 5 s), and
+/// one that claimed to have ended (whether the backend agrees, every second). A page reading it
+/// makes the edge ask the backend, briefly; a backend that does not answer changes nothing here,
+/// and the reconcile sweep deals with jobs that stay silent.
+async fn refresh(env: &Env, job: &JobRow) -> bool {
+    let every_ms = if job.state().is_terminal() {
+        return false;
+    } else if job.ending.is_some() {
+        1_000
+    } else if job.remote_id.is_none() {
+        2_000
+    } else if job.state() == JobState::Queued {
+        5_000
+    } else {
+        return false;
+    };
     let last = job.last_report_at.unwrap_or(job.created_at);
-    if job.state() != JobState::Queued || job.remote_id.is_none() || now - last < WAITING_REFRESH_MS
-    {
+    if now_ms() - last < every_ms {
         return false;
     }
-    match report::remote_status_within(env, job, std::time::Duration::from_secs(2)).await {
-        Ok(st) if !st.state.is_terminal() => report::progress(env, job, &st, now).await.is_ok(),
-        Ok(st) => {
-            let msg = st
-                .message
-                .or_else(|| st.exit_code.map(|c| format!("exit code {c}")));
-            report::finish(
-                env,
-                job,
-                st.state,
-                st.started_at_ms,
-                st.ended_at_ms,
-                msg.as_deref(),
-            )
-            .await
-            .is_ok()
-        }
-        Err(_) => false,
-    }
+    matches!(
+        report::check(env, job, std::time::Duration::from_secs(2)).await,
+        Ok(report::Checked::Finished | report::Checked::Updated)
+    )
 }
 
 fn backend_of(env: &Env, job: &JobRow) -> ApiResult<(Box<dyn adapter::Backend>, String)> {
@@ -336,7 +345,7 @@ pub async fn logs(req: Request, env: &Env, id: &str) -> ApiResult<LogChunk> {
         // This backend's jobs push their log to the edge.
         return job_logs::read(env, &job.id, offset, job.state().is_terminal()).await;
     };
-    let (status, body) = backend_io::send(&call, TIMEOUT)
+    let (status, body) = backend_io::send(&call, backend_io::timeout(env))
         .await
         .map_err(|e| e.into_api(&job.backend))?;
     a.parse_logs(status, &body)
@@ -368,7 +377,7 @@ pub async fn cancel(req: Request, env: &Env, id: &str) -> ApiResult<JobWire> {
         ));
     }
     let (a, remote) = backend_of(env, &job)?;
-    let (status, body) = backend_io::send(&a.cancel(&remote), TIMEOUT)
+    let (status, body) = backend_io::send(&a.cancel(&remote), backend_io::timeout(env))
         .await
         .map_err(|e| e.into_api(&job.backend))?;
     a.parse_cancel(status, &body)
@@ -392,7 +401,7 @@ pub async fn checkpoint(req: Request, env: &Env, id: &str) -> ApiResult<Response
     let call = a
         .checkpoint(&remote)
         .ok_or_else(|| ApiError::not_found("this backend serves no checkpoints"))?;
-    let (status, body) = backend_io::send(&call, TIMEOUT)
+    let (status, body) = backend_io::send(&call, backend_io::timeout(env))
         .await
         .map_err(|e| e.into_api(&job.backend))?;
     crate::adapter::common_status(status, &body)

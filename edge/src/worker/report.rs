@@ -3,12 +3,12 @@
 //! about jobs that went silent.
 
 use super::accounts::require_admin;
-use super::backend_io::{self, TIMEOUT};
+use super::backend_io;
 use super::coordinator::{self, LEDGER};
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
 use super::jobs::{self, JobRow};
-use crate::adapter::{self, BackendError};
+use crate::adapter::{self, BackendError, Submitted};
 use crate::auth;
 use crate::coordinator_wire::{Op, Settled};
 use crate::error::{ApiError, ErrorCode};
@@ -43,6 +43,7 @@ pub async fn job_with_token(req: &Request, env: &Env, id: &str) -> ApiResult<Job
 
 pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<ReportAccepted> {
     let job = job_with_token(&req, env, id).await?;
+    refuse_ended(&job)?;
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
     let r: Report = wire::parse_json(&body)?;
     r.check()?;
@@ -57,27 +58,28 @@ pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<ReportAc
     let current = job.state();
     match r.state {
         Some(next) if current.can_become(next) && next.is_terminal() => {
-            // The backend knows exact times and whether a checkpoint was written; ask once, but a
-            // backend that does not answer does not stop the job from settling.
-            let remote = remote_status(env, &job).await.ok();
-            let started = remote.as_ref().and_then(|s| s.started_at_ms);
-            let ended = remote.as_ref().and_then(|s| s.ended_at_ms);
-            let checkpoint = remote.as_ref().is_some_and(|s| s.checkpoint);
-            finish(env, &job, next, started, ended, r.message.as_deref()).await?;
-            if checkpoint {
-                db::run(
-                    env,
-                    "UPDATE jobs SET checkpoint = 1 WHERE id = ?",
-                    &[s(&job.id)],
-                )
-                .await?;
+            // A job's word alone never ends its billing: the backend must agree that it ended,
+            // and its times are what is billed. Until it does, the claim is kept, and the job page
+            // and the reconcile sweep ask the backend again (a job usually reports just before
+            // its process exits).
+            match remote_status(env, &job).await {
+                Ok(st) if st.state.is_terminal() => ended(env, &job, &st, r.message).await?,
+                _ => {
+                    db::run(
+                        env,
+                        "UPDATE jobs SET ending = ? WHERE id = ? AND state IN ('dispatching', 'queued', 'running')",
+                        &[s(next.as_str()), s(&job.id)],
+                    )
+                    .await?;
+                }
             }
         }
-        Some(JobState::Running) if current == JobState::Queued => {
+        Some(JobState::Running) if current.can_become(JobState::Running) => {
             db::run(
                 env,
                 "UPDATE jobs SET state = 'running', started_at = COALESCE(started_at, ?), reason = NULL, \
-                 message = CASE WHEN reason IS NOT NULL THEN NULL ELSE message END WHERE id = ? AND state = 'queued'",
+                 message = CASE WHEN reason IS NOT NULL OR state = 'dispatching' THEN NULL ELSE message END \
+                 WHERE id = ? AND state IN ('dispatching', 'queued')",
                 &[n(now), s(&job.id)],
             )
             .await?;
@@ -89,6 +91,60 @@ pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<ReportAc
         state: after,
         metrics_stored: r.metrics.len(),
     })
+}
+
+/// A job's token writes nothing once the job has ended: no state, message, metric or log.
+pub fn refuse_ended(job: &JobRow) -> ApiResult<()> {
+    let state = job.state();
+    if state.is_terminal() {
+        return Err(ApiError::new(
+            ErrorCode::AlreadyFinished,
+            format!(
+                "job {} has ended ({}); its token can no longer report",
+                job.id,
+                state.as_str()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Finishes a job its backend says has ended, by the backend's state and times; the message is
+/// the job's own when it gave one.
+async fn ended(
+    env: &Env,
+    job: &JobRow,
+    st: &adapter::RemoteStatus,
+    own_message: Option<String>,
+) -> ApiResult<()> {
+    let message = own_message.or_else(|| {
+        // A job that reported how it ended keeps its words over the backend's exit code.
+        if job.ending.is_some() && job.message.is_some() {
+            None
+        } else {
+            st.message
+                .clone()
+                .or_else(|| st.exit_code.map(|c| format!("exit code {c}")))
+        }
+    });
+    finish(
+        env,
+        job,
+        st.state,
+        st.started_at_ms,
+        st.ended_at_ms,
+        message.as_deref(),
+    )
+    .await?;
+    if st.checkpoint {
+        db::run(
+            env,
+            "UPDATE jobs SET checkpoint = 1 WHERE id = ?",
+            &[s(&job.id)],
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 async fn store_metrics(env: &Env, job_id: &str, points: &[MetricPoint]) -> ApiResult<()> {
@@ -136,7 +192,130 @@ pub async fn metrics_after(env: &Env, job_id: &str, since: u64) -> ApiResult<Vec
 }
 
 async fn remote_status(env: &Env, job: &JobRow) -> Result<adapter::RemoteStatus, BackendError> {
-    remote_status_within(env, job, TIMEOUT).await
+    remote_status_within(env, job, backend_io::timeout(env)).await
+}
+
+/// The job as its backend knows it under the edge's job id, for a job whose submission was
+/// never confirmed.
+async fn find(
+    env: &Env,
+    job: &JobRow,
+    timeout: std::time::Duration,
+) -> Result<Option<Submitted>, BackendError> {
+    let config =
+        backend_io::named(env, &job.backend).map_err(|e| BackendError::Unavailable(e.message))?;
+    let a = adapter::adapter(&config).map_err(|e| BackendError::Unavailable(e.message))?;
+    let (status, body) = backend_io::send(&a.find(&job.id), timeout).await?;
+    a.parse_find(&job.id, status, &body)
+}
+
+/// Records the backend's id of a job it has accepted; a job that has not reported yet takes the
+/// backend's state (one that already reported it runs keeps that).
+pub async fn adopt(env: &Env, job_id: &str, sub: &Submitted, now: i64) -> ApiResult<()> {
+    let started = (sub.state == JobState::Running).then_some(now);
+    db::run(
+        env,
+        "UPDATE jobs SET remote_id = ?, last_report_at = ?, \
+         started_at = CASE WHEN state = 'dispatching' THEN ? ELSE started_at END, \
+         message = CASE WHEN state = 'dispatching' THEN NULL ELSE message END, \
+         state = CASE WHEN state = 'dispatching' THEN ? ELSE state END \
+         WHERE id = ? AND remote_id IS NULL AND state IN ('dispatching', 'queued', 'running')",
+        &[
+            s(&sub.remote_id),
+            n(now),
+            db::opt_n(started),
+            s(sub.state.as_str()),
+            s(job_id),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// How long after a submission whose answer never came the edge waits for the backend to show
+/// the job before it decides the job never arrived (and releases the hold): `DISPATCH_GRACE_S`,
+/// else 120 s.
+fn dispatch_grace_ms(env: &Env) -> i64 {
+    env.var("DISPATCH_GRACE_S")
+        .ok()
+        .and_then(|v| v.to_string().trim().parse::<i64>().ok())
+        .filter(|s| *s >= 0)
+        .unwrap_or(120)
+        .saturating_mul(1000)
+}
+
+/// What one look at a live job's backend did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checked {
+    /// The job ended (its hold is settled).
+    Finished,
+    /// Its state, reason or backend id changed or was confirmed.
+    Updated,
+    /// Nothing to do yet.
+    Unchanged,
+    /// The backend did not answer.
+    Unreachable,
+}
+
+/// Asks a live job's backend about it once and records the answer: a job the backend never
+/// confirmed is looked up by its id (and failed, with nothing charged, once the backend shows
+/// no such job after [`dispatch_grace_ms`]); any other job's status is read, and an ended one is
+/// finished by the backend's state and times.
+pub async fn check(env: &Env, job: &JobRow, timeout: std::time::Duration) -> ApiResult<Checked> {
+    let now = now_ms();
+    if job.remote_id.is_none() {
+        return match find(env, job, timeout).await {
+            Ok(Some(sub)) => {
+                adopt(env, &job.id, &sub, now).await?;
+                Ok(Checked::Updated)
+            }
+            Ok(None) if now - job.created_at > dispatch_grace_ms(env) => {
+                finish(
+                    env,
+                    job,
+                    JobState::Failed,
+                    None,
+                    None,
+                    Some("the backend never received the job; nothing was charged"),
+                )
+                .await?;
+                Ok(Checked::Finished)
+            }
+            Ok(None) => {
+                db::run(
+                    env,
+                    "UPDATE jobs SET last_report_at = ? WHERE id = ?",
+                    &[n(now), s(&job.id)],
+                )
+                .await?;
+                Ok(Checked::Unchanged)
+            }
+            Err(_) => Ok(Checked::Unreachable),
+        };
+    }
+    match remote_status_within(env, job, timeout).await {
+        Ok(st) if st.state.is_terminal() => {
+            ended(env, job, &st, None).await?;
+            Ok(Checked::Finished)
+        }
+        Ok(st) => {
+            progress(env, job, &st, now).await?;
+            Ok(Checked::Updated)
+        }
+        Err(BackendError::NotFound) => {
+            finish(
+                env,
+                job,
+                JobState::Lost,
+                None,
+                None,
+                Some("the backend no longer knows this job"),
+            )
+            .await?;
+            Ok(Checked::Finished)
+        }
+        Err(_) => Ok(Checked::Unreachable),
+    }
 }
 
 /// The backend's view of a job, asked with a deadline.
@@ -165,7 +344,7 @@ pub async fn progress(
     db::run(
         env,
         "UPDATE jobs SET state = ?, started_at = COALESCE(started_at, ?), last_report_at = ?, reason = ?, \
-         message = CASE WHEN ? THEN ? ELSE message END WHERE id = ? AND state IN ('queued', 'running')",
+         message = CASE WHEN ? THEN ? ELSE message END WHERE id = ? AND state IN ('dispatching', 'queued', 'running')",
         &[
             s(st.state.as_str()),
             // A waiting job has not started, whatever start time a backend forecasts.
@@ -213,7 +392,7 @@ pub async fn finish(
         env,
         "UPDATE jobs SET state = ?, ended_at = ?, started_at = COALESCE(?, started_at), charged_fen = ?, \
          message = COALESCE(?, CASE WHEN reason IS NOT NULL THEN NULL ELSE message END), reason = NULL \
-         WHERE id = ? AND state IN ('queued', 'running')",
+         WHERE id = ? AND state IN ('dispatching', 'queued', 'running')",
         &[
             s(state.as_str()),
             n(ended),
@@ -286,70 +465,25 @@ pub async fn reconcile(env: &Env, silent_after_s: Option<i64>) -> ApiResult<Reco
     });
     let now = now_ms();
     let cutoff = now.saturating_sub(silent_s.saturating_mul(1000));
-    let silent: Vec<JobRow> = db::all(
+    // Silent jobs, jobs their backend never confirmed, and jobs that claimed an end.
+    let live: Vec<JobRow> = db::all(
         env,
         &format!(
-            "SELECT {} FROM jobs WHERE state IN ('queued', 'running') AND COALESCE(last_report_at, created_at) <= ? LIMIT 100",
+            "SELECT {} FROM jobs WHERE state IN ('dispatching', 'queued', 'running') \
+             AND (COALESCE(last_report_at, created_at) <= ? OR remote_id IS NULL OR ending IS NOT NULL) LIMIT 100",
             jobs::COLUMNS
         ),
         &[n(cutoff)],
     )
     .await?;
     let (mut checked, mut finished, mut unreachable) = (0, 0, 0);
-    for job in &silent {
+    let timeout = backend_io::timeout(env);
+    for job in &live {
         checked += 1;
-        if job.remote_id.is_none() {
-            // Dispatch never completed (the worker died in between): nothing runs, release all.
-            if now - job.created_at > 300_000 {
-                finish(
-                    env,
-                    job,
-                    JobState::Failed,
-                    None,
-                    None,
-                    Some("dispatch did not complete"),
-                )
-                .await?;
-                finished += 1;
-            }
-            continue;
-        }
-        match remote_status(env, job).await {
-            Ok(st) if st.state.is_terminal() => {
-                let msg = st.exit_code.map(|c| format!("exit code {c}"));
-                finish(
-                    env,
-                    job,
-                    st.state,
-                    st.started_at_ms,
-                    st.ended_at_ms,
-                    msg.as_deref(),
-                )
-                .await?;
-                if st.checkpoint {
-                    db::run(
-                        env,
-                        "UPDATE jobs SET checkpoint = 1 WHERE id = ?",
-                        &[s(&job.id)],
-                    )
-                    .await?;
-                }
-                finished += 1;
-            }
-            Ok(st) => progress(env, job, &st, now).await?,
-            Err(BackendError::NotFound) => {
-                finish(
-                    env,
-                    job,
-                    JobState::Lost,
-                    None,
-                    None,
-                    Some("the backend no longer knows this job"),
-                )
-                .await?;
-                finished += 1;
-            }
-            Err(_) => unreachable += 1,
+        match check(env, job, timeout).await? {
+            Checked::Finished => finished += 1,
+            Checked::Unreachable => unreachable += 1,
+            Checked::Updated | Checked::Unchanged => {}
         }
     }
     #[derive(serde::Deserialize)]
@@ -359,7 +493,7 @@ pub async fn reconcile(env: &Env, silent_after_s: Option<i64>) -> ApiResult<Reco
     }
     let unsettled: Vec<Unsettled> = db::all(
         env,
-        "SELECT id, charged_fen FROM jobs WHERE settled = 0 AND state NOT IN ('queued', 'running') LIMIT 100",
+        "SELECT id, charged_fen FROM jobs WHERE settled = 0 AND state NOT IN ('dispatching', 'queued', 'running') LIMIT 100",
         &[],
     )
     .await?;
