@@ -77,7 +77,17 @@ pub struct Reconciled {
     pub resettled: u32,
 }
 
-/// `GET /api/health`.
+/// `GET /api/health`: the public liveness check. It touches no storage and no backend, and says
+/// nothing about the deployment's insides.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Liveness {
+    pub ok: bool,
+    pub service: String,
+    pub version: String,
+}
+
+/// `GET /api/admin/health` (admin token): a real round trip through each binding and every
+/// backend's own health.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HealthReport {
     /// True when every binding works; backends being down does not make the edge unhealthy.

@@ -21,7 +21,7 @@ pub mod schema;
 pub use accounts::{Account, Credentials, NewToken, SignedOut, TokenCreated};
 pub use backends::{
     AdminBackend, AdminBackendList, BackendHealth, BackendKind, BackendList, Bindings, Check,
-    HealthReport, PublicBackend, Reconciled,
+    HealthReport, Liveness, PublicBackend, Reconciled,
 };
 pub use credits::{
     Ledger, LedgerEntry, LedgerKind, NewPromoCode, PromoCodeCreated, RedeemRequest, Redeemed,

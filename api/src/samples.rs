@@ -272,6 +272,14 @@ pub fn all() -> Vec<Sample> {
             },
         ),
         sample(
+            "liveness",
+            Liveness {
+                ok: true,
+                service: "onramp-edge".into(),
+                version: "0.1.0".into(),
+            },
+        ),
+        sample(
             "health",
             HealthReport {
                 ok: true,

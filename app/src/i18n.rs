@@ -71,6 +71,8 @@ messages! {
     PageNotFound => "Page not found", "页面不存在";
     StackTitle => "Stack", "系统状态";
     CheckingEdge => "Checking the edge…", "正在检查服务端…";
+    ServiceOnline => "online", "运行正常";
+    ServiceTrouble => "not answering properly", "服务异常";
     // Try
     TryTitle => "Try a tiny language model", "试用一个小型语言模型";
     TryIntro => "The model runs in your browser, in a background worker.", "模型在你的浏览器中、在后台线程里运行。";

@@ -11,7 +11,8 @@ use serde_json::{Map, Value, json};
 fn bodies(id: RouteId, s: &mut Schemas) -> (Option<Value>, Option<Value>) {
     use RouteId::*;
     match id {
-        Health => (None, Some(s.of::<api::HealthReport>())),
+        Health => (None, Some(s.of::<api::Liveness>())),
+        AdminHealth => (None, Some(s.of::<api::HealthReport>())),
         OpenApi => (None, Some(json!({"type": "object"}))),
         Signup | Login => (
             Some(s.of::<api::Credentials>()),
@@ -167,7 +168,8 @@ mod tests {
     fn answer_sample(id: RouteId) -> Option<&'static str> {
         use RouteId::*;
         Some(match id {
-            Health => "health",
+            Health => "liveness",
+            AdminHealth => "health",
             Signup | Login | Me => "account",
             Logout => "signed_out",
             CreateToken => "token_created",

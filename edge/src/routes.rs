@@ -18,6 +18,7 @@ pub enum Access {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RouteId {
     Health,
+    AdminHealth,
     OpenApi,
     Signup,
     Login,
@@ -86,7 +87,15 @@ pub const ROUTES: &[Route] = &[
         "/api/health",
         Public,
         200,
-        "Bindings and backends health",
+        "Liveness: the edge answers (no storage, no backend and nothing internal)",
+    ),
+    r(
+        AdminHealth,
+        "GET",
+        "/api/admin/health",
+        Admin,
+        200,
+        "Deep health: a round trip through each storage binding and every backend",
     ),
     r(
         OpenApi,

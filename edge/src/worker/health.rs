@@ -1,14 +1,28 @@
-//! `GET /api/health`: the edge's version, a real round trip through each storage binding, and the
-//! reachability of every configured backend.
+//! `GET /api/health`, public: the edge answers, with its version, and touches nothing (a probe
+//! any visitor can repeat must not write storage or call backends). `GET /api/admin/health`,
+//! with the admin token: a real round trip through each storage binding and the reachability of
+//! every configured backend.
 
+use super::accounts::require_admin;
 use super::http::{self, ApiResult, respond};
 use crate::backends::{self, BackendConfig};
 use crate::health::{BackendHealth, Bindings, Check, HealthReport};
 use futures_util::future::join_all;
 use std::time::Duration;
-use worker::{Env, Response};
+use worker::{Env, Request, Response};
 
-pub async fn get(env: &Env) -> ApiResult<Response> {
+/// The public liveness answer.
+pub fn live() -> api::Liveness {
+    api::Liveness {
+        ok: true,
+        service: "onramp-edge".into(),
+        version: crate::VERSION.into(),
+    }
+}
+
+/// The deep check, for operators.
+pub async fn deep(req: Request, env: &Env) -> ApiResult<Response> {
+    require_admin(&req, env)?;
     let bindings = Bindings {
         d1: Check::from_result(check_d1(env).await),
         kv: Check::from_result(check_kv(env).await),

@@ -76,7 +76,8 @@ async fn handle(
     let status = routes::route(id).map_or(200, |r| r.status);
     let param = param.unwrap_or_default();
     match id {
-        RouteId::Health => health::get(env).await,
+        RouteId::Health => ok(status, Ok(health::live())),
+        RouteId::AdminHealth => health::deep(req, env).await,
         RouteId::OpenApi => ok(status, Ok(crate::openapi::document())),
         RouteId::Signup => accounts::signup(req, env).await,
         RouteId::Login => accounts::login(req, env).await,
