@@ -28,7 +28,8 @@ pub struct SignedOut {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
-    /// What the token is for, shown in lists (at most 64 characters are kept).
+    /// What the token is for, shown in lists (at most 64 characters, none of them control or
+    /// invisible characters).
     #[serde(default)]
     pub name: String,
 }

@@ -115,6 +115,9 @@ codes! {
     InvalidMetric = "invalid_metric", 400;
     /// A pushed log chunk starts past the end of what is stored.
     LogGap = "log_gap", 409;
+    /// An account or a job has as many of something as it may keep (saved experiments, API
+    /// tokens, metric points); the message names the limit.
+    LimitReached = "limit_reached", 409;
 }
 
 impl ErrorCode {

@@ -201,6 +201,7 @@ pub fn code_key(code: ErrorCode) -> Key {
         | C::RefundExceedsCapture
         | C::IdempotencyConflict
         | C::LogGap => Key::ErrConflict,
+        C::LimitReached => Key::ErrLimitReached,
     }
 }
 

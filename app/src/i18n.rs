@@ -267,6 +267,7 @@ messages! {
     ErrInternal => "The edge failed on its own side. Try again in a moment.", "服务端内部出错，请稍后重试。";
     ErrBadRequest => "The edge could not read that request.", "服务端无法识别该请求。";
     ErrConflict => "That conflicts with what was done before.", "该操作与之前的操作冲突。";
+    ErrLimitReached => "You have reached the most of these you may keep.", "已达到可保留的数量上限。";
     UnknownExperiment => "There is no saved experiment with this id.", "没有这个编号的已保存实验。";
     UnknownJob => "There is no job of yours with this id.", "你没有这个编号的作业。";
     RetryIn => "try again in", "可在以下时间后重试：";

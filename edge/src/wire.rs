@@ -231,6 +231,34 @@ pub fn query_u64(query: Option<&str>, name: &str, default: u64) -> Result<u64, A
     Ok(default)
 }
 
+/// A short free-text label a user names something with (an API token's name, an experiment's
+/// title): at most `max_chars` characters, none of them a control, line-break, invisible or
+/// text-direction character (the spec's own rule for names, see `jobspec::validate`).
+pub fn check_label(field: &str, value: &str, max_chars: usize) -> Result<(), ApiError> {
+    let bad = |msg: String| {
+        Err(ApiError::new(ErrorCode::InvalidField, msg)
+            .with_details(serde_json::json!({"field": field})))
+    };
+    let count = value.chars().count();
+    if count > max_chars {
+        return bad(format!(
+            "{field} is {count} characters long; at most {max_chars} are allowed"
+        ));
+    }
+    if let Some((at, c)) = value
+        .chars()
+        .enumerate()
+        .find(|(_, c)| !jobspec::validate::is_clean_text(&c.to_string(), true))
+    {
+        return bad(format!(
+            "{field} holds U+{:04X}, a character that cannot be shown, at character {}",
+            u32::from(c),
+            at + 1
+        ));
+    }
+    Ok(())
+}
+
 /// Ids we mint are lower-case hex; anything else cannot name a row, so refuse it early.
 pub fn check_id(id: &str) -> Result<(), ApiError> {
     if (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -244,6 +272,21 @@ pub fn check_id(id: &str) -> Result<(), ApiError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn labels_refuse_what_cannot_be_shown_and_say_where() {
+        assert!(check_label("name", "laptop 笔记本 🚀", 64).is_ok());
+        let e = check_label("title", "ok\u{202e}txt", 64).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidField);
+        assert!(
+            e.message.contains("U+202E") && e.message.contains("character 3"),
+            "{}",
+            e.message
+        );
+        assert!(check_label("name", "a\nb", 64).is_err());
+        let e = check_label("name", &"x".repeat(65), 64).unwrap_err();
+        assert!(e.message.contains("at most 64"), "{}", e.message);
+    }
 
     #[test]
     fn codes_and_keys() {

@@ -242,6 +242,9 @@ fn edge_jobs() {
                 ("SIGNUP_GRANT_FEN".into(), GRANT.to_string()),
                 ("BACKEND_TIMEOUT_S".into(), EDGE_WAIT_S.to_string()),
                 ("DISPATCH_GRACE_S".into(), "3".into()),
+                ("TOKENS_PER_USER".into(), "3".into()),
+                ("EXPERIMENTS_PER_USER".into(), "10".into()),
+                ("METRICS_PER_JOB".into(), "5".into()),
             ],
             extra_backends: vec![
                 json!({"name": "fake", "kind": "runner", "url": fake_url, "secret": secret, "cards": {"rtx-4090": 8, "cpu": 1}}),
@@ -273,6 +276,10 @@ fn edge_jobs() {
             (
                 "a submission without an answer: dispatching, found by id, never twice",
                 unanswered_submission,
+            ),
+            (
+                "per-account and per-job limits; labels that cannot be shown are refused",
+                limits,
             ),
             (
                 "report URLs come from PUBLIC_URL, never the request's Host",
@@ -676,6 +683,73 @@ fn unanswered_submission(w: &World) {
         "{job}"
     );
     assert_eq!(v.balance(), GRANT, "nothing charged");
+}
+
+fn limits(w: &World) {
+    let u = w.user("limits");
+    for n in 0..3 {
+        let t = u.post(
+            "/api/tokens",
+            &json!({"name": format!("laptop {n} 笔记本")}),
+        );
+        assert_eq!(t.status, 201, "{:?}", t.json);
+    }
+    let t = u.post("/api/tokens", &json!({"name": "one more"}));
+    assert_eq!((t.status, t.code()), (409, "limit_reached"), "{:?}", t.json);
+    assert!(
+        t.json["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains('3')
+    );
+    for (field, path, body) in [
+        (
+            "name",
+            "/api/tokens",
+            json!({"name": "evil\u{202e}gpj.exe"}),
+        ),
+        (
+            "title",
+            "/api/experiments",
+            json!({"spec": LORA, "title": "a\nb"}),
+        ),
+    ] {
+        let r = u.post(path, &body);
+        assert_eq!(
+            (r.status, r.code()),
+            (400, "invalid_field"),
+            "{path}: {:?}",
+            r.json
+        );
+        assert_eq!(r.json["error"]["details"]["field"], field);
+    }
+    for n in 0..10 {
+        let e = u.post(
+            "/api/experiments",
+            &json!({"spec": LORA, "title": format!("run {n}")}),
+        );
+        assert_eq!(e.status, 201, "{:?}", e.json);
+    }
+    let e = u.post("/api/experiments", &json!({"spec": LORA}));
+    assert_eq!((e.status, e.code()), (409, "limit_reached"), "{:?}", e.json);
+
+    // A job's token cannot fill the database with metric points.
+    let id = u.submit_spec(LORA, "limits-1").json["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let (_, remote) = w.remote(&id);
+    let points = |from: u64, n: u64| -> Value {
+        (from..from + n)
+            .map(|s| json!({"step": s, "loss": 1.0, "elapsed_s": 1.0}))
+            .collect()
+    };
+    let r = w.report(&id, &remote.report_token, json!({"metrics": points(1, 5)}));
+    assert_eq!(r.status, 200, "{:?}", r.json);
+    let r = w.report(&id, &remote.report_token, json!({"metrics": points(6, 1)}));
+    assert_eq!((r.status, r.code()), (409, "limit_reached"), "{:?}", r.json);
+    let m = u.get(&format!("/api/jobs/{id}/metrics"));
+    assert_eq!(m.json["metrics"].as_array().map(Vec::len), Some(5));
 }
 
 fn authorization(w: &World) {

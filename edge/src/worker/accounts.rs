@@ -257,19 +257,28 @@ pub async fn create_token(mut req: Request, env: &Env) -> ApiResult<Response> {
     } else {
         wire::parse_json(&body)?
     };
-    let name: String = t.name.chars().take(64).collect();
+    wire::check_label("name", &t.name, 64)?;
+    let name = t.name;
     let token = format!("onr_{}", random_hex(32)?);
-    db::run(
+    // One statement counts and inserts, so parallel requests cannot pass the limit together.
+    let limit = db::setting(env, "TOKENS_PER_USER", 50);
+    let inserted = db::run(
         env,
-        "INSERT INTO api_tokens (token_hash, user_id, name, created_at) VALUES (?, ?, ?, ?)",
+        "INSERT INTO api_tokens (token_hash, user_id, name, created_at) SELECT ?, ?, ?, ? \
+         WHERE (SELECT COUNT(*) FROM api_tokens WHERE user_id = ?) < ?",
         &[
             s(&auth::hash_token(&token)),
             s(&user.id),
             s(&name),
             n(now_ms()),
+            s(&user.id),
+            n(limit),
         ],
     )
     .await?;
+    if inserted == 0 {
+        return Err(db::limit_reached("API tokens per account", limit));
+    }
     http::json(201, &TokenCreated { token, name }).map_err(http::internal("response"))
 }
 

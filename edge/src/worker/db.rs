@@ -6,6 +6,22 @@ use serde::de::DeserializeOwned;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, Env};
 
+/// A whole-number setting from the environment (`[vars]`), else `default`.
+pub fn setting(env: &Env, name: &str, default: i64) -> i64 {
+    env.var(name)
+        .ok()
+        .and_then(|v| v.to_string().trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// The answer when an account or a job already keeps `limit` of `what`.
+pub fn limit_reached(what: &str, limit: i64) -> ApiError {
+    ApiError::new(
+        crate::error::ErrorCode::LimitReached,
+        format!("the limit of {limit} {what} is reached"),
+    )
+}
+
 pub fn db(env: &Env) -> ApiResult<D1Database> {
     env.d1("DB")
         .map_err(|e| ApiError::internal(format!("binding DB: {e}")))

@@ -13,10 +13,16 @@ use api::{Experiment, ExperimentJob, SavedExperiment};
 use serde::Deserialize;
 use worker::{Env, Request};
 
+/// The longest title an experiment may have.
+const MAX_TITLE_CHARS: usize = 200;
+
 pub async fn create(mut req: Request, env: &Env) -> ApiResult<SavedExperiment> {
     let user = authenticate(&req, env, true).await?;
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
     let e: NewExperiment = wire::parse_json(&body)?;
+    if let Some(t) = &e.title {
+        wire::check_label("title", t, MAX_TITLE_CHARS)?;
+    }
     let plan = if e.spec.trim_start().starts_with('{') {
         jobspec::plan_json(&e.spec)
     } else {
@@ -70,7 +76,7 @@ pub async fn create(mut req: Request, env: &Env) -> ApiResult<SavedExperiment> {
                 .unwrap_or_default()
         })
         .chars()
-        .take(200)
+        .take(MAX_TITLE_CHARS)
         .collect();
     let id = random_hex(16)?;
     let now = now_ms();
@@ -85,12 +91,26 @@ pub async fn create(mut req: Request, env: &Env) -> ApiResult<SavedExperiment> {
     };
     let snapshot =
         serde_json::to_string(&snapshot).map_err(|e| ApiError::internal(e.to_string()))?;
-    db::run(
+    // One statement counts and inserts, so parallel saves cannot pass the limit together.
+    let limit = db::setting(env, "EXPERIMENTS_PER_USER", 1000);
+    let inserted = db::run(
         env,
-        "INSERT INTO experiments (id, user_id, published, snapshot, created_at) VALUES (?, ?, ?, ?, ?)",
-        &[s(&id), s(&user.id), n(i64::from(e.published)), s(&snapshot), n(now)],
+        "INSERT INTO experiments (id, user_id, published, snapshot, created_at) SELECT ?, ?, ?, ?, ? \
+         WHERE (SELECT COUNT(*) FROM experiments WHERE user_id = ?) < ?",
+        &[
+            s(&id),
+            s(&user.id),
+            n(i64::from(e.published)),
+            s(&snapshot),
+            n(now),
+            s(&user.id),
+            n(limit),
+        ],
     )
     .await?;
+    if inserted == 0 {
+        return Err(db::limit_reached("saved experiments per account", limit));
+    }
     Ok(SavedExperiment {
         url: format!("/e/{id}"),
         id,

@@ -151,6 +151,21 @@ async fn store_metrics(env: &Env, job_id: &str, points: &[MetricPoint]) -> ApiRe
     if points.is_empty() {
         return Ok(());
     }
+    #[derive(serde::Deserialize)]
+    struct Count {
+        n: i64,
+    }
+    let limit = db::setting(env, "METRICS_PER_JOB", 50_000);
+    let stored = db::first::<Count>(
+        env,
+        "SELECT COUNT(*) AS n FROM job_metrics WHERE job_id = ?",
+        &[s(job_id)],
+    )
+    .await?
+    .map_or(0, |c| c.n);
+    if stored + i64::try_from(points.len()).unwrap_or(i64::MAX) > limit {
+        return Err(db::limit_reached("metric points per job", limit));
+    }
     let db = db::db(env)?;
     let mut stmts = Vec::with_capacity(points.len());
     for p in points {
