@@ -7,7 +7,7 @@
 use crate::i18n::Key;
 pub use api::{
     BackendList, ErrorCode, Experiment, Job, JobList, JobState, Ledger, LedgerKind, LogChunk,
-    MetricPoint, MetricsPage, Redeemed, SavedExperiment,
+    MetricPoint, MetricsPage, Redeemed, SavedExperiment, VerificationSent, Verified,
 };
 use serde::Deserialize;
 
@@ -164,6 +164,9 @@ pub fn code_key(code: ErrorCode) -> Key {
         C::EmailTaken => Key::ErrEmailTaken,
         C::BadCredentials => Key::ErrBadCredentials,
         C::RateLimited => Key::ErrRateLimited,
+        C::InvalidLink => Key::ErrInvalidLink,
+        C::LinkExpired => Key::ErrLinkExpired,
+        C::AlreadyVerified => Key::ErrAlreadyVerified,
         C::Unauthenticated => Key::ErrSignInFirst,
         C::Forbidden => Key::ErrForbidden,
         C::BadOrigin => Key::ErrBadOrigin,
