@@ -1,8 +1,8 @@
 //! Email verification and the limits that hold without a trusted client address, against
 //! `wrangler dev`: sign-up gives no credit and mails a signed link (read from the local outbox);
 //! the link gives the trial once, however often or concurrently it is opened; forged links are
-//! refused; a class of 40 signs up from one address; and failed logins from one client never
-//! lock the owner out of another.
+//! refused; a class of 40 signs up from one address; failed logins from one client never lock
+//! the owner out of another; and the hourly cap bounds the trials many mailboxes can collect.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::api::{
@@ -270,4 +270,80 @@ fn login_backoff_per_client(stack: &Stack) {
         }
         assert_eq!(login("203.0.113.11", PASSWORD).status, 200);
     }
+}
+
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn the_trial_cap_bounds_farming_with_many_mailboxes() {
+    const CAP: usize = 2;
+    let stack = Stack::start_with(
+        StackOptions {
+            with_runner: false,
+            ..StackOptions::for_test("edge-verify-cap")
+        },
+        StackExtras {
+            vars: vec![("TRIAL_GRANTS_PER_HOUR".into(), CAP.to_string())],
+            extra_backends: vec![],
+        },
+    )
+    .expect("stack starts");
+    // Six mailboxes, each from its own address, verifying at once.
+    let accounts: Vec<(Client, String)> = (0..6)
+        .map(|i| {
+            let email = unique_email(&format!("farm{i}"));
+            let c = Client::signup(&stack.url, &email, PASSWORD);
+            let token = verification_token(&stack, &email);
+            (c, token)
+        })
+        .collect();
+    let answers: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = accounts
+            .iter()
+            .enumerate()
+            .map(|(i, (_, token))| {
+                let url = stack.url.clone();
+                s.spawn(move || {
+                    Client::new(&url).request(
+                        "POST",
+                        "/api/auth/verify",
+                        Some(json!({ "token": token }).to_string().into_bytes()),
+                        &[
+                            ("content-type", "application/json"),
+                            ("cf-connecting-ip", &format!("192.0.2.{}", i + 1)),
+                        ],
+                    )
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let granted = answers
+        .iter()
+        .filter(|a| a.status == 200 && a.json["granted_fen"] == GRANT)
+        .count();
+    assert_eq!(granted, CAP, "{answers:?}");
+    for a in answers.iter().filter(|a| a.status != 200) {
+        assert_eq!((a.status, a.code()), (429, "rate_limited"), "{:?}", a.json);
+        let retry: u64 = a.retry_after.as_deref().unwrap().parse().unwrap();
+        assert!((3000..=3600).contains(&retry), "{retry}");
+        let msg = a.json["error"]["message"].as_str().unwrap();
+        assert!(msg.contains("your email is verified"), "{msg}");
+    }
+    // Those refused are verified all the same, and have nothing.
+    let balances: Vec<(bool, i64)> = accounts
+        .iter()
+        .map(|(c, _)| {
+            let me = c.get("/api/me").json;
+            (
+                me["email_verified"].as_bool().unwrap(),
+                me["balance_fen"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(balances.iter().all(|(v, _)| *v), "{balances:?}");
+    assert_eq!(
+        balances.iter().map(|(_, b)| b).sum::<i64>(),
+        GRANT * CAP as i64,
+        "{balances:?}"
+    );
 }

@@ -3,7 +3,7 @@
 //! not work) and updates the signed-in account, if this browser has one.
 
 use crate::api;
-use crate::api_wire::{ApiError, Verified, fen_text};
+use crate::api_wire::{ApiError, Verified, fen_text, token_from_query};
 use crate::i18n::Key;
 use crate::pages::auth::Refusal;
 use crate::pages::bits::{note, tr};
@@ -12,16 +12,6 @@ use crate::session::use_session;
 use crate::state::use_i18n;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-
-/// The `token` parameter of a query string (`?token=…`); tokens hold only URL-safe characters.
-pub fn token_from_query(search: &str) -> Option<String> {
-    search
-        .trim_start_matches('?')
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("token="))
-        .filter(|t| !t.is_empty())
-        .map(String::from)
-}
 
 #[component]
 pub fn VerifyPage() -> impl IntoView {
@@ -75,22 +65,5 @@ pub fn VerifyPage() -> impl IntoView {
             </div>
             <p><Link href="/account" testid="verify-to-account">{tr(i, Key::GoToAccount)}</Link></p>
         </section>
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_token_comes_from_the_query() {
-        assert_eq!(
-            token_from_query("?token=v1.ab.12.cd.ef"),
-            Some("v1.ab.12.cd.ef".into())
-        );
-        assert_eq!(token_from_query("?x=1&token=abc&y=2"), Some("abc".into()));
-        assert_eq!(token_from_query("?token="), None);
-        assert_eq!(token_from_query(""), None);
-        assert_eq!(token_from_query("?tokens=abc"), None);
     }
 }
