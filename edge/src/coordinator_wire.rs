@@ -11,12 +11,6 @@ use serde::{Deserialize, Serialize};
 pub enum Op {
     /// Counts one health probe (the answer is the count).
     Probe,
-    Grant {
-        user_id: String,
-        amount_fen: i64,
-        reference: String,
-        now_ms: i64,
-    },
     /// The trial grant of a verified account: at most once per account (ledger reference
     /// `trial:<user id>`), and at most `cap_per_hour` for all accounts. Answered with `Granted`.
     GrantTrial {
@@ -82,7 +76,7 @@ pub enum Op {
     },
 }
 
-/// The answer of `Grant`, `Balance` and `Hold`: the balance after the operation.
+/// The answer of `Balance` and `Hold`: the balance after the operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Balance {
     pub balance_fen: i64,

@@ -207,24 +207,6 @@ fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
                     .map_err(sql_err)?;
                 answer(Probed { hits: row.hits })
             }
-            Op::Grant {
-                user_id,
-                amount_fen,
-                reference,
-                now_ms,
-            } => {
-                entry(
-                    sql,
-                    &user_id,
-                    LedgerKind::Grant,
-                    amount_fen,
-                    &reference,
-                    now_ms,
-                )?;
-                answer(Balance {
-                    balance_fen: balance(sql, &user_id)?,
-                })
-            }
             Op::GrantTrial {
                 user_id,
                 amount_fen,
