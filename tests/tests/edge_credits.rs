@@ -1,4 +1,4 @@
-//! Credits against `wrangler dev`: the sign-up grant, the ledger, promotion codes (admin), each
+//! Credits against `wrangler dev`: the trial grant (of a verified account), the ledger, promotion codes (admin), each
 //! refusal with its own code, and the limits under concurrency: 200 parallel redemptions of a
 //! code limited to N succeed exactly N times, and one account's parallel redemptions succeed
 //! once. Those figures rest on the Coordinator Durable Object running each operation as one
