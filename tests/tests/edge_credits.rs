@@ -1,8 +1,8 @@
-//! Credits against `wrangler dev`: the trial grant (of a verified account), the ledger, promotion codes (admin), each
-//! refusal with its own code, and the limits under concurrency: 200 parallel redemptions of a
-//! code limited to N succeed exactly N times, and one account's parallel redemptions succeed
-//! once. Those figures rest on the Coordinator Durable Object running each operation as one
-//! synchronous SQLite step (see edge/src/worker/coordinator.rs).
+//! Credits against `wrangler dev`: the trial grant (of a verified account), the ledger,
+//! promotion codes (admin), each refusal with its own code, and the limits under concurrency:
+//! 200 parallel redemptions of a code limited to N succeed exactly N times, and one account's
+//! parallel redemptions succeed once. Those figures rest on the Coordinator Durable Object
+//! running each operation as one synchronous SQLite step (see edge/src/worker/coordinator.rs).
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::api::{Answer, Client, run_scenarios, unique_email};
