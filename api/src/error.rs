@@ -75,6 +75,8 @@ codes! {
     LinkExpired = "link_expired", 410;
     /// A new verification mail for an account whose email is verified already.
     AlreadyVerified = "already_verified", 409;
+    /// The trial credit of this mailbox (the address without a `+tag`) went to another account.
+    TrialTaken = "trial_taken", 409;
 
     // Credits.
     /// Not a promotion code's spelling (3-64 letters, digits, '-' or '_').

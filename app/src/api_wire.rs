@@ -167,6 +167,7 @@ pub fn code_key(code: ErrorCode) -> Key {
         C::InvalidLink => Key::ErrInvalidLink,
         C::LinkExpired => Key::ErrLinkExpired,
         C::AlreadyVerified => Key::ErrAlreadyVerified,
+        C::TrialTaken => Key::ErrTrialTaken,
         C::Unauthenticated => Key::ErrSignInFirst,
         C::Forbidden => Key::ErrForbidden,
         C::BadOrigin => Key::ErrBadOrigin,

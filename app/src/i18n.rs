@@ -243,6 +243,7 @@ messages! {
     ErrInvalidLink => "This verification link is not valid. Open the link from the newest mail, or send a new one from your account page.", "该验证链接无效。请打开最新邮件中的链接，或在账户页重新发送。";
     ErrLinkExpired => "This verification link has expired. Send a new one from your account page.", "该验证链接已过期。请在账户页重新发送。";
     ErrAlreadyVerified => "Your email is verified already.", "你的邮箱已经验证过了。";
+    ErrTrialTaken => "Your email is verified, but this mailbox's trial credit went to another account (an address of the same mailbox, for example with a +tag).", "邮箱已验证，但该邮箱的试用额度已发放给另一个账户（同一邮箱的其他地址，例如带 +标签 的地址）。";
     ErrSignInFirst => "You are not signed in.", "你尚未登录。";
     ErrBadOrigin => "This request came from another site and was refused.", "该请求来自其他网站，已被拒绝。";
     ErrInvalidCode => "A promotion code has 3 to 64 letters, digits, '-' or '_'.", "优惠码由 3 到 64 个字母、数字、“-”或“_”组成。";

@@ -15,6 +15,8 @@ pub enum Op {
     /// `trial:<user id>`), and at most `cap_per_hour` for all accounts. Answered with `Granted`.
     GrantTrial {
         user_id: String,
+        /// `limits::trial_mailbox` of the account's email: one trial per mailbox.
+        mailbox: String,
         amount_fen: i64,
         cap_per_hour: i64,
         now_ms: i64,

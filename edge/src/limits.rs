@@ -14,11 +14,25 @@ pub fn trial_reference(user_id: &str) -> String {
     format!("trial:{user_id}")
 }
 
+/// The mailbox an address delivers to, as far as the trial is concerned: `+tags` cut
+/// (`ada+1@…` and `ada+2@…` are one mailbox at most providers) and, at Gmail, dots ignored. One
+/// trial per mailbox, so tags cannot farm it. Takes a normalised (lower-case) email.
+pub fn trial_mailbox(email: &str) -> String {
+    let (local, domain) = email.rsplit_once('@').unwrap_or((email, ""));
+    let local = local.split('+').next().unwrap_or(local);
+    match domain {
+        "gmail.com" | "googlemail.com" => format!("{}@gmail.com", local.replace('.', "")),
+        _ => format!("{local}@{domain}"),
+    }
+}
+
 /// What the Coordinator knows when a verified account asks for its trial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TrialState {
     /// This account has its trial grant already.
     pub already_granted: bool,
+    /// Another account with the same mailbox ([`trial_mailbox`]) has it.
+    pub mailbox_taken: bool,
     /// Trial grants of all accounts in the last hour.
     pub granted_in_window: i64,
     /// The oldest of those, epoch ms.
@@ -42,6 +56,13 @@ pub fn trial_decision(
 ) -> Result<TrialDecision, ApiError> {
     if state.already_granted {
         return Ok(TrialDecision::Already);
+    }
+    if state.mailbox_taken {
+        return Err(ApiError::new(
+            ErrorCode::TrialTaken,
+            "your email is verified, but the trial credit of this mailbox went to another \
+             account (an address of the same mailbox, e.g. with a +tag)",
+        ));
     }
     if state.granted_in_window >= cap_per_hour {
         let oldest = state.oldest_in_window_ms.unwrap_or(now_ms);
@@ -118,6 +139,7 @@ mod tests {
     fn state(already: bool, n: i64, oldest: Option<i64>) -> TrialState {
         TrialState {
             already_granted: already,
+            mailbox_taken: false,
             granted_in_window: n,
             oldest_in_window_ms: oldest,
         }
@@ -134,6 +156,27 @@ mod tests {
             trial_decision(state(true, 100, Some(NOW)), 100, NOW),
             Ok(TrialDecision::Already)
         );
+    }
+
+    #[test]
+    fn one_trial_per_mailbox() {
+        assert_eq!(trial_mailbox("ada+lab1@example.cn"), "ada@example.cn");
+        assert_eq!(trial_mailbox("ada@example.cn"), "ada@example.cn");
+        assert_eq!(trial_mailbox("a.d.a+x@googlemail.com"), "ada@gmail.com");
+        assert_eq!(trial_mailbox("a.da@example.cn"), "a.da@example.cn");
+        assert_eq!(trial_mailbox("+x@example.cn"), "@example.cn");
+        let taken = TrialState {
+            mailbox_taken: true,
+            ..state(false, 0, None)
+        };
+        let e = trial_decision(taken, 100, NOW).unwrap_err();
+        assert_eq!((e.code, e.status), (ErrorCode::TrialTaken, 409));
+        // The account that has it is answered as before.
+        let mine = TrialState {
+            mailbox_taken: true,
+            ..state(true, 0, None)
+        };
+        assert_eq!(trial_decision(mine, 100, NOW), Ok(TrialDecision::Already));
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! Email verification and the limits that hold without a trusted client address, against
 //! `wrangler dev`: sign-up gives no credit and mails a signed link (read from the local outbox);
-//! the link gives the trial once, however often or concurrently it is opened; forged links are
-//! refused; a class of 40 signs up from one address; failed logins from one client never lock
-//! the owner out of another; the hourly cap bounds the trials many mailboxes can collect; and
-//! with `MAIL_SENDER=http` the mail leaves as JSON to a mail service (a fake one on a thread).
+//! the link gives the trial once, however often or concurrently it is opened, and once per
+//! mailbox (`+tags` share one); forged links are refused; a class of 40 signs up from one
+//! address; failed logins from one client never lock the owner out of another; the hourly cap
+//! bounds the trials many mailboxes can collect; and with `MAIL_SENDER=http` the mail leaves as
+//! JSON to a mail service (a fake one on a thread).
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::api::{
@@ -39,6 +40,10 @@ fn edge_verify() {
                 concurrent_verification,
             ),
             ("forged and altered links are refused", forged_links),
+            (
+                "+tags of one mailbox share one trial",
+                one_trial_per_mailbox,
+            ),
             ("a new link on request, a few per hour", resend),
             (
                 "a class of 40 signs up from one address",
@@ -153,6 +158,24 @@ fn forged_links(stack: &Stack) {
     assert_eq!(c.balance(), 0, "no forged link gave credit");
     let a = c.post("/api/auth/verify", &json!({"token": token, "extra": 1}));
     assert_eq!((a.status, a.code()), (400, "invalid_json"));
+}
+
+fn one_trial_per_mailbox(stack: &Stack) {
+    let base = unique_email("farmer");
+    let (local, domain) = base.split_once('@').unwrap();
+    let first = stack.signup(&format!("{local}+lab1@{domain}"), PASSWORD);
+    assert_eq!(first.balance(), GRANT);
+    let email = format!("{local}+lab2@{domain}");
+    let second = Client::signup(&stack.url, &email, PASSWORD);
+    let v = second.verify_email(&verification_token(stack, &email));
+    assert_eq!((v.status, v.code()), (409, "trial_taken"), "{:?}", v.json);
+    let me = second.get("/api/me").json;
+    assert_eq!(
+        (&me["email_verified"], &me["balance_fen"]),
+        (&json!(true), &json!(0)),
+        "verified, without a second trial"
+    );
+    assert_eq!(first.balance(), GRANT);
 }
 
 fn resend(stack: &Stack) {

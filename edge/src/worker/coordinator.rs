@@ -47,6 +47,8 @@ const SCHEMA: &[&str] = &[
     "CREATE INDEX IF NOT EXISTS refunds_job ON refunds (job_id)",
     // The trial grant's once-per-account check and hourly cap read the ledger by reference.
     "CREATE INDEX IF NOT EXISTS ledger_reference ON ledger (reference, created_at)",
+    "CREATE TABLE IF NOT EXISTS trial_mailboxes (mailbox TEXT PRIMARY KEY, user_id TEXT NOT NULL, \
+     created_at INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS login_failures (key TEXT PRIMARY KEY, failures INTEGER NOT NULL, \
      last_ms INTEGER NOT NULL)",
 ];
@@ -209,14 +211,18 @@ fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
             }
             Op::GrantTrial {
                 user_id,
+                mailbox,
                 amount_fen,
                 cap_per_hour,
                 now_ms,
             } => answer(super::verify::apply_grant_trial(
                 sql,
-                &user_id,
-                amount_fen,
-                cap_per_hour,
+                super::verify::TrialAsk {
+                    user_id: &user_id,
+                    mailbox: &mailbox,
+                    amount_fen,
+                    cap_per_hour,
+                },
                 now_ms,
             )?),
             Op::LoginAttempt { key, now_ms } => {

@@ -73,6 +73,7 @@ pub async fn verify(mut req: Request, env: &Env) -> ApiResult<Verified> {
     let granted = if amount_fen > 0 {
         let op = Op::GrantTrial {
             user_id: claims.user_id.clone(),
+            mailbox: limits::trial_mailbox(&claims.email),
             amount_fen,
             cap_per_hour: var_i64(env, "TRIAL_GRANTS_PER_HOUR", 500).max(0),
             now_ms: now,
@@ -109,16 +110,29 @@ pub async fn resend(req: Request, env: &Env) -> ApiResult<VerificationSent> {
     send_link(env, &user.id, &user.email).await
 }
 
-/// The Coordinator's side of `GrantTrial`: the account's `trial:<id>` row and the last hour's
-/// trial rows are read and the grant written in the same transaction, so two verifications
-/// racing cannot both grant, nor can a burst of accounts pass the cap.
+/// What `GrantTrial` asks for.
+pub(super) struct TrialAsk<'a> {
+    pub user_id: &'a str,
+    pub mailbox: &'a str,
+    pub amount_fen: i64,
+    pub cap_per_hour: i64,
+}
+
+/// The Coordinator's side of `GrantTrial`: the account's `trial:<id>` row, its mailbox's owner
+/// and the last hour's trial rows are read and the grant written in the same transaction, so
+/// two verifications racing cannot both grant, nor two addresses of one mailbox, nor can a
+/// burst of accounts pass the cap.
 pub(super) fn apply_grant_trial(
     sql: &SqlStorage,
-    user_id: &str,
-    amount_fen: i64,
-    cap_per_hour: i64,
+    ask: TrialAsk<'_>,
     now_ms: i64,
 ) -> ApiResult<Granted> {
+    let TrialAsk {
+        user_id,
+        mailbox,
+        amount_fen,
+        cap_per_hour,
+    } = ask;
     #[derive(Deserialize)]
     struct Count {
         n: i64,
@@ -143,14 +157,27 @@ pub(super) fn apply_grant_trial(
         )
         .and_then(|c| c.one())
         .map_err(sql_err)?;
+    let owners: Count = sql
+        .exec(
+            "SELECT COUNT(*) AS n, NULL AS oldest FROM trial_mailboxes WHERE mailbox = ? AND user_id != ?",
+            vec![mailbox.into(), user_id.into()],
+        )
+        .and_then(|c| c.one())
+        .map_err(sql_err)?;
     let state = TrialState {
         already_granted: mine.n > 0,
+        mailbox_taken: owners.n > 0,
         granted_in_window: recent.n,
         oldest_in_window_ms: recent.oldest,
     };
     let granted_fen = match limits::trial_decision(state, cap_per_hour, now_ms)? {
         TrialDecision::Already => 0,
         TrialDecision::Grant => {
+            sql.exec(
+                "INSERT INTO trial_mailboxes (mailbox, user_id, created_at) VALUES (?, ?, ?)",
+                vec![mailbox.into(), user_id.into(), now_ms.into()],
+            )
+            .map_err(sql_err)?;
             entry(
                 sql,
                 user_id,
