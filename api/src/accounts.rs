@@ -16,6 +16,51 @@ pub struct Credentials {
 pub struct Account {
     pub email: String,
     pub balance_fen: i64,
+    /// Whether the owner of the email opened the verification link; the trial credit is given
+    /// then, not at sign-up. (Absent from older edges' answers: read as not verified.)
+    #[serde(default)]
+    pub email_verified: bool,
+}
+
+/// `POST /api/auth/verify`: the token of the link in the verification mail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyRequest {
+    pub token: String,
+}
+
+/// The answer of `POST /api/auth/verify`: the email is verified, and what the trial gave.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Verified {
+    pub email: String,
+    /// The trial credit given by this verification: 0 when the account had it already.
+    pub granted_fen: i64,
+    pub balance_fen: i64,
+}
+
+/// The answer of `POST /api/auth/verify/resend`: a new verification mail is on its way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct VerificationSent {
+    /// Where it was sent (the account's email).
+    pub to: String,
+    /// When its link stops working (RFC 3339, UTC).
+    pub expires_at: String,
+}
+
+/// One mail the edge sent, as the local outbox keeps it (`MAIL_SENDER=outbox`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct OutboxMail {
+    pub to: String,
+    pub subject: String,
+    pub text: String,
+    /// RFC 3339, UTC.
+    pub sent_at: String,
+}
+
+/// `GET /api/admin/outbox?to=<email>`: the mails sent to one address, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Outbox {
+    pub mails: Vec<OutboxMail>,
 }
 
 /// The answer of `POST /api/auth/logout`.

@@ -69,6 +69,14 @@ codes! {
     BadOrigin = "bad_origin", 403;
     /// Too many attempts (`details.retry_after_s`, and the `Retry-After` header).
     RateLimited = "rate_limited", 429;
+    /// An email verification link that this edge did not sign, or that was altered.
+    InvalidLink = "invalid_link", 400;
+    /// An email verification link past its expiry: ask for a new one.
+    LinkExpired = "link_expired", 410;
+    /// A new verification mail for an account whose email is verified already.
+    AlreadyVerified = "already_verified", 409;
+    /// The trial credit of this mailbox (the address without a `+tag`) went to another account.
+    TrialTaken = "trial_taken", 409;
 
     // Credits.
     /// Not a promotion code's spelling (3-64 letters, digits, '-' or '_').

@@ -18,7 +18,10 @@ pub mod runner;
 pub mod samples;
 pub mod schema;
 
-pub use accounts::{Account, Credentials, NewToken, SignedOut, TokenCreated};
+pub use accounts::{
+    Account, Credentials, NewToken, Outbox, OutboxMail, SignedOut, TokenCreated, VerificationSent,
+    Verified, VerifyRequest,
+};
 pub use backends::{
     AdminBackend, AdminBackendList, BackendHealth, BackendKind, BackendList, Bindings, Check,
     HealthReport, Liveness, PublicBackend, Reconciled,

@@ -147,6 +147,39 @@ pub fn all() -> Vec<Sample> {
             Account {
                 email: "ada@example.com".into(),
                 balance_fen: 1000,
+                email_verified: true,
+            },
+        ),
+        sample(
+            "verify_request",
+            VerifyRequest {
+                token: "v1.00ff.1767225600.6164614065.4f2a".into(),
+            },
+        ),
+        sample(
+            "verified",
+            Verified {
+                email: "ada@example.com".into(),
+                granted_fen: 1000,
+                balance_fen: 1000,
+            },
+        ),
+        sample(
+            "verification_sent",
+            VerificationSent {
+                to: "ada@example.com".into(),
+                expires_at: T1.into(),
+            },
+        ),
+        sample(
+            "outbox",
+            Outbox {
+                mails: vec![OutboxMail {
+                    to: "ada@example.com".into(),
+                    subject: "Verify your email for Onramp".into(),
+                    text: "Open http://127.0.0.1:8787/verify?token=v1.00ff to verify.".into(),
+                    sent_at: T0.into(),
+                }],
             },
         ),
         sample("signed_out", SignedOut { signed_out: true }),

@@ -7,7 +7,7 @@
 use crate::i18n::Key;
 pub use api::{
     BackendList, ErrorCode, Experiment, Job, JobList, JobState, Ledger, LedgerKind, LogChunk,
-    MetricPoint, MetricsPage, Redeemed, SavedExperiment,
+    MetricPoint, MetricsPage, Redeemed, SavedExperiment, VerificationSent, Verified,
 };
 use serde::Deserialize;
 
@@ -165,6 +165,10 @@ pub fn code_key(code: ErrorCode) -> Key {
         C::EmailTaken => Key::ErrEmailTaken,
         C::BadCredentials => Key::ErrBadCredentials,
         C::RateLimited => Key::ErrRateLimited,
+        C::InvalidLink => Key::ErrInvalidLink,
+        C::LinkExpired => Key::ErrLinkExpired,
+        C::AlreadyVerified => Key::ErrAlreadyVerified,
+        C::TrialTaken => Key::ErrTrialTaken,
         C::Unauthenticated => Key::ErrSignInFirst,
         C::Forbidden => Key::ErrForbidden,
         C::BadOrigin => Key::ErrBadOrigin,
@@ -246,9 +250,32 @@ pub fn short_time(rfc3339: &str) -> String {
     format!("{} UTC", t.replacen('T', " ", 1))
 }
 
+/// The `token` parameter of the verification link's query string (`?token=…`); tokens hold
+/// only URL-safe characters, so nothing needs decoding.
+pub fn token_from_query(search: &str) -> Option<String> {
+    search
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="))
+        .filter(|t| !t.is_empty())
+        .map(String::from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_verification_token_comes_from_the_query() {
+        assert_eq!(
+            token_from_query("?token=v1.ab.12.cd.ef"),
+            Some("v1.ab.12.cd.ef".into())
+        );
+        assert_eq!(token_from_query("?x=1&token=abc&y=2"), Some("abc".into()));
+        assert_eq!(token_from_query("?token="), None);
+        assert_eq!(token_from_query(""), None);
+        assert_eq!(token_from_query("?tokens=abc"), None);
+    }
     use crate::i18n::Lang;
 
     #[test]

@@ -242,7 +242,11 @@ messages! {
     ErrWeakPassword => "The password is too weak: use at least 8 characters.", "密码太弱：至少需要 8 个字符。";
     ErrEmailTaken => "An account with this email already exists. Sign in instead.", "该邮箱已注册，请直接登录。";
     ErrBadCredentials => "Wrong email or password.", "邮箱或密码错误。";
-    ErrRateLimited => "Too many attempts. Wait a moment and try again.", "尝试次数过多，请稍后再试。";
+    ErrRateLimited => "Too many attempts.", "尝试次数过多。";
+    ErrInvalidLink => "This verification link is not valid. Open the link from the newest mail, or send a new one from your account page.", "该验证链接无效。请打开最新邮件中的链接，或在账户页重新发送。";
+    ErrLinkExpired => "This verification link has expired. Send a new one from your account page.", "该验证链接已过期。请在账户页重新发送。";
+    ErrAlreadyVerified => "Your email is verified already.", "你的邮箱已经验证过了。";
+    ErrTrialTaken => "Your email is verified, but this mailbox's trial credit went to another account (an address of the same mailbox, for example with a +tag).", "邮箱已验证，但该邮箱的试用额度已发放给另一个账户（同一邮箱的其他地址，例如带 +标签 的地址）。";
     ErrSignInFirst => "You are not signed in.", "你尚未登录。";
     ErrBadOrigin => "This request came from another site and was refused.", "该请求来自其他网站，已被拒绝。";
     ErrInvalidCode => "A promotion code has 3 to 64 letters, digits, '-' or '_'.", "优惠码由 3 到 64 个字母、数字、“-”或“_”组成。";
@@ -270,7 +274,16 @@ messages! {
     ErrLimitReached => "You have reached the most of these you may keep.", "已达到可保留的数量上限。";
     UnknownExperiment => "There is no saved experiment with this id.", "没有这个编号的已保存实验。";
     UnknownJob => "There is no job of yours with this id.", "你没有这个编号的作业。";
-    RetryIn => "try again in", "可在以下时间后重试：";
+    TryAgainIn => "Try again in {wait}.", "请在 {wait}后再试。";
+    VerifyEmailNote => "Verify your email to get your trial credit: we sent a link to {email}.", "验证邮箱即可领取试用额度：验证链接已发送至 {email}。";
+    ResendLink => "Send the link again", "重新发送验证链接";
+    LinkSent => "Sent to {email}. The link works until {time}.", "已发送至 {email}，链接在 {time} 前有效。";
+    VerifyTitle => "Verify email", "验证邮箱";
+    Verifying => "Verifying your email…", "正在验证邮箱…";
+    VerifiedGranted => "Your email is verified. Trial credit added: {amount}.", "邮箱已验证，已发放试用额度：{amount}。";
+    VerifiedAlready => "Your email is verified.", "邮箱已验证。";
+    NoVerifyToken => "This page needs the link from the verification mail.", "请通过验证邮件中的链接打开此页面。";
+    GoToAccount => "Go to your account", "前往账户页";
 }
 
 /// Formats a byte count for people: `1.5 GiB`, `12.0 MiB`.
@@ -284,6 +297,24 @@ pub fn bytes(b: u64) -> String {
         format!("{:.1} MiB", b / MIB)
     } else {
         format!("{:.0} KiB", b / 1024.0)
+    }
+}
+
+/// A wait as people say it, rounded up to the unit shown: "45 s", "49 min", "2 h 5 min"
+/// (`45 秒`, `49 分钟`, `2 小时 5 分钟`), so a refusal states the real wait in words.
+pub fn wait_text(seconds: u64, lang: Lang) -> String {
+    let (s, min, h) = match lang {
+        Lang::En => (" s", " min", " h"),
+        Lang::Zh => (" 秒", " 分钟", " 小时"),
+    };
+    if seconds < 60 {
+        return format!("{seconds}{s}");
+    }
+    let minutes = seconds.div_ceil(60);
+    match (minutes / 60, minutes % 60) {
+        (0, m) => format!("{m}{min}"),
+        (hours, 0) => format!("{hours}{h}"),
+        (hours, m) => format!("{hours}{h} {m}{min}"),
     }
 }
 
@@ -335,6 +366,24 @@ mod tests {
         assert_eq!(Lang::from_tag("en-US"), Lang::En);
         assert_eq!(Lang::from_tag("fr"), Lang::En);
         assert_eq!(Lang::from_tag(Lang::Zh.tag()), Lang::Zh);
+    }
+
+    #[test]
+    fn waits_read_as_people_say_them() {
+        assert_eq!(wait_text(42, Lang::En), "42 s");
+        assert_eq!(wait_text(2973, Lang::En), "50 min");
+        assert_eq!(wait_text(2973, Lang::Zh), "50 分钟");
+        assert_eq!(wait_text(3600, Lang::En), "1 h");
+        assert_eq!(wait_text(3900, Lang::Zh), "1 小时 5 分钟");
+        let en = Key::TryAgainIn
+            .text(Lang::En)
+            .replace("{wait}", &wait_text(2973, Lang::En));
+        assert_eq!(en, "Try again in 50 min.");
+        let zh = Key::TryAgainIn
+            .text(Lang::Zh)
+            .replace("{wait}", &wait_text(2973, Lang::Zh));
+        assert_eq!(zh, "请在 50 分钟后再试。");
+        assert!(!Key::ErrRateLimited.text(Lang::En).contains("moment"));
     }
 
     #[test]

@@ -280,6 +280,15 @@ pub fn me(args: Args) -> Result<ExitCode, String> {
                     format!("{email}（{}）：余额 {b}", edge.base),
                 )
             );
+            if m["email_verified"] == false {
+                println!(
+                    "{}",
+                    t(
+                        "the email is not verified yet: open the link we mailed to get the trial credit".into(),
+                        "邮箱尚未验证：打开我们发送的邮件中的链接即可领取试用额度".into(),
+                    )
+                );
+            }
         }
     }))
 }

@@ -11,10 +11,14 @@ use serde::{Deserialize, Serialize};
 pub enum Op {
     /// Counts one health probe (the answer is the count).
     Probe,
-    Grant {
+    /// The trial grant of a verified account: at most once per account (ledger reference
+    /// `trial:<user id>`), and at most `cap_per_hour` for all accounts. Answered with `Granted`.
+    GrantTrial {
         user_id: String,
+        /// `limits::trial_mailbox` of the account's email: one trial per mailbox.
+        mailbox: String,
         amount_fen: i64,
-        reference: String,
+        cap_per_hour: i64,
         now_ms: i64,
     },
     /// Answered with `api::Ledger`.
@@ -54,6 +58,16 @@ pub enum Op {
         window_s: i64,
         now_ms: i64,
     },
+    /// Before a password is checked: refused while the backoff of this (email, client) key
+    /// runs, else counted as a failure until `LoginSucceeded` clears it. Answered with `Counted`.
+    LoginAttempt {
+        key: String,
+        now_ms: i64,
+    },
+    /// The password was right: the key's failures are forgotten. Answered with `Counted` (0).
+    LoginSucceeded {
+        key: String,
+    },
     /// Answered with `api::RefundAnswer`.
     Refund {
         key: String,
@@ -64,9 +78,17 @@ pub enum Op {
     },
 }
 
-/// The answer of `Grant`, `Balance` and `Hold`: the balance after the operation.
+/// The answer of `Balance` and `Hold`: the balance after the operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Balance {
+    pub balance_fen: i64,
+}
+
+/// The answer of `GrantTrial`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Granted {
+    /// 0 when the account had its trial already.
+    pub granted_fen: i64,
     pub balance_fen: i64,
 }
 

@@ -105,7 +105,10 @@ pub fn rate_window(
         let retry = ((start + window_ms - now_ms) / 1000).max(1);
         return Err(ApiError::new(
             ErrorCode::RateLimited,
-            format!("too many attempts; try again in {retry} s"),
+            format!(
+                "too many attempts; try again in {}",
+                crate::time::words_for_seconds(retry)
+            ),
         )
         .with_details(serde_json::json!({"retry_after_s": retry})));
     }

@@ -18,6 +18,12 @@ fn bodies(id: RouteId, s: &mut Schemas) -> (Option<Value>, Option<Value>) {
             Some(s.of::<api::Credentials>()),
             Some(s.of::<api::Account>()),
         ),
+        VerifyEmail => (
+            Some(s.of::<api::VerifyRequest>()),
+            Some(s.of::<api::Verified>()),
+        ),
+        ResendVerification => (None, Some(s.of::<api::VerificationSent>())),
+        AdminOutbox => (None, Some(s.of::<api::Outbox>())),
         Logout => (None, Some(s.of::<api::SignedOut>())),
         Me => (None, Some(s.of::<api::Account>())),
         CreateToken => (
@@ -172,6 +178,9 @@ mod tests {
             AdminHealth => "health",
             Signup | Login | Me => "account",
             Logout => "signed_out",
+            VerifyEmail => "verified",
+            ResendVerification => "verification_sent",
+            AdminOutbox => "outbox",
             CreateToken => "token_created",
             Ledger => "ledger",
             Redeem => "redeemed",

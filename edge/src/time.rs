@@ -31,9 +31,34 @@ pub fn format_rfc3339_ms(ms: i64) -> String {
     )
 }
 
+/// A duration as people say it, rounded up: "45 s", "50 min", "2 h", "1 h 5 min".
+pub fn words_for_seconds(s: i64) -> String {
+    let s = s.max(0);
+    if s < 60 {
+        return format!("{s} s");
+    }
+    let minutes = (s + 59) / 60;
+    match (minutes / 60, minutes % 60) {
+        (0, m) => format!("{m} min"),
+        (h, 0) => format!("{h} h"),
+        (h, m) => format!("{h} h {m} min"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_in_words() {
+        assert_eq!(words_for_seconds(-3), "0 s");
+        assert_eq!(words_for_seconds(42), "42 s");
+        assert_eq!(words_for_seconds(60), "1 min");
+        assert_eq!(words_for_seconds(2973), "50 min");
+        assert_eq!(words_for_seconds(3600), "1 h");
+        assert_eq!(words_for_seconds(3601), "1 h 1 min");
+        assert_eq!(words_for_seconds(86_400), "24 h");
+    }
     use proptest::prelude::*;
 
     #[test]

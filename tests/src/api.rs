@@ -1,6 +1,7 @@
 //! A small typed client for the edge's API in tests: it keeps the session cookie, sends the
 //! Origin header a browser would, or an API token instead, and returns statuses as values.
 
+use crate::stack::Stack;
 use serde_json::Value;
 
 /// One answer: status, the headers tests look at, and the body (JSON when it parses).
@@ -145,7 +146,8 @@ impl Client {
         )
     }
 
-    /// Signs up a new account and keeps its session; panics with the answer if refused.
+    /// Signs up a new account and keeps its session; panics with the answer if refused. The
+    /// email is not verified, so the account has no trial credit: see `Stack::signup`.
     pub fn signup(base: &str, email: &str, password: &str) -> Client {
         let mut c = Client::new(base);
         let a = c.post(
@@ -162,10 +164,68 @@ impl Client {
         c
     }
 
+    /// `POST /api/auth/verify` with the token of a verification link.
+    pub fn verify_email(&self, token: &str) -> Answer {
+        self.post("/api/auth/verify", &serde_json::json!({ "token": token }))
+    }
+
     pub fn balance(&self) -> i64 {
         let a = self.get("/api/me");
         assert_eq!(a.status, 200, "{:?}", a.json);
         a.json["balance_fen"].as_i64().unwrap_or(i64::MIN)
+    }
+}
+
+/// The verification links mailed to `email`, newest first, read from the stack's outbox
+/// (`MAIL_SENDER=outbox`) with the admin token.
+pub fn verification_links(stack: &Stack, email: &str) -> Vec<String> {
+    let admin = Client::with_bearer(&stack.url, &stack.admin_token);
+    let a = admin.get(&format!("/api/admin/outbox?to={}", urlencode(email)));
+    assert_eq!(a.status, 200, "outbox of {email}: {:?}", a.json);
+    let mails = a.json["mails"].as_array().cloned().unwrap_or_default();
+    mails
+        .iter()
+        .filter_map(|m| {
+            let text = m["text"].as_str()?;
+            let start = text.find("http")?;
+            let link = text[start..].split_whitespace().next()?;
+            link.contains("/verify?token=").then(|| link.to_string())
+        })
+        .collect()
+}
+
+/// The token of the newest verification link mailed to `email`.
+pub fn verification_token(stack: &Stack, email: &str) -> String {
+    let links = verification_links(stack, email);
+    let newest = links
+        .first()
+        .unwrap_or_else(|| panic!("no verification mail to {email} in the outbox"));
+    newest
+        .split_once("token=")
+        .map(|(_, t)| t.to_string())
+        .unwrap_or_default()
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+impl Stack {
+    /// Signs up a new account and verifies its email through the mailed link, as its owner
+    /// would, so that it has the trial credit; the client keeps the session.
+    pub fn signup(&self, email: &str, password: &str) -> Client {
+        let c = Client::signup(&self.url, email, password);
+        let token = verification_token(self, email);
+        let v = c.verify_email(&token);
+        assert_eq!(v.status, 200, "verify {email}: {:?}", v.json);
+        c
     }
 }
 

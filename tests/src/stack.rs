@@ -55,6 +55,20 @@ pub struct StackExtras {
     pub extra_backends: Vec<serde_json::Value>,
 }
 
+/// The key that signs this stack's email verification links: made once per state folder, so the
+/// links of a `cargo xtask dev` run keep working after a restart, and fresh for every test.
+fn email_link_key(state_dir: &Path) -> Result<String, String> {
+    let path = state_dir.join("email_link_key");
+    if let Ok(key) = std::fs::read_to_string(&path)
+        && key.trim().len() >= 32
+    {
+        return Ok(key.trim().to_string());
+    }
+    let key = random_hex(32);
+    std::fs::write(&path, &key).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(key)
+}
+
 /// A running stack; dropping it stops every process it started and, for tests, removes its state.
 pub struct Stack {
     pub url: String,
@@ -148,7 +162,11 @@ impl Stack {
             &format!("BACKENDS:{}", serde_json::Value::Array(backends)),
         ])
         .args(["--var", &format!("ADMIN_TOKEN:{}", opts.admin_token)])
-        .args(["--var", &format!("PUBLIC_URL:{}", stack.url)]);
+        .args(["--var", &format!("PUBLIC_URL:{}", stack.url)])
+        .args([
+            "--var",
+            &format!("EMAIL_LINK_KEY:{}", email_link_key(&opts.state_dir)?),
+        ]);
         for (name, value) in &extras.vars {
             cmd.args(["--var", &format!("{name}:{value}")]);
         }

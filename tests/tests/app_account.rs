@@ -1,5 +1,6 @@
 //! The account pages end to end in headless Chromium: sign-up refusals are shown in the user's
-//! words (a bad email, a weak password), sign-up then shows who is signed in and the trial
+//! words (a bad email, a weak password), sign-up then shows who is signed in and that the trial
+//! waits for the email; the mailed link (sent again on request) verifies it and adds the trial
 //! grant; redeeming an unknown code is refused with its own message, a real code adds to the
 //! balance and the ledger; a code redeemed twice, an expired one, a used-up one and too many
 //! attempts are each refused in their own words with no money moved; sign-out and a wrong
@@ -9,7 +10,7 @@
 mod app_support;
 
 use app_support::{WAIT, click, set_value, start, submit_auth, text_content};
-use onramp_tests::api::{Client, unique_email};
+use onramp_tests::api::{Client, unique_email, verification_links};
 use onramp_tests::webdriver::Browser;
 use serde_json::json;
 
@@ -50,10 +51,40 @@ fn sign_up_redeem_refused_then_redeemed_and_sign_out() {
     browser
         .wait_for_text("[data-testid=session-email]", WAIT, |t| t.contains(&email))
         .expect("the header shows who is signed in");
-    let balance = browser.wait_for("[data-testid=balance]", WAIT).unwrap();
-    assert_eq!(
-        browser.attribute(&balance, "data-fen").unwrap().as_deref(),
-        Some("1000")
+    // No credit yet: the page says the trial waits for the email, and can send the link again.
+    browser
+        .wait_for("[data-testid=balance][data-fen=\"0\"]", WAIT)
+        .unwrap();
+    let note = text_content(&browser, "[data-testid=verify-note]");
+    assert!(
+        note.contains("Verify your email to get your trial credit") && note.contains(&email),
+        "{note}"
+    );
+    click(&browser, "[data-testid=verify-resend]");
+    let sent = browser
+        .wait_for("[data-testid=verify-sent]", WAIT)
+        .map(|_| text_content(&browser, "[data-testid=verify-sent]"))
+        .unwrap();
+    assert!(sent.contains(&email), "{sent}");
+    let links = verification_links(&stack, &email);
+    assert_eq!(links.len(), 2, "the sign-up mail and the one sent again");
+    // The mailed link lands on /verify, which says what it gave.
+    browser.goto(&links[0]).unwrap();
+    let verified = browser
+        .wait_for("[data-testid=verified][data-granted=\"1000\"]", WAIT)
+        .map(|_| text_content(&browser, "[data-testid=verified]"))
+        .unwrap();
+    assert!(
+        verified.contains("Trial credit added: ¥10.00"),
+        "{verified}"
+    );
+    click(&browser, "[data-testid=verify-to-account]");
+    let balance = browser
+        .wait_for("[data-testid=balance][data-fen=\"1000\"]", WAIT)
+        .unwrap();
+    assert!(
+        browser.find("[data-testid=verify-note]").unwrap().is_none(),
+        "no note once verified"
     );
     assert_eq!(browser.text(&balance).unwrap(), "¥10.00");
     browser
@@ -61,7 +92,7 @@ fn sign_up_redeem_refused_then_redeemed_and_sign_out() {
             "[data-testid=ledger] tr[data-kind=grant][data-fen=\"1000\"]",
             WAIT,
         )
-        .expect("the sign-up grant is in the ledger");
+        .expect("the trial grant is in the ledger");
 
     // An unknown code is refused with its own message; nothing changes.
     set_value(&browser, "[data-testid=redeem-code]", "NO-SUCH-CODE");
@@ -140,9 +171,10 @@ fn sign_up_redeem_refused_then_redeemed_and_sign_out() {
     assert!(limited.is_some(), "the redeem limit never answered 429");
     set_value(&browser, "[data-testid=redeem-code]", &code);
     click(&browser, "[data-testid=redeem-submit]");
+    let limited = refusal(&browser, "redeem-error", "rate_limited");
     assert!(
-        refusal(&browser, "redeem-error", "rate_limited").contains("Too many attempts"),
-        "the browser's own attempt is refused too"
+        limited.contains("Too many attempts. Try again in ") && !limited.contains("moment"),
+        "the browser's own attempt is refused too, with the real wait: {limited}"
     );
     // None of the refusals moved money.
     assert_eq!(api.balance(), 3500);
@@ -170,6 +202,13 @@ fn refusals_read_in_chinese() {
     browser
         .wait_for("[data-testid=auth-form][data-mode=signup]", WAIT)
         .unwrap();
-    submit_auth(&browser, &unique_email("zh"), "short");
+    let email = unique_email("zh");
+    submit_auth(&browser, &email, "short");
     assert!(refusal(&browser, "auth-error", "weak_password").contains("密码太弱"));
+    submit_auth(&browser, &email, "correct horse battery");
+    browser
+        .wait_for("[data-testid=verify-note]", WAIT)
+        .expect("signed up");
+    let note = text_content(&browser, "[data-testid=verify-note]");
+    assert!(note.contains("验证邮箱即可领取试用额度"), "{note}");
 }

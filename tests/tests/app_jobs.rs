@@ -6,7 +6,7 @@
 
 mod app_support;
 
-use app_support::{WAIT, click, set_value, spec_text, submit_auth, text_content};
+use app_support::{WAIT, click, set_value, spec_text, submit_auth, text_content, verify_elsewhere};
 use onramp_tests::api::unique_email;
 use onramp_tests::stack::{Stack, StackExtras, StackOptions};
 use onramp_tests::webdriver::Browser;
@@ -94,8 +94,14 @@ fn refusals_then_a_job_cancelled_from_its_page_and_listed() {
     let email = unique_email("app-jobs");
     submit_auth(&browser, &email, "correct horse battery");
     browser
+        .wait_for("[data-testid=verify-note]", WAIT)
+        .expect("signed up; the trial waits for the email");
+    verify_elsewhere(&stack, &email);
+    click(&browser, "[data-testid=nav-plan]");
+    click(&browser, "[data-testid=nav-account]");
+    browser
         .wait_for("[data-testid=balance][data-fen=\"1000\"]", WAIT)
-        .expect("signed up with the trial grant");
+        .expect("the trial grant once the email is verified");
 
     // A hold larger than the balance: refused as not enough credit.
     click(&browser, "[data-testid=nav-plan]");

@@ -8,7 +8,7 @@
 
 mod app_support;
 
-use app_support::{WAIT, click, set_value, spec_text, submit_auth, text_content};
+use app_support::{WAIT, click, set_value, spec_text, submit_auth, text_content, verify_elsewhere};
 use onramp_tests::api::{Client, unique_email};
 use onramp_tests::stack::{Stack, StackOptions, random_hex};
 use onramp_tests::webdriver::Browser;
@@ -107,6 +107,8 @@ fn first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve() {
     browser
         .wait_for_text("[data-testid=session-email]", WAIT, |t| t.contains(&email))
         .expect("signed in");
+    // The link of the verification mail, opened on another device: the trial credit.
+    verify_elsewhere(&stack, &email);
     step("sign up", &mut t);
 
     // 4. Redeem a promotion code made with the admin token.

@@ -7,7 +7,7 @@
 //! run by `cargo xtask test`.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-use onramp_tests::api::{Client, unique_email};
+use onramp_tests::api::unique_email;
 use onramp_tests::paths;
 use onramp_tests::stack::{Stack, StackExtras, StackOptions, random_hex};
 use std::io::Write;
@@ -85,7 +85,7 @@ fn the_cli_logs_in_submits_follows_lists_and_cancels() {
     )
     .expect("stack starts");
     let email = unique_email("cli");
-    let web = Client::signup(&stack.url, &email, PASSWORD);
+    let web = stack.signup(&email, PASSWORD);
     let config = stack.state_dir.join("cli-config");
     let edge = stack.url.as_str();
 

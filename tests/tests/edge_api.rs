@@ -3,7 +3,7 @@
 //! origin check, and rate limits with Retry-After.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-use onramp_tests::api::{Client, run_scenarios, unique_email};
+use onramp_tests::api::{Client, run_scenarios, unique_email, verification_token};
 use onramp_tests::stack::{Stack, StackExtras, StackOptions};
 use serde_json::json;
 
@@ -163,7 +163,11 @@ fn signup_login_logout(stack: &Stack) {
     );
     assert_eq!(a.status, 201, "{:?}", a.json);
     assert_eq!(a.json["email"], email, "emails are stored lower-case");
-    assert_eq!(a.json["balance_fen"], 1234, "SIGNUP_GRANT_FEN");
+    assert_eq!(
+        (&a.json["balance_fen"], &a.json["email_verified"]),
+        (&json!(0), &json!(false)),
+        "no credit before the email is verified"
+    );
     let cookie = a
         .set_cookie
         .iter()
@@ -184,10 +188,14 @@ fn signup_login_logout(stack: &Stack) {
         .trim_start_matches("onramp_session=");
     assert_eq!(token.len(), 64, "256-bit token");
     c.take_cookie(&a);
+    let v = c.verify_email(&verification_token(stack, &email));
+    assert_eq!(v.status, 200, "{:?}", v.json);
+    assert_eq!(v.json["granted_fen"], 1234, "SIGNUP_GRANT_FEN");
     let me = c.get("/api/me");
     assert_eq!(me.status, 200);
     assert_eq!(me.json["email"], email);
     assert_eq!(me.json["balance_fen"], 1234);
+    assert_eq!(me.json["email_verified"], true);
 
     let out = c.post("/api/auth/logout", &json!({}));
     assert_eq!(out.status, 200, "{:?}", out.json);
@@ -216,6 +224,7 @@ fn signup_login_logout(stack: &Stack) {
     );
     assert_eq!(ok.status, 200, "{:?}", ok.json);
     assert_eq!(ok.json["balance_fen"], 1234);
+    assert_eq!(ok.json["email_verified"], true);
     fresh.take_cookie(&ok);
     assert_eq!(fresh.get("/api/me").json["email"], email);
 }

@@ -1,8 +1,8 @@
-//! Credits against `wrangler dev`: the sign-up grant, the ledger, promotion codes (admin), each
-//! refusal with its own code, and the limits under concurrency: 200 parallel redemptions of a
-//! code limited to N succeed exactly N times, and one account's parallel redemptions succeed
-//! once. Those figures rest on the Coordinator Durable Object running each operation as one
-//! synchronous SQLite step (see edge/src/worker/coordinator.rs).
+//! Credits against `wrangler dev`: the trial grant (of a verified account), the ledger,
+//! promotion codes (admin), each refusal with its own code, and the limits under concurrency:
+//! 200 parallel redemptions of a code limited to N succeed exactly N times, and one account's
+//! parallel redemptions succeed once. Those figures rest on the Coordinator Durable Object
+//! running each operation as one synchronous SQLite step (see edge/src/worker/coordinator.rs).
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::api::{Answer, Client, run_scenarios, unique_email};
@@ -88,7 +88,7 @@ fn admin_codes(stack: &Stack) {
     );
     assert_eq!(a.status, 403);
     // A user's session is not an admin token either.
-    let user = Client::signup(&stack.url, &unique_email("notadmin"), PASSWORD);
+    let user = stack.signup(&unique_email("notadmin"), PASSWORD);
     let a = user.post(
         "/api/admin/promo-codes",
         &json!({"code": code("X"), "amount_fen": 1, "max_redemptions": 1}),
@@ -99,7 +99,7 @@ fn admin_codes(stack: &Stack) {
 }
 
 fn redeem_and_refusals(stack: &Stack) {
-    let user = Client::signup(&stack.url, &unique_email("redeem"), PASSWORD);
+    let user = stack.signup(&unique_email("redeem"), PASSWORD);
     assert_eq!(user.balance(), 1000, "default sign-up grant");
     let c = code("WELCOME");
     assert_eq!(create(stack, &c, 500, 10, None).status, 201);
@@ -124,7 +124,7 @@ fn redeem_and_refusals(stack: &Stack) {
     assert_eq!((a.status, a.code()), (410, "code_expired"));
     let single = code("ONE");
     assert_eq!(create(stack, &single, 100, 1, None).status, 201);
-    let other = Client::signup(&stack.url, &unique_email("other"), PASSWORD);
+    let other = stack.signup(&unique_email("other"), PASSWORD);
     assert_eq!(
         other
             .post("/api/credits/redeem", &json!({"code": single}))
@@ -189,11 +189,7 @@ fn race_many_accounts(stack: &Stack) {
     const LIMIT: i64 = 17;
     let users: Vec<Client> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..ACCOUNTS)
-            .map(|i| {
-                s.spawn(move || {
-                    Client::signup(&stack.url, &unique_email(&format!("race{i}")), PASSWORD)
-                })
-            })
+            .map(|i| s.spawn(move || stack.signup(&unique_email(&format!("race{i}")), PASSWORD)))
             .collect();
         hs.into_iter().map(|h| h.join().expect("signup")).collect()
     });
@@ -231,7 +227,7 @@ fn race_many_accounts(stack: &Stack) {
 
 fn race_one_account(stack: &Stack) {
     const PARALLEL: usize = 50;
-    let user = Client::signup(&stack.url, &unique_email("solo"), PASSWORD);
+    let user = stack.signup(&unique_email("solo"), PASSWORD);
     let c = code("SOLO");
     assert_eq!(create(stack, &c, 250, 1000, None).status, 201);
     let clients = vec![user.clone(); PARALLEL];
@@ -248,8 +244,8 @@ fn race_one_account(stack: &Stack) {
 }
 
 fn ledger_is_private(stack: &Stack) {
-    let a = Client::signup(&stack.url, &unique_email("priv-a"), PASSWORD);
-    let b = Client::signup(&stack.url, &unique_email("priv-b"), PASSWORD);
+    let a = stack.signup(&unique_email("priv-a"), PASSWORD);
+    let b = stack.signup(&unique_email("priv-b"), PASSWORD);
     let c = code("PRIV");
     assert_eq!(create(stack, &c, 42, 5, None).status, 201);
     assert_eq!(
@@ -293,7 +289,7 @@ fn a_failed_money_operation_leaves_nothing() {
     .expect("stack starts");
     let c = code("FAULT");
     assert_eq!(create(&faulty, &c, 500, 1, None).status, 201);
-    let user = Client::signup(&faulty.url, &unique_email("fault"), PASSWORD);
+    let user = faulty.signup(&unique_email("fault"), PASSWORD);
     let before = user.get("/api/ledger").json;
     let balance = user.balance();
     let a = user.post("/api/credits/redeem", &json!({"code": c}));

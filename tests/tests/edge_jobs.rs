@@ -204,7 +204,7 @@ fn route(
 
 impl World {
     fn user(&self, tag: &str) -> Client {
-        Client::signup(&self.stack.url, &unique_email(tag), PASSWORD)
+        self.stack.signup(&unique_email(tag), PASSWORD)
     }
 
     /// The fake's record of an edge job.

@@ -143,7 +143,7 @@ fn the_cron_trigger_settles_silent_jobs_and_refunds_are_bounded_by_the_capture()
         },
     )
     .expect("stack starts");
-    let u = Client::signup(&stack.url, &unique_email("refund"), "correct horse battery");
+    let u = stack.signup(&unique_email("refund"), "correct horse battery");
     let id = submit(&u);
     let open_id = submit(&u);
     assert_eq!(u.get(&format!("/api/jobs/{id}")).json["state"], "running");

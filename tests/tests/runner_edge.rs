@@ -30,7 +30,7 @@ fn a_tiny_train_job_runs_on_the_runner_through_the_edge_and_settles() {
         },
     )
     .expect("stack starts");
-    let u = Client::signup(&stack.url, &unique_email("tiny"), "correct horse battery");
+    let u = stack.signup(&unique_email("tiny"), "correct horse battery");
     let a = u.request(
         "POST",
         "/api/jobs",
@@ -141,7 +141,7 @@ fn the_time_limit_bills_the_whole_hold_and_a_crashed_runner_settles_what_ran() {
         },
     )
     .expect("stack starts");
-    let u = Client::signup(&stack.url, &unique_email("faults"), "correct horse battery");
+    let u = stack.signup(&unique_email("faults"), "correct horse battery");
 
     // The time limit: the runner kills the job and says so; the edge captures the whole hold.
     let a = submit(&u, &endless_spec("4s", 5_000));

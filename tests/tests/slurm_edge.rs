@@ -33,7 +33,8 @@ struct World {
 
 impl World {
     fn user(&self, tag: &str) -> Client {
-        Client::signup(&self.stack.url, &unique_email(tag), "correct horse battery")
+        self.stack
+            .signup(&unique_email(tag), "correct horse battery")
     }
 
     fn logs(&self) -> String {

@@ -1,9 +1,12 @@
-//! `/account`: sign in or sign up when signed out; else the balance in yuan, a box to redeem a
-//! promotion code (each refusal in its own words, the balance updated on success) and the
-//! ledger of every credit movement.
+//! `/account`: sign in or sign up when signed out; else, until the email is verified, a note
+//! that the trial credit waits for it (with a button that mails the link again), the balance in
+//! yuan, a box to redeem a promotion code (each refusal in its own words, the balance updated
+//! on success) and the ledger of every credit movement.
 
 use crate::api;
-use crate::api_wire::{ApiError, Ledger, Redeemed, fen_text, ledger_kind_key, short_time};
+use crate::api_wire::{
+    ApiError, Ledger, Redeemed, VerificationSent, fen_text, ledger_kind_key, short_time,
+};
 use crate::i18n::Key;
 use crate::pages::auth::{AuthForm, Refusal};
 use crate::pages::bits::{loading, note, tr};
@@ -52,7 +55,15 @@ fn Credit() -> impl IntoView {
         }
     });
     let balance = move || session.me.get().map(|m| m.balance_fen).unwrap_or(0);
+    let unverified = Memo::new(move |_| {
+        session.me.with(|m| {
+            m.as_ref()
+                .filter(|m| !m.email_verified)
+                .map(|m| m.email.clone())
+        })
+    });
     view! {
+        {move || unverified.get().map(|email| view! { <VerifyNote email=email/> })}
         <p class="balance">
             {tr(i, Key::Balance)}": "
             <strong data-testid="balance" data-fen=move || balance().to_string()>{move || fen_text(balance())}</strong>
@@ -93,6 +104,49 @@ fn Credit() -> impl IntoView {
                 </div>
             }.into_any(),
         }}
+    }
+}
+
+/// The trial credit waits for a verified email: say so, and offer to mail the link again.
+#[component]
+fn VerifyNote(email: String) -> impl IntoView {
+    let i = use_i18n();
+    let busy = RwSignal::new(false);
+    let outcome = RwSignal::new(None::<Result<VerificationSent, ApiError>>);
+    let resend = move |_| {
+        if busy.get_untracked() {
+            return;
+        }
+        busy.set(true);
+        outcome.set(None);
+        spawn_local(async move {
+            let r =
+                api::post::<VerificationSent>("/api/auth/verify/resend", &serde_json::json!({}))
+                    .await;
+            outcome.set(Some(r));
+            busy.set(false);
+        });
+    };
+    view! {
+        <div class="notice" data-testid="verify-note">
+            <p>{move || i.t(Key::VerifyEmailNote).replace("{email}", &email)}</p>
+            <button type="button" data-testid="verify-resend" prop:disabled=move || busy.get() on:click=resend>
+                {tr(i, Key::ResendLink)}
+            </button>
+            <div aria-live="polite">
+                {move || outcome.get().map(|r| match r {
+                    Ok(sent) => {
+                        let time = short_time(&sent.expires_at);
+                        view! {
+                            <p class="ok" role="status" data-testid="verify-sent">
+                                {move || i.t(Key::LinkSent).replace("{email}", &sent.to).replace("{time}", &time)}
+                            </p>
+                        }.into_any()
+                    }
+                    Err(e) => view! { <Refusal error=e testid="verify-resend-error"/> }.into_any(),
+                })}
+            </div>
+        </div>
     }
 }
 

@@ -16,14 +16,18 @@ pub fn Refusal(error: ApiError, #[prop(optional)] testid: &'static str) -> impl 
     let i = use_i18n();
     let testid = if testid.is_empty() { "refusal" } else { testid };
     let key = error.key();
-    let retry = error
-        .retry_after_s()
-        .map(|s| format!(" ({} {s} s)", i.t(Key::RetryIn)));
+    // The real wait, in words ("Try again in 49 min."), never "a moment" next to a number.
+    let retry = error.retry_after_s().map(|s| {
+        move || {
+            let wait = crate::i18n::wait_text(s, i.lang.get());
+            format!(" {}", i.t(Key::TryAgainIn).replace("{wait}", &wait))
+        }
+    });
     let problems = error.spec_problems();
     view! {
         <div class="error" role="alert" data-testid=testid data-code=error.code.clone() data-status=error.status>
             <strong>{move || i.t(key)}</strong>
-            {retry}
+            <span data-testid="retry-after">{retry}</span>
             " "
             <span class="muted detail">{error.message.clone()}</span>
             {(!problems.is_empty()).then(|| view! {

@@ -12,6 +12,7 @@ pub mod plan;
 pub mod plan_parts;
 pub mod submit;
 pub mod try_page;
+pub mod verify;
 
 use crate::router::Route;
 use leptos::prelude::*;
@@ -23,6 +24,7 @@ pub fn page(route: Route) -> AnyView {
         Route::Plan => view! { <plan::PlanPage/> }.into_any(),
         Route::Status => view! { <crate::ui::HealthPanel/> }.into_any(),
         Route::Account => view! { <account::AccountPage/> }.into_any(),
+        Route::Verify => view! { <verify::VerifyPage/> }.into_any(),
         Route::Jobs => view! { <jobs::JobsPage/> }.into_any(),
         Route::Job(id) => view! { <job::JobPage id=id/> }.into_any(),
         Route::Experiment(id) => view! { <experiment::ExperimentPage id=id/> }.into_any(),

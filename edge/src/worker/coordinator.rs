@@ -1,5 +1,6 @@
 //! `Coordinator`, a SQLite-backed Durable Object that serialises everything about money and
-//! limits: the ledger, holds, promotion codes and rate-limit counters.
+//! limits: the ledger, holds, promotion codes, the trial grant, rate-limit counters and login
+//! backoff.
 //!
 //! The guarantee relied on: a Durable Object runs one event at a time on one thread, and its
 //! SQLite calls are synchronous, so an operation that reads and then writes with no `await` in
@@ -44,6 +45,12 @@ const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS refunds (key TEXT PRIMARY KEY, job_id TEXT NOT NULL, user_id TEXT NOT NULL, \
      amount_fen INTEGER NOT NULL, reason TEXT NOT NULL, created_at INTEGER NOT NULL)",
     "CREATE INDEX IF NOT EXISTS refunds_job ON refunds (job_id)",
+    // The trial grant's once-per-account check and hourly cap read the ledger by reference.
+    "CREATE INDEX IF NOT EXISTS ledger_reference ON ledger (reference, created_at)",
+    "CREATE TABLE IF NOT EXISTS trial_mailboxes (mailbox TEXT PRIMARY KEY, user_id TEXT NOT NULL, \
+     created_at INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS login_failures (key TEXT PRIMARY KEY, failures INTEGER NOT NULL, \
+     last_ms INTEGER NOT NULL)",
 ];
 
 impl DurableObject for Coordinator {
@@ -202,23 +209,54 @@ fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
                     .map_err(sql_err)?;
                 answer(Probed { hits: row.hits })
             }
-            Op::Grant {
+            Op::GrantTrial {
                 user_id,
+                mailbox,
                 amount_fen,
-                reference,
+                cap_per_hour,
                 now_ms,
-            } => {
-                entry(
-                    sql,
-                    &user_id,
-                    LedgerKind::Grant,
+            } => answer(super::verify::apply_grant_trial(
+                sql,
+                super::verify::TrialAsk {
+                    user_id: &user_id,
+                    mailbox: &mailbox,
                     amount_fen,
-                    &reference,
+                    cap_per_hour,
+                },
+                now_ms,
+            )?),
+            Op::LoginAttempt { key, now_ms } => {
+                #[derive(Deserialize)]
+                struct Row {
+                    failures: i64,
+                    last_ms: i64,
+                }
+                let rows: Vec<Row> = sql
+                    .exec(
+                        "SELECT failures, last_ms FROM login_failures WHERE key = ?",
+                        vec![key.as_str().into()],
+                    )
+                    .and_then(|c| c.to_array())
+                    .map_err(sql_err)?;
+                let (failures, last) = crate::limits::login_attempt(
+                    rows.first().map(|r| (r.failures, r.last_ms)),
                     now_ms,
                 )?;
-                answer(Balance {
-                    balance_fen: balance(sql, &user_id)?,
-                })
+                sql.exec(
+                    "INSERT INTO login_failures (key, failures, last_ms) VALUES (?, ?, ?) \
+                     ON CONFLICT(key) DO UPDATE SET failures = excluded.failures, last_ms = excluded.last_ms",
+                    vec![key.as_str().into(), failures.into(), last.into()],
+                )
+                .map_err(sql_err)?;
+                answer(Counted { count: failures })
+            }
+            Op::LoginSucceeded { key } => {
+                sql.exec(
+                    "DELETE FROM login_failures WHERE key = ?",
+                    vec![key.as_str().into()],
+                )
+                .map_err(sql_err)?;
+                answer(Counted { count: 0 })
             }
             Op::Balance { user_id } => answer(Balance {
                 balance_fen: balance(sql, &user_id)?,

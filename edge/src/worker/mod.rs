@@ -11,8 +11,10 @@ mod health;
 mod http;
 mod job_logs;
 mod jobs;
+mod mail_io;
 mod refunds;
 mod report;
+mod verify;
 
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::{self, Matched, RouteId};
@@ -81,6 +83,9 @@ async fn handle(
         RouteId::OpenApi => ok(status, Ok(crate::openapi::document())),
         RouteId::Signup => accounts::signup(req, env).await,
         RouteId::Login => accounts::login(req, env).await,
+        RouteId::VerifyEmail => ok(status, verify::verify(req, env).await),
+        RouteId::ResendVerification => ok(status, verify::resend(req, env).await),
+        RouteId::AdminOutbox => ok(status, mail_io::admin_outbox(req, env).await),
         RouteId::Logout => accounts::logout(req, env).await,
         RouteId::Me => accounts::me(req, env).await,
         RouteId::CreateToken => accounts::create_token(req, env).await,

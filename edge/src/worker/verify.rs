@@ -1,0 +1,196 @@
+//! Email verification and the trial grant: the mail with its signed link (sent at sign-up and
+//! on request), `POST /api/auth/verify` that checks the token, marks the email verified and
+//! asks the Coordinator for the trial credit, and the Coordinator's side of that grant
+//! ([`apply_grant_trial`]): once per account and within the hourly cap, in one transaction.
+
+use super::accounts::{self, var_i64};
+use super::coordinator::{self, LEDGER, balance, entry, sql_err};
+use super::db::{self, n, now_ms, s};
+use super::http::{self, ApiResult};
+use super::mail_io;
+use crate::coordinator_wire::{Balance, Granted, Op};
+use crate::email_link;
+use crate::error::{ApiError, ErrorCode};
+use crate::ledger::LedgerKind;
+use crate::limits::{self, TRIAL_WINDOW_MS, TrialDecision, TrialState};
+use crate::wire;
+use api::{VerificationSent, Verified, VerifyRequest};
+use serde::Deserialize;
+use worker::{Env, Request, SqlStorage};
+
+fn link_key(env: &Env) -> ApiResult<String> {
+    let key = mail_io::setting(env, "EMAIL_LINK_KEY");
+    email_link::check_key(key.as_deref())
+        .map(str::to_string)
+        .map_err(ApiError::internal)
+}
+
+/// Mails `email` a new verification link for `user_id`.
+pub async fn send_link(env: &Env, user_id: &str, email: &str) -> ApiResult<VerificationSent> {
+    let key = link_key(env)?;
+    let expires_at_s = now_ms() / 1000 + email_link::LINK_LIFETIME_S;
+    let token = email_link::sign(&key, user_id, email, expires_at_s);
+    let link = crate::mail::verify_link(&http::public_url(env)?, &token);
+    let expires_at = crate::time::format_rfc3339_ms(expires_at_s * 1000);
+    mail_io::send(env, &crate::mail::verification(email, &link, &expires_at)).await?;
+    Ok(VerificationSent {
+        to: email.to_string(),
+        expires_at,
+    })
+}
+
+/// `POST /api/auth/verify`: the token is the proof (no session needed, so the link works in any
+/// browser). A replayed link answers again with nothing granted.
+pub async fn verify(mut req: Request, env: &Env) -> ApiResult<Verified> {
+    let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
+    let r: VerifyRequest = wire::parse_json(&body)?;
+    let claims = email_link::verify(&link_key(env)?, &r.token, now_ms() / 1000)?;
+    #[derive(Deserialize)]
+    struct Row {
+        email: String,
+    }
+    let row: Option<Row> = db::first(
+        env,
+        "SELECT email FROM users WHERE id = ?",
+        &[s(&claims.user_id)],
+    )
+    .await?;
+    if row.is_none_or(|r| r.email != claims.email) {
+        return Err(ApiError::new(
+            ErrorCode::InvalidLink,
+            "this verification link is for an account that no longer has this email",
+        )
+        .with_field("token"));
+    }
+    let now = now_ms();
+    db::run(
+        env,
+        "UPDATE users SET email_verified_at = ? WHERE id = ? AND email_verified_at IS NULL",
+        &[n(now), s(&claims.user_id)],
+    )
+    .await?;
+    let amount_fen = var_i64(env, "SIGNUP_GRANT_FEN", 1000).max(0);
+    let granted = if amount_fen > 0 {
+        let op = Op::GrantTrial {
+            user_id: claims.user_id.clone(),
+            mailbox: limits::trial_mailbox(&claims.email),
+            amount_fen,
+            cap_per_hour: var_i64(env, "TRIAL_GRANTS_PER_HOUR", 500).max(0),
+            now_ms: now,
+        };
+        coordinator::call::<Granted>(env, LEDGER, &op).await?
+    } else {
+        let op = Op::Balance {
+            user_id: claims.user_id.clone(),
+        };
+        let b: Balance = coordinator::call(env, LEDGER, &op).await?;
+        Granted {
+            granted_fen: 0,
+            balance_fen: b.balance_fen,
+        }
+    };
+    Ok(Verified {
+        email: claims.email,
+        granted_fen: granted.granted_fen,
+        balance_fen: granted.balance_fen,
+    })
+}
+
+/// `POST /api/auth/verify/resend`: a new link for the signed-in account, a few per hour.
+pub async fn resend(req: Request, env: &Env) -> ApiResult<VerificationSent> {
+    let user = accounts::authenticate(&req, env, true).await?;
+    if user.email_verified {
+        return Err(ApiError::new(
+            ErrorCode::AlreadyVerified,
+            format!("{} is verified already", user.email),
+        ));
+    }
+    let per_hour = var_i64(env, "VERIFY_MAILS_PER_HOUR", 5);
+    coordinator::rate_limit(env, &format!("verify-mail:{}", user.id), per_hour, 3600).await?;
+    send_link(env, &user.id, &user.email).await
+}
+
+/// What `GrantTrial` asks for.
+pub(super) struct TrialAsk<'a> {
+    pub user_id: &'a str,
+    pub mailbox: &'a str,
+    pub amount_fen: i64,
+    pub cap_per_hour: i64,
+}
+
+/// The Coordinator's side of `GrantTrial`: the account's `trial:<id>` row, its mailbox's owner
+/// and the last hour's trial rows are read and the grant written in the same transaction, so
+/// two verifications racing cannot both grant, nor two addresses of one mailbox, nor can a
+/// burst of accounts pass the cap.
+pub(super) fn apply_grant_trial(
+    sql: &SqlStorage,
+    ask: TrialAsk<'_>,
+    now_ms: i64,
+) -> ApiResult<Granted> {
+    let TrialAsk {
+        user_id,
+        mailbox,
+        amount_fen,
+        cap_per_hour,
+    } = ask;
+    #[derive(Deserialize)]
+    struct Count {
+        n: i64,
+        oldest: Option<i64>,
+    }
+    let reference = limits::trial_reference(user_id);
+    let mine: Count = sql
+        .exec(
+            "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM ledger WHERE reference = ?",
+            vec![reference.as_str().into()],
+        )
+        .and_then(|c| c.one())
+        .map_err(sql_err)?;
+    let recent: Count = sql
+        .exec(
+            "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM ledger \
+             WHERE kind = ? AND reference LIKE 'trial:%' AND created_at > ?",
+            vec![
+                LedgerKind::Grant.as_str().into(),
+                (now_ms - TRIAL_WINDOW_MS).into(),
+            ],
+        )
+        .and_then(|c| c.one())
+        .map_err(sql_err)?;
+    let owners: Count = sql
+        .exec(
+            "SELECT COUNT(*) AS n, NULL AS oldest FROM trial_mailboxes WHERE mailbox = ? AND user_id != ?",
+            vec![mailbox.into(), user_id.into()],
+        )
+        .and_then(|c| c.one())
+        .map_err(sql_err)?;
+    let state = TrialState {
+        already_granted: mine.n > 0,
+        mailbox_taken: owners.n > 0,
+        granted_in_window: recent.n,
+        oldest_in_window_ms: recent.oldest,
+    };
+    let granted_fen = match limits::trial_decision(state, cap_per_hour, now_ms)? {
+        TrialDecision::Already => 0,
+        TrialDecision::Grant => {
+            sql.exec(
+                "INSERT INTO trial_mailboxes (mailbox, user_id, created_at) VALUES (?, ?, ?)",
+                vec![mailbox.into(), user_id.into(), now_ms.into()],
+            )
+            .map_err(sql_err)?;
+            entry(
+                sql,
+                user_id,
+                LedgerKind::Grant,
+                amount_fen,
+                &reference,
+                now_ms,
+            )?;
+            amount_fen
+        }
+    };
+    Ok(Granted {
+        granted_fen,
+        balance_fen: balance(sql, user_id)?,
+    })
+}
