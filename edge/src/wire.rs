@@ -23,6 +23,13 @@ pub fn check_size(len: usize, limit: usize) -> Result<(), ApiError> {
 
 /// Parses a JSON body, saying where it is malformed.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // Every body the API takes is an object (serde would also read a struct from an array).
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(ApiError::new(
+            ErrorCode::InvalidJson,
+            "the request body must be a JSON object",
+        ));
+    }
     serde_json::from_slice(bytes).map_err(|e| {
         ApiError::new(
             ErrorCode::InvalidJson,
@@ -159,16 +166,38 @@ pub fn spec_from_body(content_type: Option<&str>, bytes: &[u8]) -> Result<SpecTe
 
 pub const MAX_METRICS_PER_REPORT: usize = 1000;
 
+/// The most of a job's message the edge keeps.
+pub const MAX_MESSAGE_CHARS: usize = 2000;
+
+/// A job's message as the edge stores and shows it: a job is a program, not a person typing, so
+/// its words are cleaned rather than refused (a refused final report would leave the job's end
+/// unknown): control, invisible and text-direction characters go (line breaks and tabs stay; an
+/// ANSI colour sequence loses its ESC and shows as plain text), and it is cut to
+/// [`MAX_MESSAGE_CHARS`].
+pub fn clean_message(message: &str) -> String {
+    let mut out: String = message
+        .chars()
+        .filter(|&c| {
+            c == '\n' || c == '\t' || jobspec::validate::is_clean_text(&c.to_string(), true)
+        })
+        .take(MAX_MESSAGE_CHARS)
+        .collect();
+    out.truncate(out.trim_end().len());
+    out
+}
+
 /// Refuses states a job may not report (`queued`, which only the edge sets) and non-finite
 /// numbers, which JSON cannot carry back out.
 impl Check for &Report {
     type Checked = ();
 
     fn check(self) -> Result<(), ApiError> {
-        if self.state == Some(crate::jobs::JobState::Queued) {
+        if let Some(s @ (crate::jobs::JobState::Queued | crate::jobs::JobState::Dispatching)) =
+            self.state
+        {
             return Err(ApiError::new(
                 ErrorCode::InvalidState,
-                "a job cannot report itself queued",
+                format!("a job cannot report itself {}", s.as_str()),
             ));
         }
         if self.metrics.len() > MAX_METRICS_PER_REPORT {
@@ -272,6 +301,29 @@ pub fn check_id(id: &str) -> Result<(), ApiError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn bodies_are_objects() {
+        assert!(parse_json::<NewToken>(b" {}").is_ok());
+        for body in [&b"[]"[..], b"null", b"\"x\"", b"", b"7"] {
+            let e = parse_json::<NewToken>(body).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidJson, "{body:?}");
+        }
+    }
+
+    #[test]
+    fn job_messages_lose_what_cannot_be_shown_and_keep_their_lines() {
+        assert_eq!(
+            clean_message("OOM at step 3\n\ttry micro_batch = 1"),
+            "OOM at step 3\n\ttry micro_batch = 1"
+        );
+        assert_eq!(clean_message("\u{1b}[31mred\u{1b}[0m\r\n"), "[31mred[0m");
+        assert_eq!(clean_message("a\u{202e}b\u{200b}c\0"), "abc");
+        assert_eq!(
+            clean_message(&"x".repeat(5000)).chars().count(),
+            MAX_MESSAGE_CHARS
+        );
+    }
 
     #[test]
     fn labels_refuse_what_cannot_be_shown_and_say_where() {

@@ -47,12 +47,13 @@ pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<ReportAc
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
     let r: Report = wire::parse_json(&body)?;
     r.check()?;
+    let message = r.message.as_deref().map(wire::clean_message);
     store_metrics(env, &job.id, &r.metrics).await?;
     let now = now_ms();
     db::run(
         env,
         "UPDATE jobs SET last_report_at = ?, message = COALESCE(?, message) WHERE id = ?",
-        &[n(now), db::opt_s(r.message.as_deref()), s(&job.id)],
+        &[n(now), db::opt_s(message.as_deref()), s(&job.id)],
     )
     .await?;
     let current = job.state();
@@ -63,7 +64,7 @@ pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<ReportAc
             // and the reconcile sweep ask the backend again (a job usually reports just before
             // its process exits).
             match remote_status(env, &job).await {
-                Ok(st) if st.state.is_terminal() => ended(env, &job, &st, r.message).await?,
+                Ok(st) if st.state.is_terminal() => ended(env, &job, &st, message).await?,
                 _ => {
                     db::run(
                         env,
@@ -367,7 +368,7 @@ pub async fn progress(
             n(now),
             db::opt_s(st.reason.as_deref().filter(|_| waiting)),
             n(i64::from(waiting && st.message.is_some())),
-            db::opt_s(st.message.as_deref()),
+            db::opt_s(st.message.as_deref().map(wire::clean_message).as_deref()),
             s(&job.id),
         ],
     )
@@ -386,6 +387,9 @@ pub async fn finish(
     ended_ms: Option<i64>,
     message: Option<&str>,
 ) -> ApiResult<()> {
+    // A backend's message may quote the job's own output (the runner gives the log's last line).
+    let message = message.map(wire::clean_message);
+    let message = message.as_deref();
     // Card time is measured on one clock: the backend's when it reports both ends (it saw the
     // process run), else the edge's own (first "running" until now). A job that never started
     // used no card time.
