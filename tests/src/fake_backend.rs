@@ -172,7 +172,9 @@ fn route(
         }
         ("POST", ["jobs", id, "cancel"]) => match f.jobs.get_mut(*id) {
             Some(job) => {
+                // Stopped at once, after its 36 s of work.
                 job.state = "cancelled".into();
+                job.ended = true;
                 j(json!({"id": id, "state": "cancelled"}))
             }
             None => (404, "application/json", b"{}".to_vec()),

@@ -382,15 +382,52 @@ pub async fn cancel(req: Request, env: &Env, id: &str) -> ApiResult<JobWire> {
         .map_err(|e| e.into_api(&job.backend))?;
     a.parse_cancel(status, &body)
         .map_err(|e| e.into_api(&job.backend))?;
-    report::finish(
-        env,
-        &job,
-        JobState::Cancelled,
-        None,
-        None,
-        Some("cancelled by the user"),
-    )
-    .await?;
+    // Billed by the backend's times when it already says the job stopped (and how: a job that
+    // ended on its own before the cancel arrived keeps its own end); else by the edge's clock,
+    // up to this moment, while the backend is still stopping it.
+    let stopped = report::remote_status_within(env, &job, std::time::Duration::from_secs(2))
+        .await
+        .ok()
+        .filter(|st| st.state.is_terminal());
+    match stopped {
+        Some(st) if st.state != JobState::Cancelled => {
+            let message = st
+                .message
+                .clone()
+                .or_else(|| st.exit_code.map(|c| format!("exit code {c}")));
+            report::finish(
+                env,
+                &job,
+                st.state,
+                st.started_at_ms,
+                st.ended_at_ms,
+                message.as_deref(),
+            )
+            .await?;
+        }
+        Some(st) => {
+            report::finish(
+                env,
+                &job,
+                JobState::Cancelled,
+                st.started_at_ms,
+                st.ended_at_ms,
+                Some("cancelled by the user"),
+            )
+            .await?;
+        }
+        None => {
+            report::finish(
+                env,
+                &job,
+                JobState::Cancelled,
+                None,
+                None,
+                Some("cancelled by the user"),
+            )
+            .await?;
+        }
+    }
     get(req, env, id).await
 }
 
