@@ -44,6 +44,8 @@ pub const CHECKPOINT_DIR: &str = "checkpoint";
 /// The file `GET /jobs/{id}/checkpoint` serves: model-tiny's safetensors with its config in the
 /// metadata, which `model_tiny::load_weights` (and so the playground) opens as is.
 pub const CHECKPOINT_FILE: &str = "model.safetensors";
+/// What onramp-train writes at the end, relative to the job's folder (its `out` default).
+pub const FINAL_DIR: &str = "out/final";
 
 impl Store {
     pub fn open(state_dir: &Path) -> Result<Store, String> {
@@ -63,6 +65,17 @@ impl Store {
 
     pub fn checkpoint_path(&self, id: &str) -> PathBuf {
         self.job_dir(id).join(CHECKPOINT_DIR).join(CHECKPOINT_FILE)
+    }
+
+    /// Where onramp-train leaves what a job trained (the LoRA adapter or the whole model, in
+    /// Hugging Face's layout): `out/final` in the job's folder, its working directory.
+    pub fn final_dir(&self, id: &str) -> PathBuf {
+        self.job_dir(id).join(FINAL_DIR)
+    }
+
+    /// Whether the job left anything to download.
+    pub fn has_result(&self, id: &str) -> bool {
+        self.checkpoint_path(id).is_file() || self.final_dir(id).is_dir()
     }
 
     /// Creates the job's folder and writes its first record.
@@ -128,7 +141,7 @@ impl Store {
             exit_code: r.exit_code,
             started_at: r.started_at.clone(),
             ended_at: r.ended_at.clone(),
-            checkpoint: self.checkpoint_path(&r.id).is_file(),
+            checkpoint: self.has_result(&r.id),
             message: r.message.clone(),
             reason: (r.state == JobState::Queued).then(|| crate::jobs::QUEUED_REASON.to_string()),
         }

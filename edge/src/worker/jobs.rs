@@ -450,13 +450,21 @@ pub async fn checkpoint(req: Request, env: &Env, id: &str) -> ApiResult<Response
                 e
             }
         })?;
+    // A trainer's result is a folder, which the runner sends as a tar archive ("ustar" at byte
+    // 257); tiny-train's is one safetensors file.
+    let tar = body.get(257..262) == Some(b"ustar".as_slice());
+    let (ctype, name) = if tar {
+        ("application/x-tar", format!("{id}.tar"))
+    } else {
+        ("application/octet-stream", format!("{id}.bin"))
+    };
     let mut resp = Response::from_bytes(body).map_err(http::internal("response"))?;
     let h = resp.headers_mut();
-    h.set("content-type", "application/octet-stream")
+    h.set("content-type", ctype)
         .map_err(http::internal("header"))?;
     h.set(
         "content-disposition",
-        &format!("attachment; filename=\"{id}.bin\""),
+        &format!("attachment; filename=\"{name}\""),
     )
     .map_err(http::internal("header"))?;
     Ok(resp)

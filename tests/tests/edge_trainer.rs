@@ -1,0 +1,140 @@
+//! A `lora` job through the whole stack: submitted to the edge's `POST /api/jobs`, dispatched to
+//! the local runner, trained by onramp-train on the CPU (the real program GPU jobs run), its
+//! metrics on the job's loss curve through the edge, its hold settled to the time it ran, and its
+//! adapter downloadable through the edge as one tar archive.
+//!
+//! Needs the built stack, `../shared` and the trainer's environment (`ONRAMP_PYTHON`, which
+//! `cargo xtask test` sets): ignored in a plain `cargo test`.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
+
+use onramp_tests::api::unique_email;
+use onramp_tests::stack::{Stack, StackExtras, StackOptions, random_hex};
+use std::io::Read;
+use std::time::Duration;
+
+const GRANT: i64 = 10_000;
+
+const SPEC: &str = r#"name = "edge-lora"
+task = "lora"
+backend = "runner"
+
+[model]
+name = "mini"
+layers = 2
+hidden = 64
+heads = 4
+kv_heads = 2
+ffn = 172
+vocab = 512
+
+[data]
+dataset = "tinyshakespeare"
+seq_len = 64
+
+[train]
+steps = 12
+micro_batch = 4
+lr = 1e-2
+warmup = 2
+lora_rank = 8
+
+[resources]
+card = "cpu"
+time_limit = "20m"
+"#;
+
+#[test]
+#[ignore = "needs the built stack, ../shared and the trainer's environment: run through `cargo xtask test`"]
+fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
+    let stack = Stack::start_with(
+        StackOptions::for_test("edge-trainer"),
+        StackExtras {
+            vars: vec![("SIGNUP_GRANT_FEN".into(), GRANT.to_string())],
+            extra_backends: Vec::new(),
+        },
+    )
+    .expect("stack starts");
+    let u = stack.signup(&unique_email("lora"), "correct horse battery");
+    let a = u.request(
+        "POST",
+        "/api/jobs",
+        Some(SPEC.as_bytes().to_vec()),
+        &[
+            ("content-type", "application/toml"),
+            ("idempotency-key", &random_hex(8)),
+        ],
+    );
+    assert_eq!(a.status, 201, "{:?}", a.json);
+    assert_eq!(a.json["backend"], "local", "{:?}", a.json);
+    let id = a.json["id"].as_str().unwrap().to_string();
+    let hold = a.json["hold_fen"].as_i64().unwrap();
+    assert_eq!(u.balance(), GRANT - hold);
+
+    let job = onramp_tests::wait::until("the trainer to finish", Duration::from_secs(900), || {
+        let j = u.get(&format!("/api/jobs/{id}")).json;
+        match j["state"].as_str() {
+            Some("dispatching" | "queued" | "running") => Err(format!("so far: {j}")),
+            Some(_) => Ok(Some(j)),
+            None => Err(format!("no state in {j}")),
+        }
+    })
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}\n--- log ---\n{}",
+            u.get(&format!("/api/jobs/{id}/logs")).json["text"]
+        )
+    });
+    let log = u.get(&format!("/api/jobs/{id}/logs")).json["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert_eq!(job["state"], "succeeded", "{job}\n{log}");
+    assert!(log.contains("lora of mini"), "{log}");
+
+    // The loss curve the job page draws: every step, falling.
+    let m = u.get(&format!("/api/jobs/{id}/metrics")).json;
+    let losses: Vec<f64> = m["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["loss"].as_f64().unwrap())
+        .collect();
+    assert!(losses.len() >= 12, "{m}");
+    assert!(
+        losses.last().unwrap() < losses.first().unwrap(),
+        "{losses:?}"
+    );
+    assert_eq!(m["metrics"].as_array().unwrap().last().unwrap()["step"], 12);
+
+    // The hold settled to what ran; the balance is the ledger's sum.
+    let charged = job["charged_fen"].as_i64().unwrap();
+    assert!((0..=hold).contains(&charged), "{job}");
+    assert_eq!(u.balance(), GRANT - charged);
+
+    // The adapter, downloadable through the edge: a tar of `final/` with the PEFT files.
+    assert_eq!(job["checkpoint"], true, "{job}");
+    let ck = u.get(&format!("/api/jobs/{id}/checkpoint"));
+    assert_eq!(ck.status, 200);
+    assert_eq!(ck.content_type.as_deref(), Some("application/x-tar"));
+    let mut archive = tar::Archive::new(ck.bytes.as_slice());
+    let mut names = Vec::new();
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        let name = entry.path().unwrap().display().to_string();
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data).unwrap();
+        if name == "final/adapter_config.json" {
+            let config: serde_json::Value = serde_json::from_slice(&data).unwrap();
+            assert_eq!(config["r"], 8, "{config}");
+        }
+        names.push(name);
+    }
+    for want in [
+        "final/adapter_config.json",
+        "final/adapter_model.safetensors",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
+    }
+    let listed = u.get("/api/checkpoints").json;
+    assert_eq!(listed["checkpoints"][0]["job_id"], id.as_str(), "{listed}");
+}
