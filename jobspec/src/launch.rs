@@ -258,8 +258,38 @@ fn trainer_files(v: &ValidSpec, out: &mut String) {
     if v.card().is_gpu {
         let ds = serde_json::to_string_pretty(&crate::deepspeed::ds_config(v)).unwrap_or_default();
         heredoc(out, "ds_config.json", &ds, "ONRAMP_DS_CONFIG");
+        heredoc(out, PLAN_FILE, &oom_advice_json(v), "ONRAMP_PLAN");
     }
     out.push('\n');
+}
+
+/// The file next to a GPU job's spec that the trainer reads when CUDA runs out of memory: the
+/// plan's estimate and the changes that lower it ([`crate::estimate::oom_advice`]).
+pub const PLAN_FILE: &str = "onramp-plan.json";
+
+/// What [`PLAN_FILE`] holds for `v`: one short line of JSON (the estimate per GPU, the card's
+/// memory, and each fix's English title, patch and need per GPU), so the script stays readable.
+pub fn oom_advice_json(v: &ValidSpec) -> String {
+    let a = crate::estimate::oom_advice(v);
+    let fixes: Vec<serde_json::Value> = a
+        .fixes
+        .iter()
+        .map(|f| {
+            serde_json::json!({
+                "title": f.title.en,
+                "patch": f.patch,
+                "per_gpu_bytes": f.per_gpu_bytes,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "card": a.card,
+        "card_bytes": a.card_bytes,
+        "per_gpu_bytes": a.per_gpu_bytes,
+        "fits": a.fits,
+        "fixes": fixes,
+    })
+    .to_string()
 }
 
 /// `cat > FILE <<'END'` with an end word that no line of the text equals.

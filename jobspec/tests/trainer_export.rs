@@ -125,3 +125,23 @@ fn derived_values_for_the_trainer_are_current() {
     );
     expect_file!["../../trainer/tests/fixtures/derived.json"].assert_eq(&pretty(&json!(cases)));
 }
+
+/// What a GPU job carries as `onramp-plan.json` (see `jobspec::launch::PLAN_FILE`) for two
+/// templates, one that fits and one that does not: the trainer's tests read these to check its
+/// out-of-memory message quotes the plan.
+#[test]
+fn the_oom_advice_the_trainer_reads() {
+    let mut cases = serde_json::Map::new();
+    for (name, src) in [
+        ("7b-lora-4090", include_str!("../specs/7b-lora-4090.toml")),
+        ("7b-full-4090", include_str!("../specs/7b-full-4090.toml")),
+    ] {
+        let (valid, diags) = jobspec::validate_toml(src);
+        let v = valid.unwrap_or_else(|| panic!("{name}: {diags:?}"));
+        let advice: serde_json::Value =
+            serde_json::from_str(&jobspec::launch::oom_advice_json(&v)).expect("JSON");
+        cases.insert(name.into(), json!({"spec": src, "advice": advice}));
+    }
+    expect_file!["../../trainer/tests/fixtures/oom-advice.json"]
+        .assert_eq(&pretty(&serde_json::Value::Object(cases)));
+}

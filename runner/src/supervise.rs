@@ -221,13 +221,14 @@ fn exited_state(status: ExitStatus, log: &Path) -> (JobState, Option<i32>, Optio
     }
 }
 
-/// The last non-empty line of the log (at most 300 characters), to say why a job failed.
+/// The last non-empty line of the log (at most 1000 characters: the trainer's reasons name the
+/// plan's fixes), to say why a job failed.
 fn last_line(log: &Path) -> Option<String> {
     let bytes = std::fs::read(log).ok()?;
     let tail = &bytes[bytes.len().saturating_sub(4096)..];
     let text = String::from_utf8_lossy(tail);
     let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
-    Some(line.trim().chars().take(300).collect())
+    Some(line.trim().chars().take(1000).collect())
 }
 
 /// Signals a whole process group; a group that is already gone is not an error.

@@ -1,6 +1,6 @@
 //! What a job needs to run `onramp-train` (every non-tiny task) on this machine's CPU: the spec
 //! written into its folder as `spec.toml` (what the command `python -m onramp_train spec.toml`
-//! reads), and an environment that finds the trainer's Python (`ONRAMP_PYTHON`, the interpreter
+//! reads; on a GPU also the plan's memory advice, `onramp-plan.json`), and an environment that finds the trainer's Python (`ONRAMP_PYTHON`, the interpreter
 //! of its environment, else the one `cargo xtask setup` installed: its `bin/` goes first on
 //! `PATH`), the trainer's source when it is not
 //! installed there (`ONRAMP_TRAINER_SRC`, else `trainer/src` of this checkout), and the models
@@ -19,6 +19,14 @@ pub fn prepare(
     let spec = dir.join("spec.toml");
     std::fs::write(&spec, spec_toml)
         .map_err(|e| format!("cannot write {}: {e}", spec.display()))?;
+    // On a GPU, the plan's estimate and fixes, which the trainer quotes if CUDA runs out of memory.
+    if let (Some(v), _) = jobspec::validate_toml(spec_toml)
+        && v.card().is_gpu
+    {
+        let plan = dir.join(jobspec::launch::PLAN_FILE);
+        std::fs::write(&plan, jobspec::launch::oom_advice_json(&v))
+            .map_err(|e| format!("cannot write {}: {e}", plan.display()))?;
+    }
     let mut path: Vec<PathBuf> = Vec::new();
     let python = std::env::var_os("ONRAMP_PYTHON")
         .map(PathBuf::from)

@@ -259,6 +259,61 @@ pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
     kept
 }
 
+/// What the trainer says when a GPU runs out of memory: the plan's estimate for this spec and
+/// the changes that lower it. The job carries it as `onramp-plan.json` next to its spec.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OomAdvice {
+    pub card: String,
+    pub card_bytes: u64,
+    pub per_gpu_bytes: u64,
+    /// Whether the plan expected the job to fit (an out-of-memory then means the estimate was
+    /// short: fragmentation, a longer sequence than the data's average, another process).
+    pub fits: bool,
+    /// The plan's fixes when it did not fit; else the single changes that lower the estimate
+    /// most, at most three, each with the estimate it would have.
+    pub fixes: Vec<Suggestion>,
+}
+
+/// The advice for `v` (see [`OomAdvice`]).
+pub fn oom_advice(v: &ValidSpec) -> OomAdvice {
+    let (m, _, _) = super::quick(v);
+    let mut fixes = suggest_fixes(v);
+    if fixes.is_empty() {
+        let prices: Vec<(&str, u64)> = v.price_overrides().to_vec();
+        for c in candidates(v) {
+            let Some(patched) = apply_patch_fast(v.spec(), &c.ops) else {
+                continue;
+            };
+            let (Some(pv), _) = validate_spec(patched) else {
+                continue;
+            };
+            let pv = pv.with_prices(&prices);
+            let (pm, t, cost) = super::quick(&pv);
+            // Only changes that keep the same card count and lower the need per GPU.
+            if pm.per_gpu.total_bytes < m.per_gpu.total_bytes && pv.world_size() == v.world_size() {
+                fixes.push(Suggestion {
+                    title: c.title,
+                    patch: c.ops,
+                    per_gpu_bytes: pm.per_gpu.total_bytes,
+                    card_bytes: pm.card_bytes,
+                    seconds: t.seconds,
+                    fen: cost.fen,
+                    cpu_bytes_per_node: pm.cpu_bytes_per_node,
+                });
+            }
+        }
+        fixes.sort_by_key(|s| (s.per_gpu_bytes, s.patch.len()));
+        fixes.truncate(3);
+    }
+    OomAdvice {
+        card: v.card().id.to_string(),
+        card_bytes: m.card_bytes,
+        per_gpu_bytes: m.per_gpu.total_bytes,
+        fits: m.fits,
+        fixes,
+    }
+}
+
 /// `apply_patch` for the paths the candidates use, without the JSON round trip: the fix search
 /// tries a hundred patches per keystroke. `None` for any other path or value (the search then
 /// skips the candidate); a unit test checks it agrees with `apply_patch`.
@@ -469,5 +524,32 @@ mod tests {
             }
         }
         assert!(checked > 30);
+    }
+
+    /// A spec that fits gets the changes that lower its need per GPU most; one that does not
+    /// gets the plan's fixes, which fit.
+    #[test]
+    fn oom_advice_lowers_the_need_per_gpu() {
+        let src = include_str!("../../specs/7b-lora-4090.toml");
+        let (Some(v), _) = crate::validate_toml(src) else {
+            panic!("invalid corpus spec")
+        };
+        let a = oom_advice(&v);
+        assert!(a.fits && a.card == "rtx-4090", "{a:?}");
+        assert!(!a.fixes.is_empty() && a.fixes.len() <= 3, "{a:?}");
+        assert!(a.fixes.iter().all(|f| f.per_gpu_bytes < a.per_gpu_bytes));
+        assert!(
+            a.fixes
+                .windows(2)
+                .all(|w| w[0].per_gpu_bytes <= w[1].per_gpu_bytes)
+        );
+        let src = include_str!("../../specs/7b-full-4090.toml");
+        let (Some(v), _) = crate::validate_toml(src) else {
+            panic!("invalid corpus spec")
+        };
+        let a = oom_advice(&v);
+        assert!(!a.fits, "{a:?}");
+        assert_eq!(a.fixes, suggest_fixes(&v));
+        assert!(a.fixes.iter().all(|f| f.per_gpu_bytes <= f.card_bytes));
     }
 }

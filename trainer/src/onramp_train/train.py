@@ -255,11 +255,38 @@ def _with_adapters(model, plan: Plan):
     return get_peft_model(model, config)
 
 
-def _oom_message(plan: Plan, detail: str) -> str:
-    return (
+#: The plan's memory estimate and fixes for this spec, written next to it by the job's launch
+#: (jobspec's `onramp-plan.json`: card, card_bytes, per_gpu_bytes, fits, fixes).
+PLAN_FILE = "onramp-plan.json"
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def _oom_message(plan: Plan, detail: str, advice_file: Path = Path(PLAN_FILE)) -> str:
+    head = (
         f"CUDA out of memory ({detail.splitlines()[0] if detail else 'no detail'}). "
-        f"The plan for {plan.world_size} × {plan.card} with ZeRO-{plan.zero_stage} does not fit "
-        "this run: open the spec on the Plan page (or `onramp plan spec.toml`) for the memory "
-        "estimate per GPU and its fixes — ZeRO-3 with CPU offload, LoRA, gradient "
-        "checkpointing, a smaller micro_batch, or more cards."
+        f"The run on {plan.world_size} × {plan.card} with ZeRO-{plan.zero_stage} did not fit"
     )
+    try:
+        advice = json.loads(advice_file.read_text())
+        est, card = int(advice["per_gpu_bytes"]), int(advice["card_bytes"])
+        fixes = advice.get("fixes", [])
+    except (OSError, ValueError, KeyError, TypeError):
+        return (
+            f"{head}: open the spec on the Plan page (or `onramp plan spec.toml`) for the memory "
+            "estimate per GPU and its fixes — ZeRO-3 with CPU offload, LoRA, gradient "
+            "checkpointing, a smaller micro_batch, or more cards."
+        )
+    # One line: the job page shows the log's last line as the reason the job failed.
+    verdict = "expected it to fit" if advice.get("fits") else "said it would not fit"
+    need, has = _gib(est), _gib(card)
+    text = f"{head}: the plan estimated {need} per GPU of the card's {has} and {verdict}."
+    if fixes:
+        parts = []
+        for f in fixes:
+            change = ", ".join(f"{op['path']} = {json.dumps(op['value'])}" for op in f["patch"])
+            parts.append(f"{f['title']} ({change}) → {_gib(f['per_gpu_bytes'])}")
+        text += " Changes that lower the need per GPU: " + "; ".join(parts) + "."
+    return text + " Open the spec on the Plan page (or `onramp plan spec.toml`) to apply one."
