@@ -12,6 +12,7 @@ mod bench_train;
 mod build;
 mod cmd;
 mod dev;
+mod gpu_check;
 mod models;
 mod setup;
 mod slurm;
@@ -29,6 +30,7 @@ fn main() {
         "dev" => dev::run(rest),
         "test" => test::run(rest),
         "bench" => bench::run(rest),
+        "gpu-check" => gpu_check::run(rest),
         "build" => setup::run().and_then(|tools| build::all(&tools)),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
@@ -50,4 +52,7 @@ commands:
   dev     build everything and serve the local stack on http://127.0.0.1:$ONRAMP_PORT (default 8787)
   test    run every test: host, wasm in headless Chromium, the edge under wrangler, end to end
   bench   print benchmarks as ratios against references measured in the same run
+  gpu-check [--card <id>] [--steps N]
+          on a machine with an NVIDIA GPU: train a 0.5 B model (full with ZeRO-2, and LoRA) and
+          print measured peak memory and tokens/s next to jobspec's estimates, as ratios
   build   build the app, the worker and the runner without starting anything";
