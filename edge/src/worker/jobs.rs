@@ -388,7 +388,16 @@ pub async fn cancel(req: Request, env: &Env, id: &str) -> ApiResult<JobWire> {
     let stopped = report::remote_status_within(env, &job, std::time::Duration::from_secs(2))
         .await
         .ok()
-        .filter(|st| st.state.is_terminal());
+        .filter(|st| st.state.is_terminal())
+        .map(|mut st| {
+            // A job that never left the queue used no card time, whatever times the backend
+            // keeps for it (Slurm gives a cancelled pending job its forecast start).
+            if job.state() != JobState::Running {
+                st.started_at_ms = None;
+                st.ended_at_ms = None;
+            }
+            st
+        });
     match stopped {
         Some(st) if st.state != JobState::Cancelled => {
             let message = st
