@@ -11,7 +11,9 @@
 //!   the whole hold; a job that needs more GPUs than the cluster has is refused with Slurm's reason
 //!   and holds nothing;
 //! - Slurm's time limit kills a job; the cron sweep learns it from Slurm and the job pays its
-//!   whole hold.
+//!   whole hold;
+//! - a `lora` job runs onramp-train through the generated sbatch script (the backend names the
+//!   trainer's Python in `ONRAMP_PYTHON`), reports its metrics and settles.
 //!
 //! Needs root, the Slurm chroot (`cargo xtask setup`), the built stack and `../shared`: ignored
 //! in a plain `cargo test`, run by `cargo xtask test`.
@@ -145,9 +147,12 @@ fn slurm_jobs_through_the_edge() {
             (runner_dir, "/usr/local/bin".into()),
             // The models and corpora on the cluster's shared storage.
             (onramp_tests::paths::shared_dir(), "shared".into()),
+            // This machine, where the trainer's Python environment lives (see `trainer_python`).
+            ("/".into(), "host".into()),
         ],
     )
     .unwrap();
+    let python = trainer_python(&slurm);
     let work_dir = slurm.job_dir("edge").unwrap();
     let backend = json!({
         "name": "hpc", "kind": "slurm", "url": slurm.url,
@@ -156,7 +161,15 @@ fn slurm_jobs_through_the_edge() {
         // itself refuses what cannot fit.
         "cards": {"cpu": 1, "rtx-4090": 4},
         "work_dir": work_dir, "cpus_per_task": 1,
-        "env": {"ONRAMP_SHARED": format!("{}/shared", slurm.run_dir()), "RAYON_NUM_THREADS": "1"},
+        "env": {
+            "ONRAMP_SHARED": format!("{}/shared", slurm.run_dir()),
+            "RAYON_NUM_THREADS": "1",
+            // Where the nodes find onramp-train's environment, models and corpora.
+            "ONRAMP_PYTHON": python,
+            "ONRAMP_MODELS": format!("{}/shared/models", slurm.run_dir()),
+            "ONRAMP_DATASETS": format!("{}/shared/data", slurm.run_dir()),
+            "OMP_NUM_THREADS": "1",
+        },
     });
     let stack = Stack::start_with(
         StackOptions {
@@ -197,6 +210,133 @@ fn slurm_jobs_through_the_edge() {
             ),
         ],
     );
+    run_scenarios(
+        &world,
+        &[(
+            "onramp-train on Slurm: the sbatch script runs the trainer, metrics, settlement",
+            trainer,
+        )],
+    );
+}
+
+/// The `python` the test cluster's nodes run onramp-train with. The trainer's environment
+/// (`cargo xtask setup`'s, or `ONRAMP_PYTHON`) is built on this machine's Python 3.11, while the
+/// nodes are a Debian 13 chroot with another Python; a node of a real cluster has the
+/// environment installed natively. Here the node runs this machine's interpreter, seen under
+/// `<run>/host`, with this machine's loader and libraries, and the environment's packages and
+/// the trainer's source on its path. (The loader is named by its real path: `/lib64`'s is an
+/// absolute link, which inside the chroot would lead to the chroot's own, newer loader.)
+fn trainer_python(slurm: &Slurm) -> String {
+    let host = format!("{}/host", slurm.run_dir());
+    let venv_python = std::env::var_os("ONRAMP_PYTHON")
+        .map(std::path::PathBuf::from)
+        .expect("ONRAMP_PYTHON names the trainer's environment (cargo xtask test sets it)");
+    let venv = venv_python.parent().and_then(|b| b.parent()).unwrap();
+    let site = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .flatten()
+        .map(|d| d.path().join("site-packages"))
+        .find(|p| p.is_dir())
+        .expect("the environment's site-packages");
+    let interpreter = std::fs::canonicalize(&venv_python).unwrap();
+    let dir = onramp_tests::stack::unique_temp_dir("slurm-python");
+    std::fs::create_dir_all(dir.join("site")).unwrap();
+    // `site.addsitedir` also reads the environment's .pth files, as its own interpreter would.
+    std::fs::write(
+        dir.join("site/sitecustomize.py"),
+        format!(
+            "import site\nsite.addsitedir({:?})\n",
+            format!("{host}{}", site.display())
+        ),
+    )
+    .unwrap();
+    let trainer_src = onramp_tests::paths::repo_root().join("trainer/src");
+    let script = format!(
+        "#!/bin/sh\nH={host}\nexport PYTHONHOME=\"$H/usr\"\n\
+         export PYTHONPATH=\"$H{site_dir}:$H{src}\"\n\
+         exec \"$H/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\" --library-path \"$H/lib/x86_64-linux-gnu:$H/usr/lib/x86_64-linux-gnu\" \"$H{interp}\" \"$@\"\n",
+        site_dir = dir.join("site").display(),
+        src = trainer_src.display(),
+        interp = interpreter.display(),
+    );
+    let wrapper = dir.join("python");
+    std::fs::write(&wrapper, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    format!("{host}{}", wrapper.display())
+}
+
+/// A LoRA run of a small model made on the spot, on the CPU card.
+const LORA_CPU: &str = r#"name = "slurm-lora"
+task = "lora"
+backend = "slurm"
+
+[model]
+name = "mini"
+layers = 2
+hidden = 64
+heads = 4
+kv_heads = 2
+ffn = 172
+vocab = 512
+
+[data]
+dataset = "tinyshakespeare"
+seq_len = 64
+
+[train]
+steps = 12
+micro_batch = 4
+lr = 1e-2
+warmup = 2
+lora_rank = 8
+
+[resources]
+card = "cpu"
+time_limit = "20m"
+"#;
+
+fn trainer(w: &World) {
+    let u = w.user("slurm-lora");
+    let (status, a) = submit(&u, LORA_CPU);
+    assert_eq!(status, 201, "{a}");
+    assert_eq!(a["backend"], "hpc", "{a}");
+    let id = a["id"].as_str().unwrap().to_string();
+    let job = w.wait_job(&u, &id, 600, false, |j| {
+        !matches!(
+            j["state"].as_str(),
+            Some("dispatching" | "queued" | "running")
+        )
+    });
+    let text = edge_log(&u, &id);
+    assert_eq!(
+        job["state"],
+        "succeeded",
+        "{job}
+{text}
+{}",
+        w.logs()
+    );
+    assert!(text.contains("lora of mini"), "{text}");
+    let m = u.get(&format!("/api/jobs/{id}/metrics")).json;
+    let losses: Vec<f64> = m["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["loss"].as_f64().unwrap())
+        .collect();
+    assert!(losses.len() >= 12, "{m}");
+    assert_eq!(m["metrics"].as_array().unwrap().last().unwrap()["step"], 12);
+    assert!(
+        losses.last().unwrap() < losses.first().unwrap(),
+        "{losses:?}"
+    );
+    let charged = job["charged_fen"].as_i64().unwrap();
+    assert!(
+        charged >= 0 && charged <= a["hold_fen"].as_i64().unwrap(),
+        "{job}"
+    );
+    assert_eq!(u.balance(), GRANT - charged);
 }
 
 fn tiny_train(w: &World) {
