@@ -137,4 +137,34 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
     }
     let listed = u.get("/api/checkpoints").json;
     assert_eq!(listed["checkpoints"][0]["job_id"], id.as_str(), "{listed}");
+
+    // A dataset the machine does not have: the job fails before training, and its page says
+    // why and where the trainer looked.
+    let spec = SPEC.replace("\"tinyshakespeare\"", "\"no-such-corpus\"");
+    let a = u.request(
+        "POST",
+        "/api/jobs",
+        Some(spec.into_bytes()),
+        &[
+            ("content-type", "application/toml"),
+            ("idempotency-key", &random_hex(8)),
+        ],
+    );
+    assert_eq!(a.status, 201, "{:?}", a.json);
+    let id = a.json["id"].as_str().unwrap().to_string();
+    let job = onramp_tests::wait::until("the bad job to end", Duration::from_secs(300), || {
+        let j = u.get(&format!("/api/jobs/{id}")).json;
+        match j["state"].as_str() {
+            Some("dispatching" | "queued" | "running") => Err(format!("so far: {j}")),
+            _ => Ok(Some(j)),
+        }
+    })
+    .unwrap();
+    assert_eq!(job["state"], "failed", "{job}");
+    let msg = job["message"].as_str().unwrap_or("");
+    assert!(
+        msg.contains("exited with code 4") && msg.contains("no-such-corpus"),
+        "{job}"
+    );
+    assert_eq!(job["checkpoint"], false);
 }

@@ -337,6 +337,26 @@ fn trainer(w: &World) {
         "{job}"
     );
     assert_eq!(u.balance(), GRANT - charged);
+
+    // A dataset the cluster does not have: the job fails, and its page says why (the trainer's
+    // last line after the script's exit code).
+    let spec = LORA_CPU.replace("\"tinyshakespeare\"", "\"no-such-corpus\"");
+    let (status, a) = submit(&u, &spec);
+    assert_eq!(status, 201, "{a}");
+    let id = a["id"].as_str().unwrap().to_string();
+    let job = w.wait_job(&u, &id, 300, false, |j| {
+        !matches!(
+            j["state"].as_str(),
+            Some("dispatching" | "queued" | "running")
+        )
+    });
+    assert_eq!(job["state"], "failed", "{job}");
+    let msg = job["message"].as_str().unwrap_or("");
+    assert!(
+        msg.starts_with("exited with code 4: onramp-train: error:")
+            && msg.contains("no-such-corpus"),
+        "{job}"
+    );
 }
 
 fn tiny_train(w: &World) {

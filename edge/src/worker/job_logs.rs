@@ -61,6 +61,23 @@ pub async fn push(mut req: Request, env: &Env, id: &str) -> ApiResult<LogAccepte
     })
 }
 
+/// The last non-empty line of a pushed log (from its last 4 KiB), if the job pushed one: what a
+/// failed job printed last says why it failed (the trainer's `onramp-train: error: …`).
+pub async fn last_line(env: &Env, job_id: &str) -> ApiResult<Option<String>> {
+    let stored = stored_bytes(env, job_id).await?;
+    if stored == 0 {
+        return Ok(None);
+    }
+    let tail = read(env, job_id, stored.saturating_sub(4096), true).await?;
+    Ok(tail
+        .text
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| l.chars().take(1000).collect()))
+}
+
 pub async fn read(env: &Env, job_id: &str, offset: u64, job_ended: bool) -> ApiResult<LogChunk> {
     #[derive(Deserialize)]
     struct Piece {

@@ -118,16 +118,27 @@ async fn ended(
     st: &adapter::RemoteStatus,
     own_message: Option<String>,
 ) -> ApiResult<()> {
-    let message = own_message.or_else(|| {
-        // A job that reported how it ended keeps its words over the backend's exit code.
-        if job.ending.is_some() && job.message.is_some() {
-            None
-        } else {
-            st.message
-                .clone()
-                .or_else(|| st.exit_code.map(|c| format!("exit code {c}")))
-        }
+    // A job that reported how it ended keeps its words over the backend's.
+    let said = own_message.or_else(|| job.ending.as_ref().and(job.message.clone()));
+    let mut message = said.or_else(|| {
+        st.message
+            .clone()
+            .or_else(|| st.exit_code.map(|c| format!("exit code {c}")))
     });
+    // A failure known only by its exit code gets the last line the job printed, when the job
+    // pushed its log here (a Slurm job's script reports just the code).
+    let bare = message
+        .as_deref()
+        .is_none_or(|m| m.starts_with("exited with code") || m.starts_with("exit code"));
+    if st.state == JobState::Failed
+        && bare
+        && let Some(line) = super::job_logs::last_line(env, &job.id).await?
+    {
+        message = Some(format!(
+            "{}: {line}",
+            message.as_deref().unwrap_or("failed")
+        ));
+    }
     finish(
         env,
         job,
