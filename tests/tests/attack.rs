@@ -9,10 +9,13 @@
 //! - malformed and oversized bodies on every route that takes one;
 //! - concurrent redemptions, submissions with one key, and cancel/report/reconcile on one job.
 //!
-//! Every answer is counted. The suite fails on any 5xx and on any broken money invariant (a
+//! Every answer is counted and checked against the edge's own `/api/openapi.json` (the schema of
+//! that route and status, or the error shape). The suite fails on any 5xx, on any answer off
+//! that contract, and on any broken money invariant (a
 //! balance that is not its ledger's sum or is negative, a job whose ledger entries do not add up
 //! to its hold while it lives or to its charge once it ended), and prints the figures:
-//! `attack: N probes, M answers 5xx, K money invariants broken`.
+//! `attack: N probes, M answers 5xx, C answers off the documented contract, K money invariants
+//! broken`.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::api::{Answer, Client, unique_email};
@@ -56,13 +59,18 @@ struct World {
     fake: Arc<Mutex<Fake>>,
     probes: AtomicUsize,
     server_errors: Mutex<Vec<String>>,
+    off_contract: Mutex<Vec<String>>,
     broken: Mutex<Vec<String>>,
+    /// The edge's own `/api/openapi.json`, which every answer is checked against.
+    doc: Value,
     users: Mutex<Vec<Client>>,
 }
 
 impl World {
+    /// Counts an answer; `what` starts with the request's method and path.
     fn see(&self, what: &str, a: Answer) -> Answer {
         self.probes.fetch_add(1, Ordering::Relaxed);
+        self.conform(what, &a);
         if a.status >= 500 {
             let body: String = String::from_utf8_lossy(&a.bytes)
                 .chars()
@@ -74,6 +82,38 @@ impl World {
                 .push(format!("{what}: {} {body}", a.status));
         }
         a
+    }
+
+    /// Checks a JSON answer against what the live `/api/openapi.json` says the route answers
+    /// with that status (or its error shape), and keeps any that does not match.
+    fn conform(&self, what: &str, a: &Answer) {
+        let mut words = what.split_whitespace();
+        let (Some(method), Some(path)) = (words.next(), words.next()) else {
+            return;
+        };
+        if a.json.is_null() {
+            return; // not JSON: a checkpoint's bytes, or an empty answer
+        }
+        let path = path.split('?').next().unwrap_or(path);
+        let op = &self.doc["paths"][route_template(path)][method.to_ascii_lowercase()];
+        let responses = &op["responses"];
+        let documented = responses
+            .get(a.status.to_string())
+            .unwrap_or(&responses["default"]);
+        let schema = &documented["content"]["application/json"]["schema"];
+        let schema = if schema.is_null() {
+            // Not a route (or a method it does not take): the one error shape.
+            &self.doc["components"]["schemas"]["ErrorEnvelope"]
+        } else {
+            schema
+        };
+        if let Err(e) = api::schema::check(&self.doc, schema, &a.json) {
+            self.off_contract.lock().unwrap().push(format!(
+                "{what}: {} {}: {e}",
+                a.status,
+                short(&a.json.to_string())
+            ));
+        }
     }
 
     fn get(&self, c: &Client, path: &str) -> Answer {
@@ -113,7 +153,7 @@ impl World {
             ),
             None => LORA.to_string(),
         };
-        let a = self.see("submit", u.submit_spec(&spec, &random_hex(8)));
+        let a = self.see("POST /api/jobs", u.submit_spec(&spec, &random_hex(8)));
         assert_eq!(a.status, 201, "{:?}", a.json);
         let id = a.json["id"].as_str().unwrap().to_string();
         let token = self.fake.lock().unwrap().job(&id).unwrap().1.report_token;
@@ -191,6 +231,15 @@ impl World {
     }
 }
 
+/// The document's path for a request path: the id segment of a job or an experiment is `{id}`.
+fn route_template(path: &str) -> String {
+    let mut segs: Vec<&str> = path.split('/').collect();
+    if segs.len() > 3 && matches!(segs[2], "jobs" | "experiments") {
+        segs[3] = "{id}";
+    }
+    segs.join("/")
+}
+
 fn short(s: &str) -> String {
     s.chars().take(60).collect()
 }
@@ -222,14 +271,36 @@ fn an_outsider_attacks_the_running_stack() {
         },
     )
     .expect("stack starts");
+    let doc = Client::new(&stack.url).get("/api/openapi.json").json;
+    assert!(doc["paths"].is_object(), "{doc}");
     let w = World {
         stack,
         fake,
         probes: AtomicUsize::new(0),
         server_errors: Mutex::new(Vec::new()),
+        off_contract: Mutex::new(Vec::new()),
         broken: Mutex::new(Vec::new()),
+        doc,
         users: Mutex::new(Vec::new()),
     };
+    // The contract check itself catches an answer that is not what the document says.
+    let wrong = Answer {
+        status: 200,
+        json: json!({"email": 7}),
+        bytes: Vec::new(),
+        set_cookie: Vec::new(),
+        retry_after: None,
+        content_type: None,
+    };
+    w.conform("GET /api/me", &wrong);
+    w.conform(&format!("GET /api/jobs/{}", "a".repeat(32)), &wrong);
+    assert_eq!(
+        w.off_contract.lock().unwrap().len(),
+        2,
+        "the check caught both"
+    );
+    w.off_contract.lock().unwrap().clear();
+
     other_users(&w);
     stolen_tokens(&w);
     money_fields(&w);
@@ -242,13 +313,19 @@ fn an_outsider_attacks_the_running_stack() {
 
     let probes = w.probes.load(Ordering::Relaxed);
     let errors = w.server_errors.lock().unwrap().clone();
+    let off = w.off_contract.lock().unwrap().clone();
     let broken = w.broken.lock().unwrap().clone();
     println!(
-        "attack: {probes} probes, {} answers 5xx, {} money invariants broken",
+        "attack: {probes} probes, {} answers 5xx, {} answers off the documented contract, {} money invariants broken",
         errors.len(),
+        off.len(),
         broken.len()
     );
     assert!(errors.is_empty(), "5xx answers: {errors:#?}");
+    assert!(
+        off.is_empty(),
+        "answers that are not what /api/openapi.json says: {off:#?}"
+    );
     assert!(broken.is_empty(), "money invariants broken: {broken:#?}");
 }
 
@@ -469,7 +546,7 @@ fn money_fields(w: &World) {
     assert!(after == mid + 5 || after == mid, "{mid} → {after}");
     // A submission whose body names a hold holds what the spec costs.
     let a = w.see(
-        "submit with a hold",
+        "POST /api/jobs (a hold in the body)",
         u.request(
             "POST",
             "/api/jobs",
@@ -547,7 +624,10 @@ fn hostile_strings(w: &World) -> (Client, String, String, String) {
             "name = \"qwen2.5-7b-lora-4090\"",
             &format!("name = {}", toml_string(&s)),
         );
-        let r = w.see("submit hostile name", u.submit_spec(&spec, &random_hex(8)));
+        let r = w.see(
+            "POST /api/jobs (hostile name)",
+            u.submit_spec(&spec, &random_hex(8)),
+        );
         assert!(
             r.status == 201 || r.status == 422 || r.status == 413,
             "name {t:?}: {:?}",
@@ -561,7 +641,7 @@ fn hostile_strings(w: &World) -> (Client, String, String, String) {
             &format!("dataset = {}", toml_string(&s)),
         );
         let r = w.see(
-            "submit hostile dataset",
+            "POST /api/jobs (hostile dataset)",
             u.submit_spec(&spec, &random_hex(8)),
         );
         assert!(
@@ -570,7 +650,7 @@ fn hostile_strings(w: &World) -> (Client, String, String, String) {
             r.status
         );
         let r = w.see(
-            "hostile idempotency key",
+            "POST /api/jobs (hostile key)",
             u.request(
                 "POST",
                 "/api/jobs",
@@ -783,7 +863,7 @@ fn races(w: &World) {
     std::thread::scope(|s| {
         for _ in 0..10 {
             s.spawn(|| {
-                let a = w.see("racing submit", u.submit_spec(LORA, &key));
+                let a = w.see("POST /api/jobs (race)", u.submit_spec(LORA, &key));
                 if let Some(id) = a.json["id"].as_str() {
                     ids.lock().unwrap().push(id.to_string());
                 }
@@ -821,7 +901,7 @@ fn races(w: &World) {
                     }
                     _ => {
                         let r = w.see(
-                            "reconcile",
+                            "POST /api/admin/reconcile",
                             admin.request(
                                 "POST",
                                 "/api/admin/reconcile?silent_after_s=0",
