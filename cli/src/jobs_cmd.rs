@@ -5,6 +5,7 @@
 use crate::credentials::{self, Saved};
 use crate::remote::{DEFAULT_EDGE, Edge, Failure};
 use crate::say::{self, t};
+use api::{Account, Job, JobList, JobState, LogChunk, TokenCreated};
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -66,29 +67,29 @@ pub fn yuan(fen: i64) -> String {
 }
 
 /// One line of `onramp jobs`.
-pub fn job_line(j: &Value) -> String {
-    let money = match j["charged_fen"].as_i64() {
+pub fn job_line(j: &Job) -> String {
+    let money = match j.charged_fen {
         Some(c) => t(format!("charged {}", yuan(c)), format!("实扣 {}", yuan(c))),
         None => {
-            let h = yuan(j["hold_fen"].as_i64().unwrap_or(0));
+            let h = yuan(j.hold_fen);
             t(format!("hold {h}"), format!("预扣 {h}"))
         }
     };
     format!(
         "{:<24} {:<10} {:<8} {}×{:<10} {} {}  {}",
-        j["id"].as_str().unwrap_or("?"),
-        j["state"].as_str().unwrap_or("?"),
-        j["backend"].as_str().unwrap_or("?"),
-        j["cards"].as_u64().unwrap_or(0),
-        j["card"].as_str().unwrap_or("?"),
+        j.id,
+        j.state.as_str(),
+        j.backend,
+        j.cards,
+        j.card,
         say::pad(&money, 16),
-        j["created_at"].as_str().unwrap_or(""),
-        j["name"].as_str().unwrap_or(""),
+        j.created_at,
+        j.name,
     )
 }
 
 /// `onramp status`: every field people ask about, in a fixed order, skipping absent ones.
-pub fn job_details(j: &Value) -> String {
+pub fn job_details(j: &Job) -> String {
     let mut out = String::new();
     // Labels in the run's language; values as the edge gives them.
     let label = |k: &str| match say::lang() {
@@ -112,30 +113,40 @@ pub fn job_details(j: &Value) -> String {
         .to_string(),
     };
     let mut line = |k: &str, v: String| out.push_str(&format!("{} {v}\n", say::pad(&label(k), 10)));
-    for k in ["id", "name", "state", "backend", "card"] {
-        if let Some(v) = j[k].as_str() {
-            line(k, v.to_string());
-        }
+    for (k, v) in [
+        ("id", &j.id),
+        ("name", &j.name),
+        ("state", &j.state.as_str().to_string()),
+        ("backend", &j.backend),
+        ("card", &j.card),
+    ] {
+        line(k, v.clone());
     }
-    if let Some(n) = j["cards"].as_u64() {
-        line("cards", n.to_string());
-    }
-    if let Some(h) = j["hold_fen"].as_i64() {
-        line("hold", yuan(h));
-    }
-    if let Some(c) = j["charged_fen"].as_i64() {
+    line("cards", j.cards.to_string());
+    line("hold", yuan(j.hold_fen));
+    if let Some(c) = j.charged_fen {
         line("charged", yuan(c));
     }
-    for k in ["created_at", "started_at", "ended_at", "reason", "message"] {
-        let v = match (k, say::lang()) {
-            ("reason", say::Lang::Zh) => j["reason_messages"]["zh-CN"].as_str().or(j[k].as_str()),
-            _ => j[k].as_str(),
-        };
+    let reason = match say::lang() {
+        say::Lang::Zh => j
+            .reason_messages
+            .as_ref()
+            .map(|m| m.zh_cn.clone())
+            .or(j.reason.clone()),
+        say::Lang::En => j.reason.clone(),
+    };
+    for (k, v) in [
+        ("created_at", Some(j.created_at.clone())),
+        ("started_at", j.started_at.clone()),
+        ("ended_at", j.ended_at.clone()),
+        ("reason", reason),
+        ("message", j.message.clone()),
+    ] {
         if let Some(v) = v {
-            line(k, v.to_string());
+            line(k, v);
         }
     }
-    if j["checkpoint"].as_bool() == Some(true) {
+    if j.checkpoint {
         line(
             "checkpoint",
             t(
@@ -145,10 +156,6 @@ pub fn job_details(j: &Value) -> String {
         );
     }
     out
-}
-
-fn is_terminal(state: &str) -> bool {
-    !matches!(state, "queued" | "running" | "")
 }
 
 fn done(r: Result<(), Failure>) -> Result<ExitCode, String> {
@@ -204,15 +211,7 @@ pub fn login(args: Args) -> Result<ExitCode, String> {
             "/api/tokens",
             &json!({"name": format!("onramp cli on {host}")}),
         ))?;
-        let token = minted["token"]
-            .as_str()
-            .ok_or_else(|| {
-                Failure(t(
-                    "the edge returned no token".into(),
-                    "边缘服务没有返回令牌".into(),
-                ))
-            })?
-            .to_string();
+        let token = Edge::typed::<TokenCreated>(&minted)?.token;
         // The token is what the CLI keeps; the session was only the way to mint it.
         let _ = edge.post_json("/api/auth/logout", &json!({}));
         let path = credentials::path()
@@ -265,14 +264,12 @@ pub fn logout(_args: Args) -> Result<ExitCode, String> {
 /// `onramp me`: who the token belongs to and the balance.
 pub fn me(args: Args) -> Result<ExitCode, String> {
     let edge = edge_for(&args)?;
-    done(edge.expect_ok(edge.get("/api/me")).map(|m| {
+    done(edge.expect_ok(edge.get("/api/me")).and_then(|m| {
         if args.json {
             print_value(&m);
         } else {
-            let (email, b) = (
-                m["email"].as_str().unwrap_or("?"),
-                yuan(m["balance_fen"].as_i64().unwrap_or(0)),
-            );
+            let me = Edge::typed::<Account>(&m)?;
+            let (email, b) = (&me.email, yuan(me.balance_fen));
             println!(
                 "{}",
                 t(
@@ -280,7 +277,7 @@ pub fn me(args: Args) -> Result<ExitCode, String> {
                     format!("{email}（{}）：余额 {b}", edge.base),
                 )
             );
-            if m["email_verified"] == false {
+            if !me.email_verified {
                 println!(
                     "{}",
                     t(
@@ -290,6 +287,7 @@ pub fn me(args: Args) -> Result<ExitCode, String> {
                 );
             }
         }
+        Ok(())
     }))
 }
 
@@ -350,17 +348,14 @@ pub fn submit(args: Args) -> Result<ExitCode, String> {
         Some(text.into_bytes()),
         &[("content-type", content_type), ("idempotency-key", &key)],
     );
-    done(edge.expect_ok(answer).map(|j| {
+    done(edge.expect_ok(answer).and_then(|v| {
         if args.json {
-            print_value(&j);
-            return;
+            print_value(&v);
+            return Ok(());
         }
-        let id = j["id"].as_str().unwrap_or("?");
-        let (state, backend, hold) = (
-            j["state"].as_str().unwrap_or("?"),
-            j["backend"].as_str().unwrap_or("?"),
-            yuan(j["hold_fen"].as_i64().unwrap_or(0)),
-        );
+        let j = Edge::typed::<Job>(&v)?;
+        let id = &j.id;
+        let (state, backend, hold) = (j.state.as_str(), &j.backend, yuan(j.hold_fen));
         let base = &edge.base;
         println!(
             "{}",
@@ -373,18 +368,19 @@ pub fn submit(args: Args) -> Result<ExitCode, String> {
                 ),
             )
         );
+        Ok(())
     }))
 }
 
 /// `onramp jobs`: the caller's jobs, newest first.
 pub fn jobs(args: Args) -> Result<ExitCode, String> {
     let edge = edge_for(&args)?;
-    done(edge.expect_ok(edge.get("/api/jobs")).map(|v| {
+    done(edge.expect_ok(edge.get("/api/jobs")).and_then(|v| {
         if args.json {
             print_value(&v);
-            return;
+            return Ok(());
         }
-        let list = v["jobs"].as_array().cloned().unwrap_or_default();
+        let list = Edge::typed::<JobList>(&v)?.jobs;
         if list.is_empty() {
             println!(
                 "{}",
@@ -397,6 +393,7 @@ pub fn jobs(args: Args) -> Result<ExitCode, String> {
         for j in &list {
             println!("{}", job_line(j));
         }
+        Ok(())
     }))
 }
 
@@ -414,12 +411,13 @@ pub fn status(args: Args) -> Result<ExitCode, String> {
     let edge = edge_for(&args)?;
     done(
         edge.expect_ok(edge.get(&format!("/api/jobs/{id}")))
-            .map(|j| {
+            .and_then(|v| {
                 if args.json {
-                    print_value(&j);
+                    print_value(&v);
                 } else {
-                    print!("{}", job_details(&j));
+                    print!("{}", job_details(&Edge::typed::<Job>(&v)?));
                 }
+                Ok(())
             }),
     )
 }
@@ -429,14 +427,12 @@ pub fn cancel(args: Args) -> Result<ExitCode, String> {
     let id = one_id(&args, "cancel")?;
     let edge = edge_for(&args)?;
     let answer = edge.post_json(&format!("/api/jobs/{id}/cancel"), &json!({}));
-    done(edge.expect_ok(answer).map(|j| {
+    done(edge.expect_ok(answer).and_then(|v| {
         if args.json {
-            print_value(&j);
+            print_value(&v);
         } else {
-            let (state, c) = (
-                j["state"].as_str().unwrap_or("?"),
-                yuan(j["charged_fen"].as_i64().unwrap_or(0)),
-            );
+            let j = Edge::typed::<Job>(&v)?;
+            let (state, c) = (j.state.as_str(), yuan(j.charged_fen.unwrap_or(0)));
             println!(
                 "{}",
                 t(
@@ -445,6 +441,7 @@ pub fn cancel(args: Args) -> Result<ExitCode, String> {
                 )
             );
         }
+        Ok(())
     }))
 }
 
@@ -456,31 +453,32 @@ pub fn logs(args: Args) -> Result<ExitCode, String> {
     let mut offset = args.offset;
     done((|| {
         loop {
-            let chunk =
-                edge.expect_ok(edge.get(&format!("/api/jobs/{id}/logs?offset={offset}")))?;
-            if let Some(t) = chunk["text"].as_str() {
-                print!("{t}");
-                use std::io::Write;
-                let _ = std::io::stdout().flush();
-            }
-            offset = chunk["next_offset"].as_u64().unwrap_or(offset);
-            let at_end = chunk["eof"].as_bool().unwrap_or(true);
+            let chunk: LogChunk = Edge::typed(
+                &edge.expect_ok(edge.get(&format!("/api/jobs/{id}/logs?offset={offset}")))?,
+            )?;
+            print!("{}", chunk.text);
+            use std::io::Write;
+            let _ = std::io::stdout().flush();
+            offset = chunk.next_offset;
+            let at_end = chunk.eof;
             if !args.follow {
                 return Ok(());
             }
             if at_end {
-                let job = edge.expect_ok(edge.get(&format!("/api/jobs/{id}")))?;
-                let state = job["state"].as_str().unwrap_or("");
-                if is_terminal(state) {
+                let job: Job = Edge::typed(&edge.expect_ok(edge.get(&format!("/api/jobs/{id}")))?)?;
+                let state: JobState = job.state;
+                if state.is_terminal() {
                     // One last read: the job may have written between the two calls.
-                    let last =
-                        edge.expect_ok(edge.get(&format!("/api/jobs/{id}/logs?offset={offset}")))?;
-                    print!("{}", last["text"].as_str().unwrap_or(""));
+                    let last: LogChunk = Edge::typed(
+                        &edge
+                            .expect_ok(edge.get(&format!("/api/jobs/{id}/logs?offset={offset}")))?,
+                    )?;
+                    print!("{}", last.text);
                     eprintln!(
                         "onramp: {}",
                         t(
-                            format!("job {id} {state}"),
-                            format!("job {id} 已结束：{state}")
+                            format!("job {id} {}", state.as_str()),
+                            format!("job {id} 已结束：{}", state.as_str())
                         )
                     );
                     return Ok(());
@@ -529,8 +527,11 @@ mod tests {
     #[test]
     fn jobs_print_charged_once_settled_and_hold_before() {
         let j = json!({"id": "j1", "state": "running", "backend": "local", "card": "cpu",
-                       "cards": 1, "hold_fen": 120, "created_at": "2026-11-29T10:00:00Z", "name": "tiny"});
-        let line = job_line(&j);
+                       "cards": 1, "hold_fen": 120, "created_at": "2026-11-29T10:00:00Z", "name": "tiny",
+                       "charged_fen": null, "started_at": null, "ended_at": null, "message": null,
+                       "checkpoint": false, "spec": ""});
+        let typed = |v: &Value| Edge::typed::<Job>(v).unwrap_or_else(|e| panic!("{}", e.0));
+        let line = job_line(&typed(&j));
         assert!(
             line.contains("hold ¥1.20") && line.contains("1×cpu"),
             "{line}"
@@ -538,8 +539,8 @@ mod tests {
         let mut done = j.clone();
         done["state"] = json!("succeeded");
         done["charged_fen"] = json!(7);
-        assert!(job_line(&done).contains("charged ¥0.07"));
-        let d = job_details(&done);
+        assert!(job_line(&typed(&done)).contains("charged ¥0.07"));
+        let d = job_details(&typed(&done));
         assert!(d.contains("state      succeeded\n"), "{d}");
         assert!(d.contains("charged    ¥0.07\n"), "{d}");
         assert!(!d.contains("ended"), "{d}");

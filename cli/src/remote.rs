@@ -162,6 +162,17 @@ impl Edge {
         })
     }
 
+    /// A successful answer read as the contract's type (`api`), or a failure that says the edge
+    /// answered something else.
+    pub fn typed<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, Failure> {
+        serde_json::from_value(value.clone()).map_err(|e| {
+            Failure(crate::say::t(
+                format!("the edge answered unexpectedly ({e}): {value}"),
+                format!("边缘服务的回答不符合约定（{e}）：{value}"),
+            ))
+        })
+    }
+
     /// A call whose non-2xx answer is a failure worded by [`describe_error`].
     pub fn expect_ok(&self, answer: Result<Answer, Failure>) -> Result<Value, Failure> {
         let a = answer?;
