@@ -9,6 +9,7 @@ pub mod jobs;
 pub mod loss_chart;
 pub mod placeholder;
 pub mod plan;
+pub mod plan_explain;
 pub mod plan_parts;
 pub mod submit;
 pub mod try_page;

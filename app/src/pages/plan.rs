@@ -3,6 +3,7 @@
 //! diagnostics, estimates, card comparison, suggestions, launch files — is recomputed from it.
 
 use crate::i18n::{Key, bytes, yuan};
+use crate::pages::plan_explain::{ExplainLink, Explanations};
 use crate::pages::plan_parts::{Artifacts, CardTable, DsImport, FormView, MemoryBar};
 use crate::state::{use_i18n, use_shared};
 use jobspec::Plan;
@@ -31,17 +32,22 @@ pub fn PlanPage() -> impl IntoView {
                 </div>
                 <crate::share_ui::CopyLinkButton/>
             </div>
+            // The editor spans the page so that a spec's lines are not cut; the figures come
+            // right below it, beside the form view.
             <div class="plan-grid">
-                <div>
+                <div class="plan-editor">
                     <Editor plan=plan/>
                     <Diagnostics plan=plan/>
-                    <FormView/>
-                    <DsImport plan=plan/>
                 </div>
-                <div>
+                <div class="plan-figures">
                     <Estimates plan=plan/>
                     <crate::pages::submit::SubmitPanel plan=plan/>
                     <Suggestions plan=plan/>
+                    <Explanations plan=plan/>
+                </div>
+                <div class="plan-more">
+                    <FormView/>
+                    <DsImport plan=plan/>
                     <Artifacts plan=plan/>
                 </div>
             </div>
@@ -147,7 +153,10 @@ fn Estimates(plan: Memo<Plan>) -> impl IntoView {
                             {format!(": {} / {} ({})", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes), i.t(Key::CardMemory))}
                         </p>
                         <p data-testid="plan-time-cost">
-                            {format!("{}: {} · {}: {}", i.t(Key::Time), jobspec::spec::format_duration(e.time.seconds), i.t(Key::Cost), yuan(e.cost.fen))}
+                            {format!("{}: {}", i.t(Key::Time), jobspec::spec::format_duration(e.time.seconds))}
+                            <ExplainLink figure="time"/>
+                            {format!(" · {}: {}", i.t(Key::Cost), yuan(e.cost.fen))}
+                            <ExplainLink figure="cost"/>
                         </p>
                     }.into_any()
                 }
