@@ -239,6 +239,11 @@ messages! {
     LossTableCaption => "Loss by step", "各步的损失";
     ElapsedSeconds => "Elapsed (s)", "已用时间（秒）";
     CancelJob => "Cancel job", "取消作业";
+    NotifyMe => "Notify me when this job ends", "作业结束时通知我";
+    NotifyTitle => "Job {name} has ended", "作业 {name} 已结束";
+    NotifyBlocked => "Notifications are blocked for this site in your browser's settings.", "浏览器设置中已禁止本站发送通知。";
+    NotifySent => "You were notified that the job ended.", "已通知你作业结束。";
+    NotifyFailed => "The browser did not show the notification.", "浏览器未能显示通知。";
     SaveExperiment => "Save as experiment", "保存为实验";
     ExperimentSaved => "Saved. Share this link:", "已保存，分享此链接：";
     OpenInPlayground => "Open in playground", "在试用页中打开";
