@@ -144,6 +144,7 @@ messages! {
     ImportButton => "Import", "导入";
     Imported => "Imported into the spec", "已导入到作业配置";
     InvalidSpec => "Fix the problems above to see estimates.", "修正上面的问题后即可看到估算。";
+    SummaryInvalid => "No estimates until the spec is valid", "配置有效后才有估算";
     FieldName => "Name", "名称";
     FieldCard => "Card", "卡型";
     FieldCardsPerNode => "Cards per node", "每节点卡数";

@@ -1,6 +1,7 @@
 //! The Plan page at a laptop's width and its explanations: at 1280 pixels the TOML editor gets
-//! the width (no template line is cut), and each figure opens its formula and assumptions — the
-//! text `onramp plan --explain` prints — in English and Chinese.
+//! the width (no template line is cut) with a summary of the figures in sight, and each figure
+//! opens its formula and assumptions — the text `onramp plan --explain` prints — in English and
+//! Chinese.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 mod app_support;
@@ -31,12 +32,14 @@ fn at_1280_pixels_the_editor_has_the_width_and_no_template_line_is_cut() {
             .execute(
                 "const t = document.querySelector('[data-testid=plan-toml]');
                  const e = document.querySelector('[data-testid=plan-estimates]');
-                 return [innerWidth, t.clientWidth, t.scrollWidth, e.getBoundingClientRect().width];",
+                 const s = document.querySelector('[data-testid=plan-summary]');
+                 return [innerWidth, t.clientWidth, t.scrollWidth, e.getBoundingClientRect().width,
+                         innerHeight, s.getBoundingClientRect().bottom];",
                 json!([]),
             )
             .unwrap();
-        let [window, client, scroll, figures] =
-            [0, 1, 2, 3].map(|k| m[k].as_f64().expect("a number"));
+        let [window, client, scroll, figures, height, summary] =
+            [0, 1, 2, 3, 4, 5].map(|k| m[k].as_f64().expect("a number"));
         assert!(
             (1200.0..=1280.0).contains(&window),
             "the page is {window} px wide"
@@ -52,6 +55,18 @@ fn at_1280_pixels_the_editor_has_the_width_and_no_template_line_is_cut() {
             t.id
         );
         assert!(figures >= 400.0, "{}: the figures get {figures} px", t.id);
+        // The full figures are below the editor; their summary stays in sight above it.
+        assert!(
+            summary <= height,
+            "{}: the summary ends at {summary} px of {height}",
+            t.id
+        );
+        let line = text_content(&browser, "[data-testid=plan-summary]");
+        assert!(
+            line.starts_with("Fits") && line.contains('¥') && line.contains("GiB"),
+            "{}: {line:?}",
+            t.id
+        );
     }
 }
 

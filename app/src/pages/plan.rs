@@ -72,7 +72,10 @@ fn Editor(plan: Memo<Plan>) -> impl IntoView {
         })
     };
     view! {
-        <label for="plan-toml"><h2>{move || i.t(Key::SpecEditor)}</h2></label>
+        <div class="editor-head">
+            <label for="plan-toml"><h2>{move || i.t(Key::SpecEditor)}</h2></label>
+            <Summary plan=plan/>
+        </div>
         <div class="editor">
             <pre class="gutter" aria-hidden="true" node_ref=gutter data-testid="plan-gutter">
                 {move || {
@@ -98,6 +101,29 @@ fn Editor(plan: Memo<Plan>) -> impl IntoView {
                 }
             ></textarea>
         </div>
+    }
+}
+
+/// Fits, memory, time and cost in one line above the editor, so that they stay in sight while
+/// typing on a window too short to show the full figures below it.
+#[component]
+fn Summary(plan: Memo<Plan>) -> impl IntoView {
+    let i = use_i18n();
+    view! {
+        <p class="plan-summary" data-testid="plan-summary">
+            {move || plan.with(|p| match &p.estimate {
+                None => view! { <span class="muted">{i.t(Key::SummaryInvalid)}</span> }.into_any(),
+                Some(e) => {
+                    let m = e.memory;
+                    let (fits_key, fits_class) = if m.fits { (Key::Fits, "fits yes") } else { (Key::DoesNotFit, "fits no") };
+                    view! {
+                        <span class=fits_class>{i.t(fits_key)}</span>
+                        {format!(" {} / {} · {} · {}", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes),
+                            jobspec::spec::format_duration(e.time.seconds), yuan(e.cost.fen))}
+                    }.into_any()
+                }
+            })}
+        </p>
     }
 }
 
