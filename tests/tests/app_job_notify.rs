@@ -1,11 +1,12 @@
-//! "Notify me when this job ends" on the job page: ticking the box (permission granted, as the
-//! browser's prompt would) makes the end of the watched job — here cancelled from another device —
-//! show a system notification with the job's name and how it ended.
+//! "Notify me when this job ends" on the job page: while the browser blocks notifications the box
+//! is disabled and the page says so; ticking it (permission granted, as the browser's prompt
+//! would) makes the end of the watched job — here cancelled from another device — show a system
+//! notification with the job's name and how it ended.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 mod app_support;
 
-use app_support::{WAIT, click, submit_auth};
+use app_support::{WAIT, click, submit_auth, text_content};
 use onramp_tests::api::unique_email;
 use onramp_tests::stack::{Stack, StackOptions};
 use onramp_tests::webdriver::Browser;
@@ -43,8 +44,16 @@ fn the_end_of_a_watched_job_is_notified() {
     browser
         .wait_for("[data-testid=balance]", WAIT)
         .expect("signed in");
-    browser.set_permission("notifications", "granted").unwrap();
+    // Notifications blocked in the browser: the box cannot be ticked, and the page says why.
+    browser.set_permission("notifications", "denied").unwrap();
+    browser.goto(&format!("{}/jobs/{id}", stack.url)).unwrap();
+    browser
+        .wait_for("[data-testid=job-notify][disabled]", WAIT)
+        .expect("no box to tick while notifications are blocked");
+    let status = text_content(&browser, "[data-testid=job-notify-status]");
+    assert!(status.contains("blocked"), "{status}");
 
+    browser.set_permission("notifications", "granted").unwrap();
     browser.goto(&format!("{}/jobs/{id}", stack.url)).unwrap();
     browser
         .wait_for("[data-testid=page-job][data-state=running]", WAIT)
