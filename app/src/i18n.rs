@@ -118,6 +118,16 @@ messages! {
     Buffers => "buffers", "缓冲区";
     CardMemory => "card memory", "卡显存";
     Fits => "Fits", "放得下";
+    HowComputed => "How these figures are computed", "这些数字是怎么算的";
+    HowIsThisComputed => "How is this computed?", "这是怎么算的？";
+    Formula => "Formula", "公式";
+    Assumptions => "Assumptions", "假设";
+    FigParameters => "Parameters", "参数量";
+    FigModelStates => "Model states (parameters, gradients, optimizer)", "模型状态（参数、梯度、优化器）";
+    FigActivations => "Activations", "激活值";
+    FigBuffers => "Buffers", "缓冲区";
+    FigTime => "Time", "时间";
+    FigCost => "Cost", "费用";
     DoesNotFit => "Does not fit", "放不下";
     AcrossCards => "Time and cost on every card", "各种卡上的时间与费用";
     Card => "Card", "卡";
@@ -134,6 +144,7 @@ messages! {
     ImportButton => "Import", "导入";
     Imported => "Imported into the spec", "已导入到作业配置";
     InvalidSpec => "Fix the problems above to see estimates.", "修正上面的问题后即可看到估算。";
+    SummaryInvalid => "No estimates until the spec is valid", "配置有效后才有估算";
     FieldName => "Name", "名称";
     FieldCard => "Card", "卡型";
     FieldCardsPerNode => "Cards per node", "每节点卡数";
@@ -229,6 +240,11 @@ messages! {
     LossTableCaption => "Loss by step", "各步的损失";
     ElapsedSeconds => "Elapsed (s)", "已用时间（秒）";
     CancelJob => "Cancel job", "取消作业";
+    NotifyMe => "Notify me when this job ends", "作业结束时通知我";
+    NotifyTitle => "Job {name} has ended", "作业 {name} 已结束";
+    NotifyBlocked => "Notifications are blocked for this site in your browser's settings.", "浏览器设置中已禁止本站发送通知。";
+    NotifySent => "You were notified that the job ended.", "已通知你作业结束。";
+    NotifyFailed => "The browser did not show the notification.", "浏览器未能显示通知。";
     SaveExperiment => "Save as experiment", "保存为实验";
     ExperimentSaved => "Saved. Share this link:", "已保存，分享此链接：";
     OpenInPlayground => "Open in playground", "在试用页中打开";
@@ -318,6 +334,17 @@ pub fn wait_text(seconds: u64, lang: Lang) -> String {
     }
 }
 
+/// The figures whose formula the Plan page explains, in the order of `jobspec`'s
+/// `Estimate::explain`, with their names on the page.
+pub const EXPLAINED_FIGURES: &[(&str, Key)] = &[
+    ("parameters", Key::FigParameters),
+    ("model_states", Key::FigModelStates),
+    ("activations", Key::FigActivations),
+    ("buffers", Key::FigBuffers),
+    ("time", Key::FigTime),
+    ("cost", Key::FigCost),
+];
+
 /// Formats integer fen as yuan with two decimals: `¥12.34`.
 pub fn yuan(fen: u64) -> String {
     format!("¥{}.{:02}", fen / 100, fen % 100)
@@ -384,6 +411,18 @@ mod tests {
             .replace("{wait}", &wait_text(2973, Lang::Zh));
         assert_eq!(zh, "请在 50 分钟后再试。");
         assert!(!Key::ErrRateLimited.text(Lang::En).contains("moment"));
+    }
+
+    #[test]
+    fn every_explained_figure_has_a_name_on_the_page() {
+        // The page lists EXPLAINED_FIGURES; a figure jobspec adds must get a name here.
+        for t in jobspec::templates() {
+            let plan = jobspec::plan_toml(t.toml);
+            let e = plan.estimate.expect("templates are valid");
+            let figures: Vec<&str> = e.explain.iter().map(|x| x.figure).collect();
+            let named: Vec<&str> = EXPLAINED_FIGURES.iter().map(|(f, _)| *f).collect();
+            assert_eq!(figures, named, "{}", t.id);
+        }
     }
 
     #[test]

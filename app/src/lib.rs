@@ -12,6 +12,8 @@ pub mod worker_proto;
 #[cfg(target_arch = "wasm32")]
 pub mod api;
 #[cfg(target_arch = "wasm32")]
+pub mod browser;
+#[cfg(target_arch = "wasm32")]
 pub mod inference;
 #[cfg(target_arch = "wasm32")]
 pub mod pages;

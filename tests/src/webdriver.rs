@@ -192,6 +192,35 @@ impl Browser {
         .map(|_| ())
     }
 
+    /// Resizes the browser window (WebDriver's Set Window Rect), e.g. to check a layout at a
+    /// given width.
+    pub fn set_window_size(&self, width: u32, height: u32) -> Result<(), String> {
+        post(
+            &self.url("/window/rect"),
+            &json!({"width": width, "height": height}),
+        )
+        .map(|_| ())
+    }
+
+    /// Sends a Chrome DevTools Protocol command through chromedriver (`goog/cdp/execute`).
+    pub fn cdp(&self, cmd: &str, params: Value) -> Result<Value, String> {
+        post(
+            &self.url("/goog/cdp/execute"),
+            &json!({"cmd": cmd, "params": params}),
+        )
+        .map(|v| v["value"].clone())
+    }
+
+    /// Makes the pages of this tab report `prefers-reduced-motion: reduce`, as a user's system
+    /// setting would (it lasts across navigations).
+    pub fn prefer_reduced_motion(&self) -> Result<(), String> {
+        self.cdp(
+            "Emulation.setEmulatedMedia",
+            json!({"features": [{"name": "prefers-reduced-motion", "value": "reduce"}]}),
+        )
+        .map(|_| ())
+    }
+
     /// Errors and warnings the page logged to its console (for failure messages).
     pub fn current_url(&self) -> Result<String, String> {
         let v = get(&self.url("/url"))?;

@@ -1,12 +1,45 @@
 //! The Try page end to end: stories260K runs in the browser's Web Worker and, at temperature 0
 //! with no prompt and 200 steps, streams exactly llama2.c's text; a second visit takes the model
-//! from the Cache API.
+//! from the Cache API. A first visit starts writing on its own (and the time from navigation to
+//! the first word is printed); after Stop, or when the user prefers reduced motion, it does not.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 mod app_support;
 
 use app_support::{WAIT, click, set_value, start, text_content};
 use onramp_tests::paths::shared_dir;
+use onramp_tests::webdriver::Browser;
+use serde_json::json;
+
+/// Watches every page this tab loads from its first script on: `window.seen.stopWhileWriting`
+/// once Stop was enabled and on screen while text was being written, `window.seen.lengths` the
+/// output's lengths seen while writing.
+const WATCH_WRITING: &str = "
+  window.seen = { stopWhileWriting: false, lengths: [] };
+  new MutationObserver(() => {
+    const page = document.querySelector('[data-testid=try][data-state=generating]');
+    const stop = document.querySelector('[data-testid=try-stop]');
+    const out = document.querySelector('[data-testid=try-output]');
+    if (!page || !stop || !out || out.textContent.length === 0) return;
+    if (!stop.disabled && stop.getClientRects().length > 0) window.seen.stopWhileWriting = true;
+    const n = out.textContent.length;
+    if (window.seen.lengths[window.seen.lengths.length - 1] !== n) window.seen.lengths.push(n);
+  }).observe(document, { subtree: true, childList: true, attributes: true, characterData: true });
+";
+
+/// Waits for the model and returns the page's `data-autostart`.
+fn autostart_when_ready(browser: &Browser) -> String {
+    let page = browser
+        .wait_for(
+            "[data-testid=try]:not([data-autostart=waiting]):not([data-state=starting]):not([data-state=downloading])",
+            WAIT,
+        )
+        .expect("the model loads");
+    browser
+        .attribute(&page, "data-autostart")
+        .unwrap()
+        .unwrap_or_default()
+}
 
 #[test]
 #[ignore = "needs the built stack: run through `cargo xtask test`"]
@@ -17,6 +50,8 @@ fn greedy_generation_matches_llama2c_and_the_model_is_cached() {
     let expected = expected.strip_suffix('\n').unwrap_or(&expected);
 
     let (stack, browser) = start("app-try", Some("en"));
+    // This test drives the generation itself.
+    browser.prefer_reduced_motion().unwrap();
     browser.goto(&format!("{}/", stack.url)).unwrap();
     browser
         .wait_for("[data-testid=try][data-state=ready]", WAIT)
@@ -76,6 +111,7 @@ fn greedy_generation_matches_llama2c_and_the_model_is_cached() {
 #[ignore = "needs the built stack: run through `cargo xtask test`"]
 fn stop_ends_a_generation_early() {
     let (stack, browser) = start("app-try-stop", Some("en"));
+    browser.prefer_reduced_motion().unwrap();
     browser.goto(&format!("{}/", stack.url)).unwrap();
     browser
         .wait_for("[data-testid=try][data-state=ready]", WAIT)
@@ -110,4 +146,80 @@ fn stop_ends_a_generation_early() {
     browser
         .wait_for("[data-testid=try][data-state=ready]", WAIT)
         .expect("ready for the next generation");
+}
+
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn a_first_visit_writes_on_its_own_but_not_after_stop_nor_with_reduced_motion() {
+    let (stack, browser) = start("app-try-autostart", Some("en"));
+    browser
+        .cdp(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": WATCH_WRITING }),
+        )
+        .unwrap();
+    browser.goto(&format!("{}/", stack.url)).unwrap();
+    // No click: the page writes as soon as the model is ready, with Stop at hand.
+    let first = browser
+        .wait_for("[data-testid=try-first-token-at][data-ms]", WAIT)
+        .expect("the page starts writing on its own");
+    let ms: f64 = browser
+        .attribute(&first, "data-ms")
+        .unwrap()
+        .and_then(|m| m.parse().ok())
+        .expect("milliseconds");
+    println!("navigation to first word on screen (fresh profile, model downloaded): {ms:.0} ms");
+    assert_eq!(
+        browser
+            .attribute(
+                &browser.find("[data-testid=try]").unwrap().unwrap(),
+                "data-autostart"
+            )
+            .unwrap()
+            .as_deref(),
+        Some("started")
+    );
+    browser
+        .wait_for("[data-testid=try-tokens][data-done=finished]", WAIT)
+        .expect("the generation runs to its end");
+    let seen = browser.execute("return window.seen;", json!([])).unwrap();
+    assert_eq!(seen["stopWhileWriting"], json!(true), "{seen}");
+    let lengths = seen["lengths"].as_array().map(Vec::len).unwrap_or(0);
+    assert!(lengths >= 2, "the text grows as it is written: {seen}");
+    assert!(!text_content(&browser, "[data-testid=try-output]").is_empty());
+
+    // The user starts a long generation and stops it: coming back, the page waits for them.
+    set_value(&browser, "[data-testid=try-max-tokens]", "4096");
+    browser
+        .execute(
+            "const q = s => document.querySelector(s);
+             let pressed = false;
+             new MutationObserver(() => {
+               if (!pressed) { pressed = true; q('[data-testid=try-stop]').click(); }
+             }).observe(q('[data-testid=try-output]'), { childList: true, characterData: true, subtree: true });
+             q('[data-testid=try-generate]').click();",
+            json!([]),
+        )
+        .unwrap();
+    browser
+        .wait_for("[data-testid=try-tokens][data-done=stopped]", WAIT)
+        .expect("stopped");
+    browser.goto(&format!("{}/", stack.url)).unwrap();
+    assert_eq!(autostart_when_ready(&browser), "stopped-before");
+    assert_eq!(text_content(&browser, "[data-testid=try-output]"), "");
+    assert!(
+        browser
+            .find("[data-testid=try-generate]:not([disabled])")
+            .unwrap()
+            .is_some(),
+        "the page waits for Generate"
+    );
+    drop(browser);
+
+    // A user who prefers reduced motion gets no autoplay on a first visit either.
+    let calm = Browser::start(Some("en")).expect("chromium starts");
+    calm.prefer_reduced_motion().unwrap();
+    calm.goto(&format!("{}/", stack.url)).unwrap();
+    assert_eq!(autostart_when_ready(&calm), "reduced-motion");
+    assert_eq!(text_content(&calm, "[data-testid=try-output]"), "");
 }

@@ -145,6 +145,7 @@ pub fn JobPage(id: String) -> impl IntoView {
             {move || { i.lang.track(); live.job.get().map(|j| view! { <JobFacts job=j/> }) }}
             <JobProgress job=live.job points=live.points/>
             <JobActions id=id.clone() live_job=live.job/>
+            <crate::pages::job_notify::NotifyToggle live_job=live.job/>
             <h2>{tr(i, Key::LossCurve)}</h2>
             <LossChart points=live.points/>
             <h2>{tr(i, Key::Logs)}</h2>

@@ -3,6 +3,7 @@
 //! diagnostics, estimates, card comparison, suggestions, launch files — is recomputed from it.
 
 use crate::i18n::{Key, bytes, yuan};
+use crate::pages::plan_explain::{ExplainLink, Explanations};
 use crate::pages::plan_parts::{Artifacts, CardTable, DsImport, FormView, MemoryBar};
 use crate::state::{use_i18n, use_shared};
 use jobspec::Plan;
@@ -31,17 +32,22 @@ pub fn PlanPage() -> impl IntoView {
                 </div>
                 <crate::share_ui::CopyLinkButton/>
             </div>
+            // The editor spans the page so that a spec's lines are not cut; the figures come
+            // right below it, beside the form view.
             <div class="plan-grid">
-                <div>
+                <div class="plan-editor">
                     <Editor plan=plan/>
                     <Diagnostics plan=plan/>
-                    <FormView/>
-                    <DsImport plan=plan/>
                 </div>
-                <div>
+                <div class="plan-figures">
                     <Estimates plan=plan/>
                     <crate::pages::submit::SubmitPanel plan=plan/>
                     <Suggestions plan=plan/>
+                    <Explanations plan=plan/>
+                </div>
+                <div class="plan-more">
+                    <FormView/>
+                    <DsImport plan=plan/>
                     <Artifacts plan=plan/>
                 </div>
             </div>
@@ -66,7 +72,10 @@ fn Editor(plan: Memo<Plan>) -> impl IntoView {
         })
     };
     view! {
-        <label for="plan-toml"><h2>{move || i.t(Key::SpecEditor)}</h2></label>
+        <div class="editor-head">
+            <label for="plan-toml"><h2>{move || i.t(Key::SpecEditor)}</h2></label>
+            <Summary plan=plan/>
+        </div>
         <div class="editor">
             <pre class="gutter" aria-hidden="true" node_ref=gutter data-testid="plan-gutter">
                 {move || {
@@ -92,6 +101,29 @@ fn Editor(plan: Memo<Plan>) -> impl IntoView {
                 }
             ></textarea>
         </div>
+    }
+}
+
+/// Fits, memory, time and cost in one line above the editor, so that they stay in sight while
+/// typing on a window too short to show the full figures below it.
+#[component]
+fn Summary(plan: Memo<Plan>) -> impl IntoView {
+    let i = use_i18n();
+    view! {
+        <p class="plan-summary" data-testid="plan-summary">
+            {move || plan.with(|p| match &p.estimate {
+                None => view! { <span class="muted">{i.t(Key::SummaryInvalid)}</span> }.into_any(),
+                Some(e) => {
+                    let m = e.memory;
+                    let (fits_key, fits_class) = if m.fits { (Key::Fits, "fits yes") } else { (Key::DoesNotFit, "fits no") };
+                    view! {
+                        <span class=fits_class>{i.t(fits_key)}</span>
+                        {format!(" {} / {} · {} · {}", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes),
+                            jobspec::spec::format_duration(e.time.seconds), yuan(e.cost.fen))}
+                    }.into_any()
+                }
+            })}
+        </p>
     }
 }
 
@@ -147,7 +179,10 @@ fn Estimates(plan: Memo<Plan>) -> impl IntoView {
                             {format!(": {} / {} ({})", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes), i.t(Key::CardMemory))}
                         </p>
                         <p data-testid="plan-time-cost">
-                            {format!("{}: {} · {}: {}", i.t(Key::Time), jobspec::spec::format_duration(e.time.seconds), i.t(Key::Cost), yuan(e.cost.fen))}
+                            {format!("{}: {}", i.t(Key::Time), jobspec::spec::format_duration(e.time.seconds))}
+                            <ExplainLink figure="time"/>
+                            {format!(" · {}: {}", i.t(Key::Cost), yuan(e.cost.fen))}
+                            <ExplainLink figure="cost"/>
                         </p>
                     }.into_any()
                 }

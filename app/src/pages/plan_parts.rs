@@ -25,24 +25,38 @@ fn patch_spec(spec: RwSignal<String>, ops: &[PatchOp]) -> bool {
 pub fn MemoryBar(memory: MemoryEstimate) -> impl IntoView {
     let i = use_i18n();
     let g = memory.per_gpu;
+    // The last field: the figure whose explanation the legend entry links to.
     let parts = [
-        ("params", Key::Params, g.params_bytes),
-        ("grads", Key::Grads, g.grads_bytes),
-        ("optimizer", Key::Optimizer, g.optimizer_bytes),
-        ("activations", Key::Activations, g.activations_bytes),
-        ("buffers", Key::Buffers, g.buffers_bytes),
+        ("params", Key::Params, g.params_bytes, "model_states"),
+        ("grads", Key::Grads, g.grads_bytes, "model_states"),
+        (
+            "optimizer",
+            Key::Optimizer,
+            g.optimizer_bytes,
+            "model_states",
+        ),
+        (
+            "activations",
+            Key::Activations,
+            g.activations_bytes,
+            "activations",
+        ),
+        ("buffers", Key::Buffers, g.buffers_bytes, "buffers"),
     ];
     let scale = g.total_bytes.max(memory.card_bytes).max(1) as f64;
     let pct = |b: u64| format!("{:.2}%", b as f64 * 100.0 / scale);
     view! {
         <div class="bar" role="img" data-testid="plan-memory-bar"
             aria-label=move || format!("{}: {} / {}", i.t(Key::MemoryPerGpu), bytes(g.total_bytes), bytes(memory.card_bytes))>
-            {parts.iter().map(|(class, _, b)| view! { <span class=*class style:width=pct(*b)></span> }).collect_view()}
+            {parts.iter().map(|(class, _, b, _)| view! { <span class=*class style:width=pct(*b)></span> }).collect_view()}
             <span class="limit" style:left=pct(memory.card_bytes)></span>
         </div>
         <ul class="legend">
-            {parts.into_iter().map(|(class, key, b)| view! {
-                <li><i class=format!("bar-key {class}")></i>{move || format!("{} {}", i.t(key), bytes(b))}</li>
+            {parts.into_iter().map(|(class, key, b, figure)| view! {
+                <li>
+                    <i class=format!("bar-key {class}")></i>{move || format!("{} {}", i.t(key), bytes(b))}
+                    <crate::pages::plan_explain::ExplainLink figure=figure/>
+                </li>
             }).collect_view()}
         </ul>
     }

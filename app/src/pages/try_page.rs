@@ -1,5 +1,7 @@
 //! `/`: the playground. A tiny model runs in a Web Worker; tokens stream into the page with time
-//! to first token and tokens per second, and a Stop button ends the generation.
+//! to first token and tokens per second, and a Stop button ends the generation. On a first visit
+//! the page starts writing on its own as soon as the model is ready — not when the user prefers
+//! reduced motion, nor when they come back to a page whose writing they stopped.
 
 use crate::i18n::Key;
 use crate::state::{use_i18n, use_shared};
@@ -33,6 +35,49 @@ async fn fetch_checkpoints() -> Vec<ModelSource> {
             Vec::new()
         }
         None => Vec::new(),
+    }
+}
+
+/// Set in localStorage when the user presses Stop: the page no longer starts on its own.
+const STOPPED_KEY: &str = "onramp-try-stopped";
+
+/// Whether the page started writing on its own, and if not why (the section's `data-autostart`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Autostart {
+    /// The model is not ready yet.
+    Waiting,
+    Started,
+    ReducedMotion,
+    StoppedBefore,
+    /// Something was generated already (the user is back from another page of the app).
+    AlreadyRan,
+}
+
+impl Autostart {
+    fn as_str(self) -> &'static str {
+        match self {
+            Autostart::Waiting => "waiting",
+            Autostart::Started => "started",
+            Autostart::ReducedMotion => "reduced-motion",
+            Autostart::StoppedBefore => "stopped-before",
+            Autostart::AlreadyRan => "already-ran",
+        }
+    }
+
+    /// What to do once the model is ready.
+    fn decide(mw: crate::worker_client::ModelWorker) -> Autostart {
+        let stopped_before = crate::browser::local_storage()
+            .and_then(|s| s.get_item(STOPPED_KEY).ok().flatten())
+            .is_some();
+        if mw.metrics.get_untracked() != crate::worker_client::Metrics::default() {
+            Autostart::AlreadyRan
+        } else if stopped_before {
+            Autostart::StoppedBefore
+        } else if crate::browser::prefers_reduced_motion() {
+            Autostart::ReducedMotion
+        } else {
+            Autostart::Started
+        }
     }
 }
 
@@ -102,6 +147,25 @@ pub fn TryPage() -> impl IntoView {
     };
     let generating = move || mw.phase.get() == Phase::Generating;
     let can_generate = move || mw.loaded.get().is_some() && !generating();
+    // Decided once, when the model is first ready on this page.
+    let autostart = RwSignal::new(Autostart::Waiting);
+    Effect::new(move |_| {
+        let ready = mw.phase.get() == Phase::Ready && mw.loaded.with(Option::is_some);
+        if ready && autostart.get_untracked() == Autostart::Waiting {
+            let decision = Autostart::decide(mw);
+            autostart.set(decision);
+            if decision == Autostart::Started {
+                generate();
+            }
+        }
+    });
+    let stop = move || {
+        // Only a preference: without storage the next visit starts on its own again.
+        if let Some(s) = crate::browser::local_storage() {
+            let _ = s.set_item(STOPPED_KEY, "1");
+        }
+        mw.stop();
+    };
 
     let number = move |key: Key,
                        id: &'static str,
@@ -133,7 +197,8 @@ pub fn TryPage() -> impl IntoView {
     };
 
     view! {
-        <section class="page try" data-testid="try" data-state=move || mw.phase.get().as_str()>
+        <section class="page try" data-testid="try" data-state=move || mw.phase.get().as_str()
+            data-autostart=move || autostart.get().as_str()>
             <h1>{move || i.t(Key::TryTitle)}</h1>
             <p class="muted">{move || i.t(Key::TryIntro)}</p>
             <div class="controls">
@@ -197,7 +262,7 @@ pub fn TryPage() -> impl IntoView {
                     type="button"
                     data-testid="try-stop"
                     prop:disabled=move || !generating()
-                    on:click=move |_| mw.stop()
+                    on:click=move |_| stop()
                 >
                     {move || i.t(Key::Stop)}
                 </button>
