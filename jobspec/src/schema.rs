@@ -3,10 +3,90 @@
 
 use crate::spec::JobSpec;
 
+/// The keys the spec reader requires, per table (`""` is the top level; the names are the
+/// schema's `$defs`). The types are those of the spec after defaults are filled in, so schemars
+/// marks every field required; a key with a default may be left out of a spec, so the schema
+/// says what the reader says instead (`tests/schema_valid.rs` checks it with a validator).
+const READER_REQUIRED: &[(&str, &[&str])] = &[
+    ("", &["name", "task", "model", "data", "resources"]),
+    ("DataSpec", &["dataset", "seq_len"]),
+    ("ResourcesSpec", &["card"]),
+    (
+        "CustomModel",
+        &["layers", "hidden", "heads", "kv_heads", "ffn", "vocab"],
+    ),
+    ("TrainSpec", &[]),
+    ("ParallelSpec", &[]),
+    ("EstimateSpec", &[]),
+    ("CheckpointSpec", &[]),
+    ("OutputSpec", &[]),
+];
+
+/// The ranges the reader holds numbers to (`parse/sections.rs`), per table and key.
+const READER_RANGES: &[(&str, &str, f64, f64)] = &[
+    ("DataSpec", "tokens", 1.0, 1e15),
+    ("DataSpec", "seq_len", 1.0, crate::parse::MAX_SEQ_LEN as f64),
+    ("TrainSpec", "epochs", 1e-6, 1e6),
+    ("TrainSpec", "steps", 1.0, 1e12),
+    ("TrainSpec", "micro_batch", 1.0, 65_536.0),
+    ("TrainSpec", "grad_accum", 1.0, 65_536.0),
+    ("TrainSpec", "lr", 0.0, 10.0),
+    ("TrainSpec", "warmup", 0.0, 1e12),
+    ("TrainSpec", "lora_rank", 1.0, 4096.0),
+    ("TrainSpec", "lora_alpha", 1.0, 65_536.0),
+    ("ParallelSpec", "tp", 1.0, 1024.0),
+    ("ParallelSpec", "pp", 1.0, 1024.0),
+    ("ParallelSpec", "sp", 1.0, 1024.0),
+    ("ResourcesSpec", "cards_per_node", 1.0, 64.0),
+    ("ResourcesSpec", "nodes", 1.0, 4096.0),
+    ("CheckpointSpec", "keep", 1.0, 1000.0),
+    ("CheckpointSpec", "every_steps", 1.0, 1e9),
+    ("CheckpointSpec", "every_minutes", 0.0, 10_080.0),
+    ("EstimateSpec", "mfu", 0.01, 1.0),
+    ("CustomModel", "layers", 1.0, 1024.0),
+    ("CustomModel", "hidden", 1.0, 131_072.0),
+    ("CustomModel", "heads", 1.0, 1024.0),
+    ("CustomModel", "kv_heads", 1.0, 1024.0),
+    ("CustomModel", "ffn", 1.0, 1_048_576.0),
+    ("CustomModel", "vocab", 1.0, 16_777_216.0),
+];
+
 /// The JSON Schema (draft 2020-12) of a job spec.
 pub fn json_schema() -> serde_json::Value {
     let schema = schemars::schema_for!(JobSpec);
-    serde_json::to_value(&schema).unwrap_or(serde_json::Value::Null)
+    let mut value = serde_json::to_value(&schema).unwrap_or(serde_json::Value::Null);
+    for (def, keys) in READER_REQUIRED {
+        let node = if def.is_empty() {
+            Some(&mut value)
+        } else {
+            value.pointer_mut(&format!("/$defs/{def}"))
+        };
+        let Some(obj) = node.and_then(|n| n.as_object_mut()) else {
+            continue;
+        };
+        if keys.is_empty() {
+            obj.remove("required");
+        } else {
+            obj.insert("required".into(), serde_json::json!(keys));
+        }
+    }
+    for (def, key, min, max) in READER_RANGES {
+        if let Some(prop) = value
+            .pointer_mut(&format!("/$defs/{def}/properties/{key}"))
+            .and_then(|p| p.as_object_mut())
+        {
+            let number = |x: f64| {
+                if x.fract() == 0.0 && x.abs() < 9e15 {
+                    serde_json::json!(x as i64)
+                } else {
+                    serde_json::json!(x)
+                }
+            };
+            prop.insert("minimum".into(), number(*min));
+            prop.insert("maximum".into(), number(*max));
+        }
+    }
+    value
 }
 
 /// The schema as pretty JSON text.
@@ -36,6 +116,33 @@ mod tests {
         let mut v: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
         v.sort();
         v
+    }
+
+    /// Every table the schema marks required keys in is one the reader's list speaks for, so a
+    /// new table cannot bring schemars' "everything is required" back.
+    #[test]
+    fn required_keys_are_the_readers() {
+        let s = json_schema();
+        let named: Vec<&str> = READER_REQUIRED.iter().map(|(d, _)| *d).collect();
+        for (def, node) in s["$defs"].as_object().into_iter().flatten() {
+            if node["type"] == "object" && node.get("required").is_some() {
+                assert!(
+                    named.contains(&def.as_str()),
+                    "{def} has required keys of its own"
+                );
+            }
+        }
+        assert_eq!(s["$defs"]["TrainSpec"].get("required"), None);
+        for (def, key, _, _) in READER_RANGES {
+            assert!(
+                s["$defs"][def]["properties"][key]["minimum"].is_number(),
+                "{def}.{key} is not in the schema"
+            );
+        }
+        assert_eq!(
+            s["$defs"]["ResourcesSpec"]["required"],
+            serde_json::json!(["card"])
+        );
     }
 
     /// The reader's key lists and the serde types (hence the schema) never drift apart.
