@@ -184,3 +184,16 @@ fn the_page_renders_the_health_of_the_stack() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn the_spec_schema_is_served_at_a_stable_url() {
+    let stack = Stack::start(StackOptions {
+        with_runner: false,
+        ..StackOptions::for_test("schema")
+    })
+    .expect("stack starts");
+    let (status, schema) = get_json(&format!("{}/schema/jobspec.schema.json", stack.url));
+    assert_eq!(status, 200);
+    assert_eq!(schema, jobspec::schema::json_schema());
+}

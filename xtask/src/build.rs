@@ -19,10 +19,19 @@ pub fn served(tools: &Tools) -> Result<(), String> {
     edge(tools)
 }
 
-/// `public/` and the verified reference models into `dist/`.
+/// `public/`, the verified reference models and the job spec's JSON Schema (served at the stable
+/// `/schema/jobspec.schema.json`, for editors) into `dist/`.
 pub fn assets() -> Result<(), String> {
     let dist = dist_dir();
     crate::models::copy_verified(&shared_dir().join("models"), &dist.join("models"))?;
+    let schema_dir = dist.join("schema");
+    std::fs::create_dir_all(&schema_dir)
+        .map_err(|e| format!("cannot create {}: {e}", schema_dir.display()))?;
+    std::fs::write(
+        schema_dir.join("jobspec.schema.json"),
+        jobspec::schema::json_schema_text(),
+    )
+    .map_err(|e| format!("cannot write the spec's schema: {e}"))?;
     copy_dir(&repo_root().join("public"), &dist)
 }
 
