@@ -34,6 +34,15 @@ pub struct JobSpec {
     pub output: OutputSpec,
 }
 
+impl JobSpec {
+    /// The spec as canonical TOML, every key written (comments are not kept; a patch that keeps
+    /// the user's text is `estimate::suggest::apply_patch_toml`). Reading it back gives the same
+    /// spec.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Task {

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use expect_test::expect;
-use jobspec::estimate::suggest::{apply_patch_toml, to_toml};
+use jobspec::estimate::suggest::apply_patch_toml;
 use jobspec::estimate::{PatchOp, apply_patch};
 use jobspec::{plan_toml, validate_toml};
 use serde_json::json;
@@ -83,7 +83,7 @@ fn patch_spec_and_canonical_toml_round_trip() {
         let (Some(v), _) = validate_toml(t.toml) else {
             panic!("{}", t.id)
         };
-        let text = to_toml(v.spec());
+        let text = v.spec().to_toml();
         let (again, diags) = validate_toml(&text);
         assert_eq!(
             again.as_ref().map(|a| a.spec()),

@@ -202,7 +202,7 @@ fn Suggestions(plan: Memo<Plan>) -> impl IntoView {
             // The text could not be patched in place: rebuild it from the patched spec.
             let (parsed, _) = jobspec::parse_text(&src, jobspec::Format::Toml);
             let patched = jobspec::estimate::apply_patch(&parsed?, &ops).ok()?;
-            Some(jobspec::estimate::suggest::to_toml(&patched))
+            Some(patched.to_toml())
         });
         if let Some(t) = patched {
             spec.set(t);

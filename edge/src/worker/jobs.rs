@@ -142,7 +142,7 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
     };
     let spec_toml = match spec {
         SpecText::Toml(t) => t,
-        SpecText::Json(_) => jobspec::estimate::suggest::to_toml(valid.spec()),
+        SpecText::Json(_) => valid.spec().to_toml(),
     };
     let backends = backend_io::configured(env)?;
     // Where the job reports: read before anything is held, so a misconfigured edge moves no money.

@@ -489,9 +489,9 @@ fn first_header(src: &str) -> Option<usize> {
     None
 }
 
-/// Writes a spec as canonical TOML (comments are not kept; see `apply_patch_toml`).
+/// Writes a spec as canonical TOML: [`JobSpec::to_toml`], kept here for older callers.
 pub fn to_toml(spec: &JobSpec) -> String {
-    toml::to_string(spec).unwrap_or_default()
+    spec.to_toml()
 }
 
 /// Catalogue cards in the order suggestions consider them (kept public for the app's picker).
