@@ -133,11 +133,17 @@ pub trait Backend {
     fn health(&self) -> HttpCall;
 }
 
-/// The adapter for a configured backend.
-pub fn adapter(config: &BackendConfig) -> Result<Box<dyn Backend>, crate::error::ApiError> {
+/// The adapter for a configured backend, for calls made at `now_ms` (Slurm's minted tokens
+/// start then).
+pub fn adapter(
+    config: &BackendConfig,
+    now_ms: i64,
+) -> Result<Box<dyn Backend>, crate::error::ApiError> {
     match config.kind {
         BackendKind::Runner => Ok(Box::new(crate::runner_adapter::RunnerBackend::new(config))),
-        BackendKind::Slurm => Ok(Box::new(crate::slurm::SlurmBackend::new(config))),
+        BackendKind::Slurm => crate::slurm::SlurmBackend::new(config, now_ms)
+            .map(|b| Box::new(b) as Box<dyn Backend>)
+            .map_err(crate::error::ApiError::internal),
     }
 }
 

@@ -18,9 +18,21 @@ pub struct BackendConfig {
     pub kind: BackendKind,
     /// Base URL, without a trailing slash.
     pub url: String,
-    /// Shared secret sent to the backend; never shown to clients.
+    /// Shared secret sent to the backend; never shown to clients. Slurm: `"<user>:<JWT>"`, a
+    /// token made on the cluster (or use `jwt_key`).
     #[serde(default)]
     pub secret: String,
+    /// Slurm: the cluster's auth/jwt HS256 key, base64 (`base64 -w0 jwt_hs256.key`), instead of
+    /// `secret`: the edge mints a short-lived token for every call.
+    #[serde(default)]
+    pub jwt_key: Option<String>,
+    /// Slurm: the user the jobs run as (the tokens' `sun`); `onramp` when absent.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// Slurm: the slurmrestd data parser (`v0.0.40` to `v0.0.43`); when absent the edge asks
+    /// slurmrestd's `/openapi/v3` and takes the newest it serves.
+    #[serde(default)]
+    pub api_version: Option<String>,
     /// Card type → how many cards of it the backend has.
     #[serde(default)]
     pub cards: BTreeMap<String, u32>,
@@ -70,11 +82,47 @@ pub fn parse(text: Option<&str>) -> Result<Vec<BackendConfig>, String> {
             ));
         }
         check_text_fields(b)?;
+        check_kind_fields(b)?;
         while b.url.ends_with('/') {
             b.url.pop();
         }
     }
     Ok(list)
+}
+
+/// The Slurm-only fields belong to Slurm backends, and hold what Slurm accepts.
+fn check_kind_fields(b: &BackendConfig) -> Result<(), String> {
+    if b.kind != BackendKind::Slurm {
+        let slurm_only = [
+            ("jwt_key", b.jwt_key.is_some()),
+            ("user", b.user.is_some()),
+            ("api_version", b.api_version.is_some()),
+        ];
+        if let Some((field, _)) = slurm_only.iter().find(|(_, set)| *set) {
+            return Err(format!(
+                "BACKENDS: backend {:?} is not a Slurm backend but has {field}",
+                b.name
+            ));
+        }
+        return Ok(());
+    }
+    if let Some(u) = b.user.as_ref().filter(|u| {
+        u.is_empty()
+            || u.len() > 64
+            || !u
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    }) {
+        return Err(format!(
+            "BACKENDS: backend {:?} has user {u:?}; a Slurm user name is letters, digits and . _ -",
+            b.name
+        ));
+    }
+    if let Some(v) = &b.api_version {
+        crate::slurm::ApiVersion::parse(v)
+            .map_err(|e| format!("BACKENDS: backend {:?} has api_version: {e}", b.name))?;
+    }
+    crate::slurm::Credentials::from_config(b).map(|_| ())
 }
 
 /// Holds what the backend's configuration passes into a job (its environment, partition and
@@ -158,6 +206,48 @@ mod tests {
             (Some("/shared/onramp"), Some("gpu"), Some(2))
         );
         assert_eq!(b.env["ONRAMP_SHARED"], "/shared/data");
+    }
+
+    #[test]
+    fn slurm_may_hold_its_key_and_name_its_data_parser() {
+        let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+        let with = |extra: &str| {
+            parse(Some(&format!(
+                r#"[{{"name":"hpc","kind":"slurm","url":"http://h:6820",{extra}}}]"#
+            )))
+        };
+        let b = &with(&format!(
+            r#""jwt_key":"{key}","user":"onramp","api_version":"v0.0.43""#
+        ))
+        .unwrap()[0];
+        assert_eq!(
+            (b.user.as_deref(), b.api_version.as_deref()),
+            (Some("onramp"), Some("v0.0.43"))
+        );
+        for (bad, field) in [
+            (
+                format!(r#""jwt_key":"{key}","secret":"u:t""#),
+                "both secret and jwt_key",
+            ),
+            (r#""jwt_key":"c2hvcnQ=""#.to_string(), "jwt_key is 5 bytes"),
+            (r#""jwt_key":"%%%""#.to_string(), "not base64"),
+            (format!(r#""jwt_key":"{key}","user":"a b""#), "user"),
+            (
+                format!(r#""jwt_key":"{key}","api_version":"v0.0.39""#),
+                "api_version",
+            ),
+        ] {
+            let e = with(&bad).unwrap_err();
+            assert!(e.contains("hpc") && e.contains(field), "{bad}: {e}");
+        }
+        let e = parse(Some(
+            r#"[{"name":"local","kind":"runner","url":"http://x","api_version":"v0.0.40"}]"#,
+        ))
+        .unwrap_err();
+        assert!(
+            e.contains("not a Slurm backend") && e.contains("api_version"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -69,6 +69,13 @@ fn email_link_key(state_dir: &Path) -> Result<String, String> {
     Ok(key)
 }
 
+/// An empty dotenv file in `state_dir`.
+fn empty_env_file(state_dir: &Path) -> Result<PathBuf, String> {
+    let path = state_dir.join("empty.env");
+    std::fs::write(&path, "").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
 /// A running stack; dropping it stops every process it started and, for tests, removes its state.
 pub struct Stack {
     pub url: String,
@@ -157,6 +164,10 @@ impl Stack {
         .args(["--inspector-port", &free_port()?.to_string()])
         // `GET /__scheduled?cron=…` fires the cron trigger (the reconcile sweep) on demand.
         .arg("--test-scheduled")
+        // Everything comes from here and wrangler.toml: an empty env file instead of a
+        // developer's edge/.dev.vars or .env, which wrangler dev would read otherwise.
+        .arg("--env-file")
+        .arg(empty_env_file(&opts.state_dir)?)
         .args([
             "--var",
             &format!("BACKENDS:{}", serde_json::Value::Array(backends)),

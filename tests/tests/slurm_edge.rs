@@ -157,6 +157,8 @@ fn slurm_jobs_through_the_edge() {
     let backend = json!({
         "name": "hpc", "kind": "slurm", "url": slurm.url,
         "secret": format!("{}:{}", slurm.user, slurm.token),
+        // The oldest data parser, named (slurm_jwt.rs lets the edge pick the newest served).
+        "api_version": "v0.0.40",
         // The deployment declares four GPUs; the node has two (a node is down, say), so Slurm
         // itself refuses what cannot fit.
         "cards": {"cpu": 1, "rtx-4090": 4},

@@ -2,18 +2,18 @@
 //! into `dist/`, the worker with worker-build into `edge/build/`, and the native runner.
 
 use crate::cmd::{self, cargo, dist_dir, repo_root, shared_dir, target_dir};
-use crate::setup::Tools;
+use crate::setup::BuildTools;
 use std::path::Path;
 use std::process::Command;
 
 /// Everything the tests drive: what is served, and the runner and CLI (debug builds).
-pub fn all(tools: &Tools) -> Result<(), String> {
+pub fn all(tools: &BuildTools) -> Result<(), String> {
     served(tools)?;
     runner()
 }
 
 /// What the edge serves: the assets, the app and the worker.
-pub fn served(tools: &Tools) -> Result<(), String> {
+pub fn served(tools: &BuildTools) -> Result<(), String> {
     assets()?;
     app(tools)?;
     edge(tools)
@@ -41,7 +41,7 @@ pub fn assets() -> Result<(), String> {
 /// with `importScripts`) — without the name section. Then npm binaryen's `wasm-opt -Oz` shrinks
 /// both (each result kept only when it is smaller); `ONRAMP_WASM_OPT=0` skips that step for
 /// quicker local rebuilds.
-pub fn app(tools: &Tools) -> Result<(), String> {
+pub fn app(tools: &BuildTools) -> Result<(), String> {
     cmd::run(
         "cargo build app + worker (wasm32, wasm-release profile)",
         cargo().args([
@@ -78,7 +78,7 @@ pub fn app(tools: &Tools) -> Result<(), String> {
 }
 
 /// `wasm-opt -Oz` on a bindgen output, replacing it only when the result is smaller.
-fn wasm_opt(tools: &Tools, wasm: &Path) -> Result<(), String> {
+fn wasm_opt(tools: &BuildTools, wasm: &Path) -> Result<(), String> {
     let out = wasm.with_extension("opt.wasm");
     cmd::run(
         &format!("wasm-opt -Oz {}", wasm.display()),
@@ -106,7 +106,7 @@ fn wasm_opt(tools: &Tools, wasm: &Path) -> Result<(), String> {
 }
 
 /// Runs wasm-bindgen unless its output is newer than the input; true when it ran.
-fn bindgen(tools: &Tools, wasm: &Path, target: &str, out_name: &str) -> Result<bool, String> {
+fn bindgen(tools: &BuildTools, wasm: &Path, target: &str, out_name: &str) -> Result<bool, String> {
     let out_dir = dist_dir().join("pkg");
     let out_wasm = out_dir.join(format!("{out_name}_bg.wasm"));
     if is_newer(&out_wasm, wasm) {
@@ -134,7 +134,7 @@ fn bindgen(tools: &Tools, wasm: &Path, target: &str, out_name: &str) -> Result<b
 
 /// The worker, built by worker-build with our pinned wasm-bindgen and wrangler's esbuild so that
 /// nothing is downloaded.
-pub fn edge(tools: &Tools) -> Result<(), String> {
+pub fn edge(tools: &BuildTools) -> Result<(), String> {
     cmd::run(
         "worker-build edge (wasm32, release)",
         Command::new(&tools.worker_build)

@@ -4,6 +4,8 @@
 //!   the Node tools, the trainer's Python environment), machine-wide and keyed by version so that every clone reuses them;
 //! - `dev`: setup, build, and serve the whole local stack on one URL until Ctrl-C;
 //! - `test`: setup, build, and run every test (host, wasm in headless Chromium, the stack);
+//! - `deploy`: build and deploy the edge to Cloudflare (`--dry-run`: every check that needs no
+//!   account, as `test` runs it);
 //! - `bench`: benchmarks, printed as ratios against a reference measured in the same run.
 
 mod bench;
@@ -11,6 +13,7 @@ mod bench_app;
 mod bench_train;
 mod build;
 mod cmd;
+mod deploy;
 mod dev;
 mod gpu_check;
 mod models;
@@ -29,6 +32,7 @@ fn main() {
         "setup" => setup::run().map(|_| ()),
         "dev" => dev::run(rest),
         "test" => test::run(rest),
+        "deploy" => deploy::run(rest),
         "bench" => bench::run(rest),
         "gpu-check" => gpu_check::run(rest),
         "build" => setup::run().and_then(|tools| build::all(&tools)),
@@ -55,4 +59,7 @@ commands:
   gpu-check [--card <id>] [--steps N]
           on a machine with an NVIDIA GPU: train a 0.5 B model (full with ZeRO-2, and LoRA) and
           print measured peak memory and tokens/s next to jobspec's estimates, as ratios
-  build   build the app, the worker and the runner without starting anything";
+  build   build the app, the worker and the runner without starting anything
+  deploy  build, apply the D1 migrations and deploy the edge as edge/wrangler.toml's
+          [env.production] (ONRAMP_D1_ID, ONRAMP_KV_ID, ONRAMP_PUBLIC_URL, ONRAMP_MAIL_HTTP_URL;
+          see docs/operator.md); --dry-run checks the config and the bundle with no account";

@@ -7,37 +7,59 @@ use crate::cmd::{self, locked_version, repo_root, tools_dir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Where the installed tools are, for the build and the tests.
+/// The tools that build what the edge serves (`cargo xtask build`, `deploy`).
 #[derive(Debug, Clone)]
-pub struct Tools {
+pub struct BuildTools {
     /// Folder with `wasm-bindgen` and `wasm-bindgen-test-runner` matching Cargo.lock.
     pub wasm_bindgen_bin: PathBuf,
     pub worker_build: PathBuf,
     pub esbuild: PathBuf,
     pub wasm_opt: PathBuf,
+}
+
+/// Where the installed tools are, for the build and the tests.
+#[derive(Debug, Clone)]
+pub struct Tools {
+    pub build: BuildTools,
     pub chromedriver: PathBuf,
     /// The trainer's Python environment (PyTorch, Transformers, PEFT, DeepSpeed).
     pub trainer: crate::trainer_env::TrainerEnv,
 }
 
+impl std::ops::Deref for Tools {
+    type Target = BuildTools;
+    fn deref(&self) -> &BuildTools {
+        &self.build
+    }
+}
+
+/// Everything: the build tools, Chromium, the Slurm chroot and the trainer's environment.
 pub fn run() -> Result<Tools, String> {
-    wasm_target()?;
     chromium()?;
+    let build = build_tools()?;
+    crate::slurm::ensure()?;
+    let trainer = crate::trainer_env::ensure()?;
+    Ok(Tools {
+        build,
+        chromedriver: PathBuf::from("/usr/bin/chromedriver"),
+        trainer,
+    })
+}
+
+/// Only what building the app and the worker needs (a deploy installs no test tools).
+pub fn build_tools() -> Result<BuildTools, String> {
+    wasm_target()?;
     let wb_version = locked_version("wasm-bindgen")?;
     let wasm_bindgen_bin = cargo_tool("wasm-bindgen-cli", &wb_version, "wasm-bindgen")?;
     let worker_version = locked_version("worker")?;
     let worker_build = cargo_tool("worker-build", &worker_version, "worker-build")?;
     node_tools()?;
-    crate::slurm::ensure()?;
-    let trainer = crate::trainer_env::ensure()?;
     let root = repo_root();
-    Ok(Tools {
+    Ok(BuildTools {
         wasm_bindgen_bin,
         worker_build: worker_build.join("worker-build"),
         esbuild: root.join("node_modules/esbuild/bin/esbuild"),
         wasm_opt: root.join("node_modules/binaryen/bin/wasm-opt"),
-        chromedriver: PathBuf::from("/usr/bin/chromedriver"),
-        trainer,
     })
 }
 

@@ -1,6 +1,6 @@
-//! `cargo xtask test`: set up, build, and run every test: host unit tests of every crate, wasm
-//! tests in headless Chromium, and the stack tests (the edge under `wrangler dev`, the runner and
-//! the browser journeys).
+//! `cargo xtask test`: set up, build, and run every test: the deploy dry run on that build, host
+//! unit tests of every crate, wasm tests in headless Chromium, and the stack tests (the edge under
+//! `wrangler dev`, the runner and the browser journeys).
 
 use crate::cmd::{cargo, path_with, repo_root};
 use std::io::{BufRead, BufReader};
@@ -40,6 +40,21 @@ impl Tally {
             started.elapsed().as_secs_f64()
         );
         Ok(())
+    }
+
+    /// Counts a step that is one check of its own (not a test harness) as one test.
+    fn step(&mut self, what: &str, result: Result<(), String>) -> Result<(), String> {
+        match result {
+            Ok(()) => {
+                self.passed += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.failed += 1;
+                self.print();
+                Err(format!("{what}: {e}"))
+            }
+        }
     }
 
     /// Reads `test result: ok. 3 passed; 0 failed; 1 ignored; ...` (libtest and
@@ -117,6 +132,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     crate::build::all(&tools)?;
 
     let mut tally = Tally::default();
+    // A configuration that cannot deploy fails here, on the build the tests below use.
+    tally.step(
+        "cargo xtask deploy --dry-run",
+        crate::deploy::dry_run_built(),
+    )?;
     tally.run(
         "host tests (cargo test --workspace)",
         cargo().args(["test", "--workspace"]),

@@ -7,12 +7,15 @@
 //! Configuration (`BACKENDS`): `{"kind": "slurm", "url": "http://slurmrestd:6820",
 //! "secret": "<user>:<JWT>", "work_dir": "/shared/onramp", "partition": "gpu",
 //! "cpus_per_task": 8, "env": {"ONRAMP_SHARED": "/shared/onramp-data"}}`; the user defaults to
-//! `onramp` when the secret is a bare JWT, and every field after `secret` is optional.
+//! `onramp` when the secret is a bare JWT, and every field after `secret` is optional. Instead
+//! of `secret`, `"jwt_key": "<base64 of the cluster's HS256 key>"` (with `"user"`) has the edge
+//! mint a token per call; `"api_version": "v0.0.42"` names the data parser (else the worker
+//! learns it from `/openapi/v3` and passes it in).
 
 use super::request::{SubmitOptions, log_path, submit_body};
 use super::script::ReportHook;
 use super::state::{parse_job, parse_submit};
-use super::{ApiVersion, auth_headers};
+use super::{ApiVersion, Credentials, OPENAPI_PATH};
 use crate::adapter::{
     Backend, BackendError, Dispatch, HttpCall, LogChunk, RemoteStatus, Submitted, common_status,
 };
@@ -21,7 +24,9 @@ use crate::jobs::JobState;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// The data parser the edge speaks: the oldest supported, served by Slurm 23.11 to 25.05.
+/// The data parser the adapter speaks when the configuration names none: the oldest supported,
+/// served by Slurm 23.11 to 24.11. (The worker names the one slurmrestd serves; see
+/// `worker::backend_io::adapter`.)
 pub const VERSION: ApiVersion = ApiVersion::V0040;
 
 /// Where jobs work and log when the deployment names nothing else: a folder every node has.
@@ -29,8 +34,10 @@ pub const WORK_DIR: &str = "/tmp";
 
 pub struct SlurmBackend {
     url: String,
-    user: String,
-    token: String,
+    version: ApiVersion,
+    credentials: Credentials,
+    /// When the calls are made (Unix ms): minted tokens start then.
+    now_ms: i64,
     work_dir: String,
     partition: Option<String>,
     cpus_per_task: Option<u32>,
@@ -38,21 +45,42 @@ pub struct SlurmBackend {
 }
 
 impl SlurmBackend {
-    pub fn new(config: &BackendConfig) -> Self {
-        let (user, token) = super::credentials(&config.secret);
-        SlurmBackend {
+    /// The adapter for calls made at `now_ms`; errors name the configuration field at fault.
+    pub fn new(config: &BackendConfig, now_ms: i64) -> Result<Self, String> {
+        let version = match &config.api_version {
+            Some(v) => ApiVersion::parse(v)
+                .map_err(|e| format!("BACKENDS: backend {:?} has api_version: {e}", config.name))?,
+            None => VERSION,
+        };
+        Ok(SlurmBackend {
             url: config.url.clone(),
-            user,
-            token,
+            version,
+            credentials: Credentials::from_config(config)?,
+            now_ms,
             work_dir: config.work_dir.clone().unwrap_or_else(|| WORK_DIR.into()),
             partition: config.partition.clone(),
             cpus_per_task: config.cpus_per_task,
             env: config.env.clone(),
-        }
+        })
+    }
+
+    /// `GET /openapi/v3`, which lists the data parsers this slurmrestd serves
+    /// ([`super::newest_served`]); made before any version is known.
+    pub fn openapi_call(config: &BackendConfig, now_ms: i64) -> Result<HttpCall, String> {
+        let mut config = config.clone();
+        config.api_version = None;
+        Ok(SlurmBackend::new(&config, now_ms)?.call("GET", OPENAPI_PATH, None))
+    }
+
+    /// The data parser this adapter speaks.
+    pub fn version(&self) -> ApiVersion {
+        self.version
     }
 
     fn call(&self, method: &'static str, path: &str, body: Option<String>) -> HttpCall {
-        let mut headers: Vec<(String, String)> = auth_headers(&self.user, &self.token)
+        let mut headers: Vec<(String, String)> = self
+            .credentials
+            .headers(self.now_ms)
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect();
@@ -81,7 +109,7 @@ impl Backend for SlurmBackend {
     fn submit(&self, job: &Dispatch) -> HttpCall {
         let (valid, _) = jobspec::validate_toml(&job.spec_toml);
         let options = SubmitOptions {
-            version: VERSION,
+            version: self.version,
             job_id: job.job_id.clone(),
             partition: self.partition.clone(),
             work_dir: self.work_dir.clone(),
@@ -107,7 +135,7 @@ impl Backend for SlurmBackend {
         let body = valid
             .and_then(|v| submit_body(&v, &options).ok())
             .map(|b| b.to_string());
-        self.call("POST", &VERSION.submit_path(), body)
+        self.call("POST", &self.version.submit_path(), body)
     }
 
     fn parse_submit(&self, status: u16, body: &[u8]) -> Result<Submitted, BackendError> {
@@ -130,7 +158,7 @@ impl Backend for SlurmBackend {
     }
 
     fn find(&self, _job_id: &str) -> HttpCall {
-        self.call("GET", &VERSION.jobs_path(), None)
+        self.call("GET", &self.version.jobs_path(), None)
     }
 
     /// The Slurm job named after the edge's job id (`<spec name>-<job id>`, see
@@ -169,7 +197,7 @@ impl Backend for SlurmBackend {
     }
 
     fn status(&self, remote_id: &str) -> HttpCall {
-        self.call("GET", &VERSION.job_path(job_number(remote_id)), None)
+        self.call("GET", &self.version.job_path(job_number(remote_id)), None)
     }
 
     fn parse_status(&self, status: u16, body: &[u8]) -> Result<RemoteStatus, BackendError> {
@@ -200,7 +228,11 @@ impl Backend for SlurmBackend {
     }
 
     fn cancel(&self, remote_id: &str) -> HttpCall {
-        self.call("DELETE", &VERSION.job_path(job_number(remote_id)), None)
+        self.call(
+            "DELETE",
+            &self.version.job_path(job_number(remote_id)),
+            None,
+        )
     }
 
     fn parse_cancel(&self, status: u16, body: &[u8]) -> Result<JobState, BackendError> {
@@ -220,7 +252,7 @@ impl Backend for SlurmBackend {
     }
 
     fn health(&self) -> HttpCall {
-        self.call("GET", &VERSION.ping_path(), None)
+        self.call("GET", &self.version.ping_path(), None)
     }
 }
 
@@ -271,14 +303,126 @@ mod tests {
     }
 
     fn slurm() -> SlurmBackend {
-        SlurmBackend::new(&BackendConfig {
-            name: "hpc".into(),
-            kind: BackendKind::Slurm,
-            url: "http://127.0.0.1:6820".into(),
-            secret: "alice:eyJ.jwt".into(),
-            cards: BTreeMap::new(),
-            ..BackendConfig::default()
-        })
+        SlurmBackend::new(
+            &BackendConfig {
+                name: "hpc".into(),
+                kind: BackendKind::Slurm,
+                url: "http://127.0.0.1:6820".into(),
+                secret: "alice:eyJ.jwt".into(),
+                cards: BTreeMap::new(),
+                ..BackendConfig::default()
+            },
+            0,
+        )
+        .unwrap()
+    }
+
+    /// A backend on data parser `version` that holds the key 00 01 … 1f.
+    fn keyed(version: Option<&str>) -> SlurmBackend {
+        SlurmBackend::new(
+            &BackendConfig {
+                name: "hpc".into(),
+                kind: BackendKind::Slurm,
+                url: "http://127.0.0.1:6820".into(),
+                jwt_key: Some("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=".into()),
+                user: Some("onramp".into()),
+                api_version: version.map(String::from),
+                ..BackendConfig::default()
+            },
+            1_767_225_600_000,
+        )
+        .unwrap()
+    }
+
+    /// Every call of one adapter, as `METHOD url` lines, for a snapshot per data parser.
+    fn calls(s: &SlurmBackend) -> String {
+        let submit = s.submit(&Dispatch {
+            job_id: "j1".into(),
+            task: "tiny-train".into(),
+            spec_toml: include_str!("../../../jobspec/specs/tiny-train-stories260k.toml").into(),
+            command: None,
+            env: BTreeMap::new(),
+            time_limit_s: 60,
+            report_url: "https://edge/api/jobs/j1/report".into(),
+            log_url: "https://edge/api/jobs/j1/log".into(),
+            report_token: "tok".into(),
+            card: "cpu".into(),
+            cards: 1,
+        });
+        [
+            submit,
+            s.find("j1"),
+            s.status("17"),
+            s.cancel("17"),
+            s.health(),
+        ]
+        .iter()
+        .map(|c| format!("{} {}\n", c.method, c.url))
+        .collect()
+    }
+
+    #[test]
+    fn every_data_parser_has_its_own_paths() {
+        expect_test::expect![[r#"
+            POST http://127.0.0.1:6820/slurm/v0.0.40/job/submit
+            GET http://127.0.0.1:6820/slurm/v0.0.40/jobs
+            GET http://127.0.0.1:6820/slurm/v0.0.40/job/17
+            DELETE http://127.0.0.1:6820/slurm/v0.0.40/job/17
+            GET http://127.0.0.1:6820/slurm/v0.0.40/ping
+        "#]]
+        .assert_eq(&calls(&keyed(None)));
+        expect_test::expect![[r#"
+            POST http://127.0.0.1:6820/slurm/v0.0.43/job/submit
+            GET http://127.0.0.1:6820/slurm/v0.0.43/jobs
+            GET http://127.0.0.1:6820/slurm/v0.0.43/job/17
+            DELETE http://127.0.0.1:6820/slurm/v0.0.43/job/17
+            GET http://127.0.0.1:6820/slurm/v0.0.43/ping
+        "#]]
+        .assert_eq(&calls(&keyed(Some("v0.0.43"))));
+        for v in ApiVersion::ALL {
+            let s = keyed(Some(v.as_str()));
+            assert_eq!(s.version(), v);
+            assert!(
+                calls(&s)
+                    .lines()
+                    .all(|l| l.contains(&format!("/slurm/{}/", v.as_str())))
+            );
+        }
+        let openapi = SlurmBackend::openapi_call(
+            &BackendConfig {
+                name: "hpc".into(),
+                kind: BackendKind::Slurm,
+                url: "http://h:6820".into(),
+                secret: "t".into(),
+                api_version: Some("v0.0.41".into()),
+                ..BackendConfig::default()
+            },
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            (openapi.method, openapi.url.as_str()),
+            ("GET", "http://h:6820/openapi/v3")
+        );
+    }
+
+    #[test]
+    fn a_keyed_backend_sends_a_token_it_minted_for_the_call() {
+        let call = keyed(None).health();
+        let token = call
+            .headers
+            .iter()
+            .find(|(k, _)| k == "X-SLURM-USER-TOKEN")
+            .map(|(_, v)| v.clone())
+            .unwrap();
+        assert_eq!(
+            token,
+            "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjE3NjcyMjU5MDAsImlhdCI6MTc2NzIyNTYwMCwic3VuIjoib25yYW1wIn0.WTfleOYXHDNgCbKkzRVxB3ptkNRCJxpkEmkpmgW9eGY"
+        );
+        assert!(
+            call.headers
+                .contains(&("X-SLURM-USER-NAME".into(), "onramp".into()))
+        );
     }
 
     #[test]
@@ -318,17 +462,21 @@ mod tests {
 
     #[test]
     fn deployment_options_reach_the_request_and_logs_are_pushed() {
-        let s = SlurmBackend::new(&BackendConfig {
-            name: "hpc".into(),
-            kind: BackendKind::Slurm,
-            url: "http://127.0.0.1:6820".into(),
-            secret: "jwt-only".into(),
-            work_dir: Some("/shared/onramp".into()),
-            partition: Some("gpu".into()),
-            cpus_per_task: Some(1),
-            env: BTreeMap::from([("ONRAMP_SHARED".into(), "/shared/data".into())]),
-            ..BackendConfig::default()
-        });
+        let s = SlurmBackend::new(
+            &BackendConfig {
+                name: "hpc".into(),
+                kind: BackendKind::Slurm,
+                url: "http://127.0.0.1:6820".into(),
+                secret: "jwt-only".into(),
+                work_dir: Some("/shared/onramp".into()),
+                partition: Some("gpu".into()),
+                cpus_per_task: Some(1),
+                env: BTreeMap::from([("ONRAMP_SHARED".into(), "/shared/data".into())]),
+                ..BackendConfig::default()
+            },
+            0,
+        )
+        .unwrap();
         let call = s.submit(&Dispatch {
             job_id: "j2".into(),
             task: "tiny-train".into(),

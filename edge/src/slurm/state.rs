@@ -363,4 +363,39 @@ mod tests {
         );
         assert!(parse_job(&json!({"jobs": [{"job_id": 1, "job_state": ["WEIRD"]}]})).is_err());
     }
+    /// v0.0.43 (Slurm 25.05) answers in the same shapes: the submit answer with `job_id` at the
+    /// top and under `result`, the job with its state list and wrapped numbers.
+    #[test]
+    fn reads_v0043_answers() {
+        let submitted = json!({"job_id": 21, "step_id": "batch", "job_submit_user_msg": "",
+            "result": {"job_id": 21, "step_id": "batch", "error_code": 0, "error": "No error",
+                       "job_submit_user_msg": ""},
+            "meta": {"plugin": {"data_parser": "data_parser/v0.0.43"}}, "errors": [], "warnings": []});
+        assert_eq!(parse_submit(&submitted), Ok(21));
+        let job = json!({"jobs": [{
+            "job_id": 21, "name": "tiny-j1", "job_state": ["COMPLETED"], "state_reason": "None",
+            "exit_code": {"status": ["SUCCESS"],
+                          "return_code": {"set": true, "infinite": false, "number": 0},
+                          "signal": {"id": {"set": false, "infinite": false, "number": 0}, "name": ""}},
+            "start_time": {"set": true, "infinite": false, "number": 1_767_225_600},
+            "end_time": {"set": true, "infinite": false, "number": 1_767_225_660}
+        }], "meta": {"plugin": {"data_parser": "data_parser/v0.0.43"}}, "errors": [], "warnings": []});
+        let s = parse_job(&job).unwrap();
+        assert_eq!(
+            (
+                s.slurm_job_id,
+                s.state,
+                s.exit_code,
+                s.start_time,
+                s.end_time
+            ),
+            (
+                21,
+                JobState::Succeeded,
+                Some(0),
+                Some(1_767_225_600),
+                Some(1_767_225_660)
+            )
+        );
+    }
 }

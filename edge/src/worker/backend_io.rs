@@ -1,9 +1,10 @@
 //! Performing the HTTP calls that adapters build, with a deadline: the only place the edge
 //! talks to backends, and only to hosts named in `BACKENDS`.
 
+use super::db::now_ms;
 use super::http::ApiResult;
-use crate::adapter::{BackendError, HttpCall};
-use crate::backends::{self, BackendConfig};
+use crate::adapter::{Backend, BackendError, HttpCall};
+use crate::backends::{self, BackendConfig, BackendKind};
 use crate::error::{ApiError, ErrorCode};
 use futures_util::future::{Either, select};
 use std::time::Duration;
@@ -24,6 +25,62 @@ pub fn named(env: &Env, name: &str) -> ApiResult<BackendConfig> {
                 format!("backend {name} is no longer configured"),
             )
         })
+}
+
+/// The adapter of a configured backend, with the clock read now (a Slurm backend configured
+/// with its key mints its tokens from it) and, for a Slurm backend that names no data parser,
+/// the one its slurmrestd serves ([`slurm_api_version`]).
+pub async fn adapter(env: &Env, config: &BackendConfig) -> ApiResult<Box<dyn Backend>> {
+    let mut config = config.clone();
+    if config.kind == BackendKind::Slurm && config.api_version.is_none() {
+        config.api_version = Some(slurm_api_version(env, &config).await?);
+    }
+    crate::adapter::adapter(&config, now_ms())
+}
+
+/// How long a discovered data parser is remembered (a cluster upgrade is seen within this).
+const API_VERSION_TTL_S: u64 = 3600;
+
+/// The newest data parser a Slurm backend's slurmrestd serves, from its `/openapi/v3`, kept in
+/// KV for an hour per backend name and URL.
+async fn slurm_api_version(env: &Env, config: &BackendConfig) -> ApiResult<String> {
+    let key = format!("slurm-api-version:{}:{}", config.name, config.url);
+    let kv = env
+        .kv("KV")
+        .map_err(|e| ApiError::internal(format!("binding KV: {e}")))?;
+    if let Ok(Some(v)) = kv.get(&key).text().await
+        && crate::slurm::ApiVersion::parse(&v).is_ok()
+    {
+        return Ok(v);
+    }
+    let unavailable = |why: String| {
+        ApiError::new(
+            ErrorCode::BackendUnavailable,
+            format!(
+                "backend {}: cannot learn slurmrestd's data parser ({why}); name it as api_version in BACKENDS",
+                config.name
+            ),
+        )
+    };
+    let call =
+        crate::slurm::SlurmBackend::openapi_call(config, now_ms()).map_err(ApiError::internal)?;
+    let (status, body) = send(&call, timeout(env))
+        .await
+        .map_err(|e| unavailable(format!("{e:?}")))?;
+    if status != 200 {
+        return Err(unavailable(format!("/openapi/v3 answered HTTP {status}")));
+    }
+    let doc: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|e| unavailable(format!("/openapi/v3 is not JSON: {e}")))?;
+    let version = crate::slurm::newest_served(&doc)
+        .map_err(unavailable)?
+        .as_str()
+        .to_string();
+    // Remembering is an optimisation: a failed write only means asking again next time.
+    if let Ok(put) = kv.put(&key, &version) {
+        let _ = put.expiration_ttl(API_VERSION_TTL_S).execute().await;
+    }
+    Ok(version)
 }
 
 /// Sends a call; any failure to get an answer within `timeout` is `Unavailable`.

@@ -30,7 +30,7 @@ pub async fn deep(req: Request, env: &Env) -> ApiResult<Response> {
     };
     let configured = backends::parse(env.var("BACKENDS").ok().map(|v| v.to_string()).as_deref());
     let backends = match configured {
-        Ok(list) => join_all(list.iter().map(check_backend)).await,
+        Ok(list) => join_all(list.iter().map(|b| check_backend(env, b))).await,
         Err(e) => vec![BackendHealth {
             name: "BACKENDS".into(),
             kind: backends::BackendKind::Runner,
@@ -97,8 +97,8 @@ async fn check_durable_object(env: &Env) -> Result<String, String> {
     ))
 }
 
-async fn check_backend(backend: &BackendConfig) -> BackendHealth {
-    let result = probe_backend(backend).await;
+async fn check_backend(env: &Env, backend: &BackendConfig) -> BackendHealth {
+    let result = probe_backend(env, backend).await;
     BackendHealth {
         name: backend.name.clone(),
         kind: backend.kind,
@@ -107,8 +107,10 @@ async fn check_backend(backend: &BackendConfig) -> BackendHealth {
     }
 }
 
-async fn probe_backend(backend: &BackendConfig) -> Result<String, String> {
-    let adapter = crate::adapter::adapter(backend).map_err(|e| e.message)?;
+async fn probe_backend(env: &Env, backend: &BackendConfig) -> Result<String, String> {
+    let adapter = super::backend_io::adapter(env, backend)
+        .await
+        .map_err(|e| e.message)?;
     match super::backend_io::send(&adapter.health(), Duration::from_secs(3)).await {
         Ok((200, body)) => Ok(summarise(&String::from_utf8_lossy(&body))),
         Ok((status, _)) => Err(format!("answered HTTP {status}")),

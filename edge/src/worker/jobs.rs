@@ -226,7 +226,7 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
         card: valid.card().id.to_string(),
         cards: valid.world_size(),
     };
-    let submitted = match adapter::adapter(&backend) {
+    let submitted = match backend_io::adapter(env, &backend).await {
         Ok(a) => backend_io::send(&a.submit(&dispatch), backend_io::timeout(env))
             .await
             .and_then(|(status, body)| a.parse_submit(status, &body)),
@@ -325,7 +325,7 @@ async fn refresh(env: &Env, job: &JobRow) -> bool {
     )
 }
 
-fn backend_of(env: &Env, job: &JobRow) -> ApiResult<(Box<dyn adapter::Backend>, String)> {
+async fn backend_of(env: &Env, job: &JobRow) -> ApiResult<(Box<dyn adapter::Backend>, String)> {
     let config = backend_io::named(env, &job.backend)?;
     let remote = job.remote_id.clone().ok_or_else(|| {
         ApiError::new(
@@ -333,14 +333,14 @@ fn backend_of(env: &Env, job: &JobRow) -> ApiResult<(Box<dyn adapter::Backend>, 
             "the job has not reached its backend yet",
         )
     })?;
-    Ok((adapter::adapter(&config)?, remote))
+    Ok((backend_io::adapter(env, &config).await?, remote))
 }
 
 pub async fn logs(req: Request, env: &Env, id: &str) -> ApiResult<LogChunk> {
     let user = authenticate(&req, env, false).await?;
     let offset = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "offset", 0)?;
     let job = owned(env, &user, id).await?;
-    let (a, remote) = backend_of(env, &job)?;
+    let (a, remote) = backend_of(env, &job).await?;
     let Some(call) = a.logs(&remote, offset) else {
         // This backend's jobs push their log to the edge.
         return job_logs::read(env, &job.id, offset, job.state().is_terminal()).await;
@@ -376,7 +376,7 @@ pub async fn cancel(req: Request, env: &Env, id: &str) -> ApiResult<JobWire> {
             format!("the job is already {}", job.state().as_str()),
         ));
     }
-    let (a, remote) = backend_of(env, &job)?;
+    let (a, remote) = backend_of(env, &job).await?;
     let (status, body) = backend_io::send(&a.cancel(&remote), backend_io::timeout(env))
         .await
         .map_err(|e| e.into_api(&job.backend))?;
@@ -443,7 +443,7 @@ pub async fn cancel(req: Request, env: &Env, id: &str) -> ApiResult<JobWire> {
 pub async fn checkpoint(req: Request, env: &Env, id: &str) -> ApiResult<Response> {
     let user = authenticate(&req, env, false).await?;
     let job = owned(env, &user, id).await?;
-    let (a, remote) = backend_of(env, &job)?;
+    let (a, remote) = backend_of(env, &job).await?;
     let call = a
         .checkpoint(&remote)
         .ok_or_else(|| ApiError::not_found("this backend serves no checkpoints"))?;

@@ -231,7 +231,9 @@ async fn find(
 ) -> Result<Option<Submitted>, BackendError> {
     let config =
         backend_io::named(env, &job.backend).map_err(|e| BackendError::Unavailable(e.message))?;
-    let a = adapter::adapter(&config).map_err(|e| BackendError::Unavailable(e.message))?;
+    let a = backend_io::adapter(env, &config)
+        .await
+        .map_err(|e| BackendError::Unavailable(e.message))?;
     let (status, body) = backend_io::send(&a.find(&job.id), timeout).await?;
     a.parse_find(&job.id, status, &body)
 }
@@ -353,7 +355,9 @@ pub async fn remote_status_within(
 ) -> Result<adapter::RemoteStatus, BackendError> {
     let config =
         backend_io::named(env, &job.backend).map_err(|e| BackendError::Unavailable(e.message))?;
-    let a = adapter::adapter(&config).map_err(|e| BackendError::Unavailable(e.message))?;
+    let a = backend_io::adapter(env, &config)
+        .await
+        .map_err(|e| BackendError::Unavailable(e.message))?;
     let remote = job.remote_id.as_deref().ok_or(BackendError::NotFound)?;
     let (status, body) = backend_io::send(&a.status(remote), timeout).await?;
     a.parse_status(status, &body)
