@@ -87,7 +87,7 @@ fn readme_commands_exist() {
     for word in readme.split("cargo xtask ").skip(1) {
         let command: String = word
             .chars()
-            .take_while(|c| c.is_ascii_lowercase())
+            .take_while(|c| c.is_ascii_lowercase() || *c == '-')
             .collect();
         seen += 1;
         assert!(
