@@ -10,6 +10,42 @@ pub fn tiny_train(steps: u32) -> String {
         .replace("micro_batch = 8", "micro_batch = 4")
 }
 
+/// A LoRA run of a small model made on the spot (2 layers, 64 wide, the 512-token vocabulary)
+/// on tinyshakespeare, 12 steps on the CPU card: onramp-train's smallest real job, named `name`
+/// and aimed at `backend`.
+pub fn lora_cpu(name: &str, backend: &str) -> String {
+    format!(
+        r#"name = "{name}"
+task = "lora"
+backend = "{backend}"
+
+[model]
+name = "mini"
+layers = 2
+hidden = 64
+heads = 4
+kv_heads = 2
+ffn = 172
+vocab = 512
+
+[data]
+dataset = "tinyshakespeare"
+seq_len = 64
+
+[train]
+steps = 12
+micro_batch = 4
+lr = 1e-2
+warmup = 2
+lora_rank = 8
+
+[resources]
+card = "cpu"
+time_limit = "20m"
+"#
+    )
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -14,34 +14,9 @@ use std::time::Duration;
 
 const GRANT: i64 = 10_000;
 
-const SPEC: &str = r#"name = "edge-lora"
-task = "lora"
-backend = "runner"
-
-[model]
-name = "mini"
-layers = 2
-hidden = 64
-heads = 4
-kv_heads = 2
-ffn = 172
-vocab = 512
-
-[data]
-dataset = "tinyshakespeare"
-seq_len = 64
-
-[train]
-steps = 12
-micro_batch = 4
-lr = 1e-2
-warmup = 2
-lora_rank = 8
-
-[resources]
-card = "cpu"
-time_limit = "20m"
-"#;
+fn spec() -> String {
+    onramp_tests::specs::lora_cpu("edge-lora", "runner")
+}
 
 #[test]
 #[ignore = "needs the built stack, ../shared and the trainer's environment: run through `cargo xtask test`"]
@@ -58,7 +33,7 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
     let a = u.request(
         "POST",
         "/api/jobs",
-        Some(SPEC.as_bytes().to_vec()),
+        Some(spec().as_bytes().to_vec()),
         &[
             ("content-type", "application/toml"),
             ("idempotency-key", &random_hex(8)),
@@ -140,7 +115,7 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
 
     // A dataset the machine does not have: the job fails before training, and its page says
     // why and where the trainer looked.
-    let spec = SPEC.replace("\"tinyshakespeare\"", "\"no-such-corpus\"");
+    let spec = spec().replace("\"tinyshakespeare\"", "\"no-such-corpus\"");
     let a = u.request(
         "POST",
         "/api/jobs",

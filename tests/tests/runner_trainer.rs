@@ -10,46 +10,21 @@ use onramp_tests::runner::{ReportSink, TestRunner};
 use serde_json::{Value, json};
 use std::time::Duration;
 
-const SPEC: &str = r#"name = "runner-lora"
-task = "lora"
-backend = "runner"
-
-[model]
-name = "mini"
-layers = 2
-hidden = 64
-heads = 4
-kv_heads = 2
-ffn = 172
-vocab = 512
-
-[data]
-dataset = "tinyshakespeare"
-seq_len = 64
-
-[train]
-steps = 12
-micro_batch = 4
-lr = 1e-2
-warmup = 2
-lora_rank = 8
-
-[resources]
-card = "cpu"
-time_limit = "20m"
-"#;
+fn spec() -> String {
+    onramp_tests::specs::lora_cpu("runner-lora", "runner")
+}
 
 #[test]
 #[ignore = "needs the built runner, ../shared and the trainer's environment: run through `cargo xtask test`"]
 fn a_lora_job_trains_with_onramp_train_and_leaves_its_adapter() {
-    let (valid, diags) = jobspec::validate_toml(SPEC);
+    let (valid, diags) = jobspec::validate_toml(&spec());
     let valid = valid.unwrap_or_else(|| panic!("{diags:?}"));
     let command = jobspec::launch::torchrun_command(&valid);
     assert_eq!(command, "python -m onramp_train spec.toml");
 
     let r = TestRunner::start("runner-trainer").unwrap();
     let sink = ReportSink::start().unwrap();
-    let body = json!({"job_id": "edge-lora", "task": "command", "spec_toml": SPEC,
+    let body = json!({"job_id": "edge-lora", "task": "command", "spec_toml": spec(),
         "command": ["sh", "-c", command], "env": {}, "time_limit_s": 1200,
         "report_url": sink.url, "report_token": "tok-lora"});
     let id = r.submit(&body).unwrap();

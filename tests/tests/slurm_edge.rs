@@ -268,39 +268,13 @@ fn trainer_python(slurm: &Slurm) -> String {
     format!("{host}{}", wrapper.display())
 }
 
-/// A LoRA run of a small model made on the spot, on the CPU card.
-const LORA_CPU: &str = r#"name = "slurm-lora"
-task = "lora"
-backend = "slurm"
-
-[model]
-name = "mini"
-layers = 2
-hidden = 64
-heads = 4
-kv_heads = 2
-ffn = 172
-vocab = 512
-
-[data]
-dataset = "tinyshakespeare"
-seq_len = 64
-
-[train]
-steps = 12
-micro_batch = 4
-lr = 1e-2
-warmup = 2
-lora_rank = 8
-
-[resources]
-card = "cpu"
-time_limit = "20m"
-"#;
+fn lora_cpu() -> String {
+    onramp_tests::specs::lora_cpu("slurm-lora", "slurm")
+}
 
 fn trainer(w: &World) {
     let u = w.user("slurm-lora");
-    let (status, a) = submit(&u, LORA_CPU);
+    let (status, a) = submit(&u, &lora_cpu());
     assert_eq!(status, 201, "{a}");
     assert_eq!(a["backend"], "hpc", "{a}");
     let id = a["id"].as_str().unwrap().to_string();
@@ -342,7 +316,7 @@ fn trainer(w: &World) {
 
     // A dataset the cluster does not have: the job fails, and its page says why (the trainer's
     // last line after the script's exit code).
-    let spec = LORA_CPU.replace("\"tinyshakespeare\"", "\"no-such-corpus\"");
+    let spec = lora_cpu().replace("\"tinyshakespeare\"", "\"no-such-corpus\"");
     let (status, a) = submit(&u, &spec);
     assert_eq!(status, 201, "{a}");
     let id = a["id"].as_str().unwrap().to_string();
