@@ -29,6 +29,7 @@ mod parse;
 pub mod plan;
 pub mod report;
 pub mod schema;
+pub mod schema_doc;
 pub mod share;
 pub mod spec;
 pub mod templates;

@@ -33,7 +33,9 @@ const READER_RANGES: &[(&str, &str, f64, f64)] = &[
     ("TrainSpec", "lr", 0.0, 10.0),
     ("TrainSpec", "warmup", 0.0, 1e12),
     ("TrainSpec", "lora_rank", 1.0, 4096.0),
+    ("TrainSpec", "seed", 0.0, 4_294_967_295.0),
     ("TrainSpec", "lora_alpha", 1.0, 65_536.0),
+    ("ParallelSpec", "zero_stage", 0.0, 3.0),
     ("ParallelSpec", "tp", 1.0, 1024.0),
     ("ParallelSpec", "pp", 1.0, 1024.0),
     ("ParallelSpec", "sp", 1.0, 1024.0),
@@ -50,6 +52,18 @@ const READER_RANGES: &[(&str, &str, f64, f64)] = &[
     ("CustomModel", "ffn", 1.0, 1_048_576.0),
     ("CustomModel", "vocab", 1.0, 16_777_216.0),
 ];
+
+/// Patterns the reader holds strings to, per table and key; a string must match all of them.
+/// A duration (`parse_duration_s`): `H:MM:SS` or `MM:SS`, or numbers each with a
+/// unit `s`, `m`, `h` or `d`; not zero.
+const READER_PATTERNS: &[(&str, &str, &[&str])] = &[(
+    "ResourcesSpec",
+    "time_limit",
+    &[
+        r"^\s*(?:\+?[0-9]+(?::\+?[0-9]+){1,2}|(?:[ ]*[0-9][0-9 ]*[smhd])+[ ]*)\s*$",
+        "[1-9]",
+    ],
+)];
 
 /// The JSON Schema (draft 2020-12) of a job spec.
 pub fn json_schema() -> serde_json::Value {
@@ -86,7 +100,125 @@ pub fn json_schema() -> serde_json::Value {
             prop.insert("maximum".into(), number(*max));
         }
     }
+    for (def, key, patterns) in READER_PATTERNS {
+        if let Some(prop) = value
+            .pointer_mut(&format!("/$defs/{def}/properties/{key}"))
+            .and_then(|p| p.as_object_mut())
+        {
+            let all: Vec<serde_json::Value> = patterns
+                .iter()
+                .map(|p| serde_json::json!({ "pattern": p }))
+                .collect();
+            prop.insert("allOf".into(), all.into());
+        }
+    }
+    let cards = catalogue_words(crate::catalog::card_ids());
+    if let Some(card) = value
+        .pointer_mut("/$defs/ResourcesSpec/properties/card")
+        .and_then(|p| p.as_object_mut())
+    {
+        card.remove("type");
+        card.extend(cards);
+    }
+    let models = catalogue_words(crate::catalog::model_ids());
+    if let Some(id) = value
+        .pointer_mut("/$defs/ModelRef/anyOf/0")
+        .and_then(|p| p.as_object_mut())
+    {
+        id.remove("type");
+        id.extend(models);
+    }
+    add_defaults(&mut value);
+    for (def, key, _, example) in crate::schema_doc::KEY_DOCS {
+        let path = if def.is_empty() {
+            format!("/properties/{key}")
+        } else {
+            format!("/$defs/{def}/properties/{key}")
+        };
+        if let (Some(prop), Some(ex)) = (
+            value.pointer_mut(&path).and_then(|p| p.as_object_mut()),
+            crate::schema_doc::example_json(example),
+        ) {
+            prop.insert("examples".into(), serde_json::json!([ex]));
+        }
+    }
     value
+}
+
+/// A catalogue id as the reader takes it: any of the ids, in any case. The `enum` branch is what
+/// editors complete from; the pattern (each letter as `[aA]`, so it needs no regex flags) is what
+/// accepts `RTX-4090` as the reader does.
+fn catalogue_words(
+    ids: impl Iterator<Item = &'static str>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let ids: Vec<&str> = ids.collect();
+    let alternatives: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            id.chars()
+                .map(|c| {
+                    if c.is_ascii_alphabetic() {
+                        format!("[{}{}]", c.to_ascii_lowercase(), c.to_ascii_uppercase())
+                    } else if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                        c.to_string()
+                    } else {
+                        format!("\\{c}")
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let mut out = serde_json::Map::new();
+    out.insert(
+        "anyOf".into(),
+        serde_json::json!([
+            { "type": "string", "enum": ids },
+            { "type": "string", "pattern": format!("^(?:{})$", alternatives.join("|")) },
+        ]),
+    );
+    out
+}
+
+/// Each key that has a default says it on the key itself (editors show it there); schemars puts
+/// the defaults of a table's keys only on the table.
+fn add_defaults(value: &mut serde_json::Value) {
+    use crate::spec::{CheckpointSpec, EstimateSpec, OutputSpec, ParallelSpec, TrainSpec};
+    let tables = [
+        ("TrainSpec", serde_json::to_value(TrainSpec::default())),
+        (
+            "ParallelSpec",
+            serde_json::to_value(ParallelSpec::default()),
+        ),
+        (
+            "CheckpointSpec",
+            serde_json::to_value(CheckpointSpec::default()),
+        ),
+        ("OutputSpec", serde_json::to_value(OutputSpec::default())),
+        (
+            "EstimateSpec",
+            serde_json::to_value(EstimateSpec::default()),
+        ),
+    ];
+    for (def, defaults) in tables {
+        let Ok(serde_json::Value::Object(defaults)) = defaults else {
+            continue;
+        };
+        for (key, default) in defaults {
+            if let Some(prop) = value
+                .pointer_mut(&format!("/$defs/{def}/properties/{key}"))
+                .and_then(|p| p.as_object_mut())
+            {
+                prop.entry("default").or_insert(default);
+            }
+        }
+    }
+    // Not written when it is the default, so not in the serialised defaults above.
+    if let Some(seed) = value
+        .pointer_mut("/$defs/TrainSpec/properties/seed")
+        .and_then(|p| p.as_object_mut())
+    {
+        seed.insert("default".into(), crate::spec::DEFAULT_SEED.into());
+    }
 }
 
 /// The schema as pretty JSON text.

@@ -12,18 +12,24 @@ use serde::Serialize;
 pub struct JobSpec {
     /// A short human name for the job.
     pub name: String,
+    /// What kind of training: `pretrain`, `sft` (full fine-tuning), `lora`, `qlora` or `tiny-train`.
     pub task: Task,
     /// Where the job should run; `auto` lets the edge pick a backend that has the card.
     #[serde(default)]
     pub backend: Backend,
     /// A catalogue id (`deepseek-llm-7b`, `qwen2.5-7b`, …) or a table of architecture numbers.
     pub model: ModelRef,
+    /// The training data: which dataset, how long a sequence is, how many tokens an epoch has.
     pub data: DataSpec,
+    /// How to train: steps or epochs, batch, learning rate, precision, LoRA settings.
     #[serde(default)]
     pub train: TrainSpec,
+    /// How the work is split over GPUs: ZeRO stage, offload, tensor/pipeline/sequence parallelism.
     #[serde(default)]
     pub parallel: ParallelSpec,
+    /// Which card, how many per node, how many nodes, and the wall-clock limit.
     pub resources: ResourcesSpec,
+    /// Knobs of the estimate itself.
     #[serde(default)]
     pub estimate: EstimateSpec,
     /// When `onramp-train` saves checkpoints, how many it keeps, and whether it resumes.
@@ -139,12 +145,17 @@ pub struct CustomModel {
     /// A display name for the custom model.
     #[serde(default)]
     pub name: String,
+    /// Number of transformer blocks.
     pub layers: u32,
+    /// Width of the residual stream (the embedding size).
     pub hidden: u32,
+    /// Attention heads per block.
     pub heads: u32,
+    /// Key/value heads (grouped-query attention); equal to `heads` for plain multi-head attention.
     pub kv_heads: u32,
     /// Intermediate size of the gated MLP.
     pub ffn: u32,
+    /// Vocabulary size of the tokenizer.
     pub vocab: u32,
     /// Whether the output projection shares the embedding matrix.
     #[serde(default)]
@@ -183,16 +194,21 @@ pub struct TrainSpec {
     pub lr: f64,
     /// Warm-up steps.
     pub warmup: u64,
+    /// Learning-rate schedule after warm-up: `cosine`, `linear` or `constant`.
     pub schedule: Schedule,
+    /// Number format of weights and activations: `bf16`, `fp16` or `fp32`.
     pub precision: Precision,
     /// Activation recomputation: `true` (= `"full"`), `false` (= `"none"`) or `"selective"`.
     #[schemars(schema_with = "recompute_schema")]
     pub grad_checkpointing: Recompute,
     /// FlashAttention: the s×s attention scores are never stored.
     pub flash_attention: bool,
+    /// `adamw` (two fp32 moments per parameter) or `sgd` (one momentum buffer).
     pub optimizer: Optimizer,
+    /// Rank of the LoRA matrices (`lora`, `qlora`; default 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lora_rank: Option<u32>,
+    /// LoRA scaling numerator: the update is scaled by alpha / rank (default 2 × rank).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lora_alpha: Option<u32>,
     /// Module names that get adapters, or `["all-linear"]`.
@@ -363,7 +379,9 @@ impl Optimizer {
 pub struct ParallelSpec {
     /// DeepSpeed ZeRO stage, 0 to 3.
     pub zero_stage: u8,
+    /// Where the optimizer states live: `none` (GPU), `cpu` or `nvme` (ZeRO 1 and up).
     pub offload_optimizer: Offload,
+    /// Where the parameters live between uses: `none` (GPU), `cpu` or `nvme` (ZeRO 3 only).
     pub offload_params: Offload,
     /// Tensor-parallel degree.
     pub tp: u32,
@@ -424,7 +442,9 @@ impl Offload {
 pub struct ResourcesSpec {
     /// A card id from the catalogue (`a100-80g`, `rtx-4090`, `mxc500`, `cpu`, …).
     pub card: String,
+    /// GPUs used on each node.
     pub cards_per_node: u32,
+    /// Number of nodes.
     pub nodes: u32,
     /// Wall-clock limit such as `"24h"`, `"30m"`, `"2d"` or `"1h30m"`.
     pub time_limit: String,
