@@ -71,9 +71,10 @@ pub struct Shared {
 
 impl Shared {
     pub fn install() -> Shared {
+        // The schema line points at this edge's schema, so the spec completes in an editor.
         let first = jobspec::templates()
             .first()
-            .map(|t| t.toml)
+            .map(|t| t.toml_for(&crate::api::absolute("")))
             .unwrap_or_default();
         let s = Shared {
             spec: RwSignal::new(first.to_string()),

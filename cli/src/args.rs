@@ -59,9 +59,14 @@ pub enum Command {
     /// Print the JSON Schema of the job spec
     Schema,
     /// List the starter templates, or print one
+    ///
+    /// A printed template starts with a `#:schema` line pointing at the edge's JSON Schema, so
+    /// editors that read it (Taplo, Even Better TOML) complete and check the spec.
     Templates {
         /// A template id from the list
         id: Option<String>,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// Sign in and save an API token (0600) for the remote commands
     ///
@@ -136,6 +141,7 @@ pub enum Command {
     ///
     /// For example: onramp completions bash > ~/.local/share/bash-completion/completions/onramp
     Completions {
+        /// The shell to write completions for
         #[arg(value_enum)]
         shell: Shell,
     },

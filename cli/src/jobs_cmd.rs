@@ -45,6 +45,16 @@ pub fn resolve(
     Edge::new(&base, token)
 }
 
+/// The edge's base URL as the remote commands find it (`--edge`, `ONRAMP_EDGE`, the saved
+/// sign-in, the local default).
+pub fn edge_url(flag: Option<&str>) -> Result<String, String> {
+    let args = Args {
+        edge: flag.map(String::from),
+        ..Default::default()
+    };
+    Ok(edge_for(&args)?.base)
+}
+
 fn edge_for(args: &Args) -> Result<Edge, String> {
     let saved = match credentials::path() {
         Some(p) => credentials::load(&p)?,

@@ -3,24 +3,35 @@
 
 mod args;
 mod credentials;
+#[cfg(test)]
+mod guide;
+mod help_zh;
 mod jobs_cmd;
 mod remote;
 mod say;
 
 use args::{Cli, Command, LangArg, exit};
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     // Usage errors, --help and --version are clap's: usage on stderr with exit 2, help and
     // version on stdout with exit 0.
-    let cli = Cli::parse();
-    let flag = cli.lang.map(|l| match l {
-        LangArg::En => "en",
-        LangArg::Zh => "zh",
-    });
-    // The flag's values are checked by clap, so only the locale can decide here.
-    let _ = say::choose(flag);
+    // The help speaks the run's language too, so the language is looked for before clap
+    // parses: `--lang` as written (clap checks its value right after), else the locale.
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let chinese = say::choose(lang_flag(&argv).as_deref()).is_ok_and(|l| l == say::Lang::Zh);
+    let cmd = if chinese {
+        help_zh::localize(Cli::command())
+    } else {
+        Cli::command()
+    };
+    let cli = match Cli::from_arg_matches(&cmd.get_matches_from(argv)) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    // `--lang` is global: its value may sit anywhere, and clap has now checked it.
+    debug_assert!(cli.lang.is_none_or(|l| (l == LangArg::Zh) == chinese));
     match run(cli.command) {
         Ok(code) => code,
         // What is left is the machine's: a file, stdin or the saved sign-in could not be read.
@@ -31,6 +42,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// The value of `--lang VALUE` or `--lang=VALUE` on the command line, if any (before `--`).
+fn lang_flag(argv: &[std::ffi::OsString]) -> Option<String> {
+    let args: Vec<&str> = argv.iter().skip(1).filter_map(|a| a.to_str()).collect();
+    let mut it = args.iter().take_while(|a| **a != "--");
+    while let Some(a) = it.next() {
+        if *a == "--lang" {
+            return it.next().map(|v| v.to_string());
+        }
+        if let Some(v) = a.strip_prefix("--lang=") {
+            return Some(v.to_string());
+        }
+    }
+    None
+}
+
 fn run(command: Command) -> Result<ExitCode, String> {
     match command {
         Command::Plan(a) => plan(&a),
@@ -39,7 +65,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             println!("{}", jobspec::schema::json_schema_text());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Templates { id } => templates(id.as_deref()),
+        Command::Templates { id, remote } => templates(id.as_deref(), remote.edge.as_deref()),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "onramp", &mut std::io::stdout());
             Ok(ExitCode::SUCCESS)
@@ -168,7 +194,7 @@ fn ds_check(path: &str, dp: Option<u32>) -> Result<ExitCode, String> {
     }
 }
 
-fn templates(id: Option<&str>) -> Result<ExitCode, String> {
+fn templates(id: Option<&str>, edge: Option<&str>) -> Result<ExitCode, String> {
     match id {
         None => {
             let zh = say::lang() == say::Lang::Zh;
@@ -182,7 +208,10 @@ fn templates(id: Option<&str>) -> Result<ExitCode, String> {
         }
         Some(id) => match jobspec::templates::template(id) {
             Some(t) => {
-                print!("{}", t.toml);
+                // The schema line names the edge the user works with, found as for the remote
+                // commands (the saved sign-in's token plays no part here).
+                let edge = jobs_cmd::edge_url(edge)?;
+                print!("{}", t.toml_for(&edge));
                 Ok(ExitCode::SUCCESS)
             }
             None => {

@@ -78,7 +78,7 @@ fn errors_exit_non_zero() {
     let (code, out) = onramp(&["plan", "errors-typos.toml"]);
     assert_eq!(code, 1);
     assert!(
-        out.starts_with("errors-typos.toml:3:8: error[bad-value]"),
+        out.starts_with("errors-typos.toml:4:8: error[bad-value]"),
         "{out}"
     );
     let (code, _) = onramp(&["plan", "7b-full-4090.toml", "--json"]);
@@ -259,8 +259,53 @@ fn templates_and_schema() {
     let (code, out) = onramp(&["templates"]);
     assert_eq!(code, 0);
     assert_eq!(out.lines().count(), 4);
+    // A printed template names the edge's schema, from --edge or ONRAMP_EDGE.
+    let (code, out) = onramp(&[
+        "templates",
+        "7b-lora-4090",
+        "--edge",
+        "https://onramp.example/",
+    ]);
+    assert_eq!(code, 0);
+    let (first, rest) = out.split_once('\n').unwrap();
+    assert_eq!(
+        first,
+        "#:schema https://onramp.example/schema/jobspec.schema.json"
+    );
+    let template = jobspec::templates::template("7b-lora-4090").unwrap().toml;
+    assert_eq!(Some(rest), template.split_once('\n').map(|x| x.1));
+    let out = Command::new(env!("CARGO_BIN_EXE_onramp"))
+        .args(["templates", "tiny-train-stories260k"])
+        .env("ONRAMP_EDGE", "http://10.0.0.7:8787")
+        .output()
+        .unwrap();
+    let out = String::from_utf8(out.stdout).unwrap();
+    assert!(out.starts_with("#:schema http://10.0.0.7:8787/schema/jobspec.schema.json\n"));
     let (code, out) = onramp(&["schema"]);
     assert_eq!(code, 0);
     let schema: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(schema["properties"]["train"].is_object());
+}
+
+/// The help speaks the run's language: `--lang zh` or a Chinese locale gives Chinese help
+/// (exit 0), an English locale the English one.
+#[test]
+fn help_in_both_languages() {
+    let (code, out, _) = onramp_in(None, &["--lang", "zh", "plan", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("用法：onramp plan [OPTIONS] <SPEC>"), "{out}");
+    assert!(out.contains("附上每个数字背后的公式与假设"), "{out}");
+    assert!(!out.contains("Add the formula"), "{out}");
+    let (code, out, _) = onramp_in(Some("zh_CN.UTF-8"), &["-h"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("离线规划 GPU 训练作业"), "{out}");
+    let (code, out, _) = onramp_in(Some("zh_CN.UTF-8"), &["--lang=en", "logs", "-h"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("Keep polling until the job has ended"),
+        "{out}"
+    );
+    let (code, out, _) = onramp_in(Some("en_US.UTF-8"), &["cancel", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Cancel a job; its hold settles"), "{out}");
 }

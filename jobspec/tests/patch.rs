@@ -17,7 +17,10 @@ fn every_suggestion_fits_when_applied_to_the_text() {
     assert!(!plan.suggestions.is_empty());
     for s in &plan.suggestions {
         let text = apply_patch_toml(FULL_4090, &s.patch).expect("patchable in place");
-        assert!(text.starts_with("# A 7B full fine-tune"), "comments kept");
+        assert!(
+            text.starts_with("#:schema ../schema/jobspec.schema.json\n# A 7B full fine-tune"),
+            "comments kept"
+        );
         let patched = plan_toml(&text);
         let mem = &patched.estimate.as_ref().unwrap().memory;
         assert!(mem.fits, "{}: {text}", s.title.en);
@@ -46,7 +49,8 @@ fn patch_text_in_place_and_new_tables() {
         },
     ];
     let text = apply_patch_toml(FULL_4090, &ops).unwrap();
-    expect![[r#"
+    expect![[r##"
+        #:schema ../schema/jobspec.schema.json
         # A 7B full fine-tune on one RTX 4090: the classic "24 GB blew up".
         name = "7b-full-on-a-4090"
         task = "sft"
@@ -71,7 +75,7 @@ fn patch_text_in_place_and_new_tables() {
 
         [parallel]
         zero_stage = 3
-    "#]]
+    "##]]
     .assert_eq(&text);
     let (valid, _) = validate_toml(&text);
     assert_eq!(valid.unwrap().spec().parallel.zero_stage, 3);

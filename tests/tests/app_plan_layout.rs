@@ -10,11 +10,14 @@ use app_support::{WAIT, click, spec_text, start, text_content};
 use onramp_tests::webdriver::Browser;
 use serde_json::json;
 
-/// Loads a template into the editor and waits until the editor shows it.
-fn load_template(browser: &Browser, t: &jobspec::templates::Template) {
+/// Loads a template into the editor and waits until the editor shows it, its schema line
+/// pointing at this edge's schema.
+fn load_template(browser: &Browser, url: &str, t: &jobspec::templates::Template) {
     click(browser, &format!("[data-testid=template-{}]", t.id));
+    let want = t.toml_for(url);
+    assert!(want.starts_with(&format!("#:schema {url}/schema/jobspec.schema.json\n")));
     onramp_tests::wait::until("the template in the editor", WAIT, || {
-        Ok((spec_text(browser) == t.toml).then_some(()))
+        Ok((spec_text(browser) == want).then_some(()))
     })
     .unwrap();
 }
@@ -27,7 +30,7 @@ fn at_1280_pixels_the_editor_has_the_width_and_no_template_line_is_cut() {
     browser.goto(&format!("{}/plan", stack.url)).unwrap();
     browser.wait_for("[data-testid=plan-toml]", WAIT).unwrap();
     for t in jobspec::templates() {
-        load_template(&browser, t);
+        load_template(&browser, &stack.url, t);
         let m = browser
             .execute(
                 "const t = document.querySelector('[data-testid=plan-toml]');
@@ -76,7 +79,7 @@ fn each_figure_opens_its_formula_and_assumptions_in_both_languages() {
     let (stack, browser) = start("app-plan-explain", Some("en"));
     browser.goto(&format!("{}/plan", stack.url)).unwrap();
     let t = jobspec::templates::template("7b-sft-zero3-8xa100").unwrap();
-    load_template(&browser, t);
+    load_template(&browser, &stack.url, t);
     let explain = jobspec::plan_toml(t.toml).estimate.unwrap().explain;
     for x in &explain {
         let sel = format!("#explain-{} [data-testid=explain-formula]", x.figure);

@@ -22,7 +22,7 @@ pub fn PlanPage() -> impl IntoView {
                 <div class="templates">
                     {jobspec::templates().iter().map(|t| view! {
                         <button type="button" data-testid=format!("template-{}", t.id)
-                            on:click=move |_| spec.set(t.toml.to_string())>
+                            on:click=move |_| spec.set(t.toml_for(&crate::api::absolute("")))>
                             {move || match i.lang.get() {
                                 crate::i18n::Lang::En => t.title_en,
                                 crate::i18n::Lang::Zh => t.title_zh,
