@@ -1,0 +1,127 @@
+//! A `lora` job submitted from the app's Submit button, as a user does it: sign up and verify
+//! the email, paste the spec into the Plan page, choose the local runner, press Submit. The
+//! runner trains it with onramp-train on the CPU; the job page shows its progress, ends
+//! `succeeded`, and its loss curve (and the curve's table) holds every step the trainer reported.
+//!
+//! Needs the built stack, `../shared` and the trainer's environment (`ONRAMP_PYTHON`, which
+//! `cargo xtask test` sets): ignored in a plain `cargo test`.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
+
+mod app_support;
+
+use app_support::{WAIT, click, set_value, spec_text, submit_auth, text_content, verify_elsewhere};
+use onramp_tests::api::unique_email;
+use onramp_tests::stack::{Stack, StackExtras, StackOptions};
+use onramp_tests::webdriver::Browser;
+use serde_json::json;
+use std::time::Duration;
+
+#[test]
+#[ignore = "needs the built stack, ../shared and the trainer's environment: run through `cargo xtask test`"]
+fn a_lora_job_from_the_submit_button_trains_and_draws_its_loss_curve() {
+    let stack = Stack::start_with(
+        StackOptions::for_test("app-trainer"),
+        StackExtras {
+            vars: vec![("SIGNUP_GRANT_FEN".into(), "10000".into())],
+            extra_backends: Vec::new(),
+        },
+    )
+    .expect("stack starts");
+    let browser = Browser::start(Some("en")).expect("chromium starts");
+
+    // Sign up, and verify the email elsewhere: the trial credit arrives.
+    browser.goto(&format!("{}/account", stack.url)).unwrap();
+    click(&browser, "[data-testid=auth-switch]");
+    let email = unique_email("app-lora");
+    submit_auth(&browser, &email, "correct horse battery");
+    browser
+        .wait_for("[data-testid=verify-note]", WAIT)
+        .expect("signed up");
+    verify_elsewhere(&stack, &email);
+    click(&browser, "[data-testid=nav-plan]");
+    click(&browser, "[data-testid=nav-account]");
+    browser
+        .wait_for("[data-testid=balance][data-fen=\"10000\"]", WAIT)
+        .expect("the trial credit");
+
+    // The spec goes into the Plan page's editor, and the runner is chosen.
+    click(&browser, "[data-testid=nav-plan]");
+    let spec = onramp_tests::specs::lora_cpu("app-lora", "auto");
+    set_value(&browser, "[data-testid=plan-toml]", &spec);
+    onramp_tests::wait::until("the spec in the editor", WAIT, || {
+        Ok(spec_text(&browser).contains("app-lora").then_some(()))
+    })
+    .unwrap();
+    set_value(&browser, "[data-testid=submit-backend]", "runner");
+    onramp_tests::wait::until("the runner in the spec", WAIT, || {
+        Ok(spec_text(&browser)
+            .contains("backend = \"runner\"")
+            .then_some(()))
+    })
+    .unwrap();
+    click(&browser, "[data-testid=submit-job]:not([disabled])");
+    let page = browser.wait_for("[data-testid=page-job]", WAIT).unwrap();
+    let job_id = browser.attribute(&page, "data-id").unwrap().unwrap();
+
+    // It trains: progress as step of the spec's 12, then succeeded.
+    browser
+        .wait_for("[data-testid=job-progress][data-total=\"12\"]", WAIT * 10)
+        .expect("progress of 12 steps on the job page");
+    let ended = onramp_tests::wait::until(
+        "the lora job to end",
+        Duration::from_secs(900),
+        || {
+            let state = browser
+                .execute(
+                    "const p = document.querySelector('[data-testid=page-job]');
+                     return p ? p.getAttribute('data-state') : null;",
+                    json!([]),
+                )
+                .map_err(|e| e.to_string())?;
+            match state.as_str() {
+                Some("succeeded" | "failed" | "cancelled") => Ok(Some(state)),
+                _ => Err(format!("state so far: {state}")),
+            }
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", text_content(&browser, "[data-testid=page-job]")));
+    assert_eq!(
+        ended,
+        json!("succeeded"),
+        "job {job_id}: {}",
+        text_content(&browser, "[data-testid=page-job]")
+    );
+
+    // The loss curve holds the trainer's points: one table row per reported step, the last one
+    // step 12, and the loss fell.
+    let rows = onramp_tests::wait::until("the loss table", WAIT, || {
+        let rows = browser
+            .execute(
+                "return [...document.querySelectorAll('[data-testid=loss-table] tbody tr')]
+                   .map(r => [...r.children].map(c => c.textContent));",
+                json!([]),
+            )
+            .map_err(|e| e.to_string())?;
+        let last_is_12 = rows
+            .as_array()
+            .and_then(|r| r.last())
+            .is_some_and(|r| r[0] == "12");
+        Ok(last_is_12.then_some(rows))
+    })
+    .unwrap();
+    let losses: Vec<f64> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r[1].as_str().and_then(|l| l.parse().ok()))
+        .collect();
+    assert!(losses.len() >= 6, "{rows}");
+    assert!(
+        losses.last().unwrap() < losses.first().unwrap(),
+        "the loss falls: {losses:?}"
+    );
+    assert!(
+        browser.find("[data-testid=loss-train]").unwrap().is_some(),
+        "the curve is drawn"
+    );
+}
