@@ -54,59 +54,66 @@ pub fn run() -> Result<Vec<String>, String> {
     let users = accounts(&stack, max)?;
     let admin = Client::with_bearer(&stack.url, &stack.admin_token);
     let mut lines = vec![format!(
-        "{:<8} {:>4} {:>9} {:>9} {:>9}   {:>9} {:>9} {:>9}",
-        "route", "conc", "req/s", "p50 ms", "p99 ms", "÷health", "p50 ×", "p99 ×"
+        "{:<8} {:>4} {:>9} {:>9} {:>9}   {:>9} {:>9} {:>9}   {:>6}",
+        "route", "conc", "req/s", "p50 ms", "p99 ms", "÷health", "p50 ×", "p99 ×", "failed"
     )];
+    let mut failures = Vec::new();
     for conc in CONCURRENCY {
         let clients = &users[..conc];
         let per_client = (REQUESTS / conc).max(2);
-        let health = measure(clients, per_client, |c, _, _| c.get("/api/health"))?;
+        let health = measure("health", clients, per_client, |c, _, _| {
+            c.get("/api/health")
+        })?;
         let codes = promo_codes(&admin, per_client, conc)?;
         let routes: Vec<(&str, Measured)> = vec![
             ("health", health.clone()),
             (
+                "balance",
+                measure("balance", clients, per_client, |c, _, _| c.get("/api/me"))?,
+            ),
+            (
+                "redeem",
+                measure("redeem", clients, per_client, |c, _, k| {
+                    c.post("/api/credits/redeem", &json!({"code": codes[k]}))
+                })?,
+            ),
+            (
+                "submit",
+                measure("submit", clients, per_client, |c, _, _| {
+                    c.submit_spec(LORA, &random_hex(16))
+                })?,
+            ),
+            (
                 "sign-in",
-                measure(clients, per_client, |c, i, _| {
+                measure("sign-in", clients, per_client, |c, i, _| {
                     Client::new(&c.base).post(
                         "/api/auth/login",
                         &json!({"email": email(i), "password": PASSWORD}),
                     )
                 })?,
             ),
-            (
-                "balance",
-                measure(clients, per_client, |c, _, _| c.get("/api/me"))?,
-            ),
-            (
-                "redeem",
-                measure(clients, per_client, |c, _, k| {
-                    c.post("/api/credits/redeem", &json!({"code": codes[k]}))
-                })?,
-            ),
-            (
-                "submit",
-                measure(clients, per_client, |c, _, _| {
-                    c.submit_spec(LORA, &random_hex(16))
-                })?,
-            ),
         ];
         for (route, m) in routes {
             lines.push(format!(
-                "{route:<8} {conc:>4} {:>9.1} {:>9.1} {:>9.1}   {:>9.2} {:>9.2} {:>9.2}",
+                "{route:<8} {conc:>4} {:>9.1} {:>9.1} {:>9.1}   {:>9.2} {:>9.2} {:>9.2}   {:>6}",
                 m.rps,
                 m.p50_ms,
                 m.p99_ms,
                 m.rps / health.rps,
                 m.p50_ms / health.p50_ms,
                 m.p99_ms / health.p99_ms,
+                m.failed,
             ));
+            if let Some(f) = m.first_failure {
+                failures.push(format!("{route} × {conc}: {} failed, first: {f}", m.failed));
+            }
         }
     }
     lines.push(format!(
         "({REQUESTS} requests per route and concurrency, each client its own account; ÷health: \
-         requests/s as a fraction of /api/health's, × its latency as a multiple; every answer was \
-         the route's success)"
+         successful requests/s as a fraction of /api/health's, × its latency as a multiple)"
     ));
+    lines.extend(failures);
     Ok(lines)
 }
 
@@ -153,47 +160,73 @@ fn promo_codes(admin: &Client, rounds: usize, clients: usize) -> Result<Vec<Stri
 
 #[derive(Debug, Clone)]
 struct Measured {
+    /// Successful answers per second of wall time.
     rps: f64,
     p50_ms: f64,
     p99_ms: f64,
+    /// Answers that were not the route's success, and the first of them.
+    failed: usize,
+    first_failure: Option<String>,
 }
 
 /// Each client (in its own thread) sends `per_client` requests one after another; the call gets
-/// the client, its index and the request's round. Every answer must be a success.
+/// the client, its index and the request's round. Latencies are of successful answers; the
+/// others are counted and the first is kept, to be printed.
 fn measure(
+    route: &str,
     clients: &[Client],
     per_client: usize,
     call: impl Fn(&Client, usize, usize) -> Answer + Sync,
 ) -> Result<Measured, String> {
+    eprintln!("bench edge: {route} with {} clients…", clients.len());
     let started = Instant::now();
-    let results: Vec<Result<Vec<Duration>, String>> = std::thread::scope(|s| {
+    type Outcome = (Vec<Duration>, Vec<String>);
+    let results: Vec<Outcome> = std::thread::scope(|s| {
         let call = &call;
         let hs: Vec<_> = clients
             .iter()
             .enumerate()
             .map(|(i, c)| {
                 s.spawn(move || {
-                    let mut took = Vec::with_capacity(per_client);
+                    let (mut took, mut failed) = (Vec::with_capacity(per_client), Vec::new());
                     for k in 0..per_client {
                         let t = Instant::now();
-                        let a = call(c, i, k);
-                        took.push(t.elapsed());
-                        if !(200..300).contains(&a.status) {
-                            return Err(format!("answer {}: {:?}", a.status, a.json));
+                        // The test client panics when the connection itself fails: count it.
+                        let a = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            call(c, i, k)
+                        }));
+                        match a {
+                            Ok(a) if (200..300).contains(&a.status) => took.push(t.elapsed()),
+                            Ok(a) => failed.push(format!(
+                                "{} {}",
+                                a.status,
+                                String::from_utf8_lossy(&a.bytes)
+                            )),
+                            Err(_) => failed.push("the connection failed".into()),
                         }
                     }
-                    Ok(took)
+                    (took, failed)
                 })
             })
             .collect();
         hs.into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("a client panicked".into())))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| (Vec::new(), vec!["a client panicked".into()]))
+            })
             .collect()
     });
     let wall = started.elapsed().as_secs_f64();
-    let mut all = Vec::new();
-    for r in results {
-        all.extend(r?);
+    let (mut all, mut failures) = (Vec::new(), Vec::new());
+    for (took, failed) in results {
+        all.extend(took);
+        failures.extend(failed);
+    }
+    if all.is_empty() {
+        return Err(format!(
+            "bench edge: {route}: no request succeeded: {:?}",
+            failures.first()
+        ));
     }
     all.sort();
     let at = |q: usize| {
@@ -204,5 +237,7 @@ fn measure(
         rps: all.len() as f64 / wall,
         p50_ms: at(50),
         p99_ms: at(99),
+        failed: failures.len(),
+        first_failure: failures.into_iter().next(),
     })
 }
