@@ -80,6 +80,12 @@ pub fn redeem_answer(
     })
 }
 
+/// Whether a code's sweep credits a claim made at `created_ms`: only once its own request had
+/// `grace_ms` to do it, so the sweep does not race every redemption's second half.
+pub fn claim_due(created_ms: i64, now_ms: i64, grace_ms: i64) -> bool {
+    now_ms.saturating_sub(created_ms) >= grace_ms
+}
+
 /// Why a new redemption is refused; each has its own error code so the page can say which.
 pub fn check_redeem(state: Option<CodeState>, now_ms: i64) -> Result<CodeState, ApiError> {
     let Some(s) = state else {
@@ -257,6 +263,14 @@ mod tests {
                 "{state:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_sweep_waits_for_the_request() {
+        assert!(!claim_due(1_000, 1_500, 1_000));
+        assert!(claim_due(1_000, 2_000, 1_000));
+        // A clock that went back leaves the claim to later.
+        assert!(!claim_due(5_000, 1_000, 1_000));
     }
 
     #[test]

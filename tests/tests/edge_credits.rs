@@ -267,13 +267,16 @@ fn ledger_is_private(stack: &Stack) {
 
 /// Runs `during` against a stack whose Coordinator objects fail the operation named `op` (the
 /// test-only failpoint `FAULT_INJECT_OP`: after all of its writes, a failing statement, so the
-/// whole operation rolls back), then `after` against the same state and URL without it.
+/// whole operation rolls back), then `after` against the same state and URL without it. A code's
+/// sweep of uncredited claims runs `sweep_s` after a claim.
 fn with_failpoint<T>(
     name: &str,
     op: &str,
+    sweep_s: u32,
     during: impl FnOnce(&Stack) -> T,
     after: impl FnOnce(&Stack, T),
 ) {
+    let sweep = ("CLAIM_SWEEP_S".to_string(), sweep_s.to_string());
     let opts = StackOptions {
         with_runner: false,
         ..StackOptions::for_test(name)
@@ -285,7 +288,7 @@ fn with_failpoint<T>(
             ..opts.clone()
         },
         StackExtras {
-            vars: vec![("FAULT_INJECT_OP".into(), op.into())],
+            vars: vec![("FAULT_INJECT_OP".into(), op.into()), sweep.clone()],
             extra_backends: vec![],
         },
     )
@@ -305,7 +308,10 @@ fn with_failpoint<T>(
             state_dir,
             ..opts
         },
-        StackExtras::default(),
+        StackExtras {
+            vars: vec![sweep],
+            extra_backends: vec![],
+        },
     )
     .expect("stack restarts on the same state");
     after(&healthy, kept);
@@ -339,6 +345,7 @@ fn a_failed_money_operation_leaves_nothing() {
     with_failpoint(
         "edge-credits-fault",
         "claim_code",
+        600,
         |faulty| {
             assert_eq!(create(faulty, &c, 500, 1, None).status, 201);
             let user = faulty.signup(&unique_email("fault"), PASSWORD);
@@ -368,7 +375,8 @@ fn a_failed_money_operation_leaves_nothing() {
 /// the two (the failpoint fails every credit after the claim committed), the code is counted for
 /// the account and no credit moved. A retry, after the fault is gone, completes it with the first
 /// redemption id: credited exactly once, however many retries run at the same time, and the code
-/// stays counted once (another account still finds it exhausted).
+/// stays counted once (another account still finds it exhausted). The code's sweep is set far
+/// off here, so that the retries are what completes the credit.
 #[test]
 #[ignore = "needs the built stack: run through `cargo xtask test`"]
 fn a_redemption_killed_between_its_two_objects_completes_once() {
@@ -377,6 +385,7 @@ fn a_redemption_killed_between_its_two_objects_completes_once() {
     with_failpoint(
         "edge-credits-between",
         "credit_redemption",
+        600,
         |faulty| {
             assert_eq!(create(faulty, &solo, 500, 1, None).status, 201);
             assert_eq!(create(faulty, &shared, 300, 2, None).status, 201);
@@ -441,6 +450,45 @@ fn a_redemption_killed_between_its_two_objects_completes_once() {
                 );
             }
             assert_eq!(checked_ledger(&late).len(), 1);
+        },
+    );
+}
+
+/// A redemption killed between its two objects whose user never retries: the code's own sweep
+/// (an alarm a second after the claim here; it fails while the fault lasts and tries again)
+/// credits it once.
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn a_redemption_nobody_retries_is_completed_by_the_codes_sweep() {
+    let c = code("SWEEP");
+    with_failpoint(
+        "edge-credits-sweep",
+        "credit_redemption",
+        1,
+        |faulty| {
+            assert_eq!(create(faulty, &c, 700, 3, None).status, 201);
+            let user = faulty.signup(&unique_email("sweep"), PASSWORD);
+            let r = user.post("/api/credits/redeem", &json!({"code": c}));
+            assert_eq!((r.status, r.code()), (500, "internal"), "{:?}", r.json);
+            assert_eq!(checked_ledger(&user).len(), 1, "only the trial grant");
+            user
+        },
+        |_healthy, user| {
+            onramp_tests::wait::until(
+                "the code's sweep to credit the claim",
+                std::time::Duration::from_secs(60),
+                || match user.balance() {
+                    1700 => Ok(Some(())),
+                    b => Err(format!("balance {b}")),
+                },
+            )
+            .unwrap();
+            let entries = checked_ledger(&user);
+            let redeems = entries.iter().filter(|e| e["kind"] == "redeem").count();
+            assert_eq!(redeems, 1, "{entries:?}");
+            let r = user.post("/api/credits/redeem", &json!({"code": c}));
+            assert_eq!((r.status, r.code()), (409, "code_already_redeemed"));
+            assert_eq!(user.balance(), 1700);
         },
     );
 }

@@ -3,21 +3,140 @@
 //! this code": a claim row per account, written in the same step as the counter, so a race of
 //! redemptions of one code, by many accounts or by one, is serialised here and yields exactly the
 //! allowed number of claims. The credit itself is the account object's (`account_object.rs`).
+//!
+//! A claim whose credit never arrived (the request died between the two objects and the user
+//! never retried) is completed by this object's own sweep: an alarm, armed after every claim
+//! while some claim is not known to be credited, asks the account's object to credit each claim
+//! older than `CLAIM_SWEEP_S` (idempotent by redemption id, so a claim the request credited
+//! already changes nothing) and then marks it credited.
 
-use super::coordinator::sql_err;
+use super::coordinator::{self, sql_err};
 use super::http::ApiResult;
-use crate::coordinator_wire::{Claimed, CodeCreated};
+use crate::coordinator_wire::{Claimed, CodeCreated, Credited, Op};
 use crate::error::{ApiError, ErrorCode};
 use crate::ledger::{self, Claim, ClaimDecision, CodeState};
 use serde::Deserialize;
-use worker::{SqlStorage, SqlStorageValue};
+use worker::{Env, SqlStorage, SqlStorageValue, State};
 
 pub const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS promo_codes (code TEXT PRIMARY KEY, amount_fen INTEGER NOT NULL, \
      max_redemptions INTEGER NOT NULL, redeemed INTEGER NOT NULL DEFAULT 0, expires_at INTEGER, created_at INTEGER NOT NULL)",
+    // `credited`: the sweep saw the account's object credit this claim.
     "CREATE TABLE IF NOT EXISTS claims (user_id TEXT PRIMARY KEY, redemption_id TEXT NOT NULL, \
-     amount_fen INTEGER NOT NULL, created_at INTEGER NOT NULL)",
+     amount_fen INTEGER NOT NULL, created_at INTEGER NOT NULL, credited INTEGER NOT NULL DEFAULT 0)",
 ];
+
+/// Claims the sweep looks at in one run; it comes back for the rest.
+const SWEEP_BATCH: usize = 100;
+
+/// How long a claim is left to its own request before the sweep credits it (`CLAIM_SWEEP_S`).
+fn sweep_after_ms(env: &Env) -> i64 {
+    env.var("CLAIM_SWEEP_S")
+        .ok()
+        .and_then(|v| v.to_string().trim().parse::<i64>().ok())
+        .unwrap_or(60)
+        .clamp(1, 86_400)
+        * 1000
+}
+
+#[derive(Deserialize)]
+struct Count {
+    n: i64,
+}
+
+/// Sets the sweep's alarm when a claim is not known to be credited and no alarm is set.
+pub(super) async fn arm_sweep(state: &State, env: &Env, sql: &SqlStorage) -> ApiResult<()> {
+    let open: Count = sql
+        .exec("SELECT COUNT(*) AS n FROM claims WHERE credited = 0", None)
+        .and_then(|c| c.one())
+        .map_err(sql_err)?;
+    if open.n == 0 {
+        return Ok(());
+    }
+    let storage = state.storage();
+    let set = storage.get_alarm().await.map_err(sql_err)?;
+    if set.is_none() {
+        storage
+            .set_alarm(sweep_after_ms(env))
+            .await
+            .map_err(sql_err)?;
+    }
+    Ok(())
+}
+
+/// The alarm: credits each due claim through its account's object and marks it, then sets the
+/// alarm again while any claim is left.
+pub(super) async fn sweep(state: &State, env: &Env, sql: &SqlStorage) -> ApiResult<()> {
+    #[derive(Deserialize)]
+    struct Open {
+        user_id: String,
+        redemption_id: String,
+        amount_fen: i64,
+        created_at: i64,
+    }
+    #[derive(Deserialize)]
+    struct Name {
+        code: String,
+    }
+    let after_ms = sweep_after_ms(env);
+    let now = super::db::now_ms();
+    let code: Option<Name> = sql
+        .exec("SELECT code FROM promo_codes LIMIT 1", None)
+        .and_then(|c| c.to_array())
+        .map_err(sql_err)?
+        .into_iter()
+        .next();
+    let Some(Name { code }) = code else {
+        return Ok(());
+    };
+    let open: Vec<Open> = sql
+        .exec(
+            "SELECT user_id, redemption_id, amount_fen, created_at FROM claims WHERE credited = 0 \
+             ORDER BY created_at LIMIT ?",
+            vec![(SWEEP_BATCH as i64).into()],
+        )
+        .and_then(|c| c.to_array())
+        .map_err(sql_err)?;
+    let mut left = open.len() == SWEEP_BATCH;
+    for claim in open {
+        if !ledger::claim_due(claim.created_at, now, after_ms) {
+            left = true;
+            continue;
+        }
+        let credit = Op::CreditRedemption {
+            user_id: claim.user_id.clone(),
+            code: code.clone(),
+            redemption_id: claim.redemption_id.clone(),
+            amount_fen: claim.amount_fen,
+            // The ledger row carries the time of the redemption, not of the sweep.
+            now_ms: claim.created_at,
+        };
+        match coordinator::call::<Credited>(env, &credit).await {
+            Ok(_) => {
+                sql.exec(
+                    "UPDATE claims SET credited = 1 WHERE user_id = ? AND redemption_id = ?",
+                    vec![
+                        claim.user_id.as_str().into(),
+                        claim.redemption_id.as_str().into(),
+                    ],
+                )
+                .map_err(sql_err)?;
+            }
+            Err(e) => {
+                worker::console_error!(
+                    "code {code}: crediting redemption {}: {}",
+                    claim.redemption_id,
+                    e.message
+                );
+                left = true;
+            }
+        }
+    }
+    if left {
+        state.storage().set_alarm(after_ms).await.map_err(sql_err)?;
+    }
+    Ok(())
+}
 
 pub(super) fn create(
     sql: &SqlStorage,

@@ -31,6 +31,8 @@ pub struct Coordinator {
     /// A test's failpoint (`FAULT_INJECT_OP`, never set in a deployment): the named operation
     /// ends with a failing statement after all of its writes, to show that none of them remain.
     fault_op: Option<String>,
+    /// For a code's object, which calls accounts' objects from its sweep (`code_object.rs`).
+    env: Env,
 }
 
 /// Each kind of object's tables; an object creates those of the first operation it runs (an
@@ -58,11 +60,13 @@ impl DurableObject for Coordinator {
             state,
             ready: Cell::new(false),
             fault_op,
+            env,
         }
     }
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
         let op: Result<Op, _> = req.json().await;
+        let claim = matches!(op, Ok(Op::ClaimCode { .. }));
         // From here on nothing awaits: the whole operation is one synchronous step.
         let result = match op {
             Ok(op) => self
@@ -72,7 +76,29 @@ impl DurableObject for Coordinator {
                 "coordinator: bad operation: {e}"
             ))),
         };
+        if claim {
+            // After the answer is decided: the sweep is a safety net, never the claim's outcome.
+            let armed = match self.sql(ObjectKind::Code) {
+                Ok(sql) => super::code_object::arm_sweep(&self.state, &self.env, &sql).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = armed {
+                worker::console_error!("code object: arming the sweep: {}", e.message);
+            }
+        }
         Response::from_json(&Outcome::of(result))
+    }
+
+    /// Only a code's object sets an alarm: its sweep of claims whose credit never arrived.
+    async fn alarm(&self) -> worker::Result<Response> {
+        let swept = match self.sql(ObjectKind::Code) {
+            Ok(sql) => super::code_object::sweep(&self.state, &self.env, &sql).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = swept {
+            worker::console_error!("code object: sweep: {}", e.message);
+        }
+        Response::ok("swept")
     }
 }
 
