@@ -12,9 +12,9 @@ use super::db::now_ms;
 use super::http::{self, ApiResult};
 use super::jobs;
 use crate::coordinator_wire::Op;
-use crate::error::{ApiError, ErrorCode};
+use crate::error::ApiError;
 use crate::ledger::LedgerKind;
-use crate::refund::{RefundRequest, Settled, check_refund};
+use crate::refund::{EarlierRefund, Refund, RefundRequest, Settled, check_refund, refund_replay};
 use crate::wire;
 use crate::wire::Check;
 use api::RefundAnswer;
@@ -75,14 +75,18 @@ pub fn apply(sql: &SqlStorage, ask: RefundAsk<'_>, now_ms: i64) -> ApiResult<Ref
         )
         .and_then(|c| c.to_array())
         .map_err(sql_err)?;
-    if let Some(e) = earlier.into_iter().next() {
-        if e.job_id != job_id || e.amount_fen != amount_fen || e.reason != reason {
-            return Err(ApiError::new(
-                ErrorCode::IdempotencyConflict,
-                "this Idempotency-Key was used for a different refund",
-            )
-            .with_details(serde_json::json!({"job_id": e.job_id, "amount_fen": e.amount_fen})));
-        }
+    let earlier = earlier.into_iter().next();
+    let kept = earlier.as_ref().map(|e| EarlierRefund {
+        job_id: e.job_id.clone(),
+        amount_fen: e.amount_fen,
+        reason: e.reason.clone(),
+    });
+    let asked = Refund {
+        job_id: job_id.to_string(),
+        amount_fen,
+        reason: reason.to_string(),
+    };
+    if let (true, Some(e)) = (refund_replay(kept.as_ref(), &asked)?, earlier) {
         return answer(sql, key, job_id, amount_fen, reason, e.created_at, true);
     }
 
