@@ -123,7 +123,7 @@ pub fn check_hold(balance_fen: i64, amount_fen: i64) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// A job's hold as the Coordinator stores it.
+/// A job's hold as its owner's account object stores it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HoldState {
     pub amount_fen: i64,

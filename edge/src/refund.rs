@@ -1,7 +1,7 @@
 //! Refunds (`POST /api/admin/refunds`): an operator gives back credit for a job that the platform
 //! failed (a lost run, a node failure after the job was billed). A refund is bounded by what was
 //! captured for that job, minus what was already refunded, and is applied once per idempotency
-//! key; the Coordinator applies these rules in one synchronous step.
+//! key; the job owner's account object applies these rules in one synchronous step.
 
 use crate::error::{ApiError, ErrorCode};
 
@@ -54,7 +54,7 @@ impl crate::wire::Check for RefundRequest {
     }
 }
 
-/// The job's hold as the Coordinator has it: whether it settled and what was captured.
+/// The job's hold as its owner's account object has it: whether it settled and what was captured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settled {
     pub settled: bool,
