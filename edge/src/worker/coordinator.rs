@@ -13,8 +13,9 @@
 //! operation (tests/tests/edge_credits.rs makes one fail on purpose). An operation that crosses
 //! two objects — a redemption (code, then account) and the trial (trials, then account) — is
 //! two such steps whose second is idempotent, so a failure between them is completed by a retry
-//! (see `credits.rs`). The race tests in tests/tests/edge_credits.rs fire 200 parallel
-//! redemptions to show it.
+//! (see `credits.rs`), and a redemption also by its code's own sweep (an alarm, the one `alarm`
+//! of this class). The race tests in tests/tests/edge_credits.rs fire 200 parallel redemptions,
+//! and others there stop both kinds of crossing half-way.
 
 use super::http::ApiResult;
 use crate::coordinator_wire::{Counted, ObjectKind, Op, Outcome, Probed};
