@@ -44,14 +44,15 @@ struct Count {
     n: i64,
 }
 
-/// Sets the sweep's alarm when a claim is not known to be credited and no alarm is set.
-pub(super) async fn arm_sweep(state: &State, env: &Env, sql: &SqlStorage) -> ApiResult<()> {
+/// Sets the sweep's alarm when a claim is not known to be credited and no alarm is set; true
+/// when an alarm is set now.
+pub(super) async fn arm_sweep(state: &State, env: &Env, sql: &SqlStorage) -> ApiResult<bool> {
     let open: Count = sql
         .exec("SELECT COUNT(*) AS n FROM claims WHERE credited = 0", None)
         .and_then(|c| c.one())
         .map_err(sql_err)?;
     if open.n == 0 {
-        return Ok(());
+        return Ok(false);
     }
     let storage = state.storage();
     let set = storage.get_alarm().await.map_err(sql_err)?;
@@ -61,12 +62,12 @@ pub(super) async fn arm_sweep(state: &State, env: &Env, sql: &SqlStorage) -> Api
             .await
             .map_err(sql_err)?;
     }
-    Ok(())
+    Ok(true)
 }
 
 /// The alarm: credits each due claim through its account's object and marks it, then sets the
-/// alarm again while any claim is left.
-pub(super) async fn sweep(state: &State, env: &Env, sql: &SqlStorage) -> ApiResult<()> {
+/// alarm again while any claim is left (true when it did).
+pub(super) async fn sweep(state: &State, env: &Env, sql: &SqlStorage) -> ApiResult<bool> {
     #[derive(Deserialize)]
     struct Open {
         user_id: String,
@@ -87,7 +88,7 @@ pub(super) async fn sweep(state: &State, env: &Env, sql: &SqlStorage) -> ApiResu
         .into_iter()
         .next();
     let Some(Name { code }) = code else {
-        return Ok(());
+        return Ok(false);
     };
     let open: Vec<Open> = sql
         .exec(
@@ -135,7 +136,7 @@ pub(super) async fn sweep(state: &State, env: &Env, sql: &SqlStorage) -> ApiResu
     if left {
         state.storage().set_alarm(after_ms).await.map_err(sql_err)?;
     }
-    Ok(())
+    Ok(left)
 }
 
 pub(super) fn create(

@@ -34,6 +34,9 @@ pub struct Coordinator {
     fault_op: Option<String>,
     /// For a code's object, which calls accounts' objects from its sweep (`code_object.rs`).
     env: Env,
+    /// A code's object set its sweep's alarm since it was last started: later claims need not
+    /// ask storage again (a new start asks once more, which at worst moves the alarm later).
+    sweep_armed: Cell<bool>,
 }
 
 /// Each kind of object's tables; an object creates those of the first operation it runs (an
@@ -62,6 +65,7 @@ impl DurableObject for Coordinator {
             ready: Cell::new(false),
             fault_op,
             env,
+            sweep_armed: Cell::new(false),
         }
     }
 
@@ -77,14 +81,15 @@ impl DurableObject for Coordinator {
                 "coordinator: bad operation: {e}"
             ))),
         };
-        if claim {
+        if claim && !self.sweep_armed.get() {
             // After the answer is decided: the sweep is a safety net, never the claim's outcome.
             let armed = match self.sql(ObjectKind::Code) {
                 Ok(sql) => super::code_object::arm_sweep(&self.state, &self.env, &sql).await,
                 Err(e) => Err(e),
             };
-            if let Err(e) = armed {
-                worker::console_error!("code object: arming the sweep: {}", e.message);
+            match armed {
+                Ok(set) => self.sweep_armed.set(set),
+                Err(e) => worker::console_error!("code object: arming the sweep: {}", e.message),
             }
         }
         Response::from_json(&Outcome::of(result))
@@ -96,8 +101,13 @@ impl DurableObject for Coordinator {
             Ok(sql) => super::code_object::sweep(&self.state, &self.env, &sql).await,
             Err(e) => Err(e),
         };
-        if let Err(e) = swept {
-            worker::console_error!("code object: sweep: {}", e.message);
+        match swept {
+            Ok(again) => self.sweep_armed.set(again),
+            Err(e) => {
+                // Whatever failed, the next claim asks storage whether an alarm is set.
+                self.sweep_armed.set(false);
+                worker::console_error!("code object: sweep: {}", e.message);
+            }
         }
         Response::ok("swept")
     }
