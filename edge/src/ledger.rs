@@ -1,35 +1,99 @@
-//! The credit ledger's rules: kinds of movement, promotion-code refusals, and how a hold settles.
-//! Balance is the sum of the ledger; the Coordinator Durable Object applies these rules inside
-//! one synchronous SQLite step, so no two requests interleave between a check and its write.
+//! The credit ledger's rules: kinds of movement, promotion-code claims and refusals, the answer
+//! of a redemption that crosses two objects, the hold check, how a hold settles, and the rate
+//! window. Balance is the sum of the ledger; the Coordinator Durable Objects apply these rules
+//! inside one synchronous SQLite step each, so no two requests to one object interleave between
+//! a check and its write.
 
 use crate::error::{ApiError, ErrorCode};
 
 /// What a ledger row records (the wire type, also the stored spelling).
 pub use api::LedgerKind;
 
-/// What the Coordinator knows about a code and this account when a redemption arrives.
+/// What a code's object knows about the code when a redemption arrives.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CodeState {
+    pub amount_fen: i64,
     pub max_redemptions: i64,
     pub redeemed: i64,
     pub expires_at_ms: Option<i64>,
-    pub already_by_account: bool,
 }
 
-/// Why a redemption is refused; each has its own error code so the page can say which.
-pub fn check_redeem(state: Option<CodeState>, now_ms: i64) -> Result<(), ApiError> {
+/// An account's earlier claim of a code, as the code's object keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub redemption_id: String,
+    pub amount_fen: i64,
+}
+
+/// What the code's object does with a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimDecision {
+    /// The account's first claim: count it under this id, for this amount.
+    New(Claim),
+    /// The account claimed the code before: answer that claim again and count nothing, so that
+    /// a redemption whose credit never reached the account's object completes on a retry.
+    Again(Claim),
+}
+
+/// The code's object is the one source of truth for "this account redeemed this code": its claim
+/// row. An earlier claim is answered whatever the code's state is now (it may have expired or
+/// run out since, and the retry must still complete); a new one passes [`check_redeem`].
+pub fn claim_code(
+    state: Option<CodeState>,
+    earlier: Option<Claim>,
+    redemption_id: &str,
+    now_ms: i64,
+) -> Result<ClaimDecision, ApiError> {
+    if let Some(claim) = earlier {
+        return Ok(ClaimDecision::Again(claim));
+    }
+    let s = check_redeem(state, now_ms)?;
+    Ok(ClaimDecision::New(Claim {
+        redemption_id: redemption_id.to_string(),
+        amount_fen: s.amount_fen,
+    }))
+}
+
+/// What the account's object does with a claim's credit: the ledger row is written once per
+/// redemption id, however many times the credit is asked for.
+pub fn credit_once(already_credited: bool) -> bool {
+    !already_credited
+}
+
+/// The redemption's answer to the user, once the account's object has answered the credit:
+/// success for exactly the request whose credit wrote the row, so of many parallel requests by
+/// one account one succeeds and the others hear that the code was redeemed already.
+pub fn redeem_answer(
+    claim: &Claim,
+    applied: bool,
+    balance_fen: i64,
+) -> Result<api::Redeemed, ApiError> {
+    if !applied {
+        return Err(ApiError::new(
+            ErrorCode::CodeAlreadyRedeemed,
+            "this account already redeemed this code",
+        ));
+    }
+    Ok(api::Redeemed {
+        amount_fen: claim.amount_fen,
+        balance_fen,
+    })
+}
+
+/// Whether a code's sweep credits a claim made at `created_ms`: only once its own request had
+/// `grace_ms` to do it, so the sweep does not race every redemption's second half.
+pub fn claim_due(created_ms: i64, now_ms: i64, grace_ms: i64) -> bool {
+    now_ms.saturating_sub(created_ms) >= grace_ms
+}
+
+/// Why a new redemption is refused; each has its own error code so the page can say which.
+pub fn check_redeem(state: Option<CodeState>, now_ms: i64) -> Result<CodeState, ApiError> {
     let Some(s) = state else {
         return Err(ApiError::new(
             ErrorCode::CodeUnknown,
             "no such promotion code",
         ));
     };
-    if s.already_by_account {
-        return Err(ApiError::new(
-            ErrorCode::CodeAlreadyRedeemed,
-            "this account already redeemed this code",
-        ));
-    }
     if s.expires_at_ms.is_some_and(|e| now_ms >= e) {
         return Err(ApiError::new(
             ErrorCode::CodeExpired,
@@ -42,7 +106,7 @@ pub fn check_redeem(state: Option<CodeState>, now_ms: i64) -> Result<(), ApiErro
             "this promotion code has been fully redeemed",
         ));
     }
-    Ok(())
+    Ok(s)
 }
 
 /// A hold may be placed only when the balance covers it (balance never goes negative).
@@ -59,7 +123,7 @@ pub fn check_hold(balance_fen: i64, amount_fen: i64) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// A job's hold as the Coordinator stores it.
+/// A job's hold as its owner's account object stores it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HoldState {
     pub amount_fen: i64,
@@ -143,34 +207,80 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn st(max: i64, redeemed: i64, exp: Option<i64>, already: bool) -> Option<CodeState> {
+    fn st(max: i64, redeemed: i64, exp: Option<i64>) -> Option<CodeState> {
         Some(CodeState {
+            amount_fen: 300,
             max_redemptions: max,
             redeemed,
             expires_at_ms: exp,
-            already_by_account: already,
         })
     }
 
     #[test]
     fn each_refusal_has_its_code() {
-        assert!(check_redeem(st(2, 1, None, false), 0).is_ok());
+        assert!(check_redeem(st(2, 1, None), 0).is_ok());
         assert_eq!(
             check_redeem(None, 0).unwrap_err().code,
             ErrorCode::CodeUnknown
         );
         assert_eq!(
-            check_redeem(st(2, 2, None, false), 0).unwrap_err().code,
+            check_redeem(st(2, 2, None), 0).unwrap_err().code,
             ErrorCode::CodeExhausted
         );
         assert_eq!(
-            check_redeem(st(2, 0, Some(5), false), 5).unwrap_err().code,
+            check_redeem(st(2, 0, Some(5)), 5).unwrap_err().code,
             ErrorCode::CodeExpired
         );
+    }
+
+    fn claim(id: &str) -> Claim {
+        Claim {
+            redemption_id: id.into(),
+            amount_fen: 300,
+        }
+    }
+
+    #[test]
+    fn a_first_claim_is_checked_and_takes_the_new_id() {
         assert_eq!(
-            check_redeem(st(2, 0, None, true), 0).unwrap_err().code,
-            ErrorCode::CodeAlreadyRedeemed
+            claim_code(st(2, 1, None), None, "r1", 0),
+            Ok(ClaimDecision::New(claim("r1")))
         );
+        let e = claim_code(st(2, 2, None), None, "r1", 0).unwrap_err();
+        assert_eq!(e.code, ErrorCode::CodeExhausted);
+        let e = claim_code(None, None, "r1", 0).unwrap_err();
+        assert_eq!(e.code, ErrorCode::CodeUnknown);
+    }
+
+    #[test]
+    fn a_second_claim_answers_the_first_even_after_the_code_ran_out() {
+        // The retry of a redemption whose credit was lost keeps the first id, so the account's
+        // object credits it once; the code's state since then does not matter.
+        for state in [st(2, 1, None), st(1, 1, None), st(2, 0, Some(5)), None] {
+            assert_eq!(
+                claim_code(state, Some(claim("r1")), "r2", 10),
+                Ok(ClaimDecision::Again(claim("r1"))),
+                "{state:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_sweep_waits_for_the_request() {
+        assert!(!claim_due(1_000, 1_500, 1_000));
+        assert!(claim_due(1_000, 2_000, 1_000));
+        // A clock that went back leaves the claim to later.
+        assert!(!claim_due(5_000, 1_000, 1_000));
+    }
+
+    #[test]
+    fn only_the_request_that_credited_succeeds() {
+        assert!(credit_once(false));
+        assert!(!credit_once(true));
+        let ok = redeem_answer(&claim("r1"), true, 1300).unwrap();
+        assert_eq!((ok.amount_fen, ok.balance_fen), (300, 1300));
+        let e = redeem_answer(&claim("r1"), false, 1300).unwrap_err();
+        assert_eq!((e.status, e.code), (409, ErrorCode::CodeAlreadyRedeemed));
     }
 
     #[test]

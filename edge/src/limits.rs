@@ -1,7 +1,7 @@
 //! Limits that do not trust a client's address: the trial grant (once per verified account,
 //! and a global cap per hour so that many mailboxes cannot farm it), and the login backoff keyed
 //! on email and client (failures from one client never lock the owner out of another). Pure
-//! rules; the Coordinator applies them inside one transaction.
+//! rules; the Coordinator objects apply them inside one transaction each.
 
 use crate::error::{ApiError, ErrorCode};
 use crate::time::words_for_seconds;
@@ -26,23 +26,25 @@ pub fn trial_mailbox(email: &str) -> String {
     }
 }
 
-/// What the Coordinator knows when a verified account asks for its trial.
+/// What the trials object knows when a verified account asks for its trial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TrialState {
-    /// This account has its trial grant already.
+    /// This account reserved its trial already (its grant, in the account's own object, is
+    /// given at most once whatever this says).
     pub already_granted: bool,
     /// Another account with the same mailbox ([`trial_mailbox`]) has it.
     pub mailbox_taken: bool,
-    /// Trial grants of all accounts in the last hour.
+    /// Trial reservations of all accounts in the last hour.
     pub granted_in_window: i64,
     /// The oldest of those, epoch ms.
     pub oldest_in_window_ms: Option<i64>,
 }
 
-/// Whether to grant now.
+/// Whether to reserve the trial now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrialDecision {
-    /// Granted before: nothing more (a replayed link, two tabs).
+    /// Reserved before (a replayed link, two tabs, a grant that stopped half-way): nothing is
+    /// counted again, and the account's object grants only if it never did.
     Already,
     Grant,
 }

@@ -1,7 +1,7 @@
 //! Refunds (`POST /api/admin/refunds`): an operator gives back credit for a job that the platform
 //! failed (a lost run, a node failure after the job was billed). A refund is bounded by what was
 //! captured for that job, minus what was already refunded, and is applied once per idempotency
-//! key; the Coordinator applies these rules in one synchronous step.
+//! key; the job owner's account object applies these rules in one synchronous step.
 
 use crate::error::{ApiError, ErrorCode};
 
@@ -54,11 +54,36 @@ impl crate::wire::Check for RefundRequest {
     }
 }
 
-/// The job's hold as the Coordinator has it: whether it settled and what was captured.
+/// The job's hold as its owner's account object has it: whether it settled and what was captured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Settled {
     pub settled: bool,
     pub captured_fen: i64,
+}
+
+/// A refund already made under an idempotency key, as the account's object keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EarlierRefund {
+    pub job_id: String,
+    pub amount_fen: i64,
+    pub reason: String,
+}
+
+/// What a refund request does given the refund kept under its key, if any: a new refund
+/// (`Ok(false)`), the same one again, answered as it was and moving nothing (`Ok(true)`), or a
+/// different one under a used key, refused.
+pub fn refund_replay(earlier: Option<&EarlierRefund>, asked: &Refund) -> Result<bool, ApiError> {
+    let Some(e) = earlier else {
+        return Ok(false);
+    };
+    if e.job_id != asked.job_id || e.amount_fen != asked.amount_fen || e.reason != asked.reason {
+        return Err(ApiError::new(
+            ErrorCode::IdempotencyConflict,
+            "this Idempotency-Key was used for a different refund",
+        )
+        .with_details(serde_json::json!({"job_id": e.job_id, "amount_fen": e.amount_fen})));
+    }
+    Ok(true)
 }
 
 /// Whether `amount` can be refunded for a job whose hold is `hold` and that already had
@@ -117,6 +142,39 @@ mod tests {
         ] {
             let e = r.check().unwrap_err();
             assert_eq!((e.status, e.details["field"].as_str()), (400, Some(field)));
+        }
+    }
+
+    #[test]
+    fn a_key_is_one_refund() {
+        let asked = Refund {
+            job_id: "j1".into(),
+            amount_fen: 5,
+            reason: "node failed".into(),
+        };
+        assert_eq!(refund_replay(None, &asked), Ok(false));
+        let same = EarlierRefund {
+            job_id: "j1".into(),
+            amount_fen: 5,
+            reason: "node failed".into(),
+        };
+        assert_eq!(refund_replay(Some(&same), &asked), Ok(true));
+        for other in [
+            EarlierRefund {
+                amount_fen: 6,
+                ..same.clone()
+            },
+            EarlierRefund {
+                job_id: "j2".into(),
+                ..same.clone()
+            },
+            EarlierRefund {
+                reason: "other".into(),
+                ..same.clone()
+            },
+        ] {
+            let e = refund_replay(Some(&other), &asked).unwrap_err();
+            assert_eq!((e.status, e.code), (409, ErrorCode::IdempotencyConflict));
         }
     }
 

@@ -11,6 +11,8 @@
 //!   same model and batch (see `bench_train.rs`).
 //! - `app`: cold and warm page load to first token, and the gzip sizes of the page and the
 //!   inference worker (see `bench_app.rs`).
+//! - `edge`: requests/s and p50/p99 of sign-in, balance, redeem and submit with 8/32/128
+//!   concurrent clients against `wrangler dev`, next to `/api/health` (see `bench_edge.rs`).
 //! - `train`: onramp-train's training tokens/s on the CPU next to a plain Hugging Face Trainer
 //!   script on the same model, data and settings (`trainer/bench/bench_train.py`).
 
@@ -18,7 +20,7 @@ use crate::cmd::{self, cargo, shared_dir, target_dir};
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let which = args.first().map_or("all", String::as_str);
-    let known = ["plan", "model", "train-tiny", "app", "train", "all"];
+    let known = ["plan", "model", "train-tiny", "app", "edge", "train", "all"];
     if !known.contains(&which) || args.len() > 1 {
         return Err(format!("usage: cargo xtask bench [{}]", known.join("|")));
     }
@@ -39,6 +41,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
         crate::build::all(&tools)?;
         println!("\n== app: load to first token in headless Chromium, and download sizes ==");
         for line in crate::bench_app::run()? {
+            println!("{line}");
+        }
+    }
+    if matches!(which, "edge" | "all") {
+        let tools = crate::setup::build_tools()?;
+        crate::build::all(&tools)?;
+        println!("\n== edge: money routes under concurrent clients, against wrangler dev ==");
+        for line in crate::bench_edge::run()? {
             println!("{line}");
         }
     }

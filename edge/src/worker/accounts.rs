@@ -4,7 +4,7 @@
 //! verification link, and verifying gives the trial (`verify.rs`). Login waits out a backoff per
 //! email and client (`crate::limits`), so failures elsewhere never lock the owner out.
 
-use super::coordinator::{self, LEDGER, RATE};
+use super::coordinator;
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
 use crate::auth;
@@ -114,9 +114,7 @@ async fn balance(env: &Env, user_id: &str) -> ApiResult<i64> {
     let op = Op::Balance {
         user_id: user_id.to_string(),
     };
-    Ok(coordinator::call::<Balance>(env, LEDGER, &op)
-        .await?
-        .balance_fen)
+    Ok(coordinator::call::<Balance>(env, &op).await?.balance_fen)
 }
 
 pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
@@ -188,7 +186,7 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
         key: key.clone(),
         now_ms: now_ms(),
     };
-    coordinator::call::<Counted>(env, RATE, &attempt).await?;
+    coordinator::call::<Counted>(env, &attempt).await?;
     #[derive(Deserialize)]
     struct Row {
         id: String,
@@ -220,7 +218,7 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
             "wrong email or password",
         ));
     };
-    coordinator::call::<Counted>(env, RATE, &Op::LoginSucceeded { key }).await?;
+    coordinator::call::<Counted>(env, &Op::LoginSucceeded { key }).await?;
     let token = new_session(env, &user.id).await?;
     let host = http::own_origin(&req)?.1;
     let resp = http::json(

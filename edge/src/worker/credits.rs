@@ -1,11 +1,20 @@
 //! Credits: the ledger, redeeming promotion codes, and creating codes (admin). Every movement
-//! goes through the Coordinator, which applies it atomically.
+//! goes through a Coordinator object, which applies it atomically.
+//!
+//! A redemption crosses two objects: the code's counts a claim for the account under a
+//! redemption id (`ClaimCode`), then the account's credits that id (`CreditRedemption`). Should
+//! the request die between the two (the account's object failed, the worker was stopped), the
+//! code is counted and the credit missing; a retry of the redemption finds the account's earlier
+//! claim with its first id, and the account's object credits that id once however often it is
+//! asked, so the credit is neither lost nor doubled. Without a retry, the code's object's own
+//! sweep credits the claim later (`code_object.rs`). tests/tests/edge_credits.rs kills
+//! redemptions in between to show both.
 
 use super::accounts::{authenticate, require_admin};
-use super::coordinator::{self, LEDGER};
-use super::db::now_ms;
+use super::coordinator;
+use super::db::{now_ms, random_hex};
 use super::http::{self, ApiResult};
-use crate::coordinator_wire::{CodeCreated, Op};
+use crate::coordinator_wire::{Claimed, CodeCreated, Credited, Op};
 use crate::wire::Check;
 use crate::wire::{self, NewPromoCode, RedeemRequest};
 use api::{Ledger, PromoCodeCreated, Redeemed};
@@ -13,7 +22,7 @@ use worker::{Env, Request};
 
 pub async fn ledger(req: Request, env: &Env) -> ApiResult<Ledger> {
     let user = authenticate(&req, env, false).await?;
-    coordinator::call(env, LEDGER, &Op::Ledger { user_id: user.id }).await
+    coordinator::call(env, &Op::Ledger { user_id: user.id }).await
 }
 
 pub async fn redeem(mut req: Request, env: &Env) -> ApiResult<Redeemed> {
@@ -27,12 +36,30 @@ pub async fn redeem(mut req: Request, env: &Env) -> ApiResult<Redeemed> {
         .and_then(|v| v.to_string().trim().parse().ok())
         .unwrap_or(30);
     coordinator::rate_limit(env, &format!("redeem:user:{}", user.id), limit, 60).await?;
-    let op = Op::Redeem {
+    let now = now_ms();
+    let claim = Op::ClaimCode {
+        code: code.clone(),
+        user_id: user.id.clone(),
+        redemption_id: random_hex(16)?,
+        now_ms: now,
+    };
+    let claimed: Claimed = coordinator::call(env, &claim).await?;
+    let credit = Op::CreditRedemption {
         user_id: user.id,
         code,
-        now_ms: now_ms(),
+        redemption_id: claimed.redemption_id.clone(),
+        amount_fen: claimed.amount_fen,
+        now_ms: now,
     };
-    coordinator::call(env, LEDGER, &op).await
+    let credited: Credited = coordinator::call(env, &credit).await?;
+    crate::ledger::redeem_answer(
+        &crate::ledger::Claim {
+            redemption_id: claimed.redemption_id,
+            amount_fen: claimed.amount_fen,
+        },
+        credited.applied,
+        credited.balance_fen,
+    )
 }
 
 pub async fn create_code(mut req: Request, env: &Env) -> ApiResult<PromoCodeCreated> {
@@ -46,7 +73,7 @@ pub async fn create_code(mut req: Request, env: &Env) -> ApiResult<PromoCodeCrea
         expires_at_ms: p.expires_at_ms,
         now_ms: now_ms(),
     };
-    let created: CodeCreated = coordinator::call(env, LEDGER, &op).await?;
+    let created: CodeCreated = coordinator::call(env, &op).await?;
     Ok(PromoCodeCreated {
         code: created.code,
         amount_fen: p.amount_fen,

@@ -88,7 +88,7 @@ async fn check_kv(env: &Env) -> Result<String, String> {
 
 async fn check_durable_object(env: &Env) -> Result<String, String> {
     let probed: crate::coordinator_wire::Probed =
-        super::coordinator::call(env, "health", &crate::coordinator_wire::Op::Probe)
+        super::coordinator::call(env, &crate::coordinator_wire::Op::Probe)
             .await
             .map_err(|e| format!("Durable Object: {}", e.message))?;
     Ok(format!(

@@ -4,7 +4,7 @@
 
 use super::accounts::{User, authenticate, require_admin};
 use super::backend_io;
-use super::coordinator::{self, LEDGER};
+use super::coordinator;
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
 use super::job_logs;
@@ -26,6 +26,8 @@ use worker::{Env, Request, Response};
 #[derive(Debug, Clone, Deserialize)]
 pub struct JobRow {
     pub id: String,
+    /// The owner, whose account object holds the job's hold.
+    pub user_id: String,
     pub name: String,
     pub spec: String,
     pub state: String,
@@ -198,7 +200,7 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
         amount_fen: hold,
         now_ms: now,
     };
-    if let Err(e) = coordinator::call::<Balance>(env, LEDGER, &hold_op).await {
+    if let Err(e) = coordinator::call::<Balance>(env, &hold_op).await {
         db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(&id)]).await?;
         return Err(e);
     }
@@ -230,7 +232,7 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
         Ok(a) => backend_io::send(&a.submit(&dispatch), backend_io::timeout(env))
             .await
             .and_then(|(status, body)| a.parse_submit(status, &body)),
-        Err(e) => return release_unsent(env, &id, e).await,
+        Err(e) => return release_unsent(env, &user.id, &id, e).await,
     };
     let status = match submitted {
         Ok(s) => {
@@ -255,7 +257,7 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
             .await?;
             202
         }
-        Err(e) => return release_unsent(env, &id, e.into_api(&backend.name)).await,
+        Err(e) => return release_unsent(env, &user.id, &id, e.into_api(&backend.name)).await,
     };
     let job = by_id(env, &id)
         .await?
@@ -265,13 +267,14 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
 
 /// The backend refused the job or was never reached, so nothing runs: releases the whole hold
 /// and forgets the job, so nothing is charged and a retry with the same key starts afresh.
-async fn release_unsent(env: &Env, id: &str, e: ApiError) -> ApiResult<Response> {
+async fn release_unsent(env: &Env, user_id: &str, id: &str, e: ApiError) -> ApiResult<Response> {
     let release = Op::Settle {
+        user_id: user_id.to_string(),
         job_id: id.to_string(),
         capture_fen: 0,
         now_ms: now_ms(),
     };
-    coordinator::call::<Settled>(env, LEDGER, &release).await?;
+    coordinator::call::<Settled>(env, &release).await?;
     db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(id)]).await?;
     Err(e)
 }

@@ -1,8 +1,10 @@
 //! Everything that runs only inside the Workers runtime: the fetch and scheduled entry points,
 //! the dispatcher over the route table, the handlers and the Durable Object class.
 
+mod account_object;
 mod accounts;
 mod backend_io;
+mod code_object;
 mod coordinator;
 mod credits;
 mod db;
@@ -11,6 +13,7 @@ mod health;
 mod http;
 mod job_logs;
 mod jobs;
+mod limit_object;
 mod mail_io;
 mod refunds;
 mod report;

@@ -1,18 +1,20 @@
 //! `POST /api/admin/refunds`: an operator refunds credit for a job the platform failed. The
-//! handler checks the request and that the job exists; the Coordinator ([`apply`]) checks the
-//! bound (what was captured for the job, minus earlier refunds) and the idempotency key, and
-//! writes the `refund` ledger row, all in one synchronous step so that two refunds racing for
-//! the same job cannot both pass the bound.
+//! handler checks the request and that the job exists; the job owner's account object
+//! ([`apply`]) checks the bound (what was captured for the job, minus earlier refunds) and the
+//! idempotency key, and writes the `refund` ledger row, all in one synchronous step so that two
+//! refunds racing for the same job cannot both pass the bound. Keys are kept per account: the
+//! job and its hold live in its owner's object.
 
+use super::account_object::{balance, entry};
 use super::accounts::require_admin;
-use super::coordinator::{self, LEDGER, balance, entry, sql_err};
+use super::coordinator::{self, sql_err};
 use super::db::now_ms;
 use super::http::{self, ApiResult};
 use super::jobs;
 use crate::coordinator_wire::Op;
-use crate::error::{ApiError, ErrorCode};
+use crate::error::ApiError;
 use crate::ledger::LedgerKind;
-use crate::refund::{RefundRequest, Settled, check_refund};
+use crate::refund::{EarlierRefund, Refund, RefundRequest, Settled, check_refund, refund_replay};
 use crate::wire;
 use crate::wire::Check;
 use api::RefundAnswer;
@@ -24,31 +26,41 @@ pub async fn create(mut req: Request, env: &Env) -> ApiResult<Response> {
     let key = wire::idempotency_key(http::header(&req, "idempotency-key").as_deref())?;
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let r = wire::parse_json::<RefundRequest>(&body)?.check()?;
-    if jobs::by_id(env, &r.job_id).await?.is_none() {
+    let Some(job) = jobs::by_id(env, &r.job_id).await? else {
         return Err(ApiError::not_found(format!("no job {}", r.job_id)));
-    }
+    };
     let op = Op::Refund {
+        user_id: job.user_id,
         key,
         job_id: r.job_id,
         amount_fen: r.amount_fen,
         reason: r.reason,
         now_ms: now_ms(),
     };
-    let answer: RefundAnswer = coordinator::call(env, LEDGER, &op).await?;
+    let answer: RefundAnswer = coordinator::call(env, &op).await?;
     // A repeated key answers what the first request did, as 200 rather than 201.
     let status = if answer.replayed { 200 } else { 201 };
     http::json(status, &answer).map_err(http::internal("response"))
 }
 
-/// The Coordinator's side: bound, idempotency and the ledger row.
-pub fn apply(
-    sql: &SqlStorage,
-    key: &str,
-    job_id: &str,
-    amount_fen: i64,
-    reason: &str,
-    now_ms: i64,
-) -> ApiResult<RefundAnswer> {
+/// What `Refund` asks of the account's object.
+pub struct RefundAsk<'a> {
+    pub user_id: &'a str,
+    pub key: &'a str,
+    pub job_id: &'a str,
+    pub amount_fen: i64,
+    pub reason: &'a str,
+}
+
+/// The account object's side: bound, idempotency and the ledger row.
+pub fn apply(sql: &SqlStorage, ask: RefundAsk<'_>, now_ms: i64) -> ApiResult<RefundAnswer> {
+    let RefundAsk {
+        user_id,
+        key,
+        job_id,
+        amount_fen,
+        reason,
+    } = ask;
     #[derive(Deserialize)]
     struct Earlier {
         job_id: String,
@@ -63,14 +75,18 @@ pub fn apply(
         )
         .and_then(|c| c.to_array())
         .map_err(sql_err)?;
-    if let Some(e) = earlier.into_iter().next() {
-        if e.job_id != job_id || e.amount_fen != amount_fen || e.reason != reason {
-            return Err(ApiError::new(
-                ErrorCode::IdempotencyConflict,
-                "this Idempotency-Key was used for a different refund",
-            )
-            .with_details(serde_json::json!({"job_id": e.job_id, "amount_fen": e.amount_fen})));
-        }
+    let earlier = earlier.into_iter().next();
+    let kept = earlier.as_ref().map(|e| EarlierRefund {
+        job_id: e.job_id.clone(),
+        amount_fen: e.amount_fen,
+        reason: e.reason.clone(),
+    });
+    let asked = Refund {
+        job_id: job_id.to_string(),
+        amount_fen,
+        reason: reason.to_string(),
+    };
+    if let (true, Some(e)) = (refund_replay(kept.as_ref(), &asked)?, earlier) {
         return answer(sql, key, job_id, amount_fen, reason, e.created_at, true);
     }
 
@@ -82,8 +98,8 @@ pub fn apply(
     }
     let hold: Option<Hold> = sql
         .exec(
-            "SELECT user_id, settled, captured_fen FROM holds WHERE job_id = ?",
-            vec![job_id.into()],
+            "SELECT user_id, settled, captured_fen FROM holds WHERE job_id = ? AND user_id = ?",
+            vec![job_id.into(), user_id.into()],
         )
         .and_then(|c| c.to_array())
         .map_err(sql_err)?

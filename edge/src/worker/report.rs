@@ -4,7 +4,7 @@
 
 use super::accounts::require_admin;
 use super::backend_io;
-use super::coordinator::{self, LEDGER};
+use super::coordinator;
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
 use super::jobs::{self, JobRow};
@@ -445,16 +445,17 @@ pub async fn finish(
     if changed == 0 {
         return Ok(());
     }
-    settle(env, &job.id, capture).await
+    settle(env, &job.user_id, &job.id, capture).await
 }
 
-async fn settle(env: &Env, job_id: &str, capture: i64) -> ApiResult<()> {
+async fn settle(env: &Env, user_id: &str, job_id: &str, capture: i64) -> ApiResult<()> {
     let op = Op::Settle {
+        user_id: user_id.to_string(),
         job_id: job_id.to_string(),
         capture_fen: capture,
         now_ms: now_ms(),
     };
-    let result = coordinator::call::<Settled>(env, LEDGER, &op).await;
+    let result = coordinator::call::<Settled>(env, &op).await;
     match result {
         // No hold means the job never held anything (dispatch stopped before): nothing to settle.
         Ok(_)
@@ -523,16 +524,17 @@ pub async fn reconcile(env: &Env, silent_after_s: Option<i64>) -> ApiResult<Reco
     #[derive(serde::Deserialize)]
     struct Unsettled {
         id: String,
+        user_id: String,
         charged_fen: Option<i64>,
     }
     let unsettled: Vec<Unsettled> = db::all(
         env,
-        "SELECT id, charged_fen FROM jobs WHERE settled = 0 AND state NOT IN ('dispatching', 'queued', 'running') LIMIT 100",
+        "SELECT id, user_id, charged_fen FROM jobs WHERE settled = 0 AND state NOT IN ('dispatching', 'queued', 'running') LIMIT 100",
         &[],
     )
     .await?;
     for u in &unsettled {
-        settle(env, &u.id, u.charged_fen.unwrap_or(0)).await?;
+        settle(env, &u.user_id, &u.id, u.charged_fen.unwrap_or(0)).await?;
     }
     Ok(Reconciled {
         checked,

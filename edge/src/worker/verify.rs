@@ -1,17 +1,18 @@
 //! Email verification and the trial grant: the mail with its signed link (sent at sign-up and
 //! on request), `POST /api/auth/verify` that checks the token, marks the email verified and
-//! asks the Coordinator for the trial credit, and the Coordinator's side of that grant
-//! ([`apply_grant_trial`]): once per account and within the hourly cap, in one transaction.
+//! asks for the trial credit in two steps: the `Trials` object's reservation
+//! ([`apply_reserve_trial`]: one per mailbox, within the hourly cap over all accounts), then the
+//! account object's grant (once per account). Both are idempotent for one account, so a grant
+//! that failed between them completes when the link is opened again.
 
 use super::accounts::{self, var_i64};
-use super::coordinator::{self, LEDGER, balance, entry, sql_err};
+use super::coordinator::{self, sql_err};
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
 use super::mail_io;
-use crate::coordinator_wire::{Balance, Granted, Op};
+use crate::coordinator_wire::{Balance, Counted, Granted, Op};
 use crate::email_link;
 use crate::error::{ApiError, ErrorCode};
-use crate::ledger::LedgerKind;
 use crate::limits::{self, TRIAL_WINDOW_MS, TrialDecision, TrialState};
 use crate::wire;
 use api::{VerificationSent, Verified, VerifyRequest};
@@ -71,19 +72,24 @@ pub async fn verify(mut req: Request, env: &Env) -> ApiResult<Verified> {
     .await?;
     let amount_fen = var_i64(env, "SIGNUP_GRANT_FEN", 1000).max(0);
     let granted = if amount_fen > 0 {
-        let op = Op::GrantTrial {
+        let reserve = Op::ReserveTrial {
             user_id: claims.user_id.clone(),
             mailbox: limits::trial_mailbox(&claims.email),
-            amount_fen,
             cap_per_hour: var_i64(env, "TRIAL_GRANTS_PER_HOUR", 500).max(0),
             now_ms: now,
         };
-        coordinator::call::<Granted>(env, LEDGER, &op).await?
+        coordinator::call::<Counted>(env, &reserve).await?;
+        let grant = Op::GrantTrial {
+            user_id: claims.user_id.clone(),
+            amount_fen,
+            now_ms: now,
+        };
+        coordinator::call::<Granted>(env, &grant).await?
     } else {
         let op = Op::Balance {
             user_id: claims.user_id.clone(),
         };
-        let b: Balance = coordinator::call(env, LEDGER, &op).await?;
+        let b: Balance = coordinator::call(env, &op).await?;
         Granted {
             granted_fen: 0,
             balance_fen: b.balance_fen,
@@ -110,87 +116,62 @@ pub async fn resend(req: Request, env: &Env) -> ApiResult<VerificationSent> {
     send_link(env, &user.id, &user.email).await
 }
 
-/// What `GrantTrial` asks for.
-pub(super) struct TrialAsk<'a> {
-    pub user_id: &'a str,
-    pub mailbox: &'a str,
-    pub amount_fen: i64,
-    pub cap_per_hour: i64,
-}
+/// The `Trials` object's tables: which account took each mailbox's trial, and when.
+pub const TRIALS_SCHEMA: &[&str] = &[
+    "CREATE TABLE IF NOT EXISTS trial_mailboxes (mailbox TEXT PRIMARY KEY, user_id TEXT NOT NULL, \
+     created_at INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS trial_mailboxes_user ON trial_mailboxes (user_id)",
+    "CREATE INDEX IF NOT EXISTS trial_mailboxes_time ON trial_mailboxes (created_at)",
+];
 
-/// The Coordinator's side of `GrantTrial`: the account's `trial:<id>` row, its mailbox's owner
-/// and the last hour's trial rows are read and the grant written in the same transaction, so
-/// two verifications racing cannot both grant, nor two addresses of one mailbox, nor can a
-/// burst of accounts pass the cap.
-pub(super) fn apply_grant_trial(
+/// The `Trials` object's side of `ReserveTrial`: the account's reservation, its mailbox's owner
+/// and the last hour's reservations are read and the reservation written in the same
+/// transaction, so two verifications racing cannot both reserve, nor two addresses of one
+/// mailbox, nor can a burst of accounts pass the cap. An account that reserved before passes
+/// again without counting ([`TrialDecision::Already`]); its grant is the account object's,
+/// once per account.
+pub(super) fn apply_reserve_trial(
     sql: &SqlStorage,
-    ask: TrialAsk<'_>,
+    user_id: &str,
+    mailbox: &str,
+    cap_per_hour: i64,
     now_ms: i64,
-) -> ApiResult<Granted> {
-    let TrialAsk {
-        user_id,
-        mailbox,
-        amount_fen,
-        cap_per_hour,
-    } = ask;
+) -> ApiResult<Counted> {
     #[derive(Deserialize)]
     struct Count {
         n: i64,
         oldest: Option<i64>,
     }
-    let reference = limits::trial_reference(user_id);
-    let mine: Count = sql
-        .exec(
-            "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM ledger WHERE reference = ?",
-            vec![reference.as_str().into()],
-        )
-        .and_then(|c| c.one())
-        .map_err(sql_err)?;
-    let recent: Count = sql
-        .exec(
-            "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM ledger \
-             WHERE kind = ? AND reference LIKE 'trial:%' AND created_at > ?",
-            vec![
-                LedgerKind::Grant.as_str().into(),
-                (now_ms - TRIAL_WINDOW_MS).into(),
-            ],
-        )
-        .and_then(|c| c.one())
-        .map_err(sql_err)?;
-    let owners: Count = sql
-        .exec(
-            "SELECT COUNT(*) AS n, NULL AS oldest FROM trial_mailboxes WHERE mailbox = ? AND user_id != ?",
-            vec![mailbox.into(), user_id.into()],
-        )
-        .and_then(|c| c.one())
-        .map_err(sql_err)?;
+    let count = |query: &str, args: Vec<worker::SqlStorageValue>| -> ApiResult<Count> {
+        sql.exec(query, args).and_then(|c| c.one()).map_err(sql_err)
+    };
+    let mine = count(
+        "SELECT COUNT(*) AS n, NULL AS oldest FROM trial_mailboxes WHERE user_id = ?",
+        vec![user_id.into()],
+    )?;
+    let recent = count(
+        "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM trial_mailboxes WHERE created_at > ?",
+        vec![(now_ms - TRIAL_WINDOW_MS).into()],
+    )?;
+    let owners = count(
+        "SELECT COUNT(*) AS n, NULL AS oldest FROM trial_mailboxes WHERE mailbox = ? AND user_id != ?",
+        vec![mailbox.into(), user_id.into()],
+    )?;
     let state = TrialState {
         already_granted: mine.n > 0,
         mailbox_taken: owners.n > 0,
         granted_in_window: recent.n,
         oldest_in_window_ms: recent.oldest,
     };
-    let granted_fen = match limits::trial_decision(state, cap_per_hour, now_ms)? {
-        TrialDecision::Already => 0,
-        TrialDecision::Grant => {
-            sql.exec(
-                "INSERT INTO trial_mailboxes (mailbox, user_id, created_at) VALUES (?, ?, ?)",
-                vec![mailbox.into(), user_id.into(), now_ms.into()],
-            )
-            .map_err(sql_err)?;
-            entry(
-                sql,
-                user_id,
-                LedgerKind::Grant,
-                amount_fen,
-                &reference,
-                now_ms,
-            )?;
-            amount_fen
-        }
-    };
-    Ok(Granted {
-        granted_fen,
-        balance_fen: balance(sql, user_id)?,
-    })
+    if limits::trial_decision(state, cap_per_hour, now_ms)? == TrialDecision::Grant {
+        sql.exec(
+            "INSERT INTO trial_mailboxes (mailbox, user_id, created_at) VALUES (?, ?, ?)",
+            vec![mailbox.into(), user_id.into(), now_ms.into()],
+        )
+        .map_err(sql_err)?;
+        return Ok(Counted {
+            count: recent.n + 1,
+        });
+    }
+    Ok(Counted { count: recent.n })
 }
