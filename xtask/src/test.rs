@@ -1,6 +1,7 @@
-//! `cargo xtask test`: set up, build, and run every test: the deploy dry run on that build, host
-//! unit tests of every crate, wasm tests in headless Chromium, and the stack tests (the edge under
-//! `wrangler dev`, the runner and the browser journeys).
+//! `cargo xtask test`: check the house style (rustfmt, clippy for native and wasm32), set up,
+//! build, and run every test: the deploy dry run on that build, host unit tests of every crate,
+//! wasm tests in headless Chromium, and the stack tests (the edge under `wrangler dev`, the runner
+//! and the browser journeys).
 
 use crate::cmd::{cargo, path_with, repo_root};
 use std::io::{BufRead, BufReader};
@@ -128,10 +129,20 @@ pub fn run(args: &[String]) -> Result<(), String> {
         return Err(format!("`cargo xtask test` takes no arguments (got {a:?})"));
     }
     let started = Instant::now();
+    let mut tally = Tally::default();
+    // Formatting takes seconds: a diff fails the run before anything is installed or built.
+    crate::setup::rust_components()?;
+    tally.step(
+        "cargo fmt --all --check",
+        crate::cmd::run(
+            "cargo fmt --all --check",
+            cargo().args(["fmt", "--all", "--check"]),
+        ),
+    )?;
     let tools = crate::setup::run()?;
+    house_lints(&mut tally)?;
     crate::build::all(&tools)?;
 
-    let mut tally = Tally::default();
     // A configuration that cannot deploy fails here, on the build the tests below use.
     tally.step(
         "cargo xtask deploy --dry-run",
@@ -220,6 +231,44 @@ pub fn run(args: &[String]) -> Result<(), String> {
         started.elapsed().as_secs_f64()
     );
     tally.print();
+    Ok(())
+}
+
+/// Clippy with warnings as errors, natively over every target of the workspace, and for wasm32
+/// over the two crates whose wasm-only code (`app`'s browser calls, `edge`'s `worker/`) a native
+/// pass never sees.
+fn house_lints(tally: &mut Tally) -> Result<(), String> {
+    let passes: [(&str, &[&str]); 2] = [
+        (
+            "cargo clippy --workspace --all-targets -- -D warnings",
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ),
+        (
+            "cargo clippy --target wasm32-unknown-unknown -p app -p edge -- -D warnings",
+            &[
+                "clippy",
+                "--target",
+                "wasm32-unknown-unknown",
+                "-p",
+                "app",
+                "-p",
+                "edge",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ),
+    ];
+    for (what, args) in passes {
+        tally.step(what, crate::cmd::run(what, cargo().args(args)))?;
+    }
     Ok(())
 }
 
