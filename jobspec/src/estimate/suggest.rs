@@ -388,7 +388,7 @@ fn set_path(value: &mut Value, path: &str, new: Value) {
 /// Applies a patch to TOML text, keeping comments and layout: existing values are replaced in
 /// place, new keys go under their table's header (or a new table at the end). `None` when the
 /// text cannot be patched in place (syntax errors, inline tables); then use
-/// `to_toml(&apply_patch(..))`.
+/// `apply_patch(..)` and [`JobSpec::to_toml`].
 pub fn apply_patch_toml(src: &str, ops: &[PatchOp]) -> Option<String> {
     let mut text = src.to_string();
     for o in ops {
@@ -487,11 +487,6 @@ fn first_header(src: &str) -> Option<usize> {
         offset += line.len();
     }
     None
-}
-
-/// Writes a spec as canonical TOML: [`JobSpec::to_toml`], kept here for older callers.
-pub fn to_toml(spec: &JobSpec) -> String {
-    spec.to_toml()
 }
 
 /// Catalogue cards in the order suggestions consider them (kept public for the app's picker).
