@@ -1,6 +1,8 @@
 //! A plan as terminal text: diagnostics, the memory breakdown, the card table and artifacts.
 
-use crate::diag::{Lang, Severity};
+use crate::Lang;
+use crate::diag::Severity;
+use crate::money::yuan;
 use crate::plan::Plan;
 use crate::spec::format_duration;
 use std::fmt::Write;
@@ -8,21 +10,6 @@ use std::fmt::Write;
 /// Binary gigabytes with one decimal, as people read GPU memory.
 pub fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
-}
-
-/// Fen as yuan: `¥1,234.56`.
-pub fn yuan(fen: u64) -> String {
-    let yuan = fen / 100;
-    let cents = fen % 100;
-    let digits = yuan.to_string();
-    let mut grouped = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    format!("¥{grouped}.{cents:02}")
 }
 
 fn big(n: u64) -> String {
@@ -81,7 +68,7 @@ pub fn render_text(plan: &Plan, lang: Lang, artifacts: bool) -> String {
 
 /// As `render_text`, with diagnostics prefixed by `origin` (a file name) as compilers do.
 pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -> String {
-    let zh = lang == Lang::ZhCn;
+    let zh = lang == Lang::Zh;
     // Chinese text takes the full-width colon.
     let colon = if zh { "：" } else { ": " };
     let mut o = String::new();
@@ -368,7 +355,7 @@ pub fn render_explain(plan: &Plan, lang: Lang) -> String {
                 o,
                 "{}{}\n  {}\n  {}",
                 figure_name(x.figure, lang),
-                if lang == Lang::ZhCn { "：" } else { ":" },
+                if lang == Lang::Zh { "：" } else { ":" },
                 x.formula,
                 x.assumptions.get(lang)
             );

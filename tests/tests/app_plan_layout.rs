@@ -123,7 +123,7 @@ fn each_figure_opens_its_formula_and_assumptions_in_both_languages() {
         .expect("the explanation is translated and stays open");
     assert_eq!(
         text_content(&browser, "#explain-time [data-testid=explain-assumptions]"),
-        time.assumptions.get(jobspec::Lang::ZhCn)
+        time.assumptions.get(jobspec::Lang::Zh)
     );
     assert_eq!(
         text_content(&browser, "#explain-time [data-testid=explain-formula]"),
