@@ -213,6 +213,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 "test",
                 "-p",
                 "onramp-tests",
+                "--test",
+                "e2e",
                 "--",
                 "--ignored",
                 "--test-threads=2",

@@ -4,9 +4,7 @@
 //! Chinese.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-mod app_support;
-
-use app_support::{WAIT, click, spec_text, start, text_content};
+use crate::app_support::{WAIT, click, spec_text, start, text_content};
 use onramp_tests::webdriver::Browser;
 use serde_json::json;
 

@@ -17,7 +17,7 @@ const EDGE_WAIT_S: f64 = 1.5;
 
 const PASSWORD: &str = "correct horse battery";
 const GRANT: i64 = 10_000;
-const LORA: &str = include_str!("../../jobspec/specs/7b-lora-4090.toml");
+const LORA: &str = include_str!("../../../jobspec/specs/7b-lora-4090.toml");
 struct World {
     stack: Stack,
     fake: Arc<Mutex<Fake>>,

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const PASSWORD: &str = "correct horse battery";
-const LORA: &str = include_str!("../../jobspec/specs/7b-lora-4090.toml");
+const LORA: &str = include_str!("../../../jobspec/specs/7b-lora-4090.toml");
 const WAIT: Duration = Duration::from_secs(30);
 
 /// Strings an attacker tries in every text field.
