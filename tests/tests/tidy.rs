@@ -1,5 +1,6 @@
-//! House rules, checked: every Rust module says what it is for, files stay a readable size, and
-//! the README's commands exist in the xtask.
+//! House rules, checked: every Rust module says what it is for, files stay a readable size, the
+//! README's commands exist in the xtask, and ARCHITECTURE.md's code map names every crate and
+//! every source file.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::paths::repo_root;
@@ -122,4 +123,77 @@ fn architecture_names_every_crate() {
             "ARCHITECTURE.md has no code-map section for {member}/"
         );
     }
+}
+
+/// The code map's sections: the folder of each `### \`folder/\`` heading, with the section's text.
+fn code_map_sections(arch: &str) -> Vec<(String, String)> {
+    arch.split("\n### `")
+        .skip(1)
+        .filter_map(|section| {
+            let (folder, _) = section.split_once('`')?;
+            let text = section.split("\n## ").next().unwrap_or(section);
+            Some((folder.to_string(), format!("`{text}")))
+        })
+        .collect()
+}
+
+/// Whether `text` names `name` as a word of its own (`api.rs` is not named by `runner_api.rs`).
+fn names(text: &str, name: &str) -> bool {
+    text.match_indices(name).any(|(at, _)| {
+        !text[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// Whether a `` `prefix_*` `` pattern of `text` covers the file name `name` (`app_*` covers
+/// `app_jobs.rs`).
+fn globbed(text: &str, name: &str) -> bool {
+    text.split('`').skip(1).step_by(2).any(|word| {
+        let word = word.rsplit('/').next().unwrap_or(word);
+        word.strip_suffix('*')
+            .is_some_and(|prefix| !prefix.is_empty() && name.starts_with(prefix))
+    })
+}
+
+#[test]
+fn architecture_names_every_source_file() {
+    let arch = std::fs::read_to_string(repo_root().join("ARCHITECTURE.md")).unwrap();
+    let sections = code_map_sections(&arch);
+    assert!(sections.len() > 5, "no code map in ARCHITECTURE.md");
+    let mut unnamed = Vec::new();
+    for path in rust_files() {
+        let rel = path.strip_prefix(repo_root()).unwrap_or(&path);
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        // The most specific section whose folder holds the file (`app/worker/` before `app/`).
+        let Some((folder, text)) = sections
+            .iter()
+            .filter(|(folder, _)| rel.starts_with(folder.as_str()))
+            .max_by_key(|(folder, _)| folder.len())
+        else {
+            unnamed.push(format!("{rel} (no section)"));
+            continue;
+        };
+        let inner = &rel[folder.len()..];
+        let name = rel.rsplit('/').next().unwrap_or(&rel);
+        let named = match name {
+            // A crate's root is what its section is about.
+            "lib.rs" | "main.rs" if inner == format!("src/{name}") => true,
+            // A folder module is named by its folder.
+            "mod.rs" | "main.rs" => {
+                let dir = rel.rsplit('/').nth(1).unwrap_or("");
+                names(text, &format!("{dir}/"))
+            }
+            _ => names(text, name) || globbed(text, name),
+        };
+        if !named {
+            unnamed.push(rel);
+        }
+    }
+    assert!(
+        unnamed.is_empty(),
+        "ARCHITECTURE.md's code map does not name these files in their crate's section \
+         (by file name, folder for mod.rs, or a `prefix_*` pattern): {unnamed:#?}"
+    );
 }
