@@ -1,7 +1,8 @@
 //! The semantic rules: cluster shape, DeepSpeed's combinations, card and backend, run length,
 //! LoRA, and the ranges a form-built spec must respect.
 
-use super::text::{TextKind, check_text};
+use super::ranges::check_ranges;
+use super::text::check_free_text;
 use super::{Checker, DEFAULT_MFU_CPU, DEFAULT_MFU_GPU, LORA_TARGETS, ValidSpec};
 use crate::catalog::{self, Arch};
 use crate::diag::{Code, Diagnostic, did_you_mean, hint};
@@ -526,112 +527,4 @@ fn check_lora(c: &mut Checker<'_>, spec: &JobSpec) -> (u32, u32, Vec<String>) {
         }
     }
     (rank, alpha, targets)
-}
-
-/// The ranges the text reader enforces, again, for specs built in code (the form view).
-fn check_ranges(c: &mut Checker<'_>, spec: &JobSpec) {
-    let max_seq = u32::try_from(crate::parse::MAX_SEQ_LEN).unwrap_or(u32::MAX);
-    let checks: [(&str, u64, u64, u64); 10] = [
-        (
-            "data.seq_len",
-            u64::from(spec.data.seq_len),
-            1,
-            u64::from(max_seq),
-        ),
-        (
-            "train.micro_batch",
-            u64::from(spec.train.micro_batch),
-            1,
-            65_536,
-        ),
-        (
-            "train.grad_accum",
-            u64::from(spec.train.grad_accum),
-            1,
-            65_536,
-        ),
-        (
-            "parallel.zero_stage",
-            u64::from(spec.parallel.zero_stage),
-            0,
-            3,
-        ),
-        ("parallel.tp", u64::from(spec.parallel.tp), 1, 1024),
-        ("parallel.pp", u64::from(spec.parallel.pp), 1, 1024),
-        ("parallel.sp", u64::from(spec.parallel.sp), 1, 1024),
-        (
-            "resources.cards_per_node",
-            u64::from(spec.resources.cards_per_node),
-            1,
-            64,
-        ),
-        ("resources.nodes", u64::from(spec.resources.nodes), 1, 4096),
-        (
-            "train.steps",
-            spec.train.steps.unwrap_or(1),
-            1,
-            1_000_000_000_000,
-        ),
-    ];
-    for (path, value, min, max) in checks {
-        if value < min || value > max {
-            c.error(
-                Code::OutOfRange,
-                path,
-                format!("`{path}` = {value} is out of range ({min} to {max})"),
-                format!("`{path}` = {value} 超出范围（{min} 到 {max}）"),
-            );
-        }
-    }
-    let floats = [
-        ("train.lr", Some(spec.train.lr), 0.0, 10.0),
-        ("train.epochs", spec.train.epochs, 1e-6, 1e6),
-        ("estimate.mfu", spec.estimate.mfu, 0.01, 1.0),
-    ];
-    for (path, value, min, max) in floats {
-        if let Some(v) = value
-            && (!v.is_finite() || v < min || v > max)
-        {
-            c.error(
-                Code::OutOfRange,
-                path,
-                format!("`{path}` = {v} is out of range ({min} to {max})"),
-                format!("`{path}` = {v} 超出范围（{min} 到 {max}）"),
-            );
-        }
-    }
-    if spec.data.dataset.trim().is_empty() {
-        c.error(
-            Code::BadValue,
-            "data.dataset",
-            "`data.dataset` is empty".into(),
-            "`data.dataset` 为空".into(),
-        );
-    }
-}
-
-/// Every free-text field of the spec, held to its character rules (see `text.rs`). LoRA targets,
-/// the card and a catalogue model id are checked against their lists elsewhere.
-fn check_free_text(c: &mut Checker<'_>, spec: &JobSpec) {
-    check_text(c, "name", &spec.name, TextKind::Label);
-    if let ModelRef::Custom(m) = &spec.model {
-        check_text(c, "model.name", &m.name, TextKind::Label);
-        if m.name.chars().count() > 64 {
-            c.error(
-                Code::BadValue,
-                "model.name",
-                "`model.name` must be at most 64 characters".into(),
-                "`model.name` 最多 64 个字符".into(),
-            );
-        }
-    }
-    if spec.data.dataset.len() > 512 {
-        c.error(
-            Code::BadValue,
-            "data.dataset",
-            "`data.dataset` must be at most 512 bytes".into(),
-            "`data.dataset` 最多 512 字节".into(),
-        );
-    }
-    check_text(c, "data.dataset", &spec.data.dataset, TextKind::Path);
 }
