@@ -73,7 +73,6 @@ const FN_LINES: usize = 80;
 const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("api/src/samples.rs", "all", 401),
     ("edge/src/worker/coordinator.rs", "apply", 333),
-    ("jobspec/src/report.rs", "render_text_for", 230),
     (
         "tests/tests/e2e/app_onboarding.rs",
         "first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve",
