@@ -78,7 +78,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve",
         192,
     ),
-    ("app/src/pages/try_page.rs", "TryPage", 188),
     (
         "tests/tests/e2e/app_account.rs",
         "sign_up_redeem_refused_then_redeemed_and_sign_out",
