@@ -83,7 +83,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "sign_up_redeem_refused_then_redeemed_and_sign_out",
         163,
     ),
-    ("jobspec/src/estimate/mod.rs", "explain", 159),
     (
         "tests/tests/e2e/cli_edge.rs",
         "the_cli_logs_in_submits_follows_lists_and_cancels",
