@@ -93,7 +93,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "the_cron_trigger_settles_silent_jobs_and_refunds_are_bounded_by_the_capture",
         140,
     ),
-    ("jobspec/src/estimate/suggest.rs", "candidates", 139),
     ("edge/src/worker/jobs.rs", "submit", 134),
     ("app/src/pages/submit.rs", "SubmitPanel", 133),
     ("runner/src/supervise.rs", "supervise", 127),
