@@ -4,6 +4,7 @@
 //! and the browser journeys).
 
 use crate::cmd::{cargo, path_with, repo_root};
+use crate::setup::Tools;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -152,8 +153,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "host tests (cargo test --workspace)",
         cargo().args(["test", "--workspace"]),
     )?;
+    trainer_tests(&mut tally, &tools)?;
+    wasm_tests(&mut tally, &tools)?;
+    stack_tests(&mut tally, &tools)?;
+    // Ignored tests in the host run are the stack tests, which ran above: not skipped.
+    tally.ignored = 0;
+    eprintln!(
+        "xtask: every test passed in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    tally.print();
+    Ok(())
+}
 
-    // The trainer's house style, then its real CPU runs (torchrun, DeepSpeed on gloo).
+/// The trainer's house style, then its real CPU runs (torchrun, DeepSpeed on gloo).
+fn trainer_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     crate::cmd::run(
         "ruff check trainer",
         tools
@@ -176,8 +190,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 "trainer/tests",
             ])
             .current_dir(repo_root()),
-    )?;
+    )
+}
 
+/// The wasm tests of the crates that have them, and jobspec's, in headless Chromium.
+fn wasm_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     let webdriver_json = write_webdriver_json()?;
     let mut wasm_test = |what: &str, args: &[&str]| {
         tally.run(
@@ -203,8 +220,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     wasm_test(
         "jobspec in headless Chromium",
         &["-p", "jobspec", "--test", "wasm"],
-    )?;
+    )
+}
 
+/// The stack tests: one test binary, `tests/tests/e2e/`.
+fn stack_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     // The stack tests start real processes; two at a time keeps a 2-core machine responsive.
     tally.run(
         "stack tests (wrangler dev, runner, headless Chromium)",
@@ -225,15 +245,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .env("CHROMEDRIVER", &tools.chromedriver)
             // The runner runs every task but tiny-train with the trainer's environment.
             .env("ONRAMP_PYTHON", &tools.trainer.python),
-    )?;
-    // Ignored tests in the host run are the stack tests, which ran above: not skipped.
-    tally.ignored = 0;
-    eprintln!(
-        "xtask: every test passed in {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
-    tally.print();
-    Ok(())
+    )
 }
 
 /// Clippy with warnings as errors, natively over every target of the workspace, and for wasm32
