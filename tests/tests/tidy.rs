@@ -107,7 +107,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         123,
     ),
     ("jobspec/src/deepspeed.rs", "import_ds_config", 121),
-    ("jobspec/src/estimate/memory.rs", "estimate", 111),
     ("runner/src/wire.rs", "try_from", 108),
     (
         "tests/tests/e2e/slurm_jwt.rs",
