@@ -106,7 +106,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads",
         123,
     ),
-    ("jobspec/src/deepspeed.rs", "import_ds_config", 121),
     ("runner/src/wire.rs", "try_from", 108),
     (
         "tests/tests/e2e/slurm_jwt.rs",
