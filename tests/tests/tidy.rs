@@ -140,7 +140,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         91,
     ),
     ("tests/tests/e2e/attack.rs", "stolen_tokens", 90),
-    ("jobspec/src/plan.rs", "finish", 88),
     ("tests/src/slurm.rs", "start_with_binds", 85),
     (
         "tests/tests/e2e/slurm_edge.rs",
