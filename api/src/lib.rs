@@ -3,7 +3,7 @@
 //! edge writes these types, the app, the CLI and the tests read them, and the runner reads and
 //! writes its own; `/api/openapi.json` is generated from them ([`schema`]).
 //!
-//! serde and schemars only: no I/O, builds for native and wasm32. Wire types are kept apart from
+//! serde and schemars only (and `time` for RFC 3339, [`time`]): no I/O, builds for native and wasm32. Wire types are kept apart from
 //! the domain types of `jobspec` and the edge's storage rows; golden files under `golden/` pin
 //! their JSON.
 
@@ -17,6 +17,7 @@ pub mod jobs;
 pub mod runner;
 pub mod samples;
 pub mod schema;
+pub mod time;
 
 pub use accounts::{
     Account, Credentials, NewToken, Outbox, OutboxMail, SignedOut, TokenCreated, VerificationSent,

@@ -101,13 +101,9 @@ fn diagnostic() -> SpecDiagnostic {
     }
 }
 
-fn cards() -> BTreeMap<String, u32> {
-    [("a100-80g".to_string(), 8)].into()
-}
-
-/// Every sample, one per wire type.
-pub fn all() -> Vec<Sample> {
-    let finished = Job {
+/// A job that ran and succeeded.
+fn finished() -> Job {
+    Job {
         state: JobState::Succeeded,
         charged_fen: Some(7),
         started_at: Some(T0.into()),
@@ -117,7 +113,33 @@ pub fn all() -> Vec<Sample> {
         reason_messages: None,
         checkpoint: true,
         ..job()
-    };
+    }
+}
+
+fn cards() -> BTreeMap<String, u32> {
+    [("a100-80g".to_string(), 8)].into()
+}
+
+/// Every sample, one per wire type.
+pub fn all() -> Vec<Sample> {
+    [
+        errors(),
+        accounts_samples(),
+        credits_samples(),
+        refund_samples(),
+        backends_samples(),
+        jobs_samples(),
+        job_progress_samples(),
+        experiments_samples(),
+        runner_samples(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The error envelope and an invalid spec's details.
+fn errors() -> Vec<Sample> {
     vec![
         sample(
             "error",
@@ -135,6 +157,12 @@ pub fn all() -> Vec<Sample> {
                 diagnostics: vec![diagnostic()],
             },
         ),
+    ]
+}
+
+/// Accounts: sign-up and login, verification, the outbox, tokens.
+fn accounts_samples() -> Vec<Sample> {
+    vec![
         sample(
             "credentials",
             Credentials {
@@ -196,6 +224,12 @@ pub fn all() -> Vec<Sample> {
                 name: "laptop".into(),
             },
         ),
+    ]
+}
+
+/// Credits: the ledger, promotion codes, refunds.
+fn credits_samples() -> Vec<Sample> {
+    vec![
         sample(
             "ledger",
             Ledger {
@@ -249,6 +283,12 @@ pub fn all() -> Vec<Sample> {
                 expires_at: Some("2030-01-01T00:00:00.000Z".into()),
             },
         ),
+    ]
+}
+
+/// Refunds an operator makes.
+fn refund_samples() -> Vec<Sample> {
+    vec![
         sample(
             "refund_request",
             RefundRequest {
@@ -274,6 +314,12 @@ pub fn all() -> Vec<Sample> {
                 balance_fen: 998,
             },
         ),
+    ]
+}
+
+/// Backends, the reconcile sweep and health.
+fn backends_samples() -> Vec<Sample> {
+    vec![
         sample(
             "backend_list",
             BackendList {
@@ -331,6 +377,13 @@ pub fn all() -> Vec<Sample> {
                 }],
             },
         ),
+    ]
+}
+
+/// Jobs: submission, the job and its list, metrics, logs, reports, checkpoints.
+fn jobs_samples() -> Vec<Sample> {
+    let finished = finished();
+    vec![
         sample(
             "submit_request_toml",
             SubmitRequest {
@@ -355,6 +408,12 @@ pub fn all() -> Vec<Sample> {
                 jobs: vec![finished.clone(), job()],
             },
         ),
+    ]
+}
+
+/// A running job's metrics, logs, reports and checkpoints.
+fn job_progress_samples() -> Vec<Sample> {
+    vec![
         sample(
             "metrics_page",
             MetricsPage {
@@ -417,6 +476,13 @@ pub fn all() -> Vec<Sample> {
                 }],
             },
         ),
+    ]
+}
+
+/// Saved experiments.
+fn experiments_samples() -> Vec<Sample> {
+    let finished = finished();
+    vec![
         sample(
             "new_experiment",
             NewExperiment {
@@ -443,7 +509,7 @@ pub fn all() -> Vec<Sample> {
                 published: true,
                 spec: "name = \"tiny\"\n".into(),
                 plan: json!({"ok": true, "memory": {"per_gpu": {"total_bytes": 1024}, "card_bytes": 4096, "fits": true},
-                             "time": {"seconds": 12.5}, "cost": {"fen": 3, "max_fen": 9}}),
+                         "time": {"seconds": 12.5}, "cost": {"fen": 3, "max_fen": 9}}),
                 job: Some(ExperimentJob {
                     state: finished.state,
                     card: finished.card.clone(),
@@ -456,6 +522,12 @@ pub fn all() -> Vec<Sample> {
                 }),
             },
         ),
+    ]
+}
+
+/// The runner contract.
+fn runner_samples() -> Vec<Sample> {
+    vec![
         sample(
             "runner_submit",
             runner::SubmitJob {

@@ -225,12 +225,6 @@ pub fn playground_model(query: &str) -> Option<crate::worker_proto::ModelSource>
     })
 }
 
-/// Signed fen as yuan: `¥12.34`, `−¥0.50`.
-pub fn fen_text(fen: i64) -> String {
-    let sign = if fen < 0 { "−" } else { "" };
-    format!("{sign}{}", crate::i18n::yuan(fen.unsigned_abs()))
-}
-
 /// A ledger kind in the user's words.
 pub fn ledger_kind_key(kind: LedgerKind) -> Key {
     match kind {
@@ -241,13 +235,6 @@ pub fn ledger_kind_key(kind: LedgerKind) -> Key {
         LedgerKind::Release => Key::KindRelease,
         LedgerKind::Refund => Key::KindRefund,
     }
-}
-
-/// An RFC 3339 time shortened for a table: `2026-11-29 18:02:03 UTC`.
-pub fn short_time(rfc3339: &str) -> String {
-    let t = rfc3339.trim_end_matches('Z');
-    let t = t.split('.').next().unwrap_or(t);
-    format!("{} UTC", t.replacen('T', " ", 1))
 }
 
 /// The `token` parameter of the verification link's query string (`?token=…`); tokens hold
@@ -427,13 +414,7 @@ mod tests {
     }
 
     #[test]
-    fn money_times_and_kinds_read_well() {
-        assert_eq!(fen_text(1234), "¥12.34");
-        assert_eq!(fen_text(-50), "−¥0.50");
-        assert_eq!(
-            short_time("2026-11-29T18:02:03.456Z"),
-            "2026-11-29 18:02:03 UTC"
-        );
+    fn ledger_kinds_have_words() {
         for k in LedgerKind::ALL {
             assert!(!ledger_kind_key(k).text(Lang::Zh).is_empty());
         }

@@ -1,40 +1,7 @@
 //! Every user-visible string of the app in English and Simplified Chinese: a typed key per
 //! string, so a missing translation is a compile error and a misspelt key cannot exist.
 
-/// The languages the app speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Lang {
-    En,
-    Zh,
-}
-
-impl Lang {
-    /// The BCP 47 tag (for `<html lang>` and localStorage).
-    pub fn tag(self) -> &'static str {
-        match self {
-            Lang::En => "en",
-            Lang::Zh => "zh-CN",
-        }
-    }
-
-    /// Reads a stored tag or a browser language (`navigator.language`): any `zh*` is Chinese,
-    /// everything else English.
-    pub fn from_tag(tag: &str) -> Lang {
-        if tag.trim().to_ascii_lowercase().starts_with("zh") {
-            Lang::Zh
-        } else {
-            Lang::En
-        }
-    }
-
-    /// The jobspec language for diagnostics and suggestion titles.
-    pub fn spec_lang(self) -> jobspec::Lang {
-        match self {
-            Lang::En => jobspec::Lang::En,
-            Lang::Zh => jobspec::Lang::ZhCn,
-        }
-    }
-}
+pub use jobspec::Lang;
 
 macro_rules! messages {
     ($($key:ident => $en:literal, $zh:literal;)*) => {
@@ -345,11 +312,6 @@ pub const EXPLAINED_FIGURES: &[(&str, Key)] = &[
     ("cost", Key::FigCost),
 ];
 
-/// Formats integer fen as yuan with two decimals: `¥12.34`.
-pub fn yuan(fen: u64) -> String {
-    format!("¥{}.{:02}", fen / 100, fen % 100)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,8 +389,9 @@ mod tests {
 
     #[test]
     fn money_and_bytes_read_well() {
-        assert_eq!(yuan(123_456), "¥1234.56");
-        assert_eq!(yuan(5), "¥0.05");
+        // Amounts of a thousand yuan and more are grouped, as jobspec's reports always were.
+        assert_eq!(jobspec::yuan(123_456u64), "¥1,234.56");
+        assert_eq!(jobspec::yuan(5u64), "¥0.05");
         assert_eq!(bytes(3 << 30), "3.0 GiB");
         assert_eq!(bytes(5 << 20), "5.0 MiB");
     }

@@ -104,7 +104,7 @@ pub fn parts() -> Vec<(&'static str, String)> {
     use jobspec::schema_doc::reference_markdown;
     vec![
         ("spec-reference-en", reference_markdown(jobspec::Lang::En)),
-        ("spec-reference-zh", reference_markdown(jobspec::Lang::ZhCn)),
+        ("spec-reference-zh", reference_markdown(jobspec::Lang::Zh)),
         ("cli-reference-en", cli_reference(false)),
         ("cli-reference-zh", cli_reference(true)),
     ]

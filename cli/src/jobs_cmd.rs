@@ -6,6 +6,7 @@ use crate::credentials::{self, Saved};
 use crate::remote::{DEFAULT_EDGE, Edge, Failure};
 use crate::say::{self, t};
 use api::{Account, Job, JobList, JobState, LogChunk, TokenCreated};
+use jobspec::yuan;
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -67,13 +68,6 @@ fn edge_for(args: &Args) -> Result<Edge, String> {
         env("ONRAMP_TOKEN").as_deref(),
         saved.as_ref(),
     ))
-}
-
-/// Fen as yuan with two decimals, the way the app shows money.
-pub fn yuan(fen: i64) -> String {
-    let sign = if fen < 0 { "-" } else { "" };
-    let f = fen.unsigned_abs();
-    format!("{sign}¥{}.{:02}", f / 100, f % 100)
 }
 
 /// One line of `onramp jobs`.
@@ -331,7 +325,7 @@ pub fn submit(args: Args) -> Result<ExitCode, String> {
     if !plan.is_submittable() {
         eprint!(
             "{}",
-            jobspec::report::render_text_for(&plan, say::spec_lang(), false, path)
+            jobspec::report::render_text_for(&plan, say::lang(), false, path)
         );
         eprintln!(
             "onramp: {}",
@@ -529,9 +523,12 @@ mod tests {
 
     #[test]
     fn money_reads_as_yuan() {
-        assert_eq!(yuan(0), "¥0.00");
-        assert_eq!(yuan(1234), "¥12.34");
-        assert_eq!(yuan(-5), "-¥0.05");
+        // The app's and jobspec's formatter: thousands grouped, and the minus sign the app
+        // shows (this printed `-¥0.05` and `¥1234.56` before there was one formatter).
+        assert_eq!(yuan(0i64), "¥0.00");
+        assert_eq!(yuan(1234i64), "¥12.34");
+        assert_eq!(yuan(123_456i64), "¥1,234.56");
+        assert_eq!(yuan(-5i64), "\u{2212}¥0.05");
     }
 
     #[test]

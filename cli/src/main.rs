@@ -149,7 +149,7 @@ fn plan(args: &args::PlanArgs) -> Result<ExitCode, String> {
             serde_json::to_string_pretty(&wire).map_err(|e| format!("cannot write JSON: {e}"))?;
         println!("{text}");
     } else {
-        let lang = say::spec_lang();
+        let lang = say::lang();
         print!(
             "{}",
             jobspec::report::render_text_for(&plan, lang, !args.no_artifacts, &args.path)
@@ -167,7 +167,7 @@ fn plan(args: &args::PlanArgs) -> Result<ExitCode, String> {
 
 fn ds_check(path: &str, dp: Option<u32>) -> Result<ExitCode, String> {
     let (import, diags) = jobspec::deepspeed::import_ds_config(&read(path)?, dp);
-    let lang = say::spec_lang();
+    let lang = say::lang();
     for d in &diags {
         println!(
             "{path}: {}[{}] {}: {}",

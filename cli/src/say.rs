@@ -4,11 +4,7 @@
 
 use std::sync::OnceLock;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lang {
-    En,
-    Zh,
-}
+pub use jobspec::Lang;
 
 static CHOSEN: OnceLock<Lang> = OnceLock::new();
 
@@ -22,8 +18,8 @@ pub fn decide(flag: Option<&str>, locale: &[Option<String>]) -> Result<Lang, Str
     }
     let first = locale.iter().flatten().find(|v| !v.is_empty());
     Ok(match first {
-        Some(v) if v.to_ascii_lowercase().starts_with("zh") => Lang::Zh,
-        _ => Lang::En,
+        Some(v) => Lang::from_tag(v),
+        None => Lang::En,
     })
 }
 
@@ -36,14 +32,6 @@ pub fn choose(flag: Option<&str>) -> Result<Lang, String> {
 
 pub fn lang() -> Lang {
     CHOSEN.get().copied().unwrap_or(Lang::En)
-}
-
-/// This run's language as `jobspec` names it, for plan reports and diagnostics.
-pub fn spec_lang() -> jobspec::Lang {
-    match lang() {
-        Lang::En => jobspec::Lang::En,
-        Lang::Zh => jobspec::Lang::ZhCn,
-    }
 }
 
 /// The wording for this run's language.

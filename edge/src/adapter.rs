@@ -4,6 +4,7 @@
 
 use crate::backends::{BackendConfig, BackendKind};
 use crate::jobs::JobState;
+use jobspec::ValidSpec;
 use std::collections::BTreeMap;
 
 /// An HTTP request for the worker to send to a backend.
@@ -15,23 +16,49 @@ pub struct HttpCall {
     pub body: Option<String>,
 }
 
-/// What a backend needs to start a job.
+/// What a backend needs to start a job: the spec the edge validated (there is no way to
+/// dispatch one that did not validate) and where the job reports. The card, the number of cards,
+/// the time limit and what runs are the spec's, read from it by each adapter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dispatch {
     pub job_id: String,
-    /// `tiny-train` or `command`.
-    pub task: String,
-    pub spec_toml: String,
-    /// The process to run, for `task = command`.
-    pub command: Option<Vec<String>>,
+    pub spec: ValidSpec,
+    /// Environment for the job beyond what its spec and the deployment give it.
     pub env: BTreeMap<String, String>,
-    pub time_limit_s: u64,
     pub report_url: String,
     /// Where a job that pushes its own log sends it (see [`Backend::logs`]).
     pub log_url: String,
     pub report_token: String,
-    pub card: String,
-    pub cards: u32,
+}
+
+impl Dispatch {
+    /// What the backend runs for this job.
+    pub fn task(&self) -> Task {
+        Task::of(&self.spec)
+    }
+}
+
+/// What a backend runs for a job, decided by its spec's task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Task {
+    /// `onramp-runner tiny-train`: model-tiny trains with the spec's settings.
+    TinyTrain,
+    /// Every other task: `onramp-train` through the spec's launch line (jobspec's `torchrun`
+    /// command, the one the Plan page shows), as this argv.
+    Command(Vec<String>),
+}
+
+impl Task {
+    pub fn of(spec: &ValidSpec) -> Task {
+        match spec.spec().task {
+            jobspec::spec::Task::TinyTrain => Task::TinyTrain,
+            _ => Task::Command(vec![
+                "sh".into(),
+                "-c".into(),
+                jobspec::launch::torchrun_command(spec),
+            ]),
+        }
+    }
 }
 
 /// A backend's answer to a submission.
@@ -76,6 +103,10 @@ pub enum BackendError {
     /// The backend understood the job and will not run it (e.g. Slurm: no node has that many
     /// GPUs); the reason is the backend's own.
     Refused(String),
+    /// The deployment's configuration of the backend cannot make this call (e.g. a Slurm
+    /// `work_dir` that is not absolute): nothing was sent. The operator's to fix, so the client
+    /// sees an internal error with a request id, and no charge.
+    Misconfigured(String),
 }
 
 impl BackendError {
@@ -101,13 +132,18 @@ impl BackendError {
                 ErrorCode::BackendRefused,
                 format!("backend {backend} will not run this job: {why}"),
             ),
+            BackendError::Misconfigured(why) => {
+                ApiError::internal(format!("backend {backend} is misconfigured: {why}"))
+            }
         }
     }
 }
 
 /// One kind of backend, sans I/O.
 pub trait Backend {
-    fn submit(&self, job: &Dispatch) -> HttpCall;
+    /// The submission; an error means nothing was sent (the deployment's configuration of this
+    /// backend cannot carry the job).
+    fn submit(&self, job: &Dispatch) -> Result<HttpCall, BackendError>;
     fn parse_submit(&self, status: u16, body: &[u8]) -> Result<Submitted, BackendError>;
     /// Looks the job up by the edge's own job id: after a submission whose answer never came,
     /// this says whether the backend has the job (and its id there) or not.
@@ -161,6 +197,23 @@ fn backend_message(body: &[u8]) -> String {
         .ok()
         .and_then(|v| v["error"]["message"].as_str().map(String::from))
         .unwrap_or_else(|| String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned())
+}
+
+/// A dispatch of the spec in `toml` (which must validate), for the adapters' tests.
+#[cfg(test)]
+pub fn test_dispatch(job_id: &str, toml: &str) -> Dispatch {
+    let (Some(spec), diagnostics) = jobspec::validate_toml(toml) else {
+        panic!("the test spec does not validate: {toml}");
+    };
+    assert!(diagnostics.iter().all(|d| !d.is_error()), "{diagnostics:?}");
+    Dispatch {
+        job_id: job_id.into(),
+        spec,
+        env: BTreeMap::new(),
+        report_url: format!("https://edge/api/jobs/{job_id}/report"),
+        log_url: format!("https://edge/api/jobs/{job_id}/log"),
+        report_token: "tok".into(),
+    }
 }
 
 /// Status codes every adapter treats alike: 404 is "no such job", 5xx is "unavailable".

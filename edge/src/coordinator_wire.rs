@@ -317,7 +317,7 @@ mod tests {
     }
 
     #[test]
-    fn each_operation_names_its_own_object() {
+    fn each_account_operation_goes_to_the_accounts_object() {
         let user = || "u1".to_string();
         let account = Object::Account(user()).name();
         assert_eq!(account, "account:u1");
@@ -360,6 +360,11 @@ mod tests {
             assert_eq!(op.object().name(), account, "{op:?}");
             assert_eq!(op.object().kind(), ObjectKind::Account);
         }
+    }
+
+    #[test]
+    fn codes_limits_trials_and_health_have_objects_of_their_own() {
+        let user = || "u1".to_string();
         let claim = Op::ClaimCode {
             code: "SPRING".into(),
             user_id: user(),

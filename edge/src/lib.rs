@@ -25,7 +25,8 @@ pub mod refund;
 pub mod routes;
 pub mod runner_adapter;
 pub mod slurm;
-pub mod time;
+/// Time on the wire and in storage: the contract's one time module.
+pub use api::time;
 pub mod wire;
 
 #[cfg(target_arch = "wasm32")]

@@ -3,11 +3,12 @@
 //! `GET /jobs/{id}/checkpoint`, every request with `Authorization: Bearer <backend secret>`.
 
 use crate::adapter::{
-    Backend, BackendError, Dispatch, HttpCall, LogChunk, RemoteStatus, Submitted, common_status,
+    Backend, BackendError, Dispatch, HttpCall, LogChunk, RemoteStatus, Submitted, Task,
+    common_status,
 };
 use crate::backends::BackendConfig;
 use crate::jobs::JobState;
-use api::runner::{JobRef, RunnerJob, SubmitJob};
+use api::runner::{JobRef, RunnerJob, RunnerTask, SubmitJob};
 use serde::Deserialize;
 
 pub struct RunnerBackend {
@@ -52,23 +53,26 @@ impl RunnerBackend {
 }
 
 impl Backend for RunnerBackend {
-    fn submit(&self, job: &Dispatch) -> HttpCall {
+    fn submit(&self, job: &Dispatch) -> Result<HttpCall, BackendError> {
+        let (task, command) = match job.task() {
+            Task::TinyTrain => (RunnerTask::TinyTrain, None),
+            Task::Command(argv) => (RunnerTask::Command, Some(argv)),
+        };
         let body = SubmitJob {
             job_id: job.job_id.clone(),
-            task: job.task.clone(),
-            spec_toml: job.spec_toml.clone(),
-            command: job.command.clone(),
+            task: task.as_str().into(),
+            // The validated spec with every default written: what tiny-train and onramp-train
+            // read, whichever form (TOML or JSON) the user sent.
+            spec_toml: jobspec::trainer::spec_toml(&job.spec),
+            command,
             env: job.env.clone(),
-            time_limit_s: job.time_limit_s,
+            time_limit_s: job.spec.time_limit_s(),
             report_url: Some(job.report_url.clone()),
             report_token: Some(job.report_token.clone()),
         };
-        // Serialising strings and numbers cannot fail; an empty body would be refused by the runner.
-        self.call(
-            "POST",
-            "/jobs",
-            Some(serde_json::to_string(&body).unwrap_or_default()),
-        )
+        let body = serde_json::to_string(&body)
+            .map_err(|e| BackendError::Misconfigured(format!("the submission: {e}")))?;
+        Ok(self.call("POST", "/jobs", Some(body)))
     }
 
     fn parse_submit(&self, status: u16, body: &[u8]) -> Result<Submitted, BackendError> {
@@ -224,30 +228,42 @@ mod tests {
 
     #[test]
     fn builds_the_submission() {
-        let call = runner().submit(&Dispatch {
-            job_id: "j1".into(),
-            task: "tiny-train".into(),
-            spec_toml: "name = 'x'".into(),
-            command: None,
-            env: BTreeMap::new(),
-            time_limit_s: 60,
-            report_url: "http://e/api/jobs/j1/report".into(),
-            log_url: "http://e/api/jobs/j1/log".into(),
-            report_token: "t".into(),
-            card: "cpu".into(),
-            cards: 1,
-        });
+        let job = crate::adapter::test_dispatch(
+            "j1",
+            include_str!("../../jobspec/specs/tiny-train-stories260k.toml"),
+        );
+        let call = runner().submit(&job).unwrap();
         assert_eq!(call.method, "POST");
         assert_eq!(call.url, "http://127.0.0.1:9/jobs");
         assert!(
             call.headers
                 .contains(&("authorization".into(), "Bearer s3".into()))
         );
-        let body: serde_json::Value = serde_json::from_str(call.body.as_deref().unwrap()).unwrap();
-        assert_eq!(body["job_id"], "j1");
-        assert_eq!(body["time_limit_s"], 60);
-        assert_eq!(body["report_token"], "t");
-        assert!(body.get("command").is_none());
+        let body: SubmitJob = serde_json::from_str(call.body.as_deref().unwrap()).unwrap();
+        assert_eq!(body.job_id, "j1");
+        assert_eq!(body.task, "tiny-train");
+        assert_eq!(body.time_limit_s, 1800);
+        assert_eq!(body.report_token.as_deref(), Some("tok"));
+        assert_eq!(body.command, None);
+        // The runner reads back exactly the spec the edge validated.
+        let (again, _) = jobspec::validate_toml(&body.spec_toml);
+        assert_eq!(again.as_ref(), Some(&job.spec));
+    }
+
+    #[test]
+    fn a_trainer_job_runs_the_specs_launch_line() {
+        let job = crate::adapter::test_dispatch(
+            "j2",
+            include_str!("../../jobspec/specs/7b-lora-4090.toml"),
+        );
+        let body: SubmitJob =
+            serde_json::from_str(runner().submit(&job).unwrap().body.as_deref().unwrap()).unwrap();
+        assert_eq!(body.task, "command");
+        let argv = body.command.unwrap();
+        assert_eq!(argv[..2], ["sh", "-c"]);
+        assert_eq!(argv[2], jobspec::launch::torchrun_command(&job.spec));
+        assert!(argv[2].contains("onramp_train"), "{argv:?}");
+        assert_eq!(body.time_limit_s, job.spec.time_limit_s());
     }
 
     #[test]

@@ -331,29 +331,8 @@ fn unknown_keys(
 /// it can be.
 pub fn import_ds_config(text: &str, dp_size: Option<u32>) -> (Option<DsImport>, Vec<Diagnostic>) {
     let mut diags = Vec::new();
-    let cfg = match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(m)) => m,
-        Ok(_) => {
-            diags.push(Diagnostic::error(
-                Code::WrongType,
-                "",
-                "a ds_config must be a JSON object",
-                "ds_config 必须是 JSON 对象",
-            ));
-            return (None, diags);
-        }
-        Err(e) => {
-            let mut d = Diagnostic::error(
-                Code::Syntax,
-                "",
-                format!("JSON syntax error: {e}"),
-                format!("JSON 语法错误：{e}"),
-            );
-            d.line = u32::try_from(e.line()).unwrap_or(0);
-            d.column = u32::try_from(e.column()).unwrap_or(0);
-            diags.push(d);
-            return (None, diags);
-        }
+    let Some(cfg) = parse_object(text, &mut diags) else {
+        return (None, diags);
     };
     unknown_keys(&cfg, TOP_KEYS, "", &mut diags);
 
@@ -361,76 +340,8 @@ pub fn import_ds_config(text: &str, dp_size: Option<u32>) -> (Option<DsImport>, 
     let micro = batch_value(&cfg, "train_micro_batch_size_per_gpu", &mut diags);
     let accum = batch_value(&cfg, "gradient_accumulation_steps", &mut diags);
     let (train, micro, accum) = batch_rule(train, micro, accum, dp_size.map(u64::from), &mut diags);
-
-    let fp16 = enabled(cfg.get("fp16"));
-    let bf16 = enabled(cfg.get("bf16")) || enabled(cfg.get("bfloat16"));
-    if fp16 && bf16 {
-        diags.push(Diagnostic::error(
-            Code::Conflict,
-            "bf16",
-            "fp16 and bf16 cannot both be enabled",
-            "fp16 与 bf16 不能同时启用",
-        ));
-    }
-    let precision = if bf16 {
-        Some(Precision::Bf16)
-    } else if fp16 {
-        Some(Precision::Fp16)
-    } else if cfg.get("fp16").is_some() || cfg.get("bf16").is_some() {
-        // Present but "auto" or disabled: let the spec decide.
-        None
-    } else {
-        Some(Precision::Fp32)
-    };
-
-    let empty = Map::new();
-    let zero = match cfg.get("zero_optimization") {
-        Some(Value::Object(z)) => z,
-        Some(_) => {
-            diags.push(Diagnostic::error(
-                Code::WrongType,
-                "zero_optimization",
-                "`zero_optimization` must be an object",
-                "`zero_optimization` 必须是对象",
-            ));
-            &empty
-        }
-        None => &empty,
-    };
-    unknown_keys(zero, ZERO_KEYS, "zero_optimization", &mut diags);
-    let stage = match zero.get("stage") {
-        None => 0,
-        Some(v) => match v.as_u64().filter(|s| *s <= 3) {
-            Some(s) => u8::try_from(s).unwrap_or(0),
-            None => {
-                diags.push(Diagnostic::error(
-                    Code::OutOfRange,
-                    "zero_optimization.stage",
-                    format!("ZeRO stage must be 0 to 3, not {v}"),
-                    format!("ZeRO 阶段必须是 0 到 3，而不是 {v}"),
-                ));
-                0
-            }
-        },
-    };
-    let offload_optimizer = offload_device(zero, "offload_optimizer", &mut diags);
-    let offload_params = offload_device(zero, "offload_param", &mut diags);
-    if offload_optimizer.is_on() && stage == 0 {
-        diags.push(Diagnostic::error(
-            Code::Conflict,
-            "zero_optimization.offload_optimizer",
-            "offload_optimizer needs ZeRO stage 1, 2 or 3",
-            "offload_optimizer 需要 ZeRO 1、2 或 3",
-        ));
-    }
-    if offload_params.is_on() && stage != 3 {
-        diags.push(Diagnostic::error(
-            Code::Conflict,
-            "zero_optimization.offload_param",
-            "offload_param needs ZeRO stage 3",
-            "offload_param 需要 ZeRO 3",
-        ));
-    }
+    let precision = precision(&cfg, &mut diags);
+    let (stage, offload_optimizer, offload_params) = zero_settings(&cfg, &mut diags);
     let lr = cfg
         .get("optimizer")
         .and_then(|o| o.get("params"))
@@ -449,6 +360,111 @@ pub fn import_ds_config(text: &str, dp_size: Option<u32>) -> (Option<DsImport>, 
         lr,
     };
     (ok.then_some(import), diags)
+}
+
+/// The config as a JSON object, or a diagnostic that says why it is not one.
+fn parse_object(text: &str, diags: &mut Vec<Diagnostic>) -> Option<Map<String, Value>> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Some(m),
+        Ok(_) => {
+            diags.push(Diagnostic::error(
+                Code::WrongType,
+                "",
+                "a ds_config must be a JSON object",
+                "ds_config 必须是 JSON 对象",
+            ));
+            None
+        }
+        Err(e) => {
+            let mut d = Diagnostic::error(
+                Code::Syntax,
+                "",
+                format!("JSON syntax error: {e}"),
+                format!("JSON 语法错误：{e}"),
+            );
+            d.line = u32::try_from(e.line()).unwrap_or(0);
+            d.column = u32::try_from(e.column()).unwrap_or(0);
+            diags.push(d);
+            None
+        }
+    }
+}
+
+/// `fp16` and `bf16`: exclusive; `None` when they leave the choice to the spec ("auto").
+fn precision(cfg: &Map<String, Value>, diags: &mut Vec<Diagnostic>) -> Option<Precision> {
+    let fp16 = enabled(cfg.get("fp16"));
+    let bf16 = enabled(cfg.get("bf16")) || enabled(cfg.get("bfloat16"));
+    if fp16 && bf16 {
+        diags.push(Diagnostic::error(
+            Code::Conflict,
+            "bf16",
+            "fp16 and bf16 cannot both be enabled",
+            "fp16 与 bf16 不能同时启用",
+        ));
+    }
+    if bf16 {
+        Some(Precision::Bf16)
+    } else if fp16 {
+        Some(Precision::Fp16)
+    } else if cfg.get("fp16").is_some() || cfg.get("bf16").is_some() {
+        // Present but "auto" or disabled: let the spec decide.
+        None
+    } else {
+        Some(Precision::Fp32)
+    }
+}
+
+/// `zero_optimization`: the stage and the offload devices, with DeepSpeed's rules between them.
+fn zero_settings(cfg: &Map<String, Value>, diags: &mut Vec<Diagnostic>) -> (u8, Offload, Offload) {
+    let empty = Map::new();
+    let zero = match cfg.get("zero_optimization") {
+        Some(Value::Object(z)) => z,
+        Some(_) => {
+            diags.push(Diagnostic::error(
+                Code::WrongType,
+                "zero_optimization",
+                "`zero_optimization` must be an object",
+                "`zero_optimization` 必须是对象",
+            ));
+            &empty
+        }
+        None => &empty,
+    };
+    unknown_keys(zero, ZERO_KEYS, "zero_optimization", diags);
+    let stage = match zero.get("stage") {
+        None => 0,
+        Some(v) => match v.as_u64().filter(|s| *s <= 3) {
+            Some(s) => u8::try_from(s).unwrap_or(0),
+            None => {
+                diags.push(Diagnostic::error(
+                    Code::OutOfRange,
+                    "zero_optimization.stage",
+                    format!("ZeRO stage must be 0 to 3, not {v}"),
+                    format!("ZeRO 阶段必须是 0 到 3，而不是 {v}"),
+                ));
+                0
+            }
+        },
+    };
+    let offload_optimizer = offload_device(zero, "offload_optimizer", diags);
+    let offload_params = offload_device(zero, "offload_param", diags);
+    if offload_optimizer.is_on() && stage == 0 {
+        diags.push(Diagnostic::error(
+            Code::Conflict,
+            "zero_optimization.offload_optimizer",
+            "offload_optimizer needs ZeRO stage 1, 2 or 3",
+            "offload_optimizer 需要 ZeRO 1、2 或 3",
+        ));
+    }
+    if offload_params.is_on() && stage != 3 {
+        diags.push(Diagnostic::error(
+            Code::Conflict,
+            "zero_optimization.offload_param",
+            "offload_param needs ZeRO stage 3",
+            "offload_param 需要 ZeRO 3",
+        ));
+    }
+    (stage, offload_optimizer, offload_params)
 }
 
 /// DeepSpeed's batch rule: fills in what two values determine and reports contradictions.

@@ -1,5 +1,6 @@
 //! Diagnostics: every problem found in a spec, with a stable code, a place and a bilingual message.
 
+use crate::lang::Lang;
 use serde::Serialize;
 
 /// How bad a diagnostic is. Only `Error` stops a spec from being valid.
@@ -21,14 +22,6 @@ impl Severity {
     }
 }
 
-/// The language a message is shown in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Lang {
-    #[default]
-    En,
-    ZhCn,
-}
-
 /// A text in both languages the UI speaks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Message {
@@ -48,7 +41,7 @@ impl Message {
     pub fn get(&self, lang: Lang) -> &str {
         match lang {
             Lang::En => &self.en,
-            Lang::ZhCn => &self.zh,
+            Lang::Zh => &self.zh,
         }
     }
 }

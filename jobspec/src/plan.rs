@@ -73,6 +73,23 @@ pub fn finish(valid: Option<ValidSpec>, mut diagnostics: Vec<Diagnostic>) -> Pla
         };
     };
     let est = estimate::estimate(&v);
+    fit_finding(&v, &est, &mut diagnostics);
+    physics_findings(&est, &mut diagnostics);
+    let cards = estimate::compare_cards(&v);
+    let suggestions = estimate::suggest_fixes(&v);
+    let artifacts = Some(launch::artifacts(&v));
+    Plan {
+        diagnostics,
+        valid: Some(v),
+        estimate: Some(est),
+        cards,
+        suggestions,
+        artifacts,
+    }
+}
+
+/// An error when the job does not fit in the card's memory, by how much.
+fn fit_finding(v: &ValidSpec, est: &Estimate, diagnostics: &mut Vec<Diagnostic>) {
     let m = &est.memory;
     if !m.fits {
         let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
@@ -95,6 +112,11 @@ pub fn finish(valid: Option<ValidSpec>, mut diagnostics: Vec<Diagnostic>) -> Pla
             ),
         ));
     }
+}
+
+/// The physics check's findings: an impossible claim or limit, a limit too short for the run, a
+/// claimed time that needs an unusual MFU.
+fn physics_findings(est: &Estimate, diagnostics: &mut Vec<Diagnostic>) {
     for f in &est.physics {
         let (en, zh) = estimate::time::describe(f);
         let path = if f.what == "time_limit" {
@@ -136,17 +158,6 @@ pub fn finish(valid: Option<ValidSpec>, mut diagnostics: Vec<Diagnostic>) -> Pla
             continue;
         };
         diagnostics.push(d);
-    }
-    let cards = estimate::compare_cards(&v);
-    let suggestions = estimate::suggest_fixes(&v);
-    let artifacts = Some(launch::artifacts(&v));
-    Plan {
-        diagnostics,
-        valid: Some(v),
-        estimate: Some(est),
-        cards,
-        suggestions,
-        artifacts,
     }
 }
 

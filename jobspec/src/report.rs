@@ -1,28 +1,15 @@
 //! A plan as terminal text: diagnostics, the memory breakdown, the card table and artifacts.
 
-use crate::diag::{Lang, Severity};
+use crate::diag::Severity;
+use crate::money::yuan;
 use crate::plan::Plan;
 use crate::spec::format_duration;
+use crate::{Estimate, Lang, ValidSpec};
 use std::fmt::Write;
 
 /// Binary gigabytes with one decimal, as people read GPU memory.
 pub fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
-}
-
-/// Fen as yuan: `¥1,234.56`.
-pub fn yuan(fen: u64) -> String {
-    let yuan = fen / 100;
-    let cents = fen % 100;
-    let digits = yuan.to_string();
-    let mut grouped = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    format!("¥{grouped}.{cents:02}")
 }
 
 fn big(n: u64) -> String {
@@ -81,10 +68,52 @@ pub fn render_text(plan: &Plan, lang: Lang, artifacts: bool) -> String {
 
 /// As `render_text`, with diagnostics prefixed by `origin` (a file name) as compilers do.
 pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -> String {
-    let zh = lang == Lang::ZhCn;
+    let zh = lang == Lang::Zh;
+    let mut o = String::new();
+    diagnostics_text(&mut o, plan, lang, origin);
+    let (Some(v), Some(e)) = (&plan.valid, &plan.estimate) else {
+        if plan.diagnostics.is_empty() {
+            o.push_str(if zh {
+                "没有作业规格\n"
+            } else {
+                "no spec\n"
+            });
+        }
+        return o;
+    };
+    if !plan.diagnostics.is_empty() {
+        o.push('\n');
+    }
+    summary_text(&mut o, v, e, zh);
+    memory_text(&mut o, v, e, zh);
+    time_and_cost_text(&mut o, v, e, zh);
+    suggestions_text(&mut o, plan, lang);
+    let _ = writeln!(
+        o,
+        "\n{}",
+        if zh {
+            "各卡型对比："
+        } else {
+            "on every card type:"
+        }
+    );
+    card_table(&mut o, plan, zh);
+    if artifacts && let Some(a) = &plan.artifacts {
+        if !a.ds_config.is_empty() {
+            let _ = writeln!(o, "\nds_config.json:\n{}", a.ds_config);
+        }
+        let _ = writeln!(o, "\ndeepspeed:\n{}", a.deepspeed);
+        let _ = writeln!(o, "\ntorchrun:\n{}", a.torchrun);
+        let _ = writeln!(o, "\nsbatch:\n{}", a.sbatch);
+    }
+    o
+}
+
+/// Every diagnostic as a compiler writes one: `origin:line:column: severity[code]: message`.
+fn diagnostics_text(o: &mut String, plan: &Plan, lang: Lang, origin: &str) {
+    let zh = lang == Lang::Zh;
     // Chinese text takes the full-width colon.
     let colon = if zh { "：" } else { ": " };
-    let mut o = String::new();
     let origin = if origin.is_empty() {
         String::new()
     } else {
@@ -121,19 +150,10 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
             );
         }
     }
-    let (Some(v), Some(e)) = (&plan.valid, &plan.estimate) else {
-        if plan.diagnostics.is_empty() {
-            o.push_str(if zh {
-                "没有作业规格\n"
-            } else {
-                "no spec\n"
-            });
-        }
-        return o;
-    };
-    if !plan.diagnostics.is_empty() {
-        o.push('\n');
-    }
+}
+
+/// The job in one line, and its parameters.
+fn summary_text(o: &mut String, v: &ValidSpec, e: &Estimate, zh: bool) {
     let s = v.spec();
     let (task, model, n, card) = (
         s.task.as_str(),
@@ -159,6 +179,11 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
             "parameters: total {total}  trainable {trainable}  largest layer {largest}"
         )
     };
+}
+
+/// The memory per card, part by part, against the card's.
+fn memory_text(o: &mut String, v: &ValidSpec, e: &Estimate, zh: bool) {
+    let s = v.spec();
     let m = &e.memory;
     let g = &m.per_gpu;
     let _ = writeln!(
@@ -213,6 +238,10 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
             writeln!(o, "  offloaded states, CPU RAM per node: {cpu}")
         };
     }
+}
+
+/// The time at the assumed MFU, and the cost with the hold.
+fn time_and_cost_text(o: &mut String, v: &ValidSpec, e: &Estimate, zh: bool) {
     let t = &e.time;
     let (took, mfu, tokens, steps, floor) = (
         duration(t.seconds, zh),
@@ -252,6 +281,12 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
             e.cost.card_hours
         )
     };
+}
+
+/// The fixes, cheapest first, each with its figures and its patch.
+fn suggestions_text(o: &mut String, plan: &Plan, lang: Lang) {
+    let zh = lang == Lang::Zh;
+    let colon = if zh { "：" } else { ": " };
     if !plan.suggestions.is_empty() {
         let _ = writeln!(
             o,
@@ -290,25 +325,6 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
             }
         }
     }
-    let _ = writeln!(
-        o,
-        "\n{}",
-        if zh {
-            "各卡型对比："
-        } else {
-            "on every card type:"
-        }
-    );
-    card_table(&mut o, plan, zh);
-    if artifacts && let Some(a) = &plan.artifacts {
-        if !a.ds_config.is_empty() {
-            let _ = writeln!(o, "\nds_config.json:\n{}", a.ds_config);
-        }
-        let _ = writeln!(o, "\ndeepspeed:\n{}", a.deepspeed);
-        let _ = writeln!(o, "\ntorchrun:\n{}", a.torchrun);
-        let _ = writeln!(o, "\nsbatch:\n{}", a.sbatch);
-    }
-    o
 }
 
 /// The per-card comparison, its columns aligned by display width.
@@ -368,7 +384,7 @@ pub fn render_explain(plan: &Plan, lang: Lang) -> String {
                 o,
                 "{}{}\n  {}\n  {}",
                 figure_name(x.figure, lang),
-                if lang == Lang::ZhCn { "：" } else { ":" },
+                if lang == Lang::Zh { "：" } else { ":" },
                 x.formula,
                 x.assumptions.get(lang)
             );

@@ -5,7 +5,7 @@
 //! The examples also go into the schema (`examples`), where editors show them, and a test checks
 //! that each one is valid for its key.
 
-use crate::diag::Lang;
+use crate::Lang;
 use serde_json::Value;
 
 /// Per table (`""` is the top level; the others are the schema's `$defs`) and key: the Chinese
@@ -363,7 +363,7 @@ fn type_words(schema: &Value, prop: &Value, lang: Lang) -> String {
         let list: Vec<String> = w.iter().map(|w| format!("`{w}`")).collect();
         return match lang {
             Lang::En => format!("one of {}", list.join(", ")),
-            Lang::ZhCn => format!("{} 之一", list.join("、")),
+            Lang::Zh => format!("{} 之一", list.join("、")),
         };
     }
     if let Some(any) = t["anyOf"].as_array() {
@@ -375,7 +375,7 @@ fn type_words(schema: &Value, prop: &Value, lang: Lang) -> String {
             .collect();
         return parts.join(match lang {
             Lang::En => " or ",
-            Lang::ZhCn => " 或 ",
+            Lang::Zh => " 或 ",
         });
     }
     let kind = match &t["type"] {
@@ -390,20 +390,20 @@ fn type_words(schema: &Value, prop: &Value, lang: Lang) -> String {
     };
     let name = match (kind.as_str(), lang) {
         ("integer", Lang::En) => "integer",
-        ("integer", Lang::ZhCn) => "整数",
+        ("integer", Lang::Zh) => "整数",
         ("number", Lang::En) => "number",
-        ("number", Lang::ZhCn) => "数",
+        ("number", Lang::Zh) => "数",
         ("string", Lang::En) => "string",
-        ("string", Lang::ZhCn) => "字符串",
+        ("string", Lang::Zh) => "字符串",
         ("boolean", Lang::En) => "boolean",
-        ("boolean", Lang::ZhCn) => "布尔值",
+        ("boolean", Lang::Zh) => "布尔值",
         ("object", Lang::En) => "table",
-        ("object", Lang::ZhCn) => "表",
+        ("object", Lang::Zh) => "表",
         ("array", _) => {
             let item = type_words(schema, &t["items"], lang);
             return match lang {
                 Lang::En => format!("list of {item}"),
-                Lang::ZhCn => format!("{item}列表"),
+                Lang::Zh => format!("{item}列表"),
             };
         }
         _ => "",
@@ -441,7 +441,7 @@ pub fn reference_markdown(lang: Lang) -> String {
             "**required**",
             "not set",
         ),
-        Lang::ZhCn => (
+        Lang::Zh => (
             "| 键 | 类型 | 默认值 | 示例 | 含义 |\n|---|---|---|---|---|\n",
             "**必填**",
             "不设置",
@@ -455,7 +455,7 @@ pub fn reference_markdown(lang: Lang) -> String {
         let title = if header.is_empty() {
             match lang {
                 Lang::En => "Top level".to_string(),
-                Lang::ZhCn => "顶层".to_string(),
+                Lang::Zh => "顶层".to_string(),
             }
         } else {
             format!("`{header}`")
@@ -469,7 +469,7 @@ pub fn reference_markdown(lang: Lang) -> String {
                     .as_str()
                     .unwrap_or("")
                     .to_string(),
-                Lang::ZhCn => key_doc("", key).map_or(String::new(), |(zh, _)| zh.to_string()),
+                Lang::Zh => key_doc("", key).map_or(String::new(), |(zh, _)| zh.to_string()),
             }
         };
         out.push_str(&format!("#### {title}\n\n"));
@@ -491,7 +491,7 @@ pub fn reference_markdown(lang: Lang) -> String {
                     .as_str()
                     .or_else(|| target(&schema, prop)["description"].as_str())
                     .unwrap_or(""),
-                Lang::ZhCn => zh,
+                Lang::Zh => zh,
             };
             let default = if req.contains(&key.as_str()) {
                 required.to_string()
@@ -563,7 +563,7 @@ mod tests {
             en.contains("| `lora_rank` | integer 1–4096 | not set |"),
             "{en}"
         );
-        let zh = reference_markdown(Lang::ZhCn);
+        let zh = reference_markdown(Lang::Zh);
         assert!(
             zh.contains("| `zero_stage` | 整数 0–3 | `0` | `3` | DeepSpeed ZeRO 阶段"),
             "{zh}"

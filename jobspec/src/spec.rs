@@ -3,6 +3,7 @@
 //! `JobSpec` is what the editor and the form show and what patches change; it may still be
 //! invalid. Only `validate` turns it into a `ValidSpec`, which the estimators require.
 
+pub use crate::duration::{format_duration, parse_duration_s};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -538,94 +539,4 @@ pub struct EstimateSpec {
     /// A wall time someone claims for this job, such as `"30h"`; checked against physics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimed_time: Option<String>,
-}
-
-/// Reads durations such as `"24h"`, `"30m"`, `"90s"`, `"2d"`, `"1h30m"` or `"1:30:00"`.
-pub fn parse_duration_s(text: &str) -> Option<u64> {
-    let t = text.trim();
-    if t.is_empty() {
-        return None;
-    }
-    if t.contains(':') {
-        // Slurm's H:MM:SS / MM:SS.
-        let parts: Vec<&str> = t.split(':').collect();
-        if parts.len() > 3 {
-            return None;
-        }
-        let mut total: u64 = 0;
-        for p in parts {
-            let n: u64 = p.parse().ok()?;
-            total = total.checked_mul(60)?.checked_add(n)?;
-        }
-        return Some(total);
-    }
-    let mut total: u64 = 0;
-    let mut num = String::new();
-    let mut saw_unit = false;
-    for c in t.chars() {
-        if c.is_ascii_digit() {
-            num.push(c);
-        } else if c == ' ' {
-            continue;
-        } else {
-            let mult: u64 = match c {
-                's' => 1,
-                'm' => 60,
-                'h' => 3600,
-                'd' => 86_400,
-                _ => return None,
-            };
-            let n: u64 = num.parse().ok()?;
-            total = total.checked_add(n.checked_mul(mult)?)?;
-            num.clear();
-            saw_unit = true;
-        }
-    }
-    if !num.is_empty() {
-        // A bare number means hours only if there was no unit at all ("24" → 24h is a guess
-        // we refuse: the reader reports it instead).
-        return None;
-    }
-    saw_unit.then_some(total)
-}
-
-/// Writes seconds the way a person reads them: `1d 2h`, `3h 20m`, `45m`, `30s`.
-pub fn format_duration(seconds: f64) -> String {
-    if !seconds.is_finite() {
-        return "∞".to_string();
-    }
-    let s = seconds.max(0.0);
-    if s >= 86_400.0 * 365.0 {
-        return format!("{:.1} years", s / (86_400.0 * 365.0));
-    }
-    let s = s.round() as u64;
-    let (d, h, m, sec) = (s / 86_400, (s % 86_400) / 3600, (s % 3600) / 60, s % 60);
-    if d > 0 {
-        format!("{d}d {h}h")
-    } else if h > 0 {
-        format!("{h}h {m}m")
-    } else if m > 0 {
-        format!("{m}m {sec}s")
-    } else {
-        format!("{sec}s")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration_s("24h"), Some(86_400));
-        assert_eq!(parse_duration_s("30m"), Some(1800));
-        assert_eq!(parse_duration_s("1h30m"), Some(5400));
-        assert_eq!(parse_duration_s("2d"), Some(172_800));
-        assert_eq!(parse_duration_s("1:30:00"), Some(5400));
-        assert_eq!(parse_duration_s("24"), None);
-        assert_eq!(parse_duration_s("h"), None);
-        assert_eq!(parse_duration_s("99999999999999999999d"), None);
-        assert_eq!(format_duration(5400.0), "1h 30m");
-        assert_eq!(format_duration(f64::INFINITY), "∞");
-    }
 }

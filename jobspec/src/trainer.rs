@@ -145,7 +145,7 @@ pub fn trainer_plan(v: &ValidSpec) -> TrainerPlan {
 /// The spec as the trainer reads it (`spec.toml` next to the job): the validated spec with every
 /// default filled in.
 pub fn spec_toml(v: &ValidSpec) -> String {
-    toml::to_string(v.spec()).unwrap_or_default()
+    v.spec().to_toml()
 }
 
 /// The ds_config the trainer is given: jobspec's, or `{}` on the CPU card (no DeepSpeed).

@@ -41,7 +41,7 @@ corpus! {
 #[test]
 fn errors_in_chinese() {
     let plan = plan_toml(include_str!("../specs/errors-typos.toml"));
-    expect_file!["snapshots/errors-typos.zh.txt"].assert_eq(&render_text(&plan, Lang::ZhCn, false));
+    expect_file!["snapshots/errors-typos.zh.txt"].assert_eq(&render_text(&plan, Lang::Zh, false));
 }
 
 /// The full Chinese report of a spec that does not fit: every header, label and verdict in
@@ -51,8 +51,8 @@ fn full_report_in_chinese() {
     let plan = plan_toml(include_str!("../specs/7b-full-4090.toml"));
     let text = format!(
         "{}\n{}",
-        render_text(&plan, Lang::ZhCn, true),
-        jobspec::report::render_explain(&plan, Lang::ZhCn)
+        render_text(&plan, Lang::Zh, true),
+        jobspec::report::render_explain(&plan, Lang::Zh)
     );
     expect_file!["snapshots/7b-full-4090.zh.txt"].assert_eq(&text);
 }
@@ -63,7 +63,7 @@ fn full_report_in_chinese() {
 fn chinese_tables_align_by_display_width() {
     use unicode_width::UnicodeWidthStr;
     let plan = plan_toml(include_str!("../specs/7b-lora-4090.toml"));
-    let text = render_text(&plan, Lang::ZhCn, false);
+    let text = render_text(&plan, Lang::Zh, false);
     let lines: Vec<&str> = text.lines().collect();
     let at = lines
         .iter()

@@ -132,7 +132,7 @@ proptest! {
         let plan = plan_toml(&src);
         // Errors and a valid spec never come together.
         prop_assert!(!(plan.has_errors() && plan.valid.is_some() && plan.estimate.is_none()));
-        let _ = jobspec::report::render_text(&plan, jobspec::Lang::ZhCn, true);
+        let _ = jobspec::report::render_text(&plan, jobspec::Lang::Zh, true);
         let _ = serde_json::to_string(&jobspec::PlanWire::from(&plan));
     }
 

@@ -1,4 +1,5 @@
-//! UTC timestamps as RFC 3339 text, without pulling in a date crate for one format.
+//! The runner's clock: the system time, written by the contract's one time module
+//! (`api::time`).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -9,29 +10,8 @@ pub fn now_rfc3339() -> String {
 
 /// `t` as `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds; times before 1970 print as the epoch).
 pub fn rfc3339(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Year, month, day of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    api::time::format_rfc3339_s(i64::try_from(secs).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

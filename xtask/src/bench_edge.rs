@@ -26,11 +26,11 @@ const PASSWORD: &str = "bench horse battery staple";
 const LORA: &str = include_str!("../../jobspec/specs/7b-lora-4090.toml");
 
 /// Runs the benchmark against the built worker and returns the lines to print.
-pub fn run() -> Result<Vec<String>, String> {
-    let secret = random_hex(16);
-    let (fake_url, _fake) = start_fake(secret.clone());
+/// The edge under `wrangler dev` with every limit out of the way and a fake backend that takes
+/// any number of RTX 4090 jobs.
+fn start_stack(fake_url: &str, secret: &str) -> Result<Stack, String> {
     let big = "1000000000".to_string();
-    let stack = Stack::start_with(
+    Stack::start_with(
         StackOptions {
             with_runner: false,
             ..StackOptions::for_test("bench-edge")
@@ -48,7 +48,14 @@ pub fn run() -> Result<Vec<String>, String> {
                 "cards": {"rtx-4090": 1_000_000}
             })],
         },
-    )?;
+    )
+    .map_err(|e| e.to_string())
+}
+
+pub fn run() -> Result<Vec<String>, String> {
+    let secret = random_hex(16);
+    let (fake_url, _fake) = start_fake(secret.clone());
+    let stack = start_stack(&fake_url, &secret)?;
     let max = CONCURRENCY.iter().copied().max().unwrap_or(1);
     eprintln!("bench edge: {max} accounts…");
     let users = accounts(&stack, max)?;

@@ -63,6 +63,18 @@ pub fn build_tools() -> Result<BuildTools, String> {
     })
 }
 
+/// rustfmt and clippy, which `cargo xtask test` runs before anything else.
+pub fn rust_components() -> Result<(), String> {
+    let have = |tool: &str| cmd::output(cmd::cargo().args([tool, "--version"])).is_some();
+    if have("fmt") && have("clippy") {
+        return Ok(());
+    }
+    cmd::run(
+        "rustup component add rustfmt clippy",
+        Command::new("rustup").args(["component", "add", "rustfmt", "clippy"]),
+    )
+}
+
 fn wasm_target() -> Result<(), String> {
     let installed = cmd::output(Command::new("rustup").args(["target", "list", "--installed"]))
         .unwrap_or_default();

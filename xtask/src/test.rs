@@ -1,8 +1,10 @@
-//! `cargo xtask test`: set up, build, and run every test: the deploy dry run on that build, host
-//! unit tests of every crate, wasm tests in headless Chromium, and the stack tests (the edge under
-//! `wrangler dev`, the runner and the browser journeys).
+//! `cargo xtask test`: check the house style (rustfmt, clippy for native and wasm32), set up,
+//! build, and run every test: the deploy dry run on that build, host unit tests of every crate,
+//! wasm tests in headless Chromium, and the stack tests (the edge under `wrangler dev`, the runner
+//! and the browser journeys).
 
 use crate::cmd::{cargo, path_with, repo_root};
+use crate::setup::Tools;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -128,10 +130,20 @@ pub fn run(args: &[String]) -> Result<(), String> {
         return Err(format!("`cargo xtask test` takes no arguments (got {a:?})"));
     }
     let started = Instant::now();
+    let mut tally = Tally::default();
+    // Formatting takes seconds: a diff fails the run before anything is installed or built.
+    crate::setup::rust_components()?;
+    tally.step(
+        "cargo fmt --all --check",
+        crate::cmd::run(
+            "cargo fmt --all --check",
+            cargo().args(["fmt", "--all", "--check"]),
+        ),
+    )?;
     let tools = crate::setup::run()?;
+    house_lints(&mut tally)?;
     crate::build::all(&tools)?;
 
-    let mut tally = Tally::default();
     // A configuration that cannot deploy fails here, on the build the tests below use.
     tally.step(
         "cargo xtask deploy --dry-run",
@@ -141,8 +153,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "host tests (cargo test --workspace)",
         cargo().args(["test", "--workspace"]),
     )?;
+    trainer_tests(&mut tally, &tools)?;
+    wasm_tests(&mut tally, &tools)?;
+    stack_tests(&mut tally, &tools)?;
+    // Ignored tests in the host run are the stack tests, which ran above: not skipped.
+    tally.ignored = 0;
+    eprintln!(
+        "xtask: every test passed in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    tally.print();
+    Ok(())
+}
 
-    // The trainer's house style, then its real CPU runs (torchrun, DeepSpeed on gloo).
+/// The trainer's house style, then its real CPU runs (torchrun, DeepSpeed on gloo).
+fn trainer_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     crate::cmd::run(
         "ruff check trainer",
         tools
@@ -165,8 +190,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 "trainer/tests",
             ])
             .current_dir(repo_root()),
-    )?;
+    )
+}
 
+/// The wasm tests of the crates that have them, and jobspec's, in headless Chromium.
+fn wasm_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     let webdriver_json = write_webdriver_json()?;
     let mut wasm_test = |what: &str, args: &[&str]| {
         tally.run(
@@ -192,8 +220,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     wasm_test(
         "jobspec in headless Chromium",
         &["-p", "jobspec", "--test", "wasm"],
-    )?;
+    )
+}
 
+/// The stack tests: one test binary, `tests/tests/e2e/`.
+fn stack_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     // The stack tests start real processes; two at a time keeps a 2-core machine responsive.
     tally.run(
         "stack tests (wrangler dev, runner, headless Chromium)",
@@ -202,6 +233,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 "test",
                 "-p",
                 "onramp-tests",
+                "--test",
+                "e2e",
                 "--",
                 "--ignored",
                 "--test-threads=2",
@@ -212,14 +245,44 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .env("CHROMEDRIVER", &tools.chromedriver)
             // The runner runs every task but tiny-train with the trainer's environment.
             .env("ONRAMP_PYTHON", &tools.trainer.python),
-    )?;
-    // Ignored tests in the host run are the stack tests, which ran above: not skipped.
-    tally.ignored = 0;
-    eprintln!(
-        "xtask: every test passed in {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
-    tally.print();
+    )
+}
+
+/// Clippy with warnings as errors, natively over every target of the workspace, and for wasm32
+/// over the two crates whose wasm-only code (`app`'s browser calls, `edge`'s `worker/`) a native
+/// pass never sees.
+fn house_lints(tally: &mut Tally) -> Result<(), String> {
+    let passes: [(&str, &[&str]); 2] = [
+        (
+            "cargo clippy --workspace --all-targets -- -D warnings",
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ),
+        (
+            "cargo clippy --target wasm32-unknown-unknown -p app -p edge -- -D warnings",
+            &[
+                "clippy",
+                "--target",
+                "wasm32-unknown-unknown",
+                "-p",
+                "app",
+                "-p",
+                "edge",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ),
+    ];
+    for (what, args) in passes {
+        tally.step(what, crate::cmd::run(what, cargo().args(args)))?;
+    }
     Ok(())
 }
 

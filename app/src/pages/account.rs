@@ -4,14 +4,13 @@
 //! on success) and the ledger of every credit movement.
 
 use crate::api;
-use crate::api_wire::{
-    ApiError, Ledger, Redeemed, VerificationSent, fen_text, ledger_kind_key, short_time,
-};
+use crate::api_wire::{ApiError, Ledger, Redeemed, VerificationSent, ledger_kind_key};
 use crate::i18n::Key;
 use crate::pages::auth::{AuthForm, Refusal};
 use crate::pages::bits::{loading, note, tr};
 use crate::session::use_session;
 use crate::state::use_i18n;
+use ::api::time::short_utc;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
@@ -66,7 +65,7 @@ fn Credit() -> impl IntoView {
         {move || unverified.get().map(|email| view! { <VerifyNote email=email/> })}
         <p class="balance">
             {tr(i, Key::Balance)}": "
-            <strong data-testid="balance" data-fen=move || balance().to_string()>{move || fen_text(balance())}</strong>
+            <strong data-testid="balance" data-fen=move || balance().to_string()>{move || jobspec::yuan(balance())}</strong>
         </p>
         <RedeemBox on_redeemed=move |r: Redeemed| {
             session.set_balance(r.balance_fen);
@@ -92,9 +91,9 @@ fn Credit() -> impl IntoView {
                                 let kind = i.t(ledger_kind_key(e.kind)).to_string();
                                 view! {
                                     <tr data-kind=e.kind.as_str() data-fen=e.amount_fen>
-                                        <td>{short_time(&e.time)}</td>
+                                        <td>{short_utc(&e.time)}</td>
                                         <td>{kind}</td>
-                                        <td class="num">{fen_text(e.amount_fen)}</td>
+                                        <td class="num">{jobspec::yuan(e.amount_fen)}</td>
                                         <td><code>{e.reference}</code></td>
                                     </tr>
                                 }
@@ -136,7 +135,7 @@ fn VerifyNote(email: String) -> impl IntoView {
             <div aria-live="polite">
                 {move || outcome.get().map(|r| match r {
                     Ok(sent) => {
-                        let time = short_time(&sent.expires_at);
+                        let time = short_utc(&sent.expires_at);
                         view! {
                             <p class="ok" role="status" data-testid="verify-sent">
                                 {move || i.t(Key::LinkSent).replace("{email}", &sent.to).replace("{time}", &time)}
@@ -189,7 +188,7 @@ fn RedeemBox(on_redeemed: impl Fn(Redeemed) + Copy + 'static) -> impl IntoView {
                 {move || outcome.get().map(|r| match r {
                     Ok(ok) => view! {
                         <p class="ok" role="status" data-testid="redeem-ok" data-fen=ok.amount_fen>
-                            {i.t(Key::RedeemedAmount)}" "{fen_text(ok.amount_fen)}" · "{i.t(Key::Balance)}" "{fen_text(ok.balance_fen)}
+                            {i.t(Key::RedeemedAmount)}" "{jobspec::yuan(ok.amount_fen)}" · "{i.t(Key::Balance)}" "{jobspec::yuan(ok.balance_fen)}
                         </p>
                     }.into_any(),
                     Err(e) => view! { <Refusal error=e testid="redeem-error"/> }.into_any(),

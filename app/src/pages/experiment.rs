@@ -3,12 +3,14 @@
 //! balance), and an unknown id says so.
 
 use crate::api;
-use crate::api_wire::{Experiment, StateKey, fen_text, short_time};
-use crate::i18n::{Key, bytes, yuan};
+use crate::api_wire::{Experiment, StateKey};
+use crate::i18n::{Key, bytes};
 use crate::pages::auth::Refusal;
 use crate::pages::bits::{fact, loading, note};
 use crate::pages::loss_chart::LossChart;
 use crate::state::use_i18n;
+use ::api::time::short_utc;
+use jobspec::yuan;
 use leptos::prelude::*;
 
 #[component]
@@ -39,7 +41,7 @@ fn Snapshot(x: Experiment) -> impl IntoView {
         .unwrap_or_default();
     view! {
         <h1 data-testid="experiment-title">{x.title}</h1>
-        <p class="muted">{i.t(Key::ExperimentTitle)}" · "{short_time(&x.created_at)}" · "{i.t(Key::ReadOnly)}</p>
+        <p class="muted">{i.t(Key::ExperimentTitle)}" · "{short_utc(&x.created_at)}" · "{i.t(Key::ReadOnly)}</p>
         <h2>{i.t(Key::Estimates)}</h2>
         <dl class="facts" data-testid="experiment-estimates">
             {p.memory.map(|m| {
@@ -52,15 +54,15 @@ fn Snapshot(x: Experiment) -> impl IntoView {
                 <dd>{format!("{} ({} {})", yuan(c.fen), i.t(Key::MaxCost), yuan(c.max_fen))}</dd></div> })}
         </dl>
         {x.job.map(|j| {
-            let charged = j.charged_fen.map(fen_text).unwrap_or_else(|| "—".into());
+            let charged = j.charged_fen.map(jobspec::yuan).unwrap_or_else(|| "—".into());
             view! {
                 <h2>{i.t(Key::ResultTitle)}</h2>
                 <dl class="facts" data-testid="experiment-result" data-state=j.state.as_str()>
                     {fact(i, Key::State, i.t(j.state.key()).to_string(), "")}
                     {fact(i, Key::Card, format!("{}× {}", j.cards, j.card), "")}
                     {fact(i, Key::Charged, charged, "")}
-                    {j.started_at.as_deref().map(|t| fact(i, Key::Started, short_time(t), ""))}
-                    {j.ended_at.as_deref().map(|t| fact(i, Key::Ended, short_time(t), ""))}
+                    {j.started_at.as_deref().map(|t| fact(i, Key::Started, short_utc(t), ""))}
+                    {j.ended_at.as_deref().map(|t| fact(i, Key::Ended, short_utc(t), ""))}
                     {j.message.map(|m| view! { <div class="wide"><dt>{i.t(Key::BackendSays)}</dt><dd>{m}</dd></div> })}
                 </dl>
                 <h2>{i.t(Key::LossCurve)}</h2>

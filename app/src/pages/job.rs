@@ -6,7 +6,6 @@
 use crate::api;
 use crate::api_wire::{
     ApiError, Job, JobState, LogChunk, MetricPoint, MetricsPage, SavedExperiment, StateKey,
-    fen_text, short_time,
 };
 use crate::i18n::Key;
 use crate::pages::auth::{AuthForm, Refusal};
@@ -16,6 +15,7 @@ use crate::poll::{LogTail, MetricSeries, next_delay_ms};
 use crate::router::Link;
 use crate::session::use_session;
 use crate::state::use_i18n;
+use ::api::time::short_utc;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -212,7 +212,10 @@ fn JobFacts(job: Job) -> impl IntoView {
     } else {
         Key::BackendSays
     };
-    let charged = job.charged_fen.map(fen_text).unwrap_or_else(|| "—".into());
+    let charged = job
+        .charged_fen
+        .map(jobspec::yuan)
+        .unwrap_or_else(|| "—".into());
     view! {
         <dl class="facts">
             <div><dt>{i.t(Key::State)}</dt>
@@ -220,13 +223,13 @@ fn JobFacts(job: Job) -> impl IntoView {
             {crate::api_wire::job_message(&job, i.lang.get_untracked()).map(|m| view! {
                 <div class="wide"><dt>{i.t(reason_key)}</dt><dd data-testid="job-message">{m}</dd></div>
             })}
-            <div><dt>{i.t(Key::Held)}</dt><dd data-testid="job-hold" data-fen=job.hold_fen>{fen_text(job.hold_fen)}</dd></div>
+            <div><dt>{i.t(Key::Held)}</dt><dd data-testid="job-hold" data-fen=job.hold_fen>{jobspec::yuan(job.hold_fen)}</dd></div>
             {fact(i, Key::Charged, charged, "job-charged")}
             {fact(i, Key::Card, format!("{}× {}", job.cards, job.card), "")}
             {fact(i, Key::Backend, job.backend.clone(), "job-backend")}
-            {fact(i, Key::Created, short_time(&job.created_at), "")}
-            {job.started_at.as_deref().map(|t| fact(i, Key::Started, short_time(t), ""))}
-            {job.ended_at.as_deref().map(|t| fact(i, Key::Ended, short_time(t), ""))}
+            {fact(i, Key::Created, short_utc(&job.created_at), "")}
+            {job.started_at.as_deref().map(|t| fact(i, Key::Started, short_utc(t), ""))}
+            {job.ended_at.as_deref().map(|t| fact(i, Key::Ended, short_utc(t), ""))}
         </dl>
     }
 }

@@ -2,20 +2,21 @@
 //! charged once settled, else the hold), each linking to its page.
 
 use crate::api;
-use crate::api_wire::{Job, JobList, StateKey, fen_text, short_time};
+use crate::api_wire::{Job, JobList, StateKey};
 use crate::i18n::Key;
 use crate::pages::auth::{AuthForm, Refusal};
 use crate::pages::bits::{loading, tr};
 use crate::router::Link;
 use crate::session::use_session;
 use crate::state::use_i18n;
+use ::api::time::short_utc;
 use leptos::prelude::*;
 
 /// "¥0.12" once charged, "held ¥1.00" while the hold stands.
 pub fn cost_text(i: crate::state::I18n, job: &Job) -> String {
     match job.charged_fen {
-        Some(c) => fen_text(c),
-        None => format!("{} {}", i.t(Key::Held), fen_text(job.hold_fen)),
+        Some(c) => jobspec::yuan(c),
+        None => format!("{} {}", i.t(Key::Held), jobspec::yuan(job.hold_fen)),
     }
 }
 
@@ -61,7 +62,7 @@ pub fn JobsPage() -> impl IntoView {
                                             <td>{format!("{}× {}", j.cards, j.card)}</td>
                                             <td>{j.backend.clone()}</td>
                                             <td class="num">{cost}</td>
-                                            <td>{short_time(&j.created_at)}</td>
+                                            <td>{short_utc(&j.created_at)}</td>
                                         </tr>
                                     }
                                 }).collect_view()}

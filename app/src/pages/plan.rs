@@ -2,11 +2,12 @@
 //! from the form, a suggestion, a template or a DeepSpeed import) replaces it, and the plan —
 //! diagnostics, estimates, card comparison, suggestions, launch files — is recomputed from it.
 
-use crate::i18n::{Key, bytes, yuan};
+use crate::i18n::{Key, bytes};
 use crate::pages::plan_explain::{ExplainLink, Explanations};
 use crate::pages::plan_parts::{Artifacts, CardTable, DsImport, FormView, MemoryBar};
 use crate::state::{use_i18n, use_shared};
 use jobspec::Plan;
+use jobspec::yuan;
 use leptos::prelude::*;
 
 #[component]
@@ -134,7 +135,7 @@ fn Diagnostics(plan: Memo<Plan>) -> impl IntoView {
         <h2>{move || i.t(Key::Diagnostics)}</h2>
         <ul class="diags" data-testid="plan-diagnostics" aria-live="polite">
             {move || {
-                let lang = i.lang.get().spec_lang();
+                let lang = i.lang.get();
                 plan.with(|p| {
                     if p.diagnostics.is_empty() {
                         return view! { <li data-testid="plan-no-problems">{i.t(Key::NoProblems)}</li> }.into_any();
@@ -211,7 +212,7 @@ fn Suggestions(plan: Memo<Plan>) -> impl IntoView {
     move || {
         plan.with(|p| {
             (!p.suggestions.is_empty()).then(|| {
-                let lang = i.lang.get().spec_lang();
+                let lang = i.lang.get();
                 view! {
                     <h2>{i.t(Key::Suggestions)}</h2>
                     <ul class="suggestions" data-testid="plan-suggestions">

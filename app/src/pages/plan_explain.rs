@@ -54,7 +54,7 @@ pub fn Explanations(plan: Memo<Plan>) -> impl IntoView {
             <h2>{move || i.t(Key::HowComputed)}</h2>
             {EXPLAINED_FIGURES.iter().map(|&(figure, key)| {
                 let part = move |formula: bool| plan.with(|p| {
-                    let lang = i.lang.get().spec_lang();
+                    let lang = i.lang.get();
                     p.estimate.as_ref().and_then(|e| e.explain.iter().find(|x| x.figure == figure)).map(|x| {
                         if formula { x.formula.clone() } else { x.assumptions.get(lang).to_string() }
                     })

@@ -1,9 +1,10 @@
 //! The pieces of the Plan page below the editor: the memory bar, the card table, the form view,
 //! the DeepSpeed import and the launch files.
 
-use crate::i18n::{Key, bytes, yuan};
+use crate::i18n::{Key, bytes};
 use crate::state::{use_i18n, use_shared};
 use jobspec::estimate::{MemoryEstimate, PatchOp};
+use jobspec::yuan;
 use jobspec::{Format, Plan};
 use leptos::prelude::*;
 use serde_json::{Value, json};
@@ -186,7 +187,7 @@ pub fn DsImport(plan: Memo<Plan>) -> impl IntoView {
         </div>
         <ul class="diags" data-testid="ds-diagnostics">
             {move || {
-                let lang = i.lang.get().spec_lang();
+                let lang = i.lang.get();
                 findings.get().into_iter().map(|d| view! {
                     <li data-code=d.code.as_str()>{format!("{} {}: ", i.t(Key::Line), d.line)}<code>{d.code.as_str()}</code>" "{d.message.get(lang).to_string()}</li>
                 }).collect_view()

@@ -4,7 +4,7 @@
 //! On success it opens the job's page; every refusal is said in the user's words.
 
 use crate::api;
-use crate::api_wire::{ApiError, BackendList, Job, fen_text};
+use crate::api_wire::{ApiError, BackendList, Job};
 use crate::i18n::Key;
 use crate::pages::auth::Refusal;
 use crate::pages::bits::tr;
@@ -106,7 +106,7 @@ pub fn SubmitPanel(plan: Memo<Plan>) -> impl IntoView {
                 let hold = v.max_cost_fen();
                 view! {
                     <p data-testid="submit-hold" data-fen=hold>
-                        {i.t(Key::MaxHold)}": "<strong>{crate::i18n::yuan(hold)}</strong>
+                        {i.t(Key::MaxHold)}": "<strong>{jobspec::yuan(hold)}</strong>
                     </p>
                 }
             }))}
@@ -147,7 +147,7 @@ pub fn SubmitPanel(plan: Memo<Plan>) -> impl IntoView {
                 {move || outcome.get().map(|r| match r {
                     Ok(job) => view! {
                         <p role="status" data-testid="submit-ok" data-job=job.id.clone()>
-                            {i.t(Key::Held)}" "{fen_text(job.hold_fen)}" · "{i.t(Key::OpeningJob)}
+                            {i.t(Key::Held)}" "{jobspec::yuan(job.hold_fen)}" · "{i.t(Key::OpeningJob)}
                         </p>
                     }.into_any(),
                     Err(e) => {

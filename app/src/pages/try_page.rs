@@ -5,7 +5,7 @@
 
 use crate::i18n::Key;
 use crate::state::{use_i18n, use_shared};
-use crate::worker_client::{Phase, use_model_worker};
+use crate::worker_client::{ModelWorker, Phase, use_model_worker};
 use crate::worker_proto::{ErrorKind, GenerateRequest, ModelSource, parse_checkpoint_list};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -94,39 +94,12 @@ fn error_key(kind: ErrorKind) -> Key {
 #[component]
 pub fn TryPage() -> impl IntoView {
     let i = use_i18n();
-    let shared = use_shared();
     let mw = use_model_worker();
     mw.ensure_started();
-    // `/?model=<job id>` (the job page's "open in playground") loads that job's checkpoint: at
-    // once when the worker is listening, else as the first model it loads.
-    let query = web_sys::window().and_then(|w| w.location().search().ok());
-    if let Some(src) = query.as_deref().and_then(crate::api_wire::playground_model) {
-        if mw.phase.get_untracked() == Phase::Starting {
-            mw.wanted.set(src);
-        } else {
-            mw.load(src);
-        }
-    }
-    // Other models are asked for once the default one has loaded (or failed), so that on a cold
-    // load the listing does not compete with the model's download.
-    let extra = RwSignal::new(Vec::<ModelSource>::new());
-    let asked = StoredValue::new(false);
-    Effect::new(move |_| {
-        let settled = !matches!(mw.phase.get(), Phase::Starting | Phase::Downloading { .. });
-        if settled && !asked.get_value() {
-            asked.set_value(true);
-            leptos::task::spawn_local(async move {
-                let _ = extra.try_set(fetch_checkpoints().await);
-            });
-        }
-    });
-    let models = move || {
-        let mut all = vec![ModelSource::stories260k()];
-        all.extend(extra.get());
-        all
-    };
+    open_requested_model(mw);
+    let extra = checkpoints_once_settled(mw);
     let input_error = RwSignal::new(None::<String>);
-    let pg = shared.playground;
+    let pg = use_shared().playground;
 
     let generate = move || {
         let p = pg.get_untracked();
@@ -147,7 +120,89 @@ pub fn TryPage() -> impl IntoView {
     };
     let generating = move || mw.phase.get() == Phase::Generating;
     let can_generate = move || mw.loaded.get().is_some() && !generating();
-    // Decided once, when the model is first ready on this page.
+    let autostart = autostart_once_ready(mw, generate);
+    let stop = move || {
+        // Only a preference: without storage the next visit starts on its own again.
+        if let Some(s) = crate::browser::local_storage() {
+            let _ = s.set_item(STOPPED_KEY, "1");
+        }
+        mw.stop();
+    };
+
+    view! {
+        <section class="page try" data-testid="try" data-state=move || mw.phase.get().as_str()
+            data-autostart=move || autostart.get().as_str()>
+            <h1>{move || i.t(Key::TryTitle)}</h1>
+            <p class="muted">{move || i.t(Key::TryIntro)}</p>
+            {controls(mw, extra, input_error)}
+            <div class="actions">
+                <button
+                    type="button"
+                    class="primary"
+                    data-testid="try-generate"
+                    prop:disabled=move || !can_generate()
+                    on:click=move |_| generate()
+                >
+                    {move || i.t(Key::Generate)}
+                </button>
+                <button
+                    type="button"
+                    data-testid="try-stop"
+                    prop:disabled=move || !generating()
+                    on:click=move |_| stop()
+                >
+                    {move || i.t(Key::Stop)}
+                </button>
+                <crate::share_ui::CopyLinkButton/>
+            </div>
+            <StatusLine/>
+            <p class="error" role="alert" data-testid="try-input-error">
+                {move || input_error.get().map(|e| format!("{}: {e}", i.t(Key::ErrBadInput)))}
+            </p>
+            <h2 class="sr-only">{move || i.t(Key::Output)}</h2>
+            <pre class="output" data-testid="try-output" aria-live="polite" aria-busy=move || generating().to_string()>
+                {move || mw.output.get()}
+            </pre>
+            <Metrics/>
+        </section>
+    }
+}
+
+/// `/?model=<job id>` (the job page's "open in playground") loads that job's checkpoint: at once
+/// when the worker is listening, else as the first model it loads.
+fn open_requested_model(mw: ModelWorker) {
+    let query = web_sys::window().and_then(|w| w.location().search().ok());
+    if let Some(src) = query.as_deref().and_then(crate::api_wire::playground_model) {
+        if mw.phase.get_untracked() == Phase::Starting {
+            mw.wanted.set(src);
+        } else {
+            mw.load(src);
+        }
+    }
+}
+
+/// The other models (trained checkpoints), asked for once the default one has loaded (or
+/// failed), so that on a cold load the listing does not compete with the model's download.
+fn checkpoints_once_settled(mw: ModelWorker) -> RwSignal<Vec<ModelSource>> {
+    let extra = RwSignal::new(Vec::<ModelSource>::new());
+    let asked = StoredValue::new(false);
+    Effect::new(move |_| {
+        let settled = !matches!(mw.phase.get(), Phase::Starting | Phase::Downloading { .. });
+        if settled && !asked.get_value() {
+            asked.set_value(true);
+            leptos::task::spawn_local(async move {
+                let _ = extra.try_set(fetch_checkpoints().await);
+            });
+        }
+    });
+    extra
+}
+
+/// Whether the page starts writing on its own, decided once, when the model is first ready here.
+fn autostart_once_ready(
+    mw: ModelWorker,
+    generate: impl Fn() + Copy + 'static,
+) -> RwSignal<Autostart> {
     let autostart = RwSignal::new(Autostart::Waiting);
     Effect::new(move |_| {
         let ready = mw.phase.get() == Phase::Ready && mw.loaded.with(Option::is_some);
@@ -159,48 +214,26 @@ pub fn TryPage() -> impl IntoView {
             }
         }
     });
-    let stop = move || {
-        // Only a preference: without storage the next visit starts on its own again.
-        if let Some(s) = crate::browser::local_storage() {
-            let _ = s.set_item(STOPPED_KEY, "1");
-        }
-        mw.stop();
-    };
+    autostart
+}
 
-    let number = move |key: Key,
-                       id: &'static str,
-                       min: &'static str,
-                       max: &'static str,
-                       step: &'static str,
-                       get: fn(&jobspec::share::Playground) -> String,
-                       set: fn(&mut jobspec::share::Playground, &str) -> bool| {
-        view! {
-            <label class="field" for=id>
-                <span>{move || i.t(key)}</span>
-                <input
-                    id=id
-                    type="number"
-                    min=min
-                    max=max
-                    step=step
-                    data-testid=id
-                    prop:value=move || get(&pg.get())
-                    on:change=move |ev| {
-                        let v = event_target_value(&ev);
-                        let mut ok = true;
-                        pg.update(|p| ok = set(p, &v));
-                        input_error.set((!ok).then(|| format!("{}: {v:?}", i.t(key))));
-                    }
-                />
-            </label>
-        }
+/// The model picker, the prompt and the sampling settings.
+fn controls(
+    mw: ModelWorker,
+    extra: RwSignal<Vec<ModelSource>>,
+    input_error: RwSignal<Option<String>>,
+) -> impl IntoView {
+    let i = use_i18n();
+    let pg = use_shared().playground;
+    let generating = move || mw.phase.get() == Phase::Generating;
+    let models = move || {
+        let mut all = vec![ModelSource::stories260k()];
+        all.extend(extra.get());
+        all
     };
-
+    let number =
+        move |key, id, limits, get, set| number_field(key, id, limits, get, set, input_error);
     view! {
-        <section class="page try" data-testid="try" data-state=move || mw.phase.get().as_str()
-            data-autostart=move || autostart.get().as_str()>
-            <h1>{move || i.t(Key::TryTitle)}</h1>
-            <p class="muted">{move || i.t(Key::TryIntro)}</p>
             <div class="controls">
                 <label class="field" for="try-model">
                     <span>{move || i.t(Key::Model)}</span>
@@ -235,49 +268,52 @@ pub fn TryPage() -> impl IntoView {
                         }
                     ></textarea>
                 </label>
-                {number(Key::Temperature, "try-temperature", "0", "2", "0.1",
+                {number(Key::Temperature, "try-temperature", ["0", "2", "0.1"],
                     |p| p.temperature.to_string(),
                     |p, v| v.trim().parse().map(|x| p.temperature = x).is_ok())}
-                {number(Key::TopP, "try-top-p", "0", "1", "0.05",
+                {number(Key::TopP, "try-top-p", ["0", "1", "0.05"],
                     |p| p.top_p.to_string(),
                     |p, v| v.trim().parse().map(|x| p.top_p = x).is_ok())}
-                {number(Key::Seed, "try-seed", "1", "", "1",
+                {number(Key::Seed, "try-seed", ["1", "", "1"],
                     |p| p.seed.to_string(),
                     |p, v| v.trim().parse().map(|x| p.seed = x).is_ok())}
-                {number(Key::MaxTokens, "try-max-tokens", "1", "4096", "1",
+                {number(Key::MaxTokens, "try-max-tokens", ["1", "4096", "1"],
                     |p| p.max_tokens.to_string(),
                     |p, v| v.trim().parse().map(|x| p.max_tokens = x).is_ok())}
             </div>
-            <div class="actions">
-                <button
-                    type="button"
-                    class="primary"
-                    data-testid="try-generate"
-                    prop:disabled=move || !can_generate()
-                    on:click=move |_| generate()
-                >
-                    {move || i.t(Key::Generate)}
-                </button>
-                <button
-                    type="button"
-                    data-testid="try-stop"
-                    prop:disabled=move || !generating()
-                    on:click=move |_| stop()
-                >
-                    {move || i.t(Key::Stop)}
-                </button>
-                <crate::share_ui::CopyLinkButton/>
-            </div>
-            <StatusLine/>
-            <p class="error" role="alert" data-testid="try-input-error">
-                {move || input_error.get().map(|e| format!("{}: {e}", i.t(Key::ErrBadInput)))}
-            </p>
-            <h2 class="sr-only">{move || i.t(Key::Output)}</h2>
-            <pre class="output" data-testid="try-output" aria-live="polite" aria-busy=move || generating().to_string()>
-                {move || mw.output.get()}
-            </pre>
-            <Metrics/>
-        </section>
+    }
+}
+
+/// A number field of the playground's settings; `limits` are the input's min, max and step.
+fn number_field(
+    key: Key,
+    id: &'static str,
+    [min, max, step]: [&'static str; 3],
+    get: fn(&jobspec::share::Playground) -> String,
+    set: fn(&mut jobspec::share::Playground, &str) -> bool,
+    input_error: RwSignal<Option<String>>,
+) -> impl IntoView {
+    let i = use_i18n();
+    let pg = use_shared().playground;
+    view! {
+        <label class="field" for=id>
+            <span>{move || i.t(key)}</span>
+            <input
+                id=id
+                type="number"
+                min=min
+                max=max
+                step=step
+                data-testid=id
+                prop:value=move || get(&pg.get())
+                on:change=move |ev| {
+                    let v = event_target_value(&ev);
+                    let mut ok = true;
+                    pg.update(|p| ok = set(p, &v));
+                    input_error.set((!ok).then(|| format!("{}: {v:?}", i.t(key))));
+                }
+            />
+        </label>
     }
 }
 

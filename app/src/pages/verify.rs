@@ -3,7 +3,7 @@
 //! not work) and updates the signed-in account, if this browser has one.
 
 use crate::api;
-use crate::api_wire::{ApiError, Verified, fen_text, token_from_query};
+use crate::api_wire::{ApiError, Verified, token_from_query};
 use crate::i18n::Key;
 use crate::pages::auth::Refusal;
 use crate::pages::bits::{note, tr};
@@ -48,7 +48,7 @@ pub fn VerifyPage() -> impl IntoView {
                     None if !has_token => note(i, Key::NoVerifyToken, "error", "verify-no-token"),
                     None => note(i, Key::Verifying, "muted", "verifying"),
                     Some(Ok(v)) if v.granted_fen > 0 => {
-                        let amount = fen_text(v.granted_fen);
+                        let amount = jobspec::yuan(v.granted_fen);
                         view! {
                             <p class="ok" role="status" data-testid="verified" data-granted=v.granted_fen>
                                 {move || i.t(Key::VerifiedGranted).replace("{amount}", &amount)}

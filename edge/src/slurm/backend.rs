@@ -106,8 +106,7 @@ fn json(body: &[u8]) -> Result<Value, BackendError> {
 }
 
 impl Backend for SlurmBackend {
-    fn submit(&self, job: &Dispatch) -> HttpCall {
-        let (valid, _) = jobspec::validate_toml(&job.spec_toml);
+    fn submit(&self, job: &Dispatch) -> Result<HttpCall, BackendError> {
         let options = SubmitOptions {
             version: self.version,
             job_id: job.job_id.clone(),
@@ -127,15 +126,12 @@ impl Backend for SlurmBackend {
                 .collect(),
             cpus_per_task: self.cpus_per_task,
             // The script runs the spec's own launch (ds_config, srun torchrun on every node, or
-            // tiny-train), which is what the dispatched command is derived from.
+            // tiny-train): the same line as the runner's command, written for the cluster.
             payload: None,
         };
-        // The edge dispatches only specs it validated; should one not validate here after all,
-        // the request goes without a body and slurmrestd's refusal names the problem.
-        let body = valid
-            .and_then(|v| submit_body(&v, &options).ok())
-            .map(|b| b.to_string());
-        self.call("POST", &self.version.submit_path(), body)
+        // The spec is valid by its type; what can still be wrong is the deployment's options.
+        let body = submit_body(&job.spec, &options).map_err(BackendError::Misconfigured)?;
+        Ok(self.call("POST", &self.version.submit_path(), Some(body.to_string())))
     }
 
     fn parse_submit(&self, status: u16, body: &[u8]) -> Result<Submitted, BackendError> {
@@ -263,6 +259,8 @@ mod tests {
     use serde_json::json;
     use std::collections::BTreeMap;
 
+    const TINY_TRAIN: &str = include_str!("../../../jobspec/specs/tiny-train-stories260k.toml");
+
     #[test]
     fn health_pings_with_the_jwt_headers() {
         let call = slurm().health();
@@ -336,19 +334,9 @@ mod tests {
 
     /// Every call of one adapter, as `METHOD url` lines, for a snapshot per data parser.
     fn calls(s: &SlurmBackend) -> String {
-        let submit = s.submit(&Dispatch {
-            job_id: "j1".into(),
-            task: "tiny-train".into(),
-            spec_toml: include_str!("../../../jobspec/specs/tiny-train-stories260k.toml").into(),
-            command: None,
-            env: BTreeMap::new(),
-            time_limit_s: 60,
-            report_url: "https://edge/api/jobs/j1/report".into(),
-            log_url: "https://edge/api/jobs/j1/log".into(),
-            report_token: "tok".into(),
-            card: "cpu".into(),
-            cards: 1,
-        });
+        let submit = s
+            .submit(&crate::adapter::test_dispatch("j1", TINY_TRAIN))
+            .unwrap();
         [
             submit,
             s.find("j1"),
@@ -427,19 +415,9 @@ mod tests {
 
     #[test]
     fn submits_with_jwt_headers_and_the_built_request() {
-        let call = slurm().submit(&Dispatch {
-            job_id: "j1".into(),
-            task: "tiny-train".into(),
-            spec_toml: include_str!("../../../jobspec/specs/tiny-train-stories260k.toml").into(),
-            command: None,
-            env: BTreeMap::new(),
-            time_limit_s: 1800,
-            report_url: "https://edge/api/jobs/j1/report".into(),
-            log_url: "https://edge/api/jobs/j1/log".into(),
-            report_token: "tok".into(),
-            card: "cpu".into(),
-            cards: 1,
-        });
+        let call = slurm()
+            .submit(&crate::adapter::test_dispatch("j1", TINY_TRAIN))
+            .unwrap();
         assert_eq!(call.method, "POST");
         assert_eq!(call.url, "http://127.0.0.1:6820/slurm/v0.0.40/job/submit");
         assert!(
@@ -477,19 +455,9 @@ mod tests {
             0,
         )
         .unwrap();
-        let call = s.submit(&Dispatch {
-            job_id: "j2".into(),
-            task: "tiny-train".into(),
-            spec_toml: include_str!("../../../jobspec/specs/tiny-train-stories260k.toml").into(),
-            command: None,
-            env: BTreeMap::new(),
-            time_limit_s: 60,
-            report_url: "https://edge/api/jobs/j2/report".into(),
-            log_url: "https://edge/api/jobs/j2/log".into(),
-            report_token: "tok".into(),
-            card: "cpu".into(),
-            cards: 1,
-        });
+        let call = s
+            .submit(&crate::adapter::test_dispatch("j2", TINY_TRAIN))
+            .unwrap();
         assert!(
             call.headers
                 .contains(&("X-SLURM-USER-NAME".into(), "onramp".into()))
@@ -516,6 +484,36 @@ mod tests {
             (JobState::Queued, Some("Resources"), None)
         );
         assert!(st.message.unwrap().starts_with("waiting for resources"));
+    }
+
+    /// A deployment option that no request can carry fails the submission before anything is
+    /// sent (it used to go out with no body and leave slurmrestd to word the problem).
+    #[test]
+    fn a_misconfigured_backend_sends_nothing() {
+        let s = SlurmBackend::new(
+            &BackendConfig {
+                name: "hpc".into(),
+                kind: BackendKind::Slurm,
+                url: "http://127.0.0.1:6820".into(),
+                secret: "jwt-only".into(),
+                work_dir: Some("relative/dir".into()),
+                ..BackendConfig::default()
+            },
+            0,
+        )
+        .unwrap();
+        let e = s
+            .submit(&crate::adapter::test_dispatch("j3", TINY_TRAIN))
+            .unwrap_err();
+        assert!(
+            matches!(&e, BackendError::Misconfigured(why) if why.contains("work_dir")),
+            "{e:?}"
+        );
+        let api = e.into_api("hpc");
+        assert_eq!(api.code, crate::error::ErrorCode::Internal);
+        assert!(!crate::adapter::submission_may_have_landed(
+            &BackendError::Misconfigured(String::new())
+        ));
     }
 
     #[test]

@@ -206,32 +206,19 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
     }
     let dispatch = Dispatch {
         job_id: id.clone(),
-        task: if valid.spec().task == jobspec::spec::Task::TinyTrain {
-            "tiny-train"
-        } else {
-            "command"
-        }
-        .into(),
-        command: (valid.spec().task != jobspec::spec::Task::TinyTrain)
-            .then(|| {
-                plan.artifacts
-                    .as_ref()
-                    .map(|a| vec!["sh".into(), "-c".into(), a.torchrun.clone()])
-            })
-            .flatten(),
-        spec_toml,
+        spec: valid,
         env: BTreeMap::new(),
-        time_limit_s: valid.time_limit_s(),
         report_url: format!("{origin}/api/jobs/{id}/report"),
         log_url: format!("{origin}/api/jobs/{id}/log"),
         report_token: token,
-        card: valid.card().id.to_string(),
-        cards: valid.world_size(),
     };
     let submitted = match backend_io::adapter(env, &backend).await {
-        Ok(a) => backend_io::send(&a.submit(&dispatch), backend_io::timeout(env))
-            .await
-            .and_then(|(status, body)| a.parse_submit(status, &body)),
+        Ok(a) => match a.submit(&dispatch) {
+            Ok(call) => backend_io::send(&call, backend_io::timeout(env))
+                .await
+                .and_then(|(status, body)| a.parse_submit(status, &body)),
+            Err(e) => Err(e),
+        },
         Err(e) => return release_unsent(env, &user.id, &id, e).await,
     };
     let status = match submitted {

@@ -61,33 +61,17 @@ pub fn apply(sql: &SqlStorage, ask: RefundAsk<'_>, now_ms: i64) -> ApiResult<Ref
         amount_fen,
         reason,
     } = ask;
-    #[derive(Deserialize)]
-    struct Earlier {
-        job_id: String,
-        amount_fen: i64,
-        reason: String,
-        created_at: i64,
-    }
-    let earlier: Vec<Earlier> = sql
-        .exec(
-            "SELECT job_id, amount_fen, reason, created_at FROM refunds WHERE key = ?",
-            vec![key.into()],
-        )
-        .and_then(|c| c.to_array())
-        .map_err(sql_err)?;
-    let earlier = earlier.into_iter().next();
-    let kept = earlier.as_ref().map(|e| EarlierRefund {
-        job_id: e.job_id.clone(),
-        amount_fen: e.amount_fen,
-        reason: e.reason.clone(),
-    });
+    let earlier = earlier_refund(sql, key)?;
     let asked = Refund {
         job_id: job_id.to_string(),
         amount_fen,
         reason: reason.to_string(),
     };
-    if let (true, Some(e)) = (refund_replay(kept.as_ref(), &asked)?, earlier) {
-        return answer(sql, key, job_id, amount_fen, reason, e.created_at, true);
+    if let (true, Some((_, at))) = (
+        refund_replay(earlier.as_ref().map(|(e, _)| e), &asked)?,
+        &earlier,
+    ) {
+        return answer(sql, key, job_id, amount_fen, reason, *at, true);
     }
 
     #[derive(Deserialize)]
@@ -138,6 +122,35 @@ pub fn apply(sql: &SqlStorage, ask: RefundAsk<'_>, now_ms: i64) -> ApiResult<Ref
         now_ms,
     )?;
     answer(sql, key, job_id, amount_fen, reason, now_ms, false)
+}
+
+/// The refund made earlier under `key` in this account, and when.
+fn earlier_refund(sql: &SqlStorage, key: &str) -> ApiResult<Option<(EarlierRefund, i64)>> {
+    #[derive(Deserialize)]
+    struct Earlier {
+        job_id: String,
+        amount_fen: i64,
+        reason: String,
+        created_at: i64,
+    }
+    let earlier: Vec<Earlier> = sql
+        .exec(
+            "SELECT job_id, amount_fen, reason, created_at FROM refunds WHERE key = ?",
+            vec![key.into()],
+        )
+        .and_then(|c| c.to_array())
+        .map_err(sql_err)?;
+    Ok(earlier.into_iter().next().map(|e| {
+        let at = e.created_at;
+        (
+            EarlierRefund {
+                job_id: e.job_id,
+                amount_fen: e.amount_fen,
+                reason: e.reason,
+            },
+            at,
+        )
+    }))
 }
 
 fn refunded_fen(sql: &SqlStorage, job_id: &str) -> ApiResult<i64> {

@@ -122,74 +122,10 @@ pub fn estimate(v: &ValidSpec, pc: &ParamCount) -> MemoryEstimate {
     let model_par = u64::from(p.tp) * u64::from(p.pp);
     // ZeRO partitions across every rank that holds the same model shard: dp × sp.
     let zero_n = (u64::from(v.world_size()) / model_par.max(1)).max(1);
-    let nodes = u64::from(s.resources.nodes).max(1);
-    let per_node = (zero_n / nodes).max(1);
-    let off_opt = p.offload_optimizer != Offload::None;
-    let off_par = p.offload_params != Offload::None;
-    // SGD keeps one fp32 buffer where Adam keeps two: 4 bytes/param less in every formula.
-    let sgd_saving = |psi: u64| {
-        if s.train.optimizer == Optimizer::Sgd {
-            4 * psi
-        } else {
-            0
-        }
-    };
-
     let (params_b, grads_b, opt_b, states, cpu_b, ds) = if s.task.is_adapter() {
         adapter_states(v, pc, model_par, zero_n)
     } else {
-        let psi = pc.total / model_par.max(1);
-        let largest = pc.largest_layer / u64::from(p.tp).max(1);
-        match p.zero_stage {
-            0 => {
-                let opt = 12 * psi - sgd_saving(psi);
-                (2 * psi, 2 * psi, opt, None, 0, None)
-            }
-            1 if !off_opt => {
-                // ZeRO paper (Rajbhandari et al. 2020) §5.1, P_os: 4Ψ + KΨ/N with K = 12.
-                let opt = (12 * psi).saturating_sub(sgd_saving(psi)) / zero_n;
-                (2 * psi, 2 * psi, opt, None, 0, None)
-            }
-            1 | 2 => {
-                let z = deepspeed_zero2(psi, per_node, nodes, off_opt);
-                let opt = z.gpu_bytes.saturating_sub(4 * psi);
-                let (g, o) = if off_opt {
-                    (0, 0)
-                } else {
-                    (2 * psi, opt.saturating_sub(sgd_saving(psi) / zero_n))
-                };
-                let ds = (!off_opt || p.zero_stage == 2).then_some(z.gpu_bytes);
-                (
-                    2 * psi,
-                    g,
-                    o,
-                    None,
-                    if off_opt { z.cpu_bytes } else { 0 },
-                    ds,
-                )
-            }
-            _ => {
-                let z = deepspeed_zero3(psi, largest, per_node, nodes, off_opt, off_par);
-                let shard = 2 * psi / zero_n;
-                let states = z.gpu_bytes - z.gather_bytes;
-                let (pb, gb, ob) = match (off_opt, off_par) {
-                    (true, true) => (0, 0, 0),
-                    (true, false) => (states, 0, 0),
-                    (false, true) => (0, shard, (16 * psi / zero_n).saturating_sub(shard)),
-                    (false, false) => (shard, shard, states.saturating_sub(2 * shard)),
-                };
-                let ob = ob.saturating_sub(if off_opt { 0 } else { sgd_saving(psi) / zero_n });
-                let ds = (!off_par || off_opt).then_some(z.gpu_bytes);
-                (
-                    pb,
-                    gb,
-                    ob,
-                    Some(z.gather_bytes),
-                    if off_opt || off_par { z.cpu_bytes } else { 0 },
-                    ds,
-                )
-            }
-        }
+        full_states(v, pc, model_par, zero_n)
     };
     let gather = states.unwrap_or(0);
 
@@ -225,6 +161,82 @@ pub fn estimate(v: &ValidSpec, pc: &ParamCount) -> MemoryEstimate {
         runtime_overhead_bytes: overhead,
         cpu_bytes_per_node: cpu_b,
         deepspeed_gpu_bytes: ds,
+    }
+}
+
+/// Full training: every weight trains, its states placed by the ZeRO stage and offload as
+/// DeepSpeed's estimators place them (the ZeRO paper's formula for stage 1 without offload).
+fn full_states(
+    v: &ValidSpec,
+    pc: &ParamCount,
+    model_par: u64,
+    zero_n: u64,
+) -> (u64, u64, u64, Option<u64>, u64, Option<u64>) {
+    let s = v.spec();
+    let p = &s.parallel;
+    let nodes = u64::from(s.resources.nodes).max(1);
+    let per_node = (zero_n / nodes).max(1);
+    let off_opt = p.offload_optimizer != Offload::None;
+    let off_par = p.offload_params != Offload::None;
+    // SGD keeps one fp32 buffer where Adam keeps two: 4 bytes/param less in every formula.
+    let sgd_saving = |psi: u64| {
+        if s.train.optimizer == Optimizer::Sgd {
+            4 * psi
+        } else {
+            0
+        }
+    };
+    let psi = pc.total / model_par.max(1);
+    let largest = pc.largest_layer / u64::from(p.tp).max(1);
+    match p.zero_stage {
+        0 => {
+            let opt = 12 * psi - sgd_saving(psi);
+            (2 * psi, 2 * psi, opt, None, 0, None)
+        }
+        1 if !off_opt => {
+            // ZeRO paper (Rajbhandari et al. 2020) §5.1, P_os: 4Ψ + KΨ/N with K = 12.
+            let opt = (12 * psi).saturating_sub(sgd_saving(psi)) / zero_n;
+            (2 * psi, 2 * psi, opt, None, 0, None)
+        }
+        1 | 2 => {
+            let z = deepspeed_zero2(psi, per_node, nodes, off_opt);
+            let opt = z.gpu_bytes.saturating_sub(4 * psi);
+            let (g, o) = if off_opt {
+                (0, 0)
+            } else {
+                (2 * psi, opt.saturating_sub(sgd_saving(psi) / zero_n))
+            };
+            let ds = (!off_opt || p.zero_stage == 2).then_some(z.gpu_bytes);
+            (
+                2 * psi,
+                g,
+                o,
+                None,
+                if off_opt { z.cpu_bytes } else { 0 },
+                ds,
+            )
+        }
+        _ => {
+            let z = deepspeed_zero3(psi, largest, per_node, nodes, off_opt, off_par);
+            let shard = 2 * psi / zero_n;
+            let states = z.gpu_bytes - z.gather_bytes;
+            let (pb, gb, ob) = match (off_opt, off_par) {
+                (true, true) => (0, 0, 0),
+                (true, false) => (states, 0, 0),
+                (false, true) => (0, shard, (16 * psi / zero_n).saturating_sub(shard)),
+                (false, false) => (shard, shard, states.saturating_sub(2 * shard)),
+            };
+            let ob = ob.saturating_sub(if off_opt { 0 } else { sgd_saving(psi) / zero_n });
+            let ds = (!off_par || off_opt).then_some(z.gpu_bytes);
+            (
+                pb,
+                gb,
+                ob,
+                Some(z.gather_bytes),
+                if off_opt || off_par { z.cpu_bytes } else { 0 },
+                ds,
+            )
+        }
     }
 }
 

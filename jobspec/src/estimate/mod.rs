@@ -81,8 +81,20 @@ fn explain(
     m: &MemoryEstimate,
     t: &TimeEstimate,
 ) -> Vec<Explanation> {
+    vec![
+        explain_parameters(v, pc),
+        explain_model_states(v, pc, m),
+        explain_activations(v, m),
+        explain_buffers(m),
+        explain_time(v, pc, t),
+        explain_cost(v, t),
+    ]
+}
+
+/// The model-state formula of the spec's ZeRO stage and offload (per DeepSpeed's estimators),
+/// or the frozen base and its adapters for LoRA and QLoRA.
+fn zero_formula(v: &ValidSpec, pc: &ParamCount) -> String {
     let s = v.spec();
-    let a = v.arch();
     let p = &s.parallel;
     let zero = match (
         p.zero_stage,
@@ -114,7 +126,7 @@ fn explain(
                 .to_string()
         }
     };
-    let zero = if s.task.is_adapter() {
+    if s.task.is_adapter() {
         format!(
             "frozen base ({} at {}) + adapters A = {} × 16 bytes (2 weights + 2 grads + 12 Adam), partitioned by ZeRO-{} (base too at stage 3)",
             pc.total,
@@ -128,109 +140,131 @@ fn explain(
         )
     } else {
         zero
-    };
+    }
+}
+
+fn explain_parameters(v: &ValidSpec, pc: &ParamCount) -> Explanation {
+    let a = v.arch();
+    Explanation {
+        figure: "parameters",
+        formula: format!(
+            "V·h ({}) ×{} + L ({}) × [q,k,v,o + 3·h·ffn + norms] ({}) + h = {}{}",
+            pc.embedding,
+            if a.tied_embeddings { 1 } else { 2 },
+            a.layers,
+            pc.per_layer,
+            pc.total,
+            if pc.adapter > 0 {
+                format!(
+                    "; LoRA r={} on {}: Σ r·(in+out) × L = {}",
+                    v.lora_rank(),
+                    v.lora_targets().join(","),
+                    pc.adapter
+                )
+            } else {
+                String::new()
+            }
+        ),
+        assumptions: Message::new(
+            "llama-family decoder: gated MLP (3 matrices), RMSNorm, no biases except q/k/v where the model has them",
+            "llama 系列解码器：门控 MLP（3 个矩阵）、RMSNorm，除 q/k/v（若模型有）外无偏置",
+        ),
+    }
+}
+
+fn explain_model_states(v: &ValidSpec, pc: &ParamCount, m: &MemoryEstimate) -> Explanation {
+    let p = &v.spec().parallel;
     let n = u64::from(v.world_size()) / (u64::from(p.tp) * u64::from(p.pp)).max(1);
+    let zero = zero_formula(v, pc);
+    Explanation {
+        figure: "model_states",
+        formula: format!(
+            "ZeRO-{} with Ψ = {} params per model shard, N = {n} ranks, L = {} largest layer: {zero} = {} bytes",
+            p.zero_stage,
+            pc.total / (u64::from(p.tp) * u64::from(p.pp)).max(1),
+            pc.largest_layer,
+            m.per_gpu.model_states_bytes
+        ),
+        assumptions: Message::new(
+            "mixed precision with Adam (SGD saves 4 bytes/param); LoRA/QLoRA: frozen base at 2 bytes (NF4: 4.127 bits) plus 16 bytes per adapter param",
+            "混合精度 + Adam（SGD 每参数少 4 字节）；LoRA/QLoRA：冻结底座 2 字节（NF4 为 4.127 位），适配器每参数 16 字节",
+        ),
+    }
+}
+
+fn explain_activations(v: &ValidSpec, m: &MemoryEstimate) -> Explanation {
+    let (s, a) = (v.spec(), v.arch());
+    let p = &s.parallel;
+    Explanation {
+        figure: "activations",
+        formula: format!(
+            "Korthikanti et al. 2022: s·b·h·(34 + 5·a·s/h)/t per layer; s = {}, b = {}, h = {}, a = {}, t = {}, sp = {}, recompute = {}, flash = {} → {} bytes/layer, {} total",
+            s.data.seq_len,
+            s.train.micro_batch,
+            a.hidden,
+            a.heads,
+            p.tp,
+            p.sp,
+            s.train.grad_checkpointing.as_str(),
+            s.train.flash_attention,
+            m.activations_per_layer_bytes,
+            m.per_gpu.activations_bytes
+        ),
+        assumptions: Message::new(
+            "16-bit activations with the paper's dropout masks (an upper bound for dropout-free models); FlashAttention removes the 5·a·s/h term; tensor parallelism with sequence parallelism; full recomputation keeps 2·s·b·h per layer plus one layer's working set",
+            "16 位激活并按论文计入 dropout 掩码（对无 dropout 模型是上界）；FlashAttention 去掉 5·a·s/h 项；张量并行配合序列并行；完全重计算每层保留 2·s·b·h，外加一层的工作集",
+        ),
+    }
+}
+
+fn explain_buffers(m: &MemoryEstimate) -> Explanation {
+    Explanation {
+        figure: "buffers",
+        formula: format!(
+            "ZeRO-3 gather 4·L + logits s·b·V·(2+4) ({}) + runtime {} = {} bytes",
+            m.logits_bytes, m.runtime_overhead_bytes, m.per_gpu.buffers_bytes
+        ),
+        assumptions: Message::new(
+            "the loss materialises 16-bit logits and their fp32 copy (no fused/chunked cross-entropy); ~1 GiB CUDA context and NCCL buffers",
+            "损失计算会生成 16 位 logits 及其 fp32 副本（未用融合/分块交叉熵）；约 1 GiB 的 CUDA 上下文与 NCCL 缓冲",
+        ),
+    }
+}
+
+fn explain_time(v: &ValidSpec, pc: &ParamCount, t: &TimeEstimate) -> Explanation {
+    let s = v.spec();
     let (dense, attn) = time::flops_per_token(v, pc);
-    vec![
-        Explanation {
-            figure: "parameters",
-            formula: format!(
-                "V·h ({}) ×{} + L ({}) × [q,k,v,o + 3·h·ffn + norms] ({}) + h = {}{}",
-                pc.embedding,
-                if a.tied_embeddings { 1 } else { 2 },
-                a.layers,
-                pc.per_layer,
-                pc.total,
-                if pc.adapter > 0 {
-                    format!(
-                        "; LoRA r={} on {}: Σ r·(in+out) × L = {}",
-                        v.lora_rank(),
-                        v.lora_targets().join(","),
-                        pc.adapter
-                    )
-                } else {
-                    String::new()
-                }
-            ),
-            assumptions: Message::new(
-                "llama-family decoder: gated MLP (3 matrices), RMSNorm, no biases except q/k/v where the model has them",
-                "llama 系列解码器：门控 MLP（3 个矩阵）、RMSNorm，除 q/k/v（若模型有）外无偏置",
-            ),
-        },
-        Explanation {
-            figure: "model_states",
-            formula: format!(
-                "ZeRO-{} with Ψ = {} params per model shard, N = {n} ranks, L = {} largest layer: {zero} = {} bytes",
-                p.zero_stage,
-                pc.total / (u64::from(p.tp) * u64::from(p.pp)).max(1),
-                pc.largest_layer,
-                m.per_gpu.model_states_bytes
-            ),
-            assumptions: Message::new(
-                "mixed precision with Adam (SGD saves 4 bytes/param); LoRA/QLoRA: frozen base at 2 bytes (NF4: 4.127 bits) plus 16 bytes per adapter param",
-                "混合精度 + Adam（SGD 每参数少 4 字节）；LoRA/QLoRA：冻结底座 2 字节（NF4 为 4.127 位），适配器每参数 16 字节",
-            ),
-        },
-        Explanation {
-            figure: "activations",
-            formula: format!(
-                "Korthikanti et al. 2022: s·b·h·(34 + 5·a·s/h)/t per layer; s = {}, b = {}, h = {}, a = {}, t = {}, sp = {}, recompute = {}, flash = {} → {} bytes/layer, {} total",
-                s.data.seq_len,
-                s.train.micro_batch,
-                a.hidden,
-                a.heads,
-                p.tp,
-                p.sp,
-                s.train.grad_checkpointing.as_str(),
-                s.train.flash_attention,
-                m.activations_per_layer_bytes,
-                m.per_gpu.activations_bytes
-            ),
-            assumptions: Message::new(
-                "16-bit activations with the paper's dropout masks (an upper bound for dropout-free models); FlashAttention removes the 5·a·s/h term; tensor parallelism with sequence parallelism; full recomputation keeps 2·s·b·h per layer plus one layer's working set",
-                "16 位激活并按论文计入 dropout 掩码（对无 dropout 模型是上界）；FlashAttention 去掉 5·a·s/h 项；张量并行配合序列并行；完全重计算每层保留 2·s·b·h，外加一层的工作集",
-            ),
-        },
-        Explanation {
-            figure: "buffers",
-            formula: format!(
-                "ZeRO-3 gather 4·L + logits s·b·V·(2+4) ({}) + runtime {} = {} bytes",
-                m.logits_bytes, m.runtime_overhead_bytes, m.per_gpu.buffers_bytes
-            ),
-            assumptions: Message::new(
-                "the loss materialises 16-bit logits and their fp32 copy (no fused/chunked cross-entropy); ~1 GiB CUDA context and NCCL buffers",
-                "损失计算会生成 16 位 logits 及其 fp32 副本（未用融合/分块交叉熵）；约 1 GiB 的 CUDA 上下文与 NCCL 缓冲",
-            ),
-        },
-        Explanation {
-            figure: "time",
-            formula: format!(
-                "({dense:.3e} dense + {attn:.3e} attention) FLOPs/token × {} tokens = {:.3e} FLOPs; × {:.3} recompute / ({} cards × {:.1} TFLOPS × MFU {:.2}) = {:.0} s",
-                t.tokens,
-                t.flops,
-                t.recompute_factor,
-                v.world_size(),
-                v.card().peak_flops(s.train.precision) / 1e12,
-                t.mfu,
-                t.seconds
-            ),
-            assumptions: Message::new(
-                "6·N per token for full training, 4·N with a frozen base; attention 12·L·h·s per token; MFU is a stated, adjustable default ([estimate] mfu); offload and communication are folded into MFU",
-                "全参训练每 token 6·N，冻结底座 4·N；注意力每 token 12·L·h·s；MFU 为可调默认值（[estimate] mfu）；卸载与通信开销计入 MFU",
-            ),
-        },
-        Explanation {
-            figure: "cost",
-            formula: format!(
-                "{} cards × {:.2} h × {} fen/card-hour, rounded up",
-                v.world_size(),
-                t.seconds / 3600.0,
-                v.price_fen_per_hour()
-            ),
-            assumptions: Message::new(
-                "default catalogue prices; a deployment may override them",
-                "目录默认价格；部署方可以覆盖",
-            ),
-        },
-    ]
+    Explanation {
+        figure: "time",
+        formula: format!(
+            "({dense:.3e} dense + {attn:.3e} attention) FLOPs/token × {} tokens = {:.3e} FLOPs; × {:.3} recompute / ({} cards × {:.1} TFLOPS × MFU {:.2}) = {:.0} s",
+            t.tokens,
+            t.flops,
+            t.recompute_factor,
+            v.world_size(),
+            v.card().peak_flops(s.train.precision) / 1e12,
+            t.mfu,
+            t.seconds
+        ),
+        assumptions: Message::new(
+            "6·N per token for full training, 4·N with a frozen base; attention 12·L·h·s per token; MFU is a stated, adjustable default ([estimate] mfu); offload and communication are folded into MFU",
+            "全参训练每 token 6·N，冻结底座 4·N；注意力每 token 12·L·h·s；MFU 为可调默认值（[estimate] mfu）；卸载与通信开销计入 MFU",
+        ),
+    }
+}
+
+fn explain_cost(v: &ValidSpec, t: &TimeEstimate) -> Explanation {
+    Explanation {
+        figure: "cost",
+        formula: format!(
+            "{} cards × {:.2} h × {} fen/card-hour, rounded up",
+            v.world_size(),
+            t.seconds / 3600.0,
+            v.price_fen_per_hour()
+        ),
+        assumptions: Message::new(
+            "default catalogue prices; a deployment may override them",
+            "目录默认价格；部署方可以覆盖",
+        ),
+    }
 }

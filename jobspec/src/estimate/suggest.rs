@@ -53,13 +53,23 @@ fn change(en: String, zh: String, ops: Vec<PatchOp>) -> Change {
 
 /// Single changes worth trying for this spec.
 fn candidates(v: &ValidSpec) -> Vec<Change> {
-    let s = v.spec();
-    let p = &s.parallel;
-    let t = &s.train;
     let mut out = Vec::new();
     if !v.card().is_gpu {
         return out;
     }
+    memory_changes(v, &mut out);
+    task_changes(v.spec(), &mut out);
+    sequence_split(v, &mut out);
+    card_changes(v, &mut out);
+    out
+}
+
+/// What lowers the memory per card on the same cards: recomputation, ZeRO, offload, smaller
+/// micro-batches, FlashAttention.
+fn memory_changes(v: &ValidSpec, out: &mut Vec<Change>) {
+    let s = v.spec();
+    let p = &s.parallel;
+    let t = &s.train;
     if t.grad_checkpointing != Recompute::Full {
         out.push(change(
             "enable gradient checkpointing".into(),
@@ -120,6 +130,10 @@ fn candidates(v: &ValidSpec) -> Vec<Change> {
             vec![op("train.flash_attention", json!(true))],
         ));
     }
+}
+
+/// Training adapters instead of every weight.
+fn task_changes(s: &JobSpec, out: &mut Vec<Change>) {
     if matches!(s.task, Task::Sft | Task::Pretrain) {
         out.push(change(
             "switch to LoRA r=16".into(),
@@ -134,8 +148,13 @@ fn candidates(v: &ValidSpec) -> Vec<Change> {
             vec![op("task", json!("qlora")), op("train.lora_rank", json!(16))],
         ));
     }
-    // Ulysses sequence parallelism for long sequences: the largest power of two that the
-    // cards, heads and sequence allow.
+}
+
+/// Ulysses sequence parallelism for long sequences: the largest power of two that the cards,
+/// heads and sequence allow.
+fn sequence_split(v: &ValidSpec, out: &mut Vec<Change>) {
+    let s = v.spec();
+    let p = &s.parallel;
     if s.data.seq_len >= 16_384 && p.sp == 1 {
         let a = v.arch();
         let mut sp = 1u32;
@@ -153,6 +172,12 @@ fn candidates(v: &ValidSpec) -> Vec<Change> {
             ));
         }
     }
+}
+
+/// More cards in the node, a full node of 80 GB-class cards, or bigger cards.
+fn card_changes(v: &ValidSpec, out: &mut Vec<Change>) {
+    let s = v.spec();
+    let p = &s.parallel;
     let per_node = s.resources.cards_per_node;
     let max = v.card().max_per_node;
     if per_node < max {
@@ -189,7 +214,6 @@ fn candidates(v: &ValidSpec) -> Vec<Change> {
             vec![op("resources.card", json!(card.id))],
         ));
     }
-    out
 }
 
 /// The cheapest fixes (by estimated cost of the run, then by how little they change) that
@@ -388,7 +412,7 @@ fn set_path(value: &mut Value, path: &str, new: Value) {
 /// Applies a patch to TOML text, keeping comments and layout: existing values are replaced in
 /// place, new keys go under their table's header (or a new table at the end). `None` when the
 /// text cannot be patched in place (syntax errors, inline tables); then use
-/// `to_toml(&apply_patch(..))`.
+/// `apply_patch(..)` and [`JobSpec::to_toml`].
 pub fn apply_patch_toml(src: &str, ops: &[PatchOp]) -> Option<String> {
     let mut text = src.to_string();
     for o in ops {
@@ -487,11 +511,6 @@ fn first_header(src: &str) -> Option<usize> {
         offset += line.len();
     }
     None
-}
-
-/// Writes a spec as canonical TOML: [`JobSpec::to_toml`], kept here for older callers.
-pub fn to_toml(spec: &JobSpec) -> String {
-    spec.to_toml()
 }
 
 /// Catalogue cards in the order suggestions consider them (kept public for the app's picker).

@@ -10,6 +10,7 @@ use crate::node::{self, Node, Val};
 use crate::parse::Reader;
 use crate::spec::*;
 
+mod ranges;
 mod rules;
 mod text;
 use rules::check;

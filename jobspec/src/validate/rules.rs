@@ -1,7 +1,8 @@
 //! The semantic rules: cluster shape, DeepSpeed's combinations, card and backend, run length,
 //! LoRA, and the ranges a form-built spec must respect.
 
-use super::text::{TextKind, check_text};
+use super::ranges::check_ranges;
+use super::text::check_free_text;
 use super::{Checker, DEFAULT_MFU_CPU, DEFAULT_MFU_GPU, LORA_TARGETS, ValidSpec};
 use crate::catalog::{self, Arch};
 use crate::diag::{Code, Diagnostic, did_you_mean, hint};
@@ -14,7 +15,61 @@ pub(super) fn check(
     root: Option<&Node>,
 ) -> Option<ValidSpec> {
     let mut c = Checker { root, diags };
-    let card = match catalog::card(&spec.resources.card) {
+    let card = resolve_card(&mut c, &spec);
+    let (arch, model_name, model_max_seq_len, is_tiny) = resolve_model(&mut c, &spec);
+    check_ranges(&mut c, &spec);
+    if spec.name.trim().is_empty() || spec.name.len() > 128 {
+        c.error(
+            Code::BadValue,
+            "name",
+            "`name` must be 1 to 128 characters".into(),
+            "`name` 须为 1 到 128 个字符".into(),
+        );
+    }
+    check_free_text(&mut c, &spec);
+    let (world, dp) = check_cluster(&mut c, &spec, card);
+    if let Some(a) = &arch {
+        check_heads(&mut c, &spec.parallel, a);
+    }
+    check_sequence_split(&mut c, &spec);
+    check_deepspeed(&mut c, &spec.parallel);
+    check_card_and_task(&mut c, &spec, card, world, is_tiny);
+    let (steps, train_tokens) = run_length(&mut c, &spec, dp);
+    check_schedule(&mut c, &spec, steps, model_max_seq_len, &model_name);
+    let (lora_rank, lora_alpha, lora_targets) = check_adapter(&mut c, &spec);
+    let (time_limit_s, claimed_s) = durations(&mut c, &spec);
+    let mfu = spec
+        .estimate
+        .mfu
+        .unwrap_or(if card.is_some_and(|k| !k.is_gpu) {
+            DEFAULT_MFU_CPU
+        } else {
+            DEFAULT_MFU_GPU
+        });
+
+    Some(ValidSpec {
+        card: card?,
+        arch: arch?,
+        model_name,
+        model_max_seq_len,
+        world,
+        dp,
+        steps,
+        train_tokens,
+        time_limit_s: time_limit_s?,
+        claimed_s,
+        mfu,
+        lora_rank,
+        lora_alpha,
+        lora_targets,
+        price_overrides: Vec::new(),
+        spec,
+    })
+}
+
+/// The spec's card from the catalogue, or an error with the nearest id.
+fn resolve_card(c: &mut Checker<'_>, spec: &JobSpec) -> Option<&'static catalog::Card> {
+    match catalog::card(&spec.resources.card) {
         Some(card) => Some(card),
         None => {
             c.push(
@@ -31,8 +86,13 @@ pub(super) fn check(
             );
             None
         }
-    };
-    let (arch, model_name, model_max_seq_len, is_tiny) = match &spec.model {
+    }
+}
+
+/// The model's architecture, its name, the sequence length it was trained for, and whether it
+/// is a llama2.c model (what tiny-train trains).
+fn resolve_model(c: &mut Checker<'_>, spec: &JobSpec) -> (Option<Arch>, String, Option<u32>, bool) {
+    match &spec.model {
         ModelRef::Id(id) => match catalog::model(id) {
             Some(m) => (
                 Some(m.arch),
@@ -69,27 +129,16 @@ pub(super) fn check(
                 tied_embeddings: m.tied_embeddings,
                 qkv_bias: m.qkv_bias,
             };
-            check_custom(&mut c, &arch);
+            check_custom(c, &arch);
             (Some(arch), name, None, false)
         }
-    };
-
-    let t = &spec.train;
-    let p = &spec.parallel;
-    let r = &spec.resources;
-    check_ranges(&mut c, &spec);
-
-    if spec.name.trim().is_empty() || spec.name.len() > 128 {
-        c.error(
-            Code::BadValue,
-            "name",
-            "`name` must be 1 to 128 characters".into(),
-            "`name` 须为 1 到 128 个字符".into(),
-        );
     }
-    check_free_text(&mut c, &spec);
+}
 
-    // Shape of the cluster.
+/// The shape of the cluster: cards per node, and how the cards split into model-parallel groups;
+/// returns the world size and the data-parallel degree.
+fn check_cluster(c: &mut Checker<'_>, spec: &JobSpec, card: Option<&catalog::Card>) -> (u32, u32) {
+    let (p, r) = (&spec.parallel, &spec.resources);
     let world = r.cards_per_node.saturating_mul(r.nodes);
     if let Some(card) = card
         && r.cards_per_node > card.max_per_node
@@ -130,41 +179,49 @@ pub(super) fn check(
             format!("tp = {} 跨节点；跨节点的张量并行非常慢", p.tp),
         );
     }
-    if let Some(a) = &arch {
-        if a.heads.checked_rem(p.tp) != Some(0) {
-            c.error(
-                Code::Conflict,
-                "parallel.tp",
-                format!("tp = {} must divide the {} attention heads", p.tp, a.heads),
-                format!("tp = {} 必须整除 {} 个注意力头", p.tp, a.heads),
-            );
-        }
-        if a.heads.checked_rem(p.sp) != Some(0) {
-            c.error(
-                Code::Conflict,
-                "parallel.sp",
-                format!(
-                    "sp = {} must divide the {} attention heads (DeepSpeed-Ulysses splits heads)",
-                    p.sp, a.heads
-                ),
-                format!(
-                    "sp = {} 必须整除 {} 个注意力头（DeepSpeed-Ulysses 按头切分）",
-                    p.sp, a.heads
-                ),
-            );
-        }
-        if a.layers.checked_rem(p.pp) != Some(0) {
-            c.warn(
-                Code::Suspicious,
-                "parallel.pp",
-                format!(
-                    "pp = {} does not divide {} layers: stages are uneven",
-                    p.pp, a.layers
-                ),
-                format!("pp = {} 不能整除 {} 层：各流水线阶段不均衡", p.pp, a.layers),
-            );
-        }
+    (world, dp)
+}
+
+/// Tensor, sequence and pipeline parallelism against the model's heads and layers.
+fn check_heads(c: &mut Checker<'_>, p: &ParallelSpec, a: &Arch) {
+    if a.heads.checked_rem(p.tp) != Some(0) {
+        c.error(
+            Code::Conflict,
+            "parallel.tp",
+            format!("tp = {} must divide the {} attention heads", p.tp, a.heads),
+            format!("tp = {} 必须整除 {} 个注意力头", p.tp, a.heads),
+        );
     }
+    if a.heads.checked_rem(p.sp) != Some(0) {
+        c.error(
+            Code::Conflict,
+            "parallel.sp",
+            format!(
+                "sp = {} must divide the {} attention heads (DeepSpeed-Ulysses splits heads)",
+                p.sp, a.heads
+            ),
+            format!(
+                "sp = {} 必须整除 {} 个注意力头（DeepSpeed-Ulysses 按头切分）",
+                p.sp, a.heads
+            ),
+        );
+    }
+    if a.layers.checked_rem(p.pp) != Some(0) {
+        c.warn(
+            Code::Suspicious,
+            "parallel.pp",
+            format!(
+                "pp = {} does not divide {} layers: stages are uneven",
+                p.pp, a.layers
+            ),
+            format!("pp = {} 不能整除 {} 层：各流水线阶段不均衡", p.pp, a.layers),
+        );
+    }
+}
+
+/// Sequence parallelism splits every sequence evenly.
+fn check_sequence_split(c: &mut Checker<'_>, spec: &JobSpec) {
+    let p = &spec.parallel;
     if spec.data.seq_len.checked_rem(p.sp) != Some(0) {
         c.error(
             Code::Conflict,
@@ -173,8 +230,10 @@ pub(super) fn check(
             format!("sp = {} 必须整除 seq_len = {}", p.sp, spec.data.seq_len),
         );
     }
+}
 
-    // DeepSpeed's own combination rules.
+/// DeepSpeed's own combination rules.
+fn check_deepspeed(c: &mut Checker<'_>, p: &ParallelSpec) {
     if p.pp > 1 && p.zero_stage >= 2 {
         c.error(
             Code::Conflict,
@@ -213,8 +272,17 @@ pub(super) fn check(
             "参数已卸载但优化器未卸载；先卸载优化器，省得更多".into(),
         );
     }
+}
 
-    // Card and backend.
+/// What the card and the backend can run, and what each task needs.
+fn check_card_and_task(
+    c: &mut Checker<'_>,
+    spec: &JobSpec,
+    card: Option<&catalog::Card>,
+    world: u32,
+    is_tiny: bool,
+) {
+    let (t, p) = (&spec.train, &spec.parallel);
     if let Some(card) = card {
         if !card.is_gpu {
             // onramp-train runs pretrain, sft and lora on the CPU too (small models, the tests);
@@ -281,11 +349,14 @@ pub(super) fn check(
             "QLoRA 在 4 位底座上以 bf16 或 fp16 计算，不能用 fp32".into(),
         );
     }
+}
 
-    // Length of the run.
+/// The length of the run: its steps and the tokens it trains on, from epochs or steps.
+fn run_length(c: &mut Checker<'_>, spec: &JobSpec, dp: u32) -> (u64, u64) {
+    let t = &spec.train;
     let global_batch = u64::from(t.micro_batch) * u64::from(t.grad_accum) * u64::from(dp);
     let tokens_per_step = global_batch.saturating_mul(u64::from(spec.data.seq_len));
-    let (steps, train_tokens) = match (t.epochs, t.steps) {
+    match (t.epochs, t.steps) {
         (Some(_), Some(_)) => {
             c.error(
                 Code::Conflict,
@@ -327,7 +398,18 @@ pub(super) fn check(
                 }
             }
         }
-    };
+    }
+}
+
+/// The schedule against the run: warmup, learning rate, and the model's trained sequence length.
+fn check_schedule(
+    c: &mut Checker<'_>,
+    spec: &JobSpec,
+    steps: u64,
+    model_max_seq_len: Option<u32>,
+    model_name: &str,
+) {
+    let t = &spec.train;
     if steps > 0 && t.warmup > steps {
         c.warn(
             Code::Suspicious,
@@ -358,9 +440,11 @@ pub(super) fn check(
             format!("seq_len = {} 超过 {model_name} 训练时的 {max} 个 token；需要 RoPE 外推/缩放", spec.data.seq_len),
         );
     }
+}
 
-    // LoRA.
-    let (lora_rank, lora_alpha, lora_targets) = check_lora(&mut c, &spec);
+/// LoRA's settings, and the adapter output of a task that has none.
+fn check_adapter(c: &mut Checker<'_>, spec: &JobSpec) -> (u32, u32, Vec<String>) {
+    let lora = check_lora(c, spec);
     if spec.output.merge_adapter && !spec.task.is_adapter() {
         c.warn(
             Code::Suspicious,
@@ -375,8 +459,12 @@ pub(super) fn check(
             ),
         );
     }
+    lora
+}
 
-    // Durations and MFU.
+/// The time limit and the claimed time, in seconds (`None` when unreadable).
+fn durations(c: &mut Checker<'_>, spec: &JobSpec) -> (Option<u64>, Option<u64>) {
+    let r = &spec.resources;
     let time_limit_s = parse_duration_s(&r.time_limit).filter(|s| *s > 0);
     if time_limit_s.is_none() {
         c.error(
@@ -407,33 +495,7 @@ pub(super) fn check(
         .claimed_time
         .as_deref()
         .and_then(parse_duration_s);
-    let mfu = spec
-        .estimate
-        .mfu
-        .unwrap_or(if card.is_some_and(|k| !k.is_gpu) {
-            DEFAULT_MFU_CPU
-        } else {
-            DEFAULT_MFU_GPU
-        });
-
-    Some(ValidSpec {
-        card: card?,
-        arch: arch?,
-        model_name,
-        model_max_seq_len,
-        world,
-        dp,
-        steps,
-        train_tokens,
-        time_limit_s: time_limit_s?,
-        claimed_s,
-        mfu,
-        lora_rank,
-        lora_alpha,
-        lora_targets,
-        price_overrides: Vec::new(),
-        spec,
-    })
+    (time_limit_s, claimed_s)
 }
 
 fn check_custom(c: &mut Checker<'_>, a: &Arch) {
@@ -526,112 +588,4 @@ fn check_lora(c: &mut Checker<'_>, spec: &JobSpec) -> (u32, u32, Vec<String>) {
         }
     }
     (rank, alpha, targets)
-}
-
-/// The ranges the text reader enforces, again, for specs built in code (the form view).
-fn check_ranges(c: &mut Checker<'_>, spec: &JobSpec) {
-    let max_seq = u32::try_from(crate::parse::MAX_SEQ_LEN).unwrap_or(u32::MAX);
-    let checks: [(&str, u64, u64, u64); 10] = [
-        (
-            "data.seq_len",
-            u64::from(spec.data.seq_len),
-            1,
-            u64::from(max_seq),
-        ),
-        (
-            "train.micro_batch",
-            u64::from(spec.train.micro_batch),
-            1,
-            65_536,
-        ),
-        (
-            "train.grad_accum",
-            u64::from(spec.train.grad_accum),
-            1,
-            65_536,
-        ),
-        (
-            "parallel.zero_stage",
-            u64::from(spec.parallel.zero_stage),
-            0,
-            3,
-        ),
-        ("parallel.tp", u64::from(spec.parallel.tp), 1, 1024),
-        ("parallel.pp", u64::from(spec.parallel.pp), 1, 1024),
-        ("parallel.sp", u64::from(spec.parallel.sp), 1, 1024),
-        (
-            "resources.cards_per_node",
-            u64::from(spec.resources.cards_per_node),
-            1,
-            64,
-        ),
-        ("resources.nodes", u64::from(spec.resources.nodes), 1, 4096),
-        (
-            "train.steps",
-            spec.train.steps.unwrap_or(1),
-            1,
-            1_000_000_000_000,
-        ),
-    ];
-    for (path, value, min, max) in checks {
-        if value < min || value > max {
-            c.error(
-                Code::OutOfRange,
-                path,
-                format!("`{path}` = {value} is out of range ({min} to {max})"),
-                format!("`{path}` = {value} 超出范围（{min} 到 {max}）"),
-            );
-        }
-    }
-    let floats = [
-        ("train.lr", Some(spec.train.lr), 0.0, 10.0),
-        ("train.epochs", spec.train.epochs, 1e-6, 1e6),
-        ("estimate.mfu", spec.estimate.mfu, 0.01, 1.0),
-    ];
-    for (path, value, min, max) in floats {
-        if let Some(v) = value
-            && (!v.is_finite() || v < min || v > max)
-        {
-            c.error(
-                Code::OutOfRange,
-                path,
-                format!("`{path}` = {v} is out of range ({min} to {max})"),
-                format!("`{path}` = {v} 超出范围（{min} 到 {max}）"),
-            );
-        }
-    }
-    if spec.data.dataset.trim().is_empty() {
-        c.error(
-            Code::BadValue,
-            "data.dataset",
-            "`data.dataset` is empty".into(),
-            "`data.dataset` 为空".into(),
-        );
-    }
-}
-
-/// Every free-text field of the spec, held to its character rules (see `text.rs`). LoRA targets,
-/// the card and a catalogue model id are checked against their lists elsewhere.
-fn check_free_text(c: &mut Checker<'_>, spec: &JobSpec) {
-    check_text(c, "name", &spec.name, TextKind::Label);
-    if let ModelRef::Custom(m) = &spec.model {
-        check_text(c, "model.name", &m.name, TextKind::Label);
-        if m.name.chars().count() > 64 {
-            c.error(
-                Code::BadValue,
-                "model.name",
-                "`model.name` must be at most 64 characters".into(),
-                "`model.name` 最多 64 个字符".into(),
-            );
-        }
-    }
-    if spec.data.dataset.len() > 512 {
-        c.error(
-            Code::BadValue,
-            "data.dataset",
-            "`data.dataset` must be at most 512 bytes".into(),
-            "`data.dataset` 最多 512 字节".into(),
-        );
-    }
-    check_text(c, "data.dataset", &spec.data.dataset, TextKind::Path);
 }

@@ -10,6 +10,7 @@
 
 use super::Checker;
 use crate::diag::Code;
+use crate::spec::{JobSpec, ModelRef};
 
 /// How a field's text is checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +115,32 @@ pub fn is_clean_text(value: &str, label: bool) -> bool {
         .chars()
         .all(|ch| refused(ch).is_none() && (label || path_char(ch)))
         && (label || !value.starts_with('-'))
+}
+
+/// Every free-text field of the spec, held to its character rules (above). LoRA targets,
+/// the card and a catalogue model id are checked against their lists elsewhere.
+pub(super) fn check_free_text(c: &mut Checker<'_>, spec: &JobSpec) {
+    check_text(c, "name", &spec.name, TextKind::Label);
+    if let ModelRef::Custom(m) = &spec.model {
+        check_text(c, "model.name", &m.name, TextKind::Label);
+        if m.name.chars().count() > 64 {
+            c.error(
+                Code::BadValue,
+                "model.name",
+                "`model.name` must be at most 64 characters".into(),
+                "`model.name` 最多 64 个字符".into(),
+            );
+        }
+    }
+    if spec.data.dataset.len() > 512 {
+        c.error(
+            Code::BadValue,
+            "data.dataset",
+            "`data.dataset` must be at most 512 bytes".into(),
+            "`data.dataset` 最多 512 字节".into(),
+        );
+    }
+    check_text(c, "data.dataset", &spec.data.dataset, TextKind::Path);
 }
 
 #[cfg(test)]

@@ -4,9 +4,7 @@
 //! on the clipboard — compared with what jobspec generates natively from the page's spec.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-mod app_support;
-
-use app_support::{WAIT, click, set_value, spec_text, start, text_content};
+use crate::app_support::{WAIT, click, set_value, spec_text, start, text_content};
 use onramp_tests::webdriver::Browser;
 use serde_json::json;
 

@@ -7,9 +7,9 @@
 //! `cargo xtask test` sets): ignored in a plain `cargo test`.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-mod app_support;
-
-use app_support::{WAIT, click, set_value, spec_text, submit_auth, text_content, verify_elsewhere};
+use crate::app_support::{
+    WAIT, click, set_value, spec_text, submit_auth, text_content, verify_elsewhere,
+};
 use onramp_tests::api::unique_email;
 use onramp_tests::stack::{Stack, StackExtras, StackOptions};
 use onramp_tests::webdriver::Browser;
@@ -29,61 +29,26 @@ fn a_lora_job_from_the_submit_button_trains_and_draws_its_loss_curve() {
     .expect("stack starts");
     let browser = Browser::start(Some("en")).expect("chromium starts");
 
-    // Sign up, and verify the email elsewhere: the trial credit arrives.
-    browser.goto(&format!("{}/account", stack.url)).unwrap();
-    click(&browser, "[data-testid=auth-switch]");
-    let email = unique_email("app-lora");
-    submit_auth(&browser, &email, "correct horse battery");
-    browser
-        .wait_for("[data-testid=verify-note]", WAIT)
-        .expect("signed up");
-    verify_elsewhere(&stack, &email);
-    click(&browser, "[data-testid=nav-plan]");
-    click(&browser, "[data-testid=nav-account]");
-    browser
-        .wait_for("[data-testid=balance][data-fen=\"10000\"]", WAIT)
-        .expect("the trial credit");
-
-    // The spec goes into the Plan page's editor, and the runner is chosen.
-    click(&browser, "[data-testid=nav-plan]");
-    let spec = onramp_tests::specs::lora_cpu("app-lora", "auto");
-    set_value(&browser, "[data-testid=plan-toml]", &spec);
-    onramp_tests::wait::until("the spec in the editor", WAIT, || {
-        Ok(spec_text(&browser).contains("app-lora").then_some(()))
-    })
-    .unwrap();
-    set_value(&browser, "[data-testid=submit-backend]", "runner");
-    onramp_tests::wait::until("the runner in the spec", WAIT, || {
-        Ok(spec_text(&browser)
-            .contains("backend = \"runner\"")
-            .then_some(()))
-    })
-    .unwrap();
-    click(&browser, "[data-testid=submit-job]:not([disabled])");
-    let page = browser.wait_for("[data-testid=page-job]", WAIT).unwrap();
-    let job_id = browser.attribute(&page, "data-id").unwrap().unwrap();
+    sign_up_with_credit(&stack, &browser);
+    let job_id = submit_lora(&browser);
 
     // It trains: progress as step of the spec's 12, then succeeded.
     browser
         .wait_for("[data-testid=job-progress][data-total=\"12\"]", WAIT * 10)
         .expect("progress of 12 steps on the job page");
-    let ended = onramp_tests::wait::until(
-        "the lora job to end",
-        Duration::from_secs(900),
-        || {
-            let state = browser
-                .execute(
-                    "const p = document.querySelector('[data-testid=page-job]');
+    let ended = onramp_tests::wait::until("the lora job to end", Duration::from_secs(900), || {
+        let state = browser
+            .execute(
+                "const p = document.querySelector('[data-testid=page-job]');
                      return p ? p.getAttribute('data-state') : null;",
-                    json!([]),
-                )
-                .map_err(|e| e.to_string())?;
-            match state.as_str() {
-                Some("succeeded" | "failed" | "cancelled") => Ok(Some(state)),
-                _ => Err(format!("state so far: {state}")),
-            }
-        },
-    )
+                json!([]),
+            )
+            .map_err(|e| e.to_string())?;
+        match state.as_str() {
+            Some("succeeded" | "failed" | "cancelled") => Ok(Some(state)),
+            _ => Err(format!("state so far: {state}")),
+        }
+    })
     .unwrap_or_else(|e| panic!("{e}\n{}", text_content(&browser, "[data-testid=page-job]")));
     assert_eq!(
         ended,
@@ -124,4 +89,43 @@ fn a_lora_job_from_the_submit_button_trains_and_draws_its_loss_curve() {
         browser.find("[data-testid=loss-train]").unwrap().is_some(),
         "the curve is drawn"
     );
+}
+
+/// Signs up in the app and verifies the email elsewhere: the trial credit arrives.
+fn sign_up_with_credit(stack: &Stack, browser: &Browser) {
+    browser.goto(&format!("{}/account", stack.url)).unwrap();
+    click(browser, "[data-testid=auth-switch]");
+    let email = unique_email("app-lora");
+    submit_auth(browser, &email, "correct horse battery");
+    browser
+        .wait_for("[data-testid=verify-note]", WAIT)
+        .expect("signed up");
+    verify_elsewhere(stack, &email);
+    click(browser, "[data-testid=nav-plan]");
+    click(browser, "[data-testid=nav-account]");
+    browser
+        .wait_for("[data-testid=balance][data-fen=\"10000\"]", WAIT)
+        .expect("the trial credit");
+}
+
+/// Puts the LoRA spec into the Plan page's editor, chooses the runner and presses Submit; the
+/// job's id from its page.
+fn submit_lora(browser: &Browser) -> String {
+    click(browser, "[data-testid=nav-plan]");
+    let spec = onramp_tests::specs::lora_cpu("app-lora", "auto");
+    set_value(browser, "[data-testid=plan-toml]", &spec);
+    onramp_tests::wait::until("the spec in the editor", WAIT, || {
+        Ok(spec_text(browser).contains("app-lora").then_some(()))
+    })
+    .unwrap();
+    set_value(browser, "[data-testid=submit-backend]", "runner");
+    onramp_tests::wait::until("the runner in the spec", WAIT, || {
+        Ok(spec_text(browser)
+            .contains("backend = \"runner\"")
+            .then_some(()))
+    })
+    .unwrap();
+    click(browser, "[data-testid=submit-job]:not([disabled])");
+    let page = browser.wait_for("[data-testid=page-job]", WAIT).unwrap();
+    browser.attribute(&page, "data-id").unwrap().unwrap()
 }

@@ -1,9 +1,7 @@
 //! The language: picked from the browser's, switchable, and remembered across visits.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-mod app_support;
-
-use app_support::{WAIT, click, start};
+use crate::app_support::{WAIT, click, start};
 
 #[test]
 #[ignore = "needs the built stack: run through `cargo xtask test`"]

@@ -2,9 +2,7 @@
 //! playground settings in a fresh profile; a tampered link says so and loads nothing.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-mod app_support;
-
-use app_support::{WAIT, click, set_value, start, text_content};
+use crate::app_support::{WAIT, click, set_value, start, text_content};
 use onramp_tests::webdriver::Browser;
 use serde_json::json;
 

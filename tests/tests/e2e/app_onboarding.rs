@@ -6,9 +6,9 @@
 //! each step took.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-mod app_support;
-
-use app_support::{WAIT, click, set_value, spec_text, submit_auth, text_content, verify_elsewhere};
+use crate::app_support::{
+    WAIT, click, set_value, spec_text, submit_auth, text_content, verify_elsewhere,
+};
 use onramp_tests::api::{Client, unique_email};
 use onramp_tests::stack::{Stack, StackOptions, random_hex};
 use onramp_tests::webdriver::Browser;

@@ -4,9 +4,7 @@
 //! notification with the job's name and how it ended.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-mod app_support;
-
-use app_support::{WAIT, click, submit_auth, text_content};
+use crate::app_support::{WAIT, click, submit_auth, text_content};
 use onramp_tests::api::unique_email;
 use onramp_tests::stack::{Stack, StackOptions};
 use onramp_tests::webdriver::Browser;

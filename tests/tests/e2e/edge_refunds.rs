@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const GRANT: i64 = 10_000;
-const LORA: &str = include_str!("../../jobspec/specs/7b-lora-4090.toml");
+const LORA: &str = include_str!("../../../jobspec/specs/7b-lora-4090.toml");
 /// An RTX 4090 costs 200 fen an hour; the fake says the job ran exactly one hour.
 const CHARGED: i64 = 200;
 

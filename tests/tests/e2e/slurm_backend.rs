@@ -18,7 +18,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-const TINY: &str = include_str!("../../jobspec/specs/tiny-train-stories260k.toml");
+const TINY: &str = include_str!("../../../jobspec/specs/tiny-train-stories260k.toml");
 
 /// A spec asking for `gpus` RTX 4090s on one node, for a short time.
 fn gpu_spec(gpus: u32) -> jobspec::ValidSpec {

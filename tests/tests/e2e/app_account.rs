@@ -7,9 +7,7 @@
 //! password on sign-in.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-mod app_support;
-
-use app_support::{WAIT, click, set_value, start, submit_auth, text_content};
+use crate::app_support::{WAIT, click, set_value, start, submit_auth, text_content};
 use onramp_tests::api::{Client, unique_email, verification_links};
 use onramp_tests::webdriver::Browser;
 use serde_json::json;

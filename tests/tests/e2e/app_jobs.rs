@@ -4,9 +4,9 @@
 //! jobs list showing it (once).
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-mod app_support;
-
-use app_support::{WAIT, click, set_value, spec_text, submit_auth, text_content, verify_elsewhere};
+use crate::app_support::{
+    WAIT, click, set_value, spec_text, submit_auth, text_content, verify_elsewhere,
+};
 use onramp_tests::api::unique_email;
 use onramp_tests::stack::{Stack, StackExtras, StackOptions};
 use onramp_tests::webdriver::Browser;

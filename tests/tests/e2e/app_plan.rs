@@ -2,9 +2,7 @@
 //! it clears the problem; a suggestion button turns a spec that does not fit into one that does.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-mod app_support;
-
-use app_support::{WAIT, click, set_value, spec_text, start, text_content};
+use crate::app_support::{WAIT, click, set_value, spec_text, start, text_content};
 
 #[test]
 #[ignore = "needs the built stack: run through `cargo xtask test`"]

@@ -4,9 +4,7 @@
 //! Chinese.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-mod app_support;
-
-use app_support::{WAIT, click, spec_text, start, text_content};
+use crate::app_support::{WAIT, click, spec_text, start, text_content};
 use onramp_tests::webdriver::Browser;
 use serde_json::json;
 
@@ -126,7 +124,7 @@ fn each_figure_opens_its_formula_and_assumptions_in_both_languages() {
         .expect("the explanation is translated and stays open");
     assert_eq!(
         text_content(&browser, "#explain-time [data-testid=explain-assumptions]"),
-        time.assumptions.get(jobspec::Lang::ZhCn)
+        time.assumptions.get(jobspec::Lang::Zh)
     );
     assert_eq!(
         text_content(&browser, "#explain-time [data-testid=explain-formula]"),

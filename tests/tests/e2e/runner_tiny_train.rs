@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// The tiny-train template, shortened so the test takes seconds.
 fn spec(steps: u32) -> String {
-    let template = include_str!("../../jobspec/specs/tiny-train-stories260k.toml");
+    let template = include_str!("../../../jobspec/specs/tiny-train-stories260k.toml");
     template
         .replace("steps = 200", &format!("steps = {steps}"))
         .replace("seq_len = 256", "seq_len = 64")

@@ -4,9 +4,7 @@
 //! the first word is printed); after Stop, or when the user prefers reduced motion, it does not.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-mod app_support;
-
-use app_support::{WAIT, click, set_value, start, text_content};
+use crate::app_support::{WAIT, click, set_value, start, text_content};
 use onramp_tests::paths::shared_dir;
 use onramp_tests::webdriver::Browser;
 use serde_json::json;

@@ -1,0 +1,87 @@
+//! The ranges the text reader enforces, checked again for a spec built in code (the form view).
+
+use super::Checker;
+use crate::diag::Code;
+use crate::spec::*;
+
+/// The ranges the text reader enforces, again, for specs built in code (the form view).
+pub(super) fn check_ranges(c: &mut Checker<'_>, spec: &JobSpec) {
+    let max_seq = u32::try_from(crate::parse::MAX_SEQ_LEN).unwrap_or(u32::MAX);
+    let checks: [(&str, u64, u64, u64); 10] = [
+        (
+            "data.seq_len",
+            u64::from(spec.data.seq_len),
+            1,
+            u64::from(max_seq),
+        ),
+        (
+            "train.micro_batch",
+            u64::from(spec.train.micro_batch),
+            1,
+            65_536,
+        ),
+        (
+            "train.grad_accum",
+            u64::from(spec.train.grad_accum),
+            1,
+            65_536,
+        ),
+        (
+            "parallel.zero_stage",
+            u64::from(spec.parallel.zero_stage),
+            0,
+            3,
+        ),
+        ("parallel.tp", u64::from(spec.parallel.tp), 1, 1024),
+        ("parallel.pp", u64::from(spec.parallel.pp), 1, 1024),
+        ("parallel.sp", u64::from(spec.parallel.sp), 1, 1024),
+        (
+            "resources.cards_per_node",
+            u64::from(spec.resources.cards_per_node),
+            1,
+            64,
+        ),
+        ("resources.nodes", u64::from(spec.resources.nodes), 1, 4096),
+        (
+            "train.steps",
+            spec.train.steps.unwrap_or(1),
+            1,
+            1_000_000_000_000,
+        ),
+    ];
+    for (path, value, min, max) in checks {
+        if value < min || value > max {
+            c.error(
+                Code::OutOfRange,
+                path,
+                format!("`{path}` = {value} is out of range ({min} to {max})"),
+                format!("`{path}` = {value} 超出范围（{min} 到 {max}）"),
+            );
+        }
+    }
+    let floats = [
+        ("train.lr", Some(spec.train.lr), 0.0, 10.0),
+        ("train.epochs", spec.train.epochs, 1e-6, 1e6),
+        ("estimate.mfu", spec.estimate.mfu, 0.01, 1.0),
+    ];
+    for (path, value, min, max) in floats {
+        if let Some(v) = value
+            && (!v.is_finite() || v < min || v > max)
+        {
+            c.error(
+                Code::OutOfRange,
+                path,
+                format!("`{path}` = {v} is out of range ({min} to {max})"),
+                format!("`{path}` = {v} 超出范围（{min} 到 {max}）"),
+            );
+        }
+    }
+    if spec.data.dataset.trim().is_empty() {
+        c.error(
+            Code::BadValue,
+            "data.dataset",
+            "`data.dataset` is empty".into(),
+            "`data.dataset` 为空".into(),
+        );
+    }
+}
