@@ -9,8 +9,9 @@
 //! - `train-tiny`: the default tiny-train template on the release runner (wall, user and sys
 //!   time, the first loss's delay) and its training tokens/s next to a plain candle loop on the
 //!   same model and batch (see `bench_train.rs`).
-//! - `app`: cold and warm page load to first token, and the gzip sizes of the page and the
-//!   inference worker (see `bench_app.rs`).
+//! - `app`: cold and warm page load to first token, the gzip sizes of the page and the
+//!   inference worker, and the tokens/s the Try page shows next to the native binary's on the
+//!   same tokens (see `bench_app.rs`).
 //! - `edge`: requests/s and p50/p99 of sign-in, balance, redeem and submit with 8/32/128
 //!   concurrent clients against `wrangler dev`, next to `/api/health` (see `bench_edge.rs`).
 //! - `train`: onramp-train's training tokens/s on the CPU next to a plain Hugging Face Trainer

@@ -4,8 +4,14 @@
 //! Load → first token is the time from navigation start until the model is ready, plus the
 //! page's own time to first token after Generate; the click itself is left out because a
 //! WebDriver round trip would be measured instead of the app.
+//!
+//! The Try page's tokens/s is the figure users judge: the number the page itself shows after a
+//! first visit's own run (256 tokens of stories260K, its default sampling), read from the page,
+//! next to the native model-tiny binary (and llama2.c's `run.c` when `LLAMA2C_RUN` names it) on
+//! the same model, tokens and sampling in the same run. The gap between the two is what the
+//! worker, its messages and the page's updates cost.
 
-use crate::cmd::dist_dir;
+use crate::cmd::{self, cargo, dist_dir, shared_dir, target_dir};
 use onramp_tests::stack::{Stack, StackOptions};
 use onramp_tests::webdriver::Browser;
 use serde_json::json;
@@ -20,6 +26,101 @@ const GOAL_WORKER_GZIP: u64 = 1000 * 1000;
 pub fn run() -> Result<Vec<String>, String> {
     let mut lines = sizes()?;
     lines.extend(load_to_first_token()?);
+    lines.extend(page_tokens_per_s()?);
+    Ok(lines)
+}
+
+/// Runs of each figure; the median is printed.
+const RUNS: usize = 5;
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs.get(xs.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// The tokens/s the Try page shows after its first-visit run, over fresh loads of `/`, and
+/// after a second Generate on the same page.
+fn shown_on_the_page() -> Result<(Vec<f64>, Vec<f64>), String> {
+    let stack = Stack::start(StackOptions {
+        with_runner: false,
+        ..StackOptions::for_test("bench-app-tps")
+    })?;
+    let browser = Browser::start(Some("en"))?;
+    let url = format!("{}/", stack.url);
+    let wait = Duration::from_secs(60);
+    let (mut first, mut again) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        browser.goto(&url)?;
+        browser.wait_for("[data-testid=try][data-autostart=started]", wait)?;
+        browser.wait_for("[data-testid=try-tokens][data-done=finished]", wait)?;
+        let text = browser.wait_for_text("[data-testid=try-tps]", wait, |t| {
+            t.trim().parse::<f64>().is_ok()
+        })?;
+        first.push(number(Some(text), "the Try page's tokens/s")?);
+        // The same again on the same page, the code now warm: Generate once more.
+        browser.execute(
+            "document.querySelector('[data-testid=try-tokens]').removeAttribute('data-done');
+             document.querySelector('[data-testid=try-generate]').click(); return true;",
+            json!([]),
+        )?;
+        browser.wait_for("[data-testid=try-tokens][data-done=finished]", wait)?;
+        let text = browser.wait_for_text("[data-testid=try-tps]", wait, |t| {
+            t.trim().parse::<f64>().is_ok()
+        })?;
+        again.push(number(Some(text), "the Try page's tokens/s")?);
+    }
+    Ok((first, again))
+}
+
+/// `bin`'s own "achieved tok/s" for stories260K with the Try page's defaults (256 tokens,
+/// temperature 1.0, top-p 0.9, seed 42), the median of [`RUNS`].
+fn native_tokens_per_s(bin: &std::path::Path) -> Result<f64, String> {
+    let models = shared_dir().join("models");
+    let mut runs = Vec::new();
+    for _ in 0..RUNS {
+        let out = std::process::Command::new(bin)
+            .arg(models.join("stories260K.bin"))
+            .arg("-z")
+            .arg(models.join("tok512.bin"))
+            .args(["-t", "1.0", "-p", "0.9", "-s", "42", "-n", "256"])
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tps = err
+            .lines()
+            .find_map(|l| l.strip_prefix("achieved tok/s: "))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| format!("{} printed no tok/s: {err}", bin.display()))?;
+        runs.push(tps);
+    }
+    Ok(median(runs))
+}
+
+fn page_tokens_per_s() -> Result<Vec<String>, String> {
+    let (first, again) = shown_on_the_page()?;
+    let (page, warm) = (median(first), median(again));
+    cmd::run(
+        "cargo build --release -p model-tiny",
+        cargo().args(["build", "--quiet", "--release", "-p", "model-tiny"]),
+    )?;
+    let ours = native_tokens_per_s(&target_dir().join("release/model-tiny"))?;
+    let mut lines = vec![format!(
+        "Try page shows {page:>8.0} tok/s (stories260K, 256 tokens, median of {RUNS} first visits)   \
+         native model-tiny {ours:>8.0} tok/s   ratio {:.2}x",
+        page / ours
+    )];
+    lines.push(format!(
+        "Try page shows {warm:>8.0} tok/s (the same on its second Generate)                      \
+         native model-tiny {ours:>8.0} tok/s   ratio {:.2}x",
+        warm / ours
+    ));
+    if let Some(run_c) = std::env::var_os("LLAMA2C_RUN") {
+        let theirs = native_tokens_per_s(std::path::Path::new(&run_c))?;
+        lines.push(format!(
+            "Try page shows {page:>8.0} tok/s   llama2.c run.c {theirs:>8.0} tok/s   ratio {:.2}x",
+            page / theirs
+        ));
+    }
     Ok(lines)
 }
 
