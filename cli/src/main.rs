@@ -10,7 +10,7 @@ mod jobs_cmd;
 mod remote;
 mod say;
 
-use args::{Cli, Command, LangArg, exit};
+use args::{Cli, Command, exit};
 use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 
@@ -30,8 +30,6 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    // `--lang` is global: its value may sit anywhere, and clap has now checked it.
-    debug_assert!(cli.lang.is_none_or(|l| (l == LangArg::Zh) == chinese));
     match run(cli.command) {
         Ok(code) => code,
         // What is left is the machine's: a file, stdin or the saved sign-in could not be read.
@@ -43,18 +41,19 @@ fn main() -> ExitCode {
 }
 
 /// The value of `--lang VALUE` or `--lang=VALUE` on the command line, if any (before `--`).
+/// `--lang` is global and may be given more than once; as for clap, the last one counts.
 fn lang_flag(argv: &[std::ffi::OsString]) -> Option<String> {
     let args: Vec<&str> = argv.iter().skip(1).filter_map(|a| a.to_str()).collect();
     let mut it = args.iter().take_while(|a| **a != "--");
+    let mut found = None;
     while let Some(a) = it.next() {
         if *a == "--lang" {
-            return it.next().map(|v| v.to_string());
-        }
-        if let Some(v) = a.strip_prefix("--lang=") {
-            return Some(v.to_string());
+            found = it.next().map(|v| v.to_string());
+        } else if let Some(v) = a.strip_prefix("--lang=") {
+            found = Some(v.to_string());
         }
     }
-    None
+    found
 }
 
 fn run(command: Command) -> Result<ExitCode, String> {

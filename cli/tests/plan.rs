@@ -305,6 +305,13 @@ fn help_in_both_languages() {
         out.contains("Keep polling until the job has ended"),
         "{out}"
     );
+    // Given twice, the last --lang counts, for the help and for the output alike.
+    let (code, out, err) = onramp_in(None, &["--lang", "en", "templates", "--lang", "zh"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("单张 RTX 4090"), "{out}");
+    let (code, out, _) = onramp_in(None, &["--lang=zh", "plan", "--lang", "en", "-h"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Diagnostics, memory per card"), "{out}");
     let (code, out, _) = onramp_in(Some("en_US.UTF-8"), &["cancel", "--help"]);
     assert_eq!(code, 0);
     assert!(out.contains("Cancel a job; its hold settles"), "{out}");
