@@ -67,3 +67,24 @@ def test_a_broken_spec_is_refused_with_its_reason():
             'name = "t"\ntask = "tiny-train"\nmodel = "stories260K"\n[data]\ndataset = "x"\n'
             'seq_len = 8\n[resources]\ncard = "cpu"\n'
         )
+
+
+def test_a_tracker_the_environment_lacks_is_refused_before_any_work(monkeypatch):
+    from onramp_train import train
+
+    # One tracker's package is missing, one is present: only the missing one is named.
+    monkeypatch.setattr(
+        train, "TRACKER_PACKAGES", {"tensorboard": "json", "wandb": "onramp_no_such_package"}
+    )
+    train.missing_trackers(["tensorboard"])
+    with pytest.raises(SpecError, match=r"wandb \(package `onramp_no_such_package`\)") as e:
+        train.missing_trackers(["tensorboard", "wandb"])
+    assert "tensorboard" not in str(e.value)
+    # preflight refuses it too: the job ends before a model or a dataset is loaded.
+    plan, ds = spec.parse(
+        'name = "t"\ntask = "lora"\n[model]\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 2\n'
+        'ffn = 172\nvocab = 512\n[data]\ndataset = "x"\nseq_len = 64\n[train]\nsteps = 2\n'
+        '[resources]\ncard = "cpu"\n[output]\nreport_to = ["wandb"]\n'
+    )
+    with pytest.raises(SpecError, match="output.report_to asks for wandb"):
+        train.preflight(plan, None, ds)

@@ -20,6 +20,25 @@ def say(msg: str) -> None:
         print(f"onramp-train: {msg}", file=sys.stderr, flush=True)
 
 
+# The package each `output.report_to` tracker needs in the trainer's environment.
+TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "mlflow"}
+
+
+def missing_trackers(report_to: list[str]) -> None:
+    """Refuses, before any model or data is loaded, trackers whose package the environment lacks
+    (the Trainer would only fail once training starts, with its own traceback)."""
+    import importlib.util
+
+    missing = [t for t in report_to if importlib.util.find_spec(TRACKER_PACKAGES[t]) is None]
+    if missing:
+        names = ", ".join(f"{t} (package `{TRACKER_PACKAGES[t]}`)" for t in missing)
+        raise SpecError(
+            f"output.report_to asks for {names}, which the trainer's environment does not have: "
+            "install it into the Python environment the backend runs (ONRAMP_PYTHON), or take it "
+            "out of output.report_to"
+        )
+
+
 def preflight(plan: Plan, ds_file: dict[str, Any] | None, derived_ds: dict[str, Any]) -> bool:
     """Refusals that need no model and no data. Returns whether to run on CUDA."""
     import torch
@@ -41,6 +60,7 @@ def preflight(plan: Plan, ds_file: dict[str, Any] | None, derived_ds: dict[str, 
             f"the spec plans {plan.world_size} card(s) but {world} process(es) were launched; "
             "launch with the torchrun/deepspeed line the Plan page shows"
         )
+    missing_trackers(plan.report_to)
     if ds_file is not None and ds_file != derived_ds:
         keys = sorted(
             k for k in set(ds_file) | set(derived_ds) if ds_file.get(k) != derived_ds.get(k)
