@@ -230,20 +230,32 @@ fn is_https(s: &str) -> bool {
 /// `secret("…")`, `setting(env, "…"` and `var_i64(env, "…"` in `edge/src`.
 pub fn edge_settings(src: &Path) -> Result<BTreeSet<String>, String> {
     let mut names = BTreeSet::new();
-    let mut stack = vec![src.to_path_buf()];
-    while let Some(dir) = stack.pop() {
+    for path in files_under(src)? {
+        if path.extension().is_some_and(|e| e == "rs") {
+            names.extend(settings_in(&read(&path)?));
+        }
+    }
+    Ok(names)
+}
+
+/// Every file under `dir`, at any depth, in path order.
+fn files_under(dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
         let entries =
-            std::fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+            std::fs::read_dir(&d).map_err(|e| format!("cannot read {}: {e}", d.display()))?;
         for entry in entries.flatten() {
             let path = entry.path();
             if path.is_dir() {
                 stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                names.extend(settings_in(&read(&path)?));
+            } else {
+                files.push(path);
             }
         }
     }
-    Ok(names)
+    files.sort();
+    Ok(files)
 }
 
 fn settings_in(code: &str) -> Vec<String> {
@@ -384,33 +396,23 @@ impl std::fmt::Display for BundleReport {
 pub fn check_bundle(dir: &Path) -> Result<BundleReport, String> {
     let mut files = Vec::new();
     let mut all = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let entries =
-            std::fs::read_dir(&d).map_err(|e| format!("cannot read {}: {e}", d.display()))?;
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            let name = path
-                .strip_prefix(dir)
-                .unwrap_or(&path)
-                .display()
-                .to_string();
-            // Only modules are uploaded (not the source map or wrangler's README).
-            if ![".js", ".mjs", ".wasm"]
-                .iter()
-                .any(|ext| name.ends_with(ext))
-            {
-                continue;
-            }
-            let bytes =
-                std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            files.push((name, bytes.len() as u64));
-            all.extend_from_slice(&bytes);
+    for path in files_under(dir)? {
+        let name = path
+            .strip_prefix(dir)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        // Only modules are uploaded (not the source map or wrangler's README).
+        if ![".js", ".mjs", ".wasm"]
+            .iter()
+            .any(|ext| name.ends_with(ext))
+        {
+            continue;
         }
+        let bytes =
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        files.push((name, bytes.len() as u64));
+        all.extend_from_slice(&bytes);
     }
     files.sort();
     if !files.iter().any(|(n, _)| n.ends_with(".wasm")) {
