@@ -356,6 +356,12 @@ fn words(node: &Value) -> Option<Vec<String>> {
     Some(out)
 }
 
+/// The words a key takes (its `enum`, or a `oneOf` of constants), through its `$ref`; empty
+/// when the key is not a word.
+pub fn enum_words(schema: &Value, prop: &Value) -> Vec<String> {
+    words(target(schema, prop)).unwrap_or_default()
+}
+
 /// The type of a key in words: `integer 1–64`, one of `cosine`, `linear`, …
 fn type_words(schema: &Value, prop: &Value, lang: Lang) -> String {
     let t = target(schema, prop);

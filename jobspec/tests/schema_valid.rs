@@ -177,27 +177,6 @@ mod generated {
         }
     }
 
-    /// The enum words of a key, through its `$ref`.
-    fn words(schema: &Value, p: &Value) -> Vec<String> {
-        let t = match p["$ref"].as_str().and_then(|r| r.strip_prefix("#/$defs/")) {
-            Some(d) => &schema["$defs"][d],
-            None => p,
-        };
-        let mut out = Vec::new();
-        for v in t["oneOf"].as_array().into_iter().flatten() {
-            if let Some(c) = v["const"].as_str() {
-                out.push(c.to_string());
-            }
-            for e in v["enum"].as_array().into_iter().flatten() {
-                out.extend(e.as_str().map(String::from));
-            }
-        }
-        for v in t["enum"].as_array().into_iter().flatten() {
-            out.extend(v.as_str().map(String::from));
-        }
-        out
-    }
-
     fn is_type(p: &Value, kind: &str) -> bool {
         match &p["type"] {
             Value::String(s) => s == kind,
@@ -238,7 +217,11 @@ mod generated {
         let p = prop(schema, def, key);
         let mut options: Vec<Value> = p["examples"].as_array().cloned().unwrap_or_default();
         options.extend(p.get("default").cloned());
-        options.extend(words(schema, p).into_iter().map(Value::from));
+        options.extend(
+            jobspec::schema_doc::enum_words(schema, p)
+                .into_iter()
+                .map(Value::from),
+        );
         if let (Some(lo), Some(hi)) = (p["minimum"].as_f64(), p["maximum"].as_f64()) {
             if is_type(p, "integer") {
                 let (lo, hi) = (lo as i64, hi as i64);
@@ -295,7 +278,7 @@ mod generated {
             Break::WrongType if is_type(p, "boolean") => Some(toml::Value::String("yes".into())),
             Break::WrongType if is_type(p, "string") => Some(toml::Value::Integer(7)),
             Break::WrongType if is_type(p, "array") => Some(toml::Value::Integer(7)),
-            Break::OffEnum if !words(schema, p).is_empty() => {
+            Break::OffEnum if !jobspec::schema_doc::enum_words(schema, p).is_empty() => {
                 Some(toml::Value::String("no-such-word".into()))
             }
             Break::OffRange => {
