@@ -272,7 +272,7 @@ pub const KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     (
         "OutputSpec",
         "report_to",
-        "除 Onramp 自己的指标外，Trainer 还上报给哪些实验跟踪工具。",
+        "除 Onramp 自己的指标外，Trainer 还上报给哪些实验跟踪工具。若后端环境未另行指定：TensorBoard 事件文件和 MLflow 的 SQLite 库写在作业的 `out/` 中；W&B 有 `WANDB_API_KEY` 时在线上报，否则在那里记录离线运行。",
         r#"["tensorboard"]"#,
     ),
     (

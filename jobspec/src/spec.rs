@@ -489,7 +489,9 @@ pub struct OutputSpec {
     /// Also write the base model with the LoRA adapter folded in (`lora`, `qlora`).
     #[serde(default)]
     pub merge_adapter: bool,
-    /// Experiment trackers the Trainer reports to, besides Onramp's own metrics.
+    /// Experiment trackers the Trainer reports to, besides Onramp's own metrics. Unless the
+    /// backend's environment says otherwise: TensorBoard's event files and an MLflow SQLite
+    /// store in the job's `out/`; W&B online with `WANDB_API_KEY`, else an offline run there.
     #[serde(default)]
     pub report_to: Vec<ReportTo>,
 }

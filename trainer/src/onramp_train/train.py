@@ -39,6 +39,49 @@ def missing_trackers(report_to: list[str]) -> None:
         )
 
 
+def tracker_destinations(plan: Plan, out: Path) -> list[str]:
+    """Where each tracker of `output.report_to` writes, when the job's environment does not say
+    (a backend's `env` may set any of these variables). Without a W&B key the run is recorded
+    offline in the work directory (`wandb sync` uploads it later) instead of waiting for a login
+    nobody can type; MLflow without a tracking server writes to an SQLite store there (`mlflow ui
+    --backend-store-uri sqlite:///…/mlflow.db` shows it). Returns one
+    line per tracker for the log."""
+    lines = []
+    out = out.resolve()
+    if "tensorboard" in plan.report_to:
+        os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(out / "tensorboard"))
+        lines.append(f"tensorboard: event files in {os.environ['TENSORBOARD_LOGGING_DIR']}")
+    if "wandb" in plan.report_to:
+        os.environ.setdefault("WANDB_PROJECT", "onramp")
+        os.environ.setdefault("WANDB_DIR", str(out))
+        if not os.environ.get("WANDB_MODE") and not _wandb_key():
+            os.environ["WANDB_MODE"] = "offline"
+        where = os.environ["WANDB_DIR"]
+        mode = os.environ.get("WANDB_MODE", "online")
+        lines.append(f"wandb: project {os.environ['WANDB_PROJECT']}, {mode}, files in {where}")
+    if "mlflow" in plan.report_to:
+        os.environ.setdefault("MLFLOW_TRACKING_URI", f"sqlite:///{out / 'mlflow.db'}")
+        os.environ.setdefault("MLFLOW_EXPERIMENT_NAME", "onramp")
+        lines.append(
+            f"mlflow: experiment {os.environ['MLFLOW_EXPERIMENT_NAME']} at "
+            f"{os.environ['MLFLOW_TRACKING_URI']}"
+        )
+    return lines
+
+
+def _wandb_key() -> bool:
+    """Whether W&B has a key: WANDB_API_KEY, or a `wandb login` entry in ~/.netrc."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    import netrc
+
+    try:
+        hosts = netrc.netrc().hosts
+    except (OSError, netrc.NetrcParseError):
+        return False
+    return any("wandb" in host for host in hosts)
+
+
 def preflight(plan: Plan, ds_file: dict[str, Any] | None, derived_ds: dict[str, Any]) -> bool:
     """Refusals that need no model and no data. Returns whether to run on CUDA."""
     import torch
@@ -105,6 +148,7 @@ def training_arguments(plan: Plan, ds: dict[str, Any], out: Path, cuda: bool, ev
         save_steps=max(1, plan.save_every_steps),
         save_total_limit=plan.keep_checkpoints,
         report_to=plan.report_to or "none",
+        run_name=plan.name,
         deepspeed=ds or None,
         use_cpu=not cuda,
         ddp_backend="gloo" if not cuda and plan.world_size > 1 else None,
@@ -140,6 +184,8 @@ def run(plan: Plan, ds: dict[str, Any], out: Path) -> Path:
     if plan.lora is not None:
         model = _with_adapters(model, plan)
 
+    for line in tracker_destinations(plan, out):
+        say(line)
     args = training_arguments(plan, ds, out, cuda, evaluate=eval_set is not None)
     trainer = Trainer(
         model=model,
