@@ -18,6 +18,7 @@ fn main() {
     // --help, --version and usage errors (exit 2) are clap's.
     let cli = config::Cli::parse();
     if let Some(config::Command::TinyTrain(args)) = cli.command {
+        tiny_train::exec_tuned();
         if let Err(e) = tiny_train::run(args) {
             eprintln!("onramp-runner tiny-train: {e}");
             std::process::exit(1);

@@ -12,6 +12,51 @@ use model_tiny::{Config, Tokenizer, Weights, load_weights};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
+/// Settings that training's libraries read from the environment before this code could set
+/// them: mimalloc when the process starts, candle when its thread pool starts.
+/// - mimalloc hands freed memory back to the kernel 10 ms after it is freed; a training step
+///   frees and takes back the same tensors' megabytes every few milliseconds, so every step
+///   faulted (and zeroed) them in again: most of the run's system time. `-1`: keep it.
+/// - candle's pool workers spin 25,000 times before they sleep, waiting for the next op; between
+///   ops the matrix products run on rayon's threads, and on a machine with few cores the
+///   spinning workers took the cores those threads needed (a run on 2 busy cores took 2.5× as
+///   long). 100 spins are still enough to catch the op that follows at once.
+///
+/// A value the environment already has is kept.
+pub const TUNING: [(&str, &str); 2] = [
+    ("MIMALLOC_PURGE_DELAY", "-1"),
+    ("CANDLE_BARRIER_POOL_SPIN_LIMIT", "100"),
+];
+
+/// Starts this same command again, in this same process (its pid, its process group, its
+/// files), with [`TUNING`] in its environment, unless it is there already. Returns only when
+/// that is not needed or not possible (then training goes on untuned, and says so).
+pub fn exec_tuned() {
+    use std::os::unix::process::CommandExt;
+
+    let missing: Vec<_> = TUNING
+        .iter()
+        .filter(|(k, _)| std::env::var_os(k).is_none())
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let mut args = std::env::args_os();
+    let mut cmd = std::process::Command::new(exe);
+    if let Some(arg0) = args.next() {
+        cmd.arg0(arg0);
+    }
+    cmd.args(args);
+    for (k, v) in missing {
+        cmd.env(k, v);
+    }
+    let e = cmd.exec();
+    eprintln!("tiny-train: going on without its tuned settings (cannot start again: {e})");
+}
+
 /// Runs the subcommand; the error is printed by `main` and makes the exit code 1.
 pub fn main(args: &[String]) -> Result<(), String> {
     run(TinyArgs::parse(args)?)
