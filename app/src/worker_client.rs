@@ -2,6 +2,7 @@
 //! started before the app's wasm loaded), turns its messages into signals the Try page renders,
 //! and measures time to first token and tokens per second.
 
+pub use crate::worker_proto::Metrics;
 use crate::worker_proto::{
     GenerateRequest, MODEL_CACHE, MODEL_CACHED_KEY, ModelSource, WorkerError, WorkerInput,
     WorkerOutput,
@@ -31,32 +32,6 @@ impl Phase {
             Phase::Generating => "generating",
             Phase::Failed(_) => "error",
         }
-    }
-}
-
-/// Figures of the current or last generation.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Metrics {
-    /// `performance.now()` when Generate was sent.
-    pub started_ms: f64,
-    /// `performance.now()` when the first text arrived.
-    pub first_token_at_ms: Option<f64>,
-    pub last_token_at_ms: f64,
-    pub tokens: u32,
-    /// Set when the generation ended: `Some(true)` when stopped by the user.
-    pub stopped: Option<bool>,
-}
-
-impl Metrics {
-    pub fn ttft_ms(&self) -> Option<f64> {
-        self.first_token_at_ms.map(|t| t - self.started_ms)
-    }
-
-    /// Tokens per second since the first token (the prompt-to-first-token wait is in TTFT).
-    pub fn tokens_per_s(&self) -> Option<f64> {
-        let first = self.first_token_at_ms?;
-        let dt = (self.last_token_at_ms - first) / 1000.0;
-        (self.tokens > 1 && dt > 0.0).then(|| f64::from(self.tokens - 1) / dt)
     }
 }
 
@@ -193,19 +168,26 @@ impl ModelWorker {
                 self.loaded.set(Some((name, from_cache)));
                 self.phase.set(Phase::Ready);
             }
-            WorkerOutput::Token { text } => {
+            WorkerOutput::Token { text, tokens } => {
                 let now = now_ms();
-                self.output.update(|o| o.push_str(&text));
+                if !text.is_empty() {
+                    self.output.update(|o| o.push_str(&text));
+                }
                 self.metrics.update(|m| {
                     m.first_token_at_ms.get_or_insert(now);
                     m.last_token_at_ms = now;
-                    m.tokens += 1;
+                    m.tokens += tokens;
                 });
             }
-            WorkerOutput::Done { tokens, stopped } => {
+            WorkerOutput::Done {
+                tokens,
+                stopped,
+                generate_ms,
+            } => {
                 self.metrics.update(|m| {
                     m.tokens = tokens;
                     m.stopped = Some(stopped);
+                    m.generate_ms = Some(generate_ms);
                 });
                 self.phase.set(Phase::Ready);
             }
