@@ -14,9 +14,42 @@ use serde_json::{Map, Value, json};
 
 /// The ds_config for a valid spec.
 pub fn ds_config(v: &ValidSpec) -> Value {
-    let s = v.spec();
-    let t = &s.train;
-    let p = &s.parallel;
+    let t = &v.spec().train;
+    let mut cfg = Map::new();
+    cfg.insert("train_batch_size".into(), json!(v.global_batch()));
+    cfg.insert(
+        "train_micro_batch_size_per_gpu".into(),
+        json!(t.micro_batch),
+    );
+    cfg.insert("gradient_accumulation_steps".into(), json!(t.grad_accum));
+    cfg.insert("gradient_clipping".into(), json!(1.0));
+    match t.precision {
+        Precision::Bf16 => {
+            cfg.insert("bf16".into(), json!({ "enabled": true }));
+        }
+        Precision::Fp16 => {
+            cfg.insert(
+                "fp16".into(),
+                json!({ "enabled": true, "loss_scale": 0, "initial_scale_power": 16,
+                        "loss_scale_window": 1000, "hysteresis": 2, "min_loss_scale": 1 }),
+            );
+        }
+        Precision::Fp32 => {}
+    }
+    cfg.insert("zero_optimization".into(), zero_optimization(v));
+    cfg.insert("optimizer".into(), optimizer(v));
+    cfg.insert("scheduler".into(), scheduler(v));
+    if v.spec().parallel.sp > 1 {
+        cfg.insert("sequence_parallel_size".into(), json!(v.spec().parallel.sp));
+    }
+    cfg.insert("steps_per_print".into(), json!(10));
+    cfg.insert("wall_clock_breakdown".into(), json!(false));
+    Value::Object(cfg)
+}
+
+/// The ZeRO stage with its buckets, and where optimizer states and parameters are offloaded.
+fn zero_optimization(v: &ValidSpec) -> Value {
+    let p = &v.spec().parallel;
     let mut zero = Map::new();
     zero.insert("stage".into(), json!(p.zero_stage));
     if p.zero_stage > 0 {
@@ -48,17 +81,26 @@ pub fn ds_config(v: &ValidSpec) -> Value {
             json!(100_000u64),
         );
     }
-    let optimizer = match t.optimizer {
+    Value::Object(zero)
+}
+
+fn optimizer(v: &ValidSpec) -> Value {
+    let t = &v.spec().train;
+    match t.optimizer {
         Optimizer::Adamw => json!({
             "type": "AdamW",
             "params": { "lr": t.lr, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1 }
         }),
         Optimizer::Sgd => json!({ "type": "SGD", "params": { "lr": t.lr, "momentum": 0.9 } }),
-    };
+    }
+}
+
+fn scheduler(v: &ValidSpec) -> Value {
+    let t = &v.spec().train;
     // DeepSpeed 0.19.6 and newer reject `warmup_num_steps = 0` (older ones clamped it to 2), and
     // the Hugging Face Trainer fills in at least 1: no warm-up is one step of it.
     let warmup = t.warmup.max(1);
-    let scheduler = match t.schedule {
+    match t.schedule {
         Schedule::Cosine => json!({
             "type": "WarmupCosineLR",
             "params": { "total_num_steps": v.steps(), "warmup_num_steps": warmup }
@@ -72,37 +114,7 @@ pub fn ds_config(v: &ValidSpec) -> Value {
             "type": "WarmupLR",
             "params": { "warmup_num_steps": warmup, "warmup_max_lr": t.lr, "warmup_min_lr": 0.0 }
         }),
-    };
-    let mut cfg = Map::new();
-    cfg.insert("train_batch_size".into(), json!(v.global_batch()));
-    cfg.insert(
-        "train_micro_batch_size_per_gpu".into(),
-        json!(t.micro_batch),
-    );
-    cfg.insert("gradient_accumulation_steps".into(), json!(t.grad_accum));
-    cfg.insert("gradient_clipping".into(), json!(1.0));
-    match t.precision {
-        Precision::Bf16 => {
-            cfg.insert("bf16".into(), json!({ "enabled": true }));
-        }
-        Precision::Fp16 => {
-            cfg.insert(
-                "fp16".into(),
-                json!({ "enabled": true, "loss_scale": 0, "initial_scale_power": 16,
-                        "loss_scale_window": 1000, "hysteresis": 2, "min_loss_scale": 1 }),
-            );
-        }
-        Precision::Fp32 => {}
     }
-    cfg.insert("zero_optimization".into(), Value::Object(zero));
-    cfg.insert("optimizer".into(), optimizer);
-    cfg.insert("scheduler".into(), scheduler);
-    if p.sp > 1 {
-        cfg.insert("sequence_parallel_size".into(), json!(p.sp));
-    }
-    cfg.insert("steps_per_print".into(), json!(10));
-    cfg.insert("wall_clock_breakdown".into(), json!(false));
-    Value::Object(cfg)
 }
 
 /// What an imported ds_config says, with every value DeepSpeed would derive filled in.

@@ -72,80 +72,9 @@ impl Cursor<'_> {
         let start = self.pos;
         let val = match self.peek()? {
             b'"' => Val::Str(self.string()?.0),
-            b'{' => {
-                self.pos += 1;
-                let mut entries = Vec::new();
-                self.skip_ws();
-                if self.peek()? == b'}' {
-                    self.pos += 1;
-                } else {
-                    loop {
-                        let (name, span) = self.string()?;
-                        self.eat(b':')?;
-                        let v = self.value(depth + 1)?;
-                        entries.push((
-                            Key {
-                                name,
-                                span: Some(span),
-                            },
-                            v,
-                        ));
-                        self.skip_ws();
-                        match self.peek()? {
-                            b',' => self.pos += 1,
-                            b'}' => {
-                                self.pos += 1;
-                                break;
-                            }
-                            _ => return None,
-                        }
-                    }
-                }
-                Val::Table(entries)
-            }
-            b'[' => {
-                self.pos += 1;
-                let mut items = Vec::new();
-                self.skip_ws();
-                if self.peek()? == b']' {
-                    self.pos += 1;
-                } else {
-                    loop {
-                        items.push(self.value(depth + 1)?);
-                        self.skip_ws();
-                        match self.peek()? {
-                            b',' => self.pos += 1,
-                            b']' => {
-                                self.pos += 1;
-                                break;
-                            }
-                            _ => return None,
-                        }
-                    }
-                }
-                Val::Arr(items)
-            }
-            _ => {
-                while let Some(b) = self.peek() {
-                    if matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
-                        break;
-                    }
-                    self.pos += 1;
-                }
-                let raw = self.src.get(start..self.pos)?;
-                match raw {
-                    "true" => Val::Bool(true),
-                    "false" => Val::Bool(false),
-                    "null" => Val::Null,
-                    _ => {
-                        let n: serde_json::Number = serde_json::from_str(raw).ok()?;
-                        match n.as_i64() {
-                            Some(i) => Val::Int(i),
-                            None => Val::Float(n.as_f64().unwrap_or(f64::MAX)),
-                        }
-                    }
-                }
-            }
+            b'{' => Val::Table(self.object(depth)?),
+            b'[' => Val::Arr(self.array(depth)?),
+            _ => self.scalar(start)?,
         };
         Some(Node {
             val,
@@ -153,6 +82,88 @@ impl Cursor<'_> {
                 start,
                 end: self.pos,
             }),
+        })
+    }
+
+    /// `{ "key": value, … }`, the cursor on its `{`.
+    fn object(&mut self, depth: usize) -> Option<Vec<(Key, Node)>> {
+        self.pos += 1;
+        let mut entries = Vec::new();
+        self.skip_ws();
+        if self.peek()? == b'}' {
+            self.pos += 1;
+            return Some(entries);
+        }
+        loop {
+            let (name, span) = self.string()?;
+            self.eat(b':')?;
+            let v = self.value(depth + 1)?;
+            entries.push((
+                Key {
+                    name,
+                    span: Some(span),
+                },
+                v,
+            ));
+            if self.after_item(b'}')? {
+                return Some(entries);
+            }
+        }
+    }
+
+    /// `[ value, … ]`, the cursor on its `[`.
+    fn array(&mut self, depth: usize) -> Option<Vec<Node>> {
+        self.pos += 1;
+        let mut items = Vec::new();
+        self.skip_ws();
+        if self.peek()? == b']' {
+            self.pos += 1;
+            return Some(items);
+        }
+        loop {
+            items.push(self.value(depth + 1)?);
+            if self.after_item(b']')? {
+                return Some(items);
+            }
+        }
+    }
+
+    /// After an item of an object or array: a comma (false: more follow) or its `close` (true).
+    fn after_item(&mut self, close: u8) -> Option<bool> {
+        self.skip_ws();
+        match self.peek()? {
+            b',' => {
+                self.pos += 1;
+                Some(false)
+            }
+            b if b == close => {
+                self.pos += 1;
+                Some(true)
+            }
+            _ => None,
+        }
+    }
+
+    /// `true`, `false`, `null` or a number, starting at `start`.
+    fn scalar(&mut self, start: usize) -> Option<Val> {
+        while let Some(b) = self.peek() {
+            if matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                break;
+            }
+            self.pos += 1;
+        }
+        let raw = self.src.get(start..self.pos)?;
+        Some(match raw {
+            "true" => Val::Bool(true),
+            "false" => Val::Bool(false),
+            "null" => Val::Null,
+            _ => {
+                let n: serde_json::Number = serde_json::from_str(raw).ok()?;
+                match n.as_i64() {
+                    Some(i) => Val::Int(i),
+                    None => Val::Float(n.as_f64().unwrap_or(f64::MAX)),
+                }
+            }
         })
     }
 }

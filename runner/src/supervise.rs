@@ -4,7 +4,7 @@
 
 use crate::clock::now_rfc3339;
 use crate::jobs::Runner;
-use crate::store::LOG;
+use crate::store::{JobRecord, LOG};
 use crate::wire::JobState;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -58,9 +58,9 @@ async fn supervise(
     runner: &Arc<Runner>,
     id: &str,
     stop: &mut mpsc::UnboundedReceiver<Stop>,
-) -> (JobState, Option<i32>, Option<String>) {
+) -> Ended {
     let Some(record) = runner.record(id) else {
-        return (JobState::Failed, None, Some("job record vanished".into()));
+        return failed("job record vanished".into());
     };
     // Queued until a slot frees up; a cancel while queued ends it without running anything.
     let permit = tokio::select! {
@@ -78,59 +78,18 @@ async fn supervise(
         .open(&log_path)
     {
         Ok(f) => f,
-        Err(e) => {
-            let msg = format!("cannot open the log {}: {e}", log_path.display());
-            return (JobState::Failed, None, Some(msg));
-        }
+        Err(e) => return failed(format!("cannot open the log {}: {e}", log_path.display())),
     };
-    let mut cmd = tokio::process::Command::new(&record.argv[0]);
-    cmd.args(&record.argv[1..])
-        .current_dir(&dir)
-        // A clean environment: the runner's own (its secret above all) never reaches a job.
-        .env_clear()
-        .env(
-            "PATH",
-            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
-        )
-        .env("HOME", &dir)
-        .env("LANG", "C.UTF-8")
-        .env("ONRAMP_JOB_ID", &record.job_id)
-        .env("ONRAMP_RUNNER_JOB_ID", &record.id)
-        .envs(&record.env)
-        .stdin(Stdio::null())
-        .process_group(0)
-        .kill_on_drop(false);
-    // A command job that carries a spec runs onramp-train on it (jobspec's CPU command).
-    if record.task == crate::wire::Task::Command && !record.spec_toml.trim().is_empty() {
-        match crate::trainer::prepare(&dir, &record.spec_toml, &runner.assets) {
-            Ok(vars) => {
-                cmd.envs(vars);
-            }
-            Err(msg) => return (JobState::Failed, None, Some(msg)),
-        }
-    }
-    if let Some(t) = &record.report {
-        cmd.env("ONRAMP_REPORT_URL", &t.url)
-            .env("ONRAMP_REPORT_TOKEN", &t.token);
-    }
-    match (log.try_clone(), log.try_clone()) {
-        (Ok(out), Ok(err)) => {
-            cmd.stdout(Stdio::from(out)).stderr(Stdio::from(err));
-        }
-        (Err(e), _) | (_, Err(e)) => {
-            return (
-                JobState::Failed,
-                None,
-                Some(format!("cannot share the log: {e}")),
-            );
-        }
-    }
+    let mut cmd = match job_command(runner, &record, &dir, &log) {
+        Ok(cmd) => cmd,
+        Err(msg) => return failed(msg),
+    };
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
             let msg = format!("cannot start {:?}: {e}", record.argv[0]);
             let _ = writeln!(&log, "onramp-runner: {msg}");
-            return (JobState::Failed, None, Some(msg));
+            return failed(msg);
         }
     };
     let pgid = child.id();
@@ -145,11 +104,71 @@ async fn supervise(
     let outcome = tokio::select! {
         status = child.wait() => match status {
             Ok(s) => Outcome::Exited(s),
-            Err(e) => return (JobState::Failed, None, Some(format!("cannot wait for the job: {e}"))),
+            Err(e) => return failed(format!("cannot wait for the job: {e}")),
         },
         _ = tokio::time::sleep(limit) => Outcome::TimedOut,
         s = stop.recv() => Outcome::Stopped(s.unwrap_or(Stop::Shutdown)),
     };
+    end_group(&mut child, pgid, &outcome).await;
+    drop(permit);
+    ended_state(outcome, &record, &log, &log_path)
+}
+
+/// How a job ended: its state, exit code and the reason shown on its page.
+type Ended = (JobState, Option<i32>, Option<String>);
+
+fn failed(msg: String) -> Ended {
+    (JobState::Failed, None, Some(msg))
+}
+
+/// The job's process as the record says, in its own process group and folder, with a clean
+/// environment, its output into `log`.
+fn job_command(
+    runner: &Runner,
+    record: &JobRecord,
+    dir: &Path,
+    log: &std::fs::File,
+) -> Result<tokio::process::Command, String> {
+    let mut cmd = tokio::process::Command::new(&record.argv[0]);
+    cmd.args(&record.argv[1..])
+        .current_dir(dir)
+        // A clean environment: the runner's own (its secret above all) never reaches a job.
+        .env_clear()
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+        )
+        .env("HOME", dir)
+        .env("LANG", "C.UTF-8")
+        .env("ONRAMP_JOB_ID", &record.job_id)
+        .env("ONRAMP_RUNNER_JOB_ID", &record.id)
+        .envs(&record.env)
+        .stdin(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(false);
+    // A command job that carries a spec runs onramp-train on it (jobspec's CPU command).
+    if record.task == crate::wire::Task::Command && !record.spec_toml.trim().is_empty() {
+        cmd.envs(crate::trainer::prepare(
+            dir,
+            &record.spec_toml,
+            &runner.assets,
+        )?);
+    }
+    if let Some(t) = &record.report {
+        cmd.env("ONRAMP_REPORT_URL", &t.url)
+            .env("ONRAMP_REPORT_TOKEN", &t.token);
+    }
+    let (out, err) = log
+        .try_clone()
+        .and_then(|out| Ok((out, log.try_clone()?)))
+        .map_err(|e| format!("cannot share the log: {e}"))?;
+    cmd.stdout(Stdio::from(out)).stderr(Stdio::from(err));
+    Ok(cmd)
+}
+
+/// Ends the job's process group: a job that did not exit by itself gets SIGTERM, then SIGKILL
+/// after the grace period; whatever it left behind in its group (background children) goes too.
+async fn end_group(child: &mut tokio::process::Child, pgid: Option<u32>, outcome: &Outcome) {
     if let Some(pgid) = pgid {
         if !matches!(outcome, Outcome::Exited(_)) {
             signal_group(pgid, Signal::SIGTERM);
@@ -160,22 +179,29 @@ async fn supervise(
                 signal_group(pgid, Signal::SIGKILL);
             }
         }
-        // Whatever the job left behind in its group (background children) goes with it.
         signal_group(pgid, Signal::SIGKILL);
     }
     let _ = child.wait().await;
-    drop(permit);
+}
+
+/// The state an outcome means; the runner's own reason goes into the log too.
+fn ended_state(
+    outcome: Outcome,
+    record: &JobRecord,
+    log: &std::fs::File,
+    log_path: &Path,
+) -> Ended {
     match outcome {
-        Outcome::Exited(status) => exited_state(status, &log_path),
+        Outcome::Exited(status) => exited_state(status, log_path),
         Outcome::TimedOut => {
             let msg = format!("killed at its time limit of {} s", record.time_limit_s);
-            let _ = writeln!(&log, "onramp-runner: {msg}");
+            let _ = writeln!(&*log, "onramp-runner: {msg}");
             (JobState::TimedOut, None, Some(msg))
         }
         Outcome::Stopped(s) => {
             let (state, code, msg) = stopped_state(s, true);
             if let Some(m) = &msg {
-                let _ = writeln!(&log, "onramp-runner: {m}");
+                let _ = writeln!(&*log, "onramp-runner: {m}");
             }
             (state, code, msg)
         }

@@ -102,23 +102,7 @@ impl TinyArgs {
 
     /// The settings of a validated tiny-train spec. Errors are user errors (400), naming the key.
     pub fn from_spec(spec_toml: &str, assets: &Assets) -> Result<TinyArgs, ApiError> {
-        let plan = jobspec::plan_toml(spec_toml);
-        let Some(v) = plan.valid else {
-            let diags: Vec<_> = plan
-                .diagnostics
-                .iter()
-                .filter(|d| d.is_error())
-                .map(jobspec::DiagnosticWire::from)
-                .collect();
-            let first = diags.first().map_or_else(String::new, |d| {
-                format!(": {} (line {}, column {})", d.message, d.line, d.column)
-            });
-            return Err(ApiError::bad_request(
-                "spec_toml",
-                format!("the spec is not valid{first}"),
-            )
-            .with_details(serde_json::json!({"field": "spec_toml", "diagnostics": diags})));
-        };
+        let v = valid_spec(spec_toml)?;
         let s = v.spec();
         if s.task != Task::TinyTrain {
             return Err(ApiError::bad_request(
@@ -182,6 +166,24 @@ impl TinyArgs {
             assets: None,
         })
     }
+}
+
+/// The spec, validated; else a 400 with the first error's place and every error in details.
+fn valid_spec(spec_toml: &str) -> Result<jobspec::ValidSpec, ApiError> {
+    let plan = jobspec::plan_toml(spec_toml);
+    plan.valid.ok_or_else(|| {
+        let diags: Vec<_> = plan
+            .diagnostics
+            .iter()
+            .filter(|d| d.is_error())
+            .map(jobspec::DiagnosticWire::from)
+            .collect();
+        let first = diags.first().map_or_else(String::new, |d| {
+            format!(": {} (line {}, column {})", d.message, d.line, d.column)
+        });
+        ApiError::bad_request("spec_toml", format!("the spec is not valid{first}"))
+            .with_details(serde_json::json!({"field": "spec_toml", "diagnostics": diags}))
+    })
 }
 
 /// The child's argv for a tiny-train job: the runner itself with the spec's settings.

@@ -64,58 +64,14 @@ impl TryFrom<SubmitWire> for JobRequest {
             }
         };
         let command = w.command.unwrap_or_default();
-        match task {
-            Task::Command if command.is_empty() || command[0].is_empty() => {
-                return Err(ApiError::bad_request(
-                    "command",
-                    "a command job needs \"command\": a non-empty argv such as [\"sh\", \"-c\", \"echo hi\"]",
-                ));
-            }
-            Task::TinyTrain if !command.is_empty() => {
-                return Err(ApiError::bad_request(
-                    "command",
-                    "a tiny-train job takes no \"command\": the spec decides what runs",
-                ));
-            }
-            _ => {}
-        }
-        if let Some(bad) = command.iter().find(|a| a.contains('\0')) {
-            return Err(ApiError::bad_request(
-                "command",
-                format!("argument {bad:?} contains a NUL byte"),
-            ));
-        }
+        check_command(task, &command)?;
         if task == Task::TinyTrain && w.spec_toml.trim().is_empty() {
             return Err(ApiError::bad_request(
                 "spec_toml",
                 "a tiny-train job needs its spec in \"spec_toml\"",
             ));
         }
-        for (k, v) in &w.env {
-            let name_ok = k
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !name_ok {
-                return Err(ApiError::bad_request(
-                    "env",
-                    format!("environment name {k:?} is not a valid name ([A-Za-z_][A-Za-z0-9_]*)"),
-                ));
-            }
-            if RESERVED_ENV.contains(&k.as_str()) {
-                return Err(ApiError::bad_request(
-                    "env",
-                    format!("environment name {k:?} is set by the runner itself"),
-                ));
-            }
-            if v.contains('\0') {
-                return Err(ApiError::bad_request(
-                    "env",
-                    format!("the value of {k} contains a NUL byte"),
-                ));
-            }
-        }
+        check_env(&w.env)?;
         if w.time_limit_s == 0 || w.time_limit_s > MAX_TIME_LIMIT_S {
             return Err(ApiError::bad_request(
                 "time_limit_s",
@@ -125,24 +81,6 @@ impl TryFrom<SubmitWire> for JobRequest {
                 ),
             ));
         }
-        let report = match (w.report_url, w.report_token) {
-            (None, _) => None,
-            (Some(url), token) => {
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(ApiError::bad_request(
-                        "report_url",
-                        format!("report_url {url:?} is not an http(s) URL"),
-                    ));
-                }
-                let token = token.filter(|t| !t.is_empty()).ok_or_else(|| {
-                    ApiError::bad_request(
-                        "report_token",
-                        "report_url needs a report_token: reports are authenticated",
-                    )
-                })?;
-                Some(ReportTarget { url, token })
-            }
-        };
         Ok(JobRequest {
             job_id,
             task,
@@ -150,9 +88,88 @@ impl TryFrom<SubmitWire> for JobRequest {
             command,
             env: w.env,
             time_limit_s: w.time_limit_s,
-            report,
+            report: report_target(w.report_url, w.report_token)?,
         })
     }
+}
+
+/// A command job has a non-empty argv, a tiny-train job none; no argument holds a NUL.
+fn check_command(task: Task, command: &[String]) -> Result<(), ApiError> {
+    match task {
+        Task::Command if command.first().is_none_or(String::is_empty) => {
+            return Err(ApiError::bad_request(
+                "command",
+                "a command job needs \"command\": a non-empty argv such as [\"sh\", \"-c\", \"echo hi\"]",
+            ));
+        }
+        Task::TinyTrain if !command.is_empty() => {
+            return Err(ApiError::bad_request(
+                "command",
+                "a tiny-train job takes no \"command\": the spec decides what runs",
+            ));
+        }
+        _ => {}
+    }
+    match command.iter().find(|a| a.contains('\0')) {
+        Some(bad) => Err(ApiError::bad_request(
+            "command",
+            format!("argument {bad:?} contains a NUL byte"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Every name a shell could export and the runner does not set itself; no value holds a NUL.
+fn check_env(env: &BTreeMap<String, String>) -> Result<(), ApiError> {
+    for (k, v) in env {
+        let name_ok = k
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !name_ok {
+            return Err(ApiError::bad_request(
+                "env",
+                format!("environment name {k:?} is not a valid name ([A-Za-z_][A-Za-z0-9_]*)"),
+            ));
+        }
+        if RESERVED_ENV.contains(&k.as_str()) {
+            return Err(ApiError::bad_request(
+                "env",
+                format!("environment name {k:?} is set by the runner itself"),
+            ));
+        }
+        if v.contains('\0') {
+            return Err(ApiError::bad_request(
+                "env",
+                format!("the value of {k} contains a NUL byte"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Where the job reports: an http(s) URL, which needs its token.
+fn report_target(
+    url: Option<String>,
+    token: Option<String>,
+) -> Result<Option<ReportTarget>, ApiError> {
+    let Some(url) = url else {
+        return Ok(None);
+    };
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(ApiError::bad_request(
+            "report_url",
+            format!("report_url {url:?} is not an http(s) URL"),
+        ));
+    }
+    let token = token.filter(|t| !t.is_empty()).ok_or_else(|| {
+        ApiError::bad_request(
+            "report_token",
+            "report_url needs a report_token: reports are authenticated",
+        )
+    })?;
+    Ok(Some(ReportTarget { url, token }))
 }
 
 /// A job's state, as the API and the records on disk spell it.
