@@ -1,6 +1,6 @@
 //! Mail the edge sends (today: the email verification link) and how it leaves, as data: the
 //! sender chosen by `MAIL_SENDER`, the mail's text, and the HTTP request that hands a mail to
-//! a mail service. The worker does the I/O (`worker/mail_io.rs`); everything here is tested
+//! a mail service. The worker does the I/O (`worker/mail.rs`); everything here is tested
 //! natively.
 
 /// One mail.

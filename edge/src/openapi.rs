@@ -134,7 +134,7 @@ pub fn document() -> Value {
         "paths": paths,
         "components": {
             "securitySchemes": {
-                "session": {"type": "apiKey", "in": "cookie", "name": crate::auth::SESSION_COOKIE},
+                "session": {"type": "apiKey", "in": "cookie", "name": crate::access::SESSION_COOKIE},
                 "apiToken": {"type": "http", "scheme": "bearer"},
                 "adminToken": {"type": "http", "scheme": "bearer"},
                 "jobToken": {"type": "http", "scheme": "bearer"}

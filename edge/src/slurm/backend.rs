@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 
 /// The data parser the adapter speaks when the configuration names none: the oldest supported,
 /// served by Slurm 23.11 to 24.11. (The worker names the one slurmrestd serves; see
-/// `worker::backend_io::adapter`.)
+/// `worker::backends::adapter`.)
 pub const VERSION: ApiVersion = ApiVersion::V0040;
 
 /// Where jobs work and log when the deployment names nothing else: a folder every node has.

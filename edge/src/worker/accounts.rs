@@ -7,8 +7,11 @@
 use super::coordinator;
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
-use crate::auth;
-use crate::coordinator_wire::{Balance, Counted, Op};
+use crate::access;
+use crate::accounts::{
+    PBKDF2_ITERATIONS, SESSION_MAX_AGE_S, check_password, normalise_email, session_cookie,
+};
+use crate::coordinator::{Balance, Counted, Op};
 use crate::error::{ApiError, ErrorCode};
 use crate::wire::{self, Credentials, NewToken};
 use api::{Account, SignedOut, TokenCreated};
@@ -83,7 +86,7 @@ pub fn var_i64(env: &Env, name: &str, default: i64) -> i64 {
 /// victim into an attacker's account; refuse a foreign Origin when one is sent.
 fn check_login_origin(req: &Request) -> ApiResult<()> {
     match http::header(req, "origin") {
-        Some(o) => auth::check_origin(Some(&o), &http::own_origin(req)?.0),
+        Some(o) => access::check_origin(Some(&o), &http::own_origin(req)?.0),
         None => Ok(()),
     }
 }
@@ -95,9 +98,9 @@ async fn new_session(env: &Env, user_id: &str) -> ApiResult<String> {
         env,
         "INSERT INTO sessions (token_hash, user_id, expires_at, created_at) VALUES (?, ?, ?, ?)",
         &[
-            s(&auth::hash_token(&token)),
+            s(&access::hash_token(&token)),
             s(user_id),
-            n(now + auth::SESSION_MAX_AGE_S as i64 * 1000),
+            n(now + SESSION_MAX_AGE_S as i64 * 1000),
             n(now),
         ],
     )
@@ -121,8 +124,8 @@ pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
     check_login_origin(&req)?;
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let c: Credentials = wire::parse_json(&body)?;
-    let email = auth::normalise_email(&c.email)?;
-    auth::check_password(&c.password)?;
+    let email = normalise_email(&c.email)?;
+    check_password(&c.password)?;
     // Generous: a class behind one campus address signs up in one sitting; the trial credit,
     // which is what farming would want, waits for a verified email.
     let per_hour = var_i64(env, "SIGNUP_LIMIT_PER_HOUR", 100);
@@ -134,14 +137,14 @@ pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
     )
     .await?;
     let salt = random_hex(16)?;
-    let hash = pbkdf2(&c.password, salt.as_bytes(), auth::PBKDF2_ITERATIONS).await?;
+    let hash = pbkdf2(&c.password, salt.as_bytes(), PBKDF2_ITERATIONS).await?;
     let id = random_hex(16)?;
     let now = now_ms();
     let inserted = db::run(
         env,
         "INSERT INTO users (id, email, password_hash, salt, iterations, created_at) VALUES (?, ?, ?, ?, ?, ?) \
          ON CONFLICT(email) DO NOTHING",
-        &[s(&id), s(&email), s(&hex::encode(hash)), s(&salt), n(i64::from(auth::PBKDF2_ITERATIONS)), n(now)],
+        &[s(&id), s(&email), s(&hex::encode(hash)), s(&salt), n(i64::from(PBKDF2_ITERATIONS)), n(now)],
     )
     .await?;
     if inserted == 0 {
@@ -167,14 +170,14 @@ pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
         email_verified: false,
     };
     let resp = http::json(201, &answer)?;
-    with_cookie(resp, &auth::session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
+    with_cookie(resp, &session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
 }
 
 pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
     check_login_origin(&req)?;
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let c: Credentials = wire::parse_json(&body)?;
-    let email = auth::normalise_email(&c.email)?;
+    let email = normalise_email(&c.email)?;
     // A ceiling per email over every client, well above what one person types; the real guard
     // is the backoff of this email from this client, which failures elsewhere do not touch.
     let ceiling = var_i64(env, "LOGIN_LIMIT_PER_15_MIN", 100);
@@ -202,17 +205,16 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
     )
     .await?;
     // Hash even for an unknown email, so the answer's timing does not reveal which emails exist.
-    let (salt, iterations) = row.as_ref().map_or(
-        ("unknown-user-salt".to_string(), auth::PBKDF2_ITERATIONS),
-        |r| {
-            (
-                r.salt.clone(),
-                u32::try_from(r.iterations).unwrap_or(auth::PBKDF2_ITERATIONS),
-            )
-        },
-    );
+    let (salt, iterations) =
+        row.as_ref()
+            .map_or(("unknown-user-salt".to_string(), PBKDF2_ITERATIONS), |r| {
+                (
+                    r.salt.clone(),
+                    u32::try_from(r.iterations).unwrap_or(PBKDF2_ITERATIONS),
+                )
+            });
     let hash = hex::encode(pbkdf2(&c.password, salt.as_bytes(), iterations).await?);
-    let Some(user) = row.filter(|r| auth::same_secret(&r.password_hash, &hash)) else {
+    let Some(user) = row.filter(|r| access::same_secret(&r.password_hash, &hash)) else {
         return Err(ApiError::new(
             ErrorCode::BadCredentials,
             "wrong email or password",
@@ -229,7 +231,7 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
             email_verified: user.email_verified_at.is_some(),
         },
     )?;
-    with_cookie(resp, &auth::session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
+    with_cookie(resp, &session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
 }
 
 pub async fn logout(req: Request, env: &Env) -> ApiResult<Response> {
@@ -242,7 +244,7 @@ pub async fn logout(req: Request, env: &Env) -> ApiResult<Response> {
     }
     let host = http::own_origin(&req)?.1;
     let resp = http::json(200, &SignedOut { signed_out: true })?;
-    with_cookie(resp, &auth::session_cookie(None, &host)).map_err(http::internal("cookie"))
+    with_cookie(resp, &session_cookie(None, &host)).map_err(http::internal("cookie"))
 }
 
 pub async fn me(req: Request, env: &Env) -> ApiResult<Response> {
@@ -277,7 +279,7 @@ pub async fn create_token(mut req: Request, env: &Env) -> ApiResult<Response> {
         "INSERT INTO api_tokens (token_hash, user_id, name, created_at) SELECT ?, ?, ?, ? \
          WHERE (SELECT COUNT(*) FROM api_tokens WHERE user_id = ?) < ?",
         &[
-            s(&auth::hash_token(&token)),
+            s(&access::hash_token(&token)),
             s(&user.id),
             s(&name),
             n(now_ms()),
@@ -308,8 +310,8 @@ pub async fn authenticate(req: &Request, env: &Env, write: bool) -> ApiResult<Us
         )
     };
     let authz = http::header(req, "authorization");
-    if let Some(token) = auth::bearer(authz.as_deref()) {
-        let hash = auth::hash_token(token);
+    if let Some(token) = access::bearer(authz.as_deref()) {
+        let hash = access::hash_token(token);
         let row: Option<Row> = db::first(
             env,
             "SELECT u.id, u.email, u.email_verified_at FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?",
@@ -327,8 +329,8 @@ pub async fn authenticate(req: &Request, env: &Env, write: bool) -> ApiResult<Us
     }
     let cookies = http::header(req, "cookie");
     let token =
-        auth::cookie(cookies.as_deref(), auth::SESSION_COOKIE).ok_or_else(unauthenticated)?;
-    let hash = auth::hash_token(token);
+        access::cookie(cookies.as_deref(), access::SESSION_COOKIE).ok_or_else(unauthenticated)?;
+    let hash = access::hash_token(token);
     let row: Option<Row> = db::first(
         env,
         "SELECT u.id, u.email, u.email_verified_at FROM sessions x JOIN users u ON u.id = x.user_id WHERE x.token_hash = ? AND x.expires_at > ?",
@@ -337,7 +339,7 @@ pub async fn authenticate(req: &Request, env: &Env, write: bool) -> ApiResult<Us
     .await?;
     let row = row.ok_or_else(unauthenticated)?;
     if write {
-        auth::check_origin(
+        access::check_origin(
             http::header(req, "origin").as_deref(),
             &http::own_origin(req)?.0,
         )?;
@@ -359,8 +361,8 @@ pub fn require_admin(req: &Request, env: &Env) -> ApiResult<()> {
         .map(|v| v.to_string())
         .unwrap_or_default();
     let authz = http::header(req, "authorization");
-    match auth::bearer(authz.as_deref()) {
-        Some(t) if !configured.is_empty() && auth::same_secret(t, &configured) => Ok(()),
+    match access::bearer(authz.as_deref()) {
+        Some(t) if !configured.is_empty() && access::same_secret(t, &configured) => Ok(()),
         Some(_) => Err(ApiError::new(
             ErrorCode::Forbidden,
             "this admin token is not valid",

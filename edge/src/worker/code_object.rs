@@ -12,9 +12,9 @@
 
 use super::coordinator::{self, sql_err};
 use super::http::ApiResult;
-use crate::coordinator_wire::{Claimed, CodeCreated, Credited, Op};
+use crate::coordinator::{Claimed, CodeCreated, Credited, Op};
+use crate::credits::{self, Claim, ClaimDecision, CodeState};
 use crate::error::{ApiError, ErrorCode};
-use crate::ledger::{self, Claim, ClaimDecision, CodeState};
 use serde::Deserialize;
 use worker::{Env, SqlStorage, SqlStorageValue, State};
 
@@ -100,7 +100,7 @@ pub(super) async fn sweep(state: &State, env: &Env, sql: &SqlStorage) -> ApiResu
         .map_err(sql_err)?;
     let mut left = open.len() == SWEEP_BATCH;
     for claim in open {
-        if !ledger::claim_due(claim.created_at, now, after_ms) {
+        if !credits::claim_due(claim.created_at, now, after_ms) {
             left = true;
             continue;
         }
@@ -180,7 +180,7 @@ pub(super) fn create(
     })
 }
 
-/// A redemption's first half ([`ledger::claim_code`]): a new claim counts the code, an earlier
+/// A redemption's first half ([`credits::claim_code`]): a new claim counts the code, an earlier
 /// one is answered unchanged.
 pub(super) fn claim(
     sql: &SqlStorage,
@@ -215,7 +215,7 @@ pub(super) fn claim(
         )
         .and_then(|c| c.to_array())
         .map_err(sql_err)?;
-    let decision = ledger::claim_code(
+    let decision = credits::claim_code(
         found.into_iter().next().map(|c| CodeState {
             amount_fen: c.amount_fen,
             max_redemptions: c.max_redemptions,

@@ -1,5 +1,5 @@
 //! `Coordinator`, the SQLite-backed Durable Object class that serialises money and limits. There
-//! are many objects of it, one per thing that needs serialising ([`crate::coordinator_wire::Object`]):
+//! are many objects of it, one per thing that needs serialising ([`crate::coordinator::Object`]):
 //! each account's balance, ledger, holds and refunds (`account_object.rs`), each promotion code's
 //! counter and claims (`code_object.rs`), each rate-limit or login key (`limit_object.rs`), the
 //! trial grant's mailboxes and hourly cap (`verify.rs`), and the health probe. No object is shared
@@ -18,7 +18,7 @@
 //! and others there stop both kinds of crossing half-way.
 
 use super::http::ApiResult;
-use crate::coordinator_wire::{Counted, ObjectKind, Op, Outcome, Probed};
+use crate::coordinator::{Counted, ObjectKind, Op, Outcome, Probed};
 use crate::error::ApiError;
 use serde::Deserialize;
 use serde_json::Value;
@@ -230,7 +230,7 @@ fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
             window_s,
             now_ms,
         } => answer(limit::rate(sql, &key, limit, window_s, now_ms)?),
-        Op::Balance { user_id } => answer(crate::coordinator_wire::Balance {
+        Op::Balance { user_id } => answer(crate::coordinator::Balance {
             balance_fen: account::balance(sql, &user_id)?,
         }),
         Op::Ledger { user_id } => answer(account::ledger(sql, &user_id)?),
@@ -316,7 +316,7 @@ pub async fn call<T: serde::de::DeserializeOwned>(env: &Env, op: &Op) -> ApiResu
         .id_from_name(&op.object().name())
         .and_then(|id| id.get_stub())
         .map_err(|e| ApiError::internal(format!("Durable Object stub: {e}")))?;
-    let body = serde_json::to_string(op).map_err(crate::coordinator_wire::unreadable)?;
+    let body = serde_json::to_string(op).map_err(crate::coordinator::unreadable)?;
     let mut init = worker::RequestInit::new();
     init.with_method(worker::Method::Post)
         .with_body(Some(body.into()));
@@ -326,10 +326,7 @@ pub async fn call<T: serde::de::DeserializeOwned>(env: &Env, op: &Op) -> ApiResu
         .fetch_with_request(req)
         .await
         .map_err(|e| ApiError::internal(format!("coordinator: {e}")))?;
-    let outcome: Outcome = resp
-        .json()
-        .await
-        .map_err(crate::coordinator_wire::unreadable)?;
+    let outcome: Outcome = resp.json().await.map_err(crate::coordinator::unreadable)?;
     outcome.into_result()
 }
 

@@ -14,7 +14,7 @@ use super::accounts::{authenticate, require_admin};
 use super::coordinator;
 use super::db::{now_ms, random_hex};
 use super::http::{self, ApiResult};
-use crate::coordinator_wire::{Claimed, CodeCreated, Credited, Op};
+use crate::coordinator::{Claimed, CodeCreated, Credited, Op};
 use crate::wire::Check;
 use crate::wire::{self, NewPromoCode, RedeemRequest};
 use api::{Ledger, PromoCodeCreated, Redeemed};
@@ -52,8 +52,8 @@ pub async fn redeem(mut req: Request, env: &Env) -> ApiResult<Redeemed> {
         now_ms: now,
     };
     let credited: Credited = coordinator::call(env, &credit).await?;
-    crate::ledger::redeem_answer(
-        &crate::ledger::Claim {
+    crate::credits::redeem_answer(
+        &crate::credits::Claim {
             redemption_id: claimed.redemption_id,
             amount_fen: claimed.amount_fen,
         },

@@ -87,8 +87,8 @@ async fn check_kv(env: &Env) -> Result<String, String> {
 }
 
 async fn check_durable_object(env: &Env) -> Result<String, String> {
-    let probed: crate::coordinator_wire::Probed =
-        super::coordinator::call(env, &crate::coordinator_wire::Op::Probe)
+    let probed: crate::coordinator::Probed =
+        super::coordinator::call(env, &crate::coordinator::Op::Probe)
             .await
             .map_err(|e| format!("Durable Object: {}", e.message))?;
     Ok(format!(
@@ -108,10 +108,10 @@ async fn check_backend(env: &Env, backend: &BackendConfig) -> BackendHealth {
 }
 
 async fn probe_backend(env: &Env, backend: &BackendConfig) -> Result<String, String> {
-    let adapter = super::backend_io::adapter(env, backend)
+    let adapter = super::backends::adapter(env, backend)
         .await
         .map_err(|e| e.message)?;
-    match super::backend_io::send(&adapter.health(), Duration::from_secs(3)).await {
+    match super::backends::send(&adapter.health(), Duration::from_secs(3)).await {
         Ok((200, body)) => Ok(summarise(&String::from_utf8_lossy(&body))),
         Ok((status, _)) => Err(format!("answered HTTP {status}")),
         Err(crate::adapter::BackendError::Unavailable(why)) => Err(why),

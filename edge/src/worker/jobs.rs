@@ -3,14 +3,14 @@
 //! scoped by the caller's id, and another user's job is "not found".
 
 use super::accounts::{User, authenticate, require_admin};
-use super::backend_io;
+use super::backends;
 use super::coordinator;
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
 use super::job_logs;
 use super::report;
 use crate::adapter::{self, Dispatch};
-use crate::coordinator_wire::{Balance, Op, Settled};
+use crate::coordinator::{Balance, Op, Settled};
 use crate::error::{ApiError, ErrorCode};
 use crate::jobs::{JobState, JobWire, pick_backend, reason_messages};
 use crate::time::format_rfc3339_ms;
@@ -146,7 +146,7 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
         SpecText::Toml(t) => t,
         SpecText::Json(_) => valid.spec().to_toml(),
     };
-    let backends = backend_io::configured(env)?;
+    let backends = backends::configured(env)?;
     // Where the job reports: read before anything is held, so a misconfigured edge moves no money.
     let origin = http::public_url(env)?;
     let backend = pick_backend(
@@ -183,7 +183,7 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
             n(i64::try_from(valid.price_fen_per_hour()).unwrap_or(i64::MAX)),
             n(hold),
             n(now),
-            s(&crate::auth::hash_token(&token)),
+            s(&crate::access::hash_token(&token)),
         ],
     )
     .await?;
@@ -212,9 +212,9 @@ pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
         log_url: format!("{origin}/api/jobs/{id}/log"),
         report_token: token,
     };
-    let submitted = match backend_io::adapter(env, &backend).await {
+    let submitted = match backends::adapter(env, &backend).await {
         Ok(a) => match a.submit(&dispatch) {
-            Ok(call) => backend_io::send(&call, backend_io::timeout(env))
+            Ok(call) => backends::send(&call, backends::timeout(env))
                 .await
                 .and_then(|(status, body)| a.parse_submit(status, &body)),
             Err(e) => Err(e),
@@ -316,14 +316,14 @@ async fn refresh(env: &Env, job: &JobRow) -> bool {
 }
 
 async fn backend_of(env: &Env, job: &JobRow) -> ApiResult<(Box<dyn adapter::Backend>, String)> {
-    let config = backend_io::named(env, &job.backend)?;
+    let config = backends::named(env, &job.backend)?;
     let remote = job.remote_id.clone().ok_or_else(|| {
         ApiError::new(
             ErrorCode::NotDispatched,
             "the job has not reached its backend yet",
         )
     })?;
-    Ok((backend_io::adapter(env, &config).await?, remote))
+    Ok((backends::adapter(env, &config).await?, remote))
 }
 
 pub async fn logs(req: Request, env: &Env, id: &str) -> ApiResult<LogChunk> {
@@ -335,7 +335,7 @@ pub async fn logs(req: Request, env: &Env, id: &str) -> ApiResult<LogChunk> {
         // This backend's jobs push their log to the edge.
         return job_logs::read(env, &job.id, offset, job.state().is_terminal()).await;
     };
-    let (status, body) = backend_io::send(&call, backend_io::timeout(env))
+    let (status, body) = backends::send(&call, backends::timeout(env))
         .await
         .map_err(|e| e.into_api(&job.backend))?;
     a.parse_logs(status, &body)
@@ -367,7 +367,7 @@ pub async fn cancel(req: Request, env: &Env, id: &str) -> ApiResult<JobWire> {
         ));
     }
     let (a, remote) = backend_of(env, &job).await?;
-    let (status, body) = backend_io::send(&a.cancel(&remote), backend_io::timeout(env))
+    let (status, body) = backends::send(&a.cancel(&remote), backends::timeout(env))
         .await
         .map_err(|e| e.into_api(&job.backend))?;
     a.parse_cancel(status, &body)
@@ -437,7 +437,7 @@ pub async fn checkpoint(req: Request, env: &Env, id: &str) -> ApiResult<Response
     let call = a
         .checkpoint(&remote)
         .ok_or_else(|| ApiError::not_found("this backend serves no checkpoints"))?;
-    let (status, body) = backend_io::send(&call, backend_io::timeout(env))
+    let (status, body) = backends::send(&call, backends::timeout(env))
         .await
         .map_err(|e| e.into_api(&job.backend))?;
     crate::adapter::common_status(status, &body)
@@ -492,7 +492,7 @@ pub async fn checkpoints(req: Request, env: &Env) -> ApiResult<CheckpointList> {
 /// The configured backends without their secrets.
 pub fn admin_backends(req: Request, env: &Env) -> ApiResult<AdminBackendList> {
     require_admin(&req, env)?;
-    let backends = backend_io::configured(env)?
+    let backends = backends::configured(env)?
         .into_iter()
         .map(|b| AdminBackend {
             name: b.name,

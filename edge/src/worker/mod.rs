@@ -3,7 +3,7 @@
 
 mod account_object;
 mod accounts;
-mod backend_io;
+mod backends;
 mod code_object;
 mod coordinator;
 mod credits;
@@ -14,7 +14,7 @@ mod http;
 mod job_logs;
 mod jobs;
 mod limit_object;
-mod mail_io;
+mod mail;
 mod refunds;
 mod report;
 mod verify;
@@ -88,7 +88,7 @@ async fn handle(
         RouteId::Login => accounts::login(req, env).await,
         RouteId::VerifyEmail => ok(status, verify::verify(req, env).await),
         RouteId::ResendVerification => ok(status, verify::resend(req, env).await),
-        RouteId::AdminOutbox => ok(status, mail_io::admin_outbox(req, env).await),
+        RouteId::AdminOutbox => ok(status, mail::admin_outbox(req, env).await),
         RouteId::Logout => accounts::logout(req, env).await,
         RouteId::Me => accounts::me(req, env).await,
         RouteId::CreateToken => accounts::create_token(req, env).await,
@@ -100,7 +100,7 @@ async fn handle(
         RouteId::AdminRefund => refunds::create(req, env).await,
         RouteId::Backends => ok(
             status,
-            backend_io::configured(env).map(|l| crate::backends_public::list(&l)),
+            backends::configured(env).map(|l| crate::backends_public::list(&l)),
         ),
         RouteId::SubmitJob => jobs::submit(req, env).await,
         RouteId::ListJobs => ok(status, jobs::list(req, env).await),

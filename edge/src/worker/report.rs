@@ -3,17 +3,17 @@
 //! about jobs that went silent.
 
 use super::accounts::require_admin;
-use super::backend_io;
+use super::backends;
 use super::coordinator;
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
 use super::jobs::{self, JobRow};
+use crate::access;
 use crate::adapter::{self, BackendError, Submitted};
-use crate::auth;
-use crate::coordinator_wire::{Op, Settled};
+use crate::coordinator::{Op, Settled};
+use crate::credits::settle_fen;
 use crate::error::{ApiError, ErrorCode};
 use crate::jobs::JobState;
-use crate::ledger::settle_fen;
 use crate::wire::Check;
 use crate::wire::{self, MetricPoint, Report};
 use api::{Reconciled, ReportAccepted};
@@ -23,7 +23,7 @@ use worker::{Env, Request};
 pub async fn job_with_token(req: &Request, env: &Env, id: &str) -> ApiResult<JobRow> {
     wire::check_id(id)?;
     let authz = http::header(req, "authorization");
-    let token = auth::bearer(authz.as_deref()).ok_or_else(|| {
+    let token = access::bearer(authz.as_deref()).ok_or_else(|| {
         ApiError::new(
             ErrorCode::Unauthenticated,
             "reports need Authorization: Bearer <job token>",
@@ -32,7 +32,7 @@ pub async fn job_with_token(req: &Request, env: &Env, id: &str) -> ApiResult<Job
     let job = jobs::by_id(env, id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
-    if !auth::same_secret(&auth::hash_token(token), &job.token_hash) {
+    if !access::same_secret(&access::hash_token(token), &job.token_hash) {
         return Err(ApiError::new(
             ErrorCode::Forbidden,
             "this token does not belong to this job",
@@ -219,7 +219,7 @@ pub async fn metrics_after(env: &Env, job_id: &str, since: u64) -> ApiResult<Vec
 }
 
 async fn remote_status(env: &Env, job: &JobRow) -> Result<adapter::RemoteStatus, BackendError> {
-    remote_status_within(env, job, backend_io::timeout(env)).await
+    remote_status_within(env, job, backends::timeout(env)).await
 }
 
 /// The job as its backend knows it under the edge's job id, for a job whose submission was
@@ -230,11 +230,11 @@ async fn find(
     timeout: std::time::Duration,
 ) -> Result<Option<Submitted>, BackendError> {
     let config =
-        backend_io::named(env, &job.backend).map_err(|e| BackendError::Unavailable(e.message))?;
-    let a = backend_io::adapter(env, &config)
+        backends::named(env, &job.backend).map_err(|e| BackendError::Unavailable(e.message))?;
+    let a = backends::adapter(env, &config)
         .await
         .map_err(|e| BackendError::Unavailable(e.message))?;
-    let (status, body) = backend_io::send(&a.find(&job.id), timeout).await?;
+    let (status, body) = backends::send(&a.find(&job.id), timeout).await?;
     a.parse_find(&job.id, status, &body)
 }
 
@@ -354,12 +354,12 @@ pub async fn remote_status_within(
     timeout: std::time::Duration,
 ) -> Result<adapter::RemoteStatus, BackendError> {
     let config =
-        backend_io::named(env, &job.backend).map_err(|e| BackendError::Unavailable(e.message))?;
-    let a = backend_io::adapter(env, &config)
+        backends::named(env, &job.backend).map_err(|e| BackendError::Unavailable(e.message))?;
+    let a = backends::adapter(env, &config)
         .await
         .map_err(|e| BackendError::Unavailable(e.message))?;
     let remote = job.remote_id.as_deref().ok_or(BackendError::NotFound)?;
-    let (status, body) = backend_io::send(&a.status(remote), timeout).await?;
+    let (status, body) = backends::send(&a.status(remote), timeout).await?;
     a.parse_status(status, &body)
 }
 
@@ -512,7 +512,7 @@ pub async fn reconcile(env: &Env, silent_after_s: Option<i64>) -> ApiResult<Reco
     )
     .await?;
     let (mut checked, mut finished, mut unreachable) = (0, 0, 0);
-    let timeout = backend_io::timeout(env);
+    let timeout = backends::timeout(env);
     for job in &live {
         checked += 1;
         match check(env, job, timeout).await? {

@@ -9,8 +9,8 @@ use super::accounts::{self, var_i64};
 use super::coordinator::{self, sql_err};
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
-use super::mail_io;
-use crate::coordinator_wire::{Balance, Counted, Granted, Op};
+use super::mail;
+use crate::coordinator::{Balance, Counted, Granted, Op};
 use crate::email_link;
 use crate::error::{ApiError, ErrorCode};
 use crate::limits::{self, TRIAL_WINDOW_MS, TrialDecision, TrialState};
@@ -20,7 +20,7 @@ use serde::Deserialize;
 use worker::{Env, Request, SqlStorage};
 
 fn link_key(env: &Env) -> ApiResult<String> {
-    let key = mail_io::setting(env, "EMAIL_LINK_KEY");
+    let key = mail::setting(env, "EMAIL_LINK_KEY");
     email_link::check_key(key.as_deref())
         .map(str::to_string)
         .map_err(ApiError::internal)
@@ -33,7 +33,7 @@ pub async fn send_link(env: &Env, user_id: &str, email: &str) -> ApiResult<Verif
     let token = email_link::sign(&key, user_id, email, expires_at_s);
     let link = crate::mail::verify_link(&http::public_url(env)?, &token);
     let expires_at = crate::time::format_rfc3339_ms(expires_at_s * 1000);
-    mail_io::send(env, &crate::mail::verification(email, &link, &expires_at)).await?;
+    mail::send(env, &crate::mail::verification(email, &link, &expires_at)).await?;
     Ok(VerificationSent {
         to: email.to_string(),
         expires_at,
