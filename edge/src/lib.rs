@@ -8,9 +8,7 @@
 
 pub mod access;
 pub mod accounts;
-pub mod adapter;
 pub mod backends;
-pub mod backends_public;
 pub mod coordinator;
 pub mod credits;
 pub mod email_link;
@@ -24,8 +22,6 @@ pub mod openapi;
 pub mod public_url;
 pub mod refunds;
 pub mod routes;
-pub mod runner_adapter;
-pub mod slurm;
 /// Time on the wire and in storage: the contract's one time module.
 pub use api::time;
 pub mod wire;

@@ -11,7 +11,7 @@ pub struct Mail {
     pub text: String,
 }
 
-use crate::adapter::HttpCall;
+use crate::backends::adapter::HttpCall;
 
 /// Where mail goes (`MAIL_SENDER`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -118,7 +118,7 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("edge/src/worker/experiments.rs", "create", 101),
     ("model-tiny/examples/candle_train_reference.rs", "loss", 99),
     (
-        "edge/src/slurm/script.rs",
+        "edge/src/backends/slurm/script.rs",
         "wraps_the_tiny_train_command",
         97,
     ),

@@ -5,7 +5,7 @@
 
 use super::accounts::require_admin;
 use super::http::{self, ApiResult, respond};
-use crate::backends::{self, BackendConfig};
+use crate::backends::config::{self, BackendConfig, BackendKind};
 use crate::health::{BackendHealth, Bindings, Check, HealthReport};
 use futures_util::future::join_all;
 use std::time::Duration;
@@ -28,12 +28,12 @@ pub async fn deep(req: Request, env: &Env) -> ApiResult<Response> {
         kv: Check::from_result(check_kv(env).await),
         durable_object: Check::from_result(check_durable_object(env).await),
     };
-    let configured = backends::parse(env.var("BACKENDS").ok().map(|v| v.to_string()).as_deref());
+    let configured = config::parse(env.var("BACKENDS").ok().map(|v| v.to_string()).as_deref());
     let backends = match configured {
         Ok(list) => join_all(list.iter().map(|b| check_backend(env, b))).await,
         Err(e) => vec![BackendHealth {
             name: "BACKENDS".into(),
-            kind: backends::BackendKind::Runner,
+            kind: BackendKind::Runner,
             reachable: false,
             detail: e,
         }],
@@ -114,7 +114,7 @@ async fn probe_backend(env: &Env, backend: &BackendConfig) -> Result<String, Str
     match super::backends::send(&adapter.health(), Duration::from_secs(3)).await {
         Ok((200, body)) => Ok(summarise(&String::from_utf8_lossy(&body))),
         Ok((status, _)) => Err(format!("answered HTTP {status}")),
-        Err(crate::adapter::BackendError::Unavailable(why)) => Err(why),
+        Err(crate::backends::adapter::BackendError::Unavailable(why)) => Err(why),
         Err(other) => Err(format!("{other:?}")),
     }
 }

@@ -5,7 +5,7 @@
 use super::db::{self, n, s};
 use super::http::{self, ApiResult};
 use super::report;
-use crate::adapter::LogChunk;
+use crate::backends::adapter::LogChunk;
 use crate::job_logs::{self, MAX_CHUNK_BYTES, MAX_LOG_BYTES, MAX_READ_BYTES};
 use crate::wire;
 use api::LogAccepted;

@@ -9,7 +9,7 @@ use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
 use super::job_logs;
 use super::report;
-use crate::adapter::{self, Dispatch};
+use crate::backends::adapter::{self, Dispatch};
 use crate::coordinator::{Balance, Op, Settled};
 use crate::error::{ApiError, ErrorCode};
 use crate::jobs::{JobState, JobWire, pick_backend, reason_messages};
@@ -440,7 +440,7 @@ pub async fn checkpoint(req: Request, env: &Env, id: &str) -> ApiResult<Response
     let (status, body) = backends::send(&call, backends::timeout(env))
         .await
         .map_err(|e| e.into_api(&job.backend))?;
-    crate::adapter::common_status(status, &body)
+    adapter::common_status(status, &body)
         .map_err(|e| e.into_api(&job.backend))
         .map_err(|e| {
             if e.status == 404 {

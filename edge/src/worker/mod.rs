@@ -100,7 +100,7 @@ async fn handle(
         RouteId::AdminRefund => refunds::create(req, env).await,
         RouteId::Backends => ok(
             status,
-            backends::configured(env).map(|l| crate::backends_public::list(&l)),
+            backends::configured(env).map(|l| crate::backends::public::list(&l)),
         ),
         RouteId::SubmitJob => jobs::submit(req, env).await,
         RouteId::ListJobs => ok(status, jobs::list(req, env).await),

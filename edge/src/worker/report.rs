@@ -9,7 +9,7 @@ use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
 use super::jobs::{self, JobRow};
 use crate::access;
-use crate::adapter::{self, BackendError, Submitted};
+use crate::backends::adapter::{self, BackendError, Submitted};
 use crate::coordinator::{Op, Settled};
 use crate::credits::settle_fen;
 use crate::error::{ApiError, ErrorCode};

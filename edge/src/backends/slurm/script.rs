@@ -147,8 +147,8 @@ pub(crate) mod tests {
     }
 
     pub(crate) const TINY: &str =
-        include_str!("../../../jobspec/specs/tiny-train-stories260k.toml");
-    pub(crate) const GPU: &str = include_str!("../../../jobspec/specs/7b-lora-4090.toml");
+        include_str!("../../../../jobspec/specs/tiny-train-stories260k.toml");
+    pub(crate) const GPU: &str = include_str!("../../../../jobspec/specs/7b-lora-4090.toml");
 
     #[test]
     fn wraps_the_tiny_train_command() {
