@@ -75,13 +75,6 @@ fn client_ip(req: &Request) -> String {
     http::header(req, "cf-connecting-ip").unwrap_or_else(|| "local".into())
 }
 
-pub fn var_i64(env: &Env, name: &str, default: i64) -> i64 {
-    env.var(name)
-        .ok()
-        .and_then(|v| v.to_string().trim().parse().ok())
-        .unwrap_or(default)
-}
-
 /// Sign-up and login are not cookie-authenticated, but a cross-site form could still sign a
 /// victim into an attacker's account; refuse a foreign Origin when one is sent.
 fn check_login_origin(req: &Request) -> ApiResult<()> {
@@ -128,7 +121,7 @@ pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
     check_password(&c.password)?;
     // Generous: a class behind one campus address signs up in one sitting; the trial credit,
     // which is what farming would want, waits for a verified email.
-    let per_hour = var_i64(env, "SIGNUP_LIMIT_PER_HOUR", 100);
+    let per_hour = db::setting(env, "SIGNUP_LIMIT_PER_HOUR", 100);
     coordinator::rate_limit(
         env,
         &format!("signup:ip:{}", client_ip(&req)),
@@ -180,7 +173,7 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
     let email = normalise_email(&c.email)?;
     // A ceiling per email over every client, well above what one person types; the real guard
     // is the backoff of this email from this client, which failures elsewhere do not touch.
-    let ceiling = var_i64(env, "LOGIN_LIMIT_PER_15_MIN", 100);
+    let ceiling = db::setting(env, "LOGIN_LIMIT_PER_15_MIN", 100);
     let client = client_ip(&req);
     coordinator::rate_limit(env, &format!("login:email:{email}"), ceiling, 900).await?;
     coordinator::rate_limit(env, &format!("login:ip:{client}"), ceiling * 10, 900).await?;

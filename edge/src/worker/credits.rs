@@ -7,7 +7,7 @@
 //! code is counted and the credit missing; a retry of the redemption finds the account's earlier
 //! claim with its first id, and the account's object credits that id once however often it is
 //! asked, so the credit is neither lost nor doubled. Without a retry, the code's object's own
-//! sweep credits the claim later (`code_object.rs`). tests/tests/edge_credits.rs kills
+//! sweep credits the claim later (`coordinator/code.rs`). tests/tests/edge_credits.rs kills
 //! redemptions in between to show both.
 
 use super::accounts::{authenticate, require_admin};

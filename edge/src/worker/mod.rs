@@ -1,10 +1,8 @@
 //! Everything that runs only inside the Workers runtime: the fetch and scheduled entry points,
 //! the dispatcher over the route table, the handlers and the Durable Object class.
 
-mod account_object;
 mod accounts;
 mod backends;
-mod code_object;
 mod coordinator;
 mod credits;
 mod db;
@@ -13,7 +11,6 @@ mod health;
 mod http;
 mod job_logs;
 mod jobs;
-mod limit_object;
 mod mail;
 mod refunds;
 mod report;

@@ -7,7 +7,7 @@ use super::backends;
 use super::coordinator;
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
-use super::jobs::{self, JobRow};
+use super::jobs::row::{self, JobRow};
 use crate::access;
 use crate::backends::adapter::{self, BackendError, Submitted};
 use crate::coordinator::{Op, Settled};
@@ -29,7 +29,7 @@ pub async fn job_with_token(req: &Request, env: &Env, id: &str) -> ApiResult<Job
             "reports need Authorization: Bearer <job token>",
         )
     })?;
-    let job = jobs::by_id(env, id)
+    let job = row::by_id(env, id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
     if !access::same_secret(&access::hash_token(token), &job.token_hash) {
@@ -87,7 +87,7 @@ pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<ReportAc
         }
         _ => {}
     }
-    let after = jobs::by_id(env, id).await?.map_or(current, |j| j.state());
+    let after = row::by_id(env, id).await?.map_or(current, |j| j.state());
     Ok(ReportAccepted {
         state: after,
         metrics_stored: r.metrics.len(),
@@ -506,7 +506,7 @@ pub async fn reconcile(env: &Env, silent_after_s: Option<i64>) -> ApiResult<Reco
         &format!(
             "SELECT {} FROM jobs WHERE state IN ('dispatching', 'queued', 'running') \
              AND (COALESCE(last_report_at, created_at) <= ? OR remote_id IS NULL OR ending IS NOT NULL) LIMIT 100",
-            jobs::COLUMNS
+            row::COLUMNS
         ),
         &[n(cutoff)],
     )

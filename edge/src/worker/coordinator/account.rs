@@ -1,14 +1,14 @@
 //! One account's `Coordinator` object: its ledger (the balance is its sum), its jobs' holds, the
 //! refunds of those jobs (`refunds.rs`) and the redemptions credited to it. Everything that moves
 //! this account's money is serialised here and nowhere else, so two accounts never wait on each
-//! other. Each function is one operation's synchronous body (see `coordinator.rs`); the rules
+//! other. Each function is one operation's synchronous body (see `object.rs`); the rules
 //! are the pure ones of `crate::credits` and `crate::limits`.
 
-use super::coordinator::sql_err;
-use super::http::ApiResult;
+use super::storage::sql_err;
 use crate::coordinator::{Balance, Credited, Granted, Settled};
 use crate::credits::{self, LedgerKind};
 use crate::error::ApiError;
+use crate::worker::http::ApiResult;
 use serde::Deserialize;
 use worker::SqlStorage;
 

@@ -2,7 +2,7 @@
 //! claim with its redemption id. This object is the source of truth for "this account redeemed
 //! this code": a claim row per account, written in the same step as the counter, so a race of
 //! redemptions of one code, by many accounts or by one, is serialised here and yields exactly the
-//! allowed number of claims. The credit itself is the account object's (`account_object.rs`).
+//! allowed number of claims. The credit itself is the account object's (`account.rs`).
 //!
 //! A claim whose credit never arrived (the request died between the two objects and the user
 //! never retried) is completed by this object's own sweep: an alarm, armed after every claim
@@ -10,11 +10,12 @@
 //! older than `CLAIM_SWEEP_S` (idempotent by redemption id, so a claim the request credited
 //! already changes nothing) and then marks it credited.
 
-use super::coordinator::{self, sql_err};
-use super::http::ApiResult;
+use super::storage::sql_err;
 use crate::coordinator::{Claimed, CodeCreated, Credited, Op};
 use crate::credits::{self, Claim, ClaimDecision, CodeState};
 use crate::error::{ApiError, ErrorCode};
+use crate::worker::db::now_ms;
+use crate::worker::http::ApiResult;
 use serde::Deserialize;
 use worker::{Env, SqlStorage, SqlStorageValue, State};
 
@@ -80,7 +81,7 @@ pub(super) async fn sweep(state: &State, env: &Env, sql: &SqlStorage) -> ApiResu
         code: String,
     }
     let after_ms = sweep_after_ms(env);
-    let now = super::db::now_ms();
+    let now = now_ms();
     let code: Option<Name> = sql
         .exec("SELECT code FROM promo_codes LIMIT 1", None)
         .and_then(|c| c.to_array())
@@ -112,7 +113,7 @@ pub(super) async fn sweep(state: &State, env: &Env, sql: &SqlStorage) -> ApiResu
             // The ledger row carries the time of the redemption, not of the sweep.
             now_ms: claim.created_at,
         };
-        match coordinator::call::<Credited>(env, &credit).await {
+        match super::call::<Credited>(env, &credit).await {
             Ok(_) => {
                 sql.exec(
                     "UPDATE claims SET credited = 1 WHERE user_id = ? AND redemption_id = ?",

@@ -1,8 +1,8 @@
 //! `Coordinator`, the SQLite-backed Durable Object class that serialises money and limits. There
 //! are many objects of it, one per thing that needs serialising ([`crate::coordinator::Object`]):
-//! each account's balance, ledger, holds and refunds (`account_object.rs`), each promotion code's
-//! counter and claims (`code_object.rs`), each rate-limit or login key (`limit_object.rs`), the
-//! trial grant's mailboxes and hourly cap (`verify.rs`), and the health probe. No object is shared
+//! each account's balance, ledger, holds and refunds (`account.rs`, `refunds.rs`), each promotion
+//! code's counter and claims (`code.rs`), each rate-limit or login key (`limit.rs`), the trial
+//! grant's mailboxes and hourly cap (`trials.rs`), and the health probe. No object is shared
 //! by every request, so the whole scales with accounts and codes, not with one object's limit.
 //!
 //! The guarantee relied on: a Durable Object runs one event at a time on one thread, and its
@@ -13,13 +13,15 @@
 //! operation (tests/tests/edge_credits.rs makes one fail on purpose). An operation that crosses
 //! two objects — a redemption (code, then account) and the trial (trials, then account) — is
 //! two such steps whose second is idempotent, so a failure between them is completed by a retry
-//! (see `credits.rs`), and a redemption also by its code's own sweep (an alarm, the one `alarm`
+//! (see `worker/credits.rs`), and a redemption also by its code's own sweep (an alarm, the one `alarm`
 //! of this class). The race tests in tests/tests/edge_credits.rs fire 200 parallel redemptions,
 //! and others there stop both kinds of crossing half-way.
 
-use super::http::ApiResult;
-use crate::coordinator::{Counted, ObjectKind, Op, Outcome, Probed};
+use super::storage::{answer, sql_err};
+use super::{account, code, limit, refunds, trials};
+use crate::coordinator::{ObjectKind, Op, Outcome, Probed};
 use crate::error::ApiError;
+use crate::worker::http::ApiResult;
 use serde::Deserialize;
 use serde_json::Value;
 use std::cell::Cell;
@@ -32,7 +34,7 @@ pub struct Coordinator {
     /// A test's failpoint (`FAULT_INJECT_OP`, never set in a deployment): the named operation
     /// ends with a failing statement after all of its writes, to show that none of them remain.
     fault_op: Option<String>,
-    /// For a code's object, which calls accounts' objects from its sweep (`code_object.rs`).
+    /// For a code's object, which calls accounts' objects from its sweep (`code.rs`).
     env: Env,
     /// A code's object set its sweep's alarm since it was last started: later claims need not
     /// ask storage again (a new start asks once more, which at worst moves the alarm later).
@@ -43,10 +45,10 @@ pub struct Coordinator {
 /// object only ever runs operations of its own kind, [`Op::object`]).
 fn schema(kind: ObjectKind) -> &'static [&'static str] {
     match kind {
-        ObjectKind::Account => super::account_object::SCHEMA,
-        ObjectKind::Code => super::code_object::SCHEMA,
-        ObjectKind::Limit => super::limit_object::SCHEMA,
-        ObjectKind::Trials => super::verify::TRIALS_SCHEMA,
+        ObjectKind::Account => account::SCHEMA,
+        ObjectKind::Code => code::SCHEMA,
+        ObjectKind::Limit => limit::SCHEMA,
+        ObjectKind::Trials => trials::SCHEMA,
         ObjectKind::Health => {
             &["CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, hits INTEGER NOT NULL)"]
         }
@@ -84,7 +86,7 @@ impl DurableObject for Coordinator {
         if claim && !self.sweep_armed.get() {
             // After the answer is decided: the sweep is a safety net, never the claim's outcome.
             let armed = match self.sql(ObjectKind::Code) {
-                Ok(sql) => super::code_object::arm_sweep(&self.state, &self.env, &sql).await,
+                Ok(sql) => code::arm_sweep(&self.state, &self.env, &sql).await,
                 Err(e) => Err(e),
             };
             match armed {
@@ -98,7 +100,7 @@ impl DurableObject for Coordinator {
     /// Only a code's object sets an alarm: its sweep of claims whose credit never arrived.
     async fn alarm(&self) -> worker::Result<Response> {
         let swept = match self.sql(ObjectKind::Code) {
-            Ok(sql) => super::code_object::sweep(&self.state, &self.env, &sql).await,
+            Ok(sql) => code::sweep(&self.state, &self.env, &sql).await,
             Err(e) => Err(e),
         };
         match swept {
@@ -111,15 +113,6 @@ impl DurableObject for Coordinator {
         }
         Response::ok("swept")
     }
-}
-
-pub(super) fn sql_err(e: worker::Error) -> ApiError {
-    ApiError::internal(format!("coordinator storage: {e}"))
-}
-
-/// An operation's answer as the JSON the object sends back.
-pub(super) fn answer<T: serde::Serialize>(value: T) -> ApiResult<Value> {
-    serde_json::to_value(value).map_err(|e| ApiError::internal(format!("coordinator answer: {e}")))
 }
 
 /// Runs one operation inside the storage's `transactionSync`: its statements are committed
@@ -187,7 +180,6 @@ impl Coordinator {
 
 /// One operation's reads and writes, all synchronous.
 fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
-    use super::{account_object as account, code_object as code, limit_object as limit};
     match op {
         Op::Probe => {
             sql.exec(
@@ -210,7 +202,7 @@ fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
             mailbox,
             cap_per_hour,
             now_ms,
-        } => answer(super::verify::apply_reserve_trial(
+        } => answer(trials::reserve(
             sql,
             &user_id,
             &mailbox,
@@ -293,9 +285,9 @@ fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
             amount_fen,
             reason,
             now_ms,
-        } => answer(super::refunds::apply(
+        } => answer(refunds::apply(
             sql,
-            super::refunds::RefundAsk {
+            refunds::RefundAsk {
                 user_id: &user_id,
                 key: &key,
                 job_id: &job_id,
@@ -305,38 +297,4 @@ fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
             now_ms,
         )?),
     }
-}
-
-/// Sends one operation to its own object ([`Op::object`]) and returns its typed answer.
-pub async fn call<T: serde::de::DeserializeOwned>(env: &Env, op: &Op) -> ApiResult<T> {
-    let ns = env
-        .durable_object("COORDINATOR")
-        .map_err(|e| ApiError::internal(format!("binding COORDINATOR: {e}")))?;
-    let stub = ns
-        .id_from_name(&op.object().name())
-        .and_then(|id| id.get_stub())
-        .map_err(|e| ApiError::internal(format!("Durable Object stub: {e}")))?;
-    let body = serde_json::to_string(op).map_err(crate::coordinator::unreadable)?;
-    let mut init = worker::RequestInit::new();
-    init.with_method(worker::Method::Post)
-        .with_body(Some(body.into()));
-    let req = Request::new_with_init("https://coordinator/op", &init)
-        .map_err(|e| ApiError::internal(format!("coordinator request: {e}")))?;
-    let mut resp = stub
-        .fetch_with_request(req)
-        .await
-        .map_err(|e| ApiError::internal(format!("coordinator: {e}")))?;
-    let outcome: Outcome = resp.json().await.map_err(crate::coordinator::unreadable)?;
-    outcome.into_result()
-}
-
-/// Counts one attempt against `key`; 429 with `retry_after_s` once `limit` is reached in the window.
-pub async fn rate_limit(env: &Env, key: &str, limit: i64, window_s: i64) -> ApiResult<()> {
-    let op = Op::Rate {
-        key: key.to_string(),
-        limit,
-        window_s,
-        now_ms: super::db::now_ms(),
-    };
-    call::<Counted>(env, &op).await.map(|_| ())
 }

@@ -3,9 +3,9 @@
 //! email or one address queues only behind itself. The rules are `limits::rate_window` and
 //! `limits::login_attempt`.
 
-use super::coordinator::sql_err;
-use super::http::ApiResult;
+use super::storage::sql_err;
 use crate::coordinator::Counted;
+use crate::worker::http::ApiResult;
 use serde::Deserialize;
 use worker::SqlStorage;
 
