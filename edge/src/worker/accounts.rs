@@ -1,9 +1,10 @@
-//! Accounts: sign-up, login, logout, `GET /api/me`, API tokens, and resolving who is calling.
-//! Passwords are hashed with PBKDF2-SHA256 through WebCrypto; session and API tokens are random
-//! 256-bit values of which only the SHA-256 is stored. Sign-up gives no credit: it mails the
-//! verification link, and verifying gives the trial (`verify.rs`). Login waits out a backoff per
-//! email and client (`crate::limits`), so failures elsewhere never lock the owner out.
+//! Accounts: sign-up, login, logout, `GET /api/me` and API tokens. Passwords are hashed with
+//! PBKDF2-SHA256 through WebCrypto; session and API tokens are random 256-bit values of which
+//! only the SHA-256 is stored (`access.rs` finds whom they name). Sign-up gives no credit: it
+//! mails the verification link, and verifying gives the trial (`verify.rs`). Login waits out a
+//! backoff per email and client (`crate::limits`), so failures elsewhere never lock the owner out.
 
+use super::access::User;
 use super::coordinator;
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
@@ -20,18 +21,6 @@ use serde::Deserialize;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use worker::{Env, Request, Response};
-
-/// The caller, once authenticated.
-#[derive(Debug, Clone)]
-pub struct User {
-    pub id: String,
-    pub email: String,
-    pub email_verified: bool,
-    /// The session's token hash when signed in by cookie (logout ends it).
-    session_hash: Option<String>,
-    /// The API token's hash when signed in by bearer token.
-    token_hash: Option<String>,
-}
 
 fn js_err(what: &'static str) -> impl Fn(JsValue) -> ApiError {
     move |e| ApiError::internal(format!("{what}: {e:?}"))
@@ -227,12 +216,11 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
     with_cookie(resp, &session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
 }
 
-pub async fn logout(req: Request, env: &Env) -> ApiResult<Response> {
-    let user = authenticate(&req, env, true).await?;
-    if let Some(h) = &user.session_hash {
+pub async fn logout(user: User, req: Request, env: &Env) -> ApiResult<Response> {
+    if let Some(h) = user.session_hash() {
         db::run(env, "DELETE FROM sessions WHERE token_hash = ?", &[s(h)]).await?;
     }
-    if let Some(h) = &user.token_hash {
+    if let Some(h) = user.token_hash() {
         db::run(env, "DELETE FROM api_tokens WHERE token_hash = ?", &[s(h)]).await?;
     }
     let host = http::own_origin(&req)?.1;
@@ -240,8 +228,7 @@ pub async fn logout(req: Request, env: &Env) -> ApiResult<Response> {
     with_cookie(resp, &session_cookie(None, &host)).map_err(http::internal("cookie"))
 }
 
-pub async fn me(req: Request, env: &Env) -> ApiResult<Response> {
-    let user = authenticate(&req, env, false).await?;
+pub async fn me(user: User, env: &Env) -> ApiResult<Response> {
     let balance_fen = balance(env, &user.id).await?;
     http::json(
         200,
@@ -254,8 +241,7 @@ pub async fn me(req: Request, env: &Env) -> ApiResult<Response> {
     .map_err(http::internal("response"))
 }
 
-pub async fn create_token(mut req: Request, env: &Env) -> ApiResult<Response> {
-    let user = authenticate(&req, env, true).await?;
+pub async fn create_token(user: User, mut req: Request, env: &Env) -> ApiResult<Response> {
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let t: NewToken = if body.is_empty() {
         NewToken::default()
@@ -285,84 +271,4 @@ pub async fn create_token(mut req: Request, env: &Env) -> ApiResult<Response> {
         return Err(db::limit_reached("API tokens per account", limit));
     }
     http::json(201, &TokenCreated { token, name }).map_err(http::internal("response"))
-}
-
-/// Who is calling: an API token (`Authorization: Bearer`) or the session cookie. A write with
-/// the cookie must come from this server's own origin (CSRF); anonymous callers get 401.
-pub async fn authenticate(req: &Request, env: &Env, write: bool) -> ApiResult<User> {
-    #[derive(Deserialize)]
-    struct Row {
-        id: String,
-        email: String,
-        email_verified_at: Option<i64>,
-    }
-    let unauthenticated = || {
-        ApiError::new(
-            ErrorCode::Unauthenticated,
-            "sign in first (session cookie or API token)",
-        )
-    };
-    let authz = http::header(req, "authorization");
-    if let Some(token) = access::bearer(authz.as_deref()) {
-        let hash = access::hash_token(token);
-        let row: Option<Row> = db::first(
-            env,
-            "SELECT u.id, u.email, u.email_verified_at FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?",
-            &[s(&hash)],
-        )
-        .await?;
-        let row = row.ok_or_else(unauthenticated)?;
-        return Ok(User {
-            id: row.id,
-            email: row.email,
-            email_verified: row.email_verified_at.is_some(),
-            session_hash: None,
-            token_hash: Some(hash),
-        });
-    }
-    let cookies = http::header(req, "cookie");
-    let token =
-        access::cookie(cookies.as_deref(), access::SESSION_COOKIE).ok_or_else(unauthenticated)?;
-    let hash = access::hash_token(token);
-    let row: Option<Row> = db::first(
-        env,
-        "SELECT u.id, u.email, u.email_verified_at FROM sessions x JOIN users u ON u.id = x.user_id WHERE x.token_hash = ? AND x.expires_at > ?",
-        &[s(&hash), n(now_ms())],
-    )
-    .await?;
-    let row = row.ok_or_else(unauthenticated)?;
-    if write {
-        access::check_origin(
-            http::header(req, "origin").as_deref(),
-            &http::own_origin(req)?.0,
-        )?;
-    }
-    Ok(User {
-        id: row.id,
-        email: row.email,
-        email_verified: row.email_verified_at.is_some(),
-        session_hash: Some(hash),
-        token_hash: None,
-    })
-}
-
-/// `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time; no token configured means
-/// no admin access at all.
-pub fn require_admin(req: &Request, env: &Env) -> ApiResult<()> {
-    let configured = env
-        .var("ADMIN_TOKEN")
-        .map(|v| v.to_string())
-        .unwrap_or_default();
-    let authz = http::header(req, "authorization");
-    match access::bearer(authz.as_deref()) {
-        Some(t) if !configured.is_empty() && access::same_secret(t, &configured) => Ok(()),
-        Some(_) => Err(ApiError::new(
-            ErrorCode::Forbidden,
-            "this admin token is not valid",
-        )),
-        None => Err(ApiError::new(
-            ErrorCode::Unauthenticated,
-            "admin routes need Authorization: Bearer <admin token>",
-        )),
-    }
 }

@@ -10,7 +10,7 @@
 //! sweep credits the claim later (`coordinator/code.rs`). tests/tests/edge_credits.rs kills
 //! redemptions in between to show both.
 
-use super::accounts::{authenticate, require_admin};
+use super::access::{Admin, User};
 use super::coordinator;
 use super::db::{now_ms, random_hex};
 use super::http::{self, ApiResult};
@@ -20,13 +20,11 @@ use crate::wire::{self, NewPromoCode, RedeemRequest};
 use api::{Ledger, PromoCodeCreated, Redeemed};
 use worker::{Env, Request};
 
-pub async fn ledger(req: Request, env: &Env) -> ApiResult<Ledger> {
-    let user = authenticate(&req, env, false).await?;
+pub async fn ledger(user: User, env: &Env) -> ApiResult<Ledger> {
     coordinator::call(env, &Op::Ledger { user_id: user.id }).await
 }
 
-pub async fn redeem(mut req: Request, env: &Env) -> ApiResult<Redeemed> {
-    let user = authenticate(&req, env, true).await?;
+pub async fn redeem(user: User, mut req: Request, env: &Env) -> ApiResult<Redeemed> {
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let r: RedeemRequest = wire::parse_json(&body)?;
     let code = wire::normalise_code(&r.code)?;
@@ -62,8 +60,7 @@ pub async fn redeem(mut req: Request, env: &Env) -> ApiResult<Redeemed> {
     )
 }
 
-pub async fn create_code(mut req: Request, env: &Env) -> ApiResult<PromoCodeCreated> {
-    require_admin(&req, env)?;
+pub async fn create_code(_: Admin, mut req: Request, env: &Env) -> ApiResult<PromoCodeCreated> {
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let p = wire::parse_json::<NewPromoCode>(&body)?.check()?;
     let op = Op::CreateCode {

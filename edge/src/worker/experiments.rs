@@ -2,7 +2,7 @@
 //! metrics and result, under an unguessable 128-bit id. Snapshots never contain the owner's
 //! email or balance; unpublished ones are visible to their owner only.
 
-use super::accounts::authenticate;
+use super::access::User;
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
 use super::jobs;
@@ -16,8 +16,7 @@ use worker::{Env, Request};
 /// The longest title an experiment may have.
 const MAX_TITLE_CHARS: usize = 200;
 
-pub async fn create(mut req: Request, env: &Env) -> ApiResult<SavedExperiment> {
-    let user = authenticate(&req, env, true).await?;
+pub async fn create(user: User, mut req: Request, env: &Env) -> ApiResult<SavedExperiment> {
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
     let e: NewExperiment = wire::parse_json(&body)?;
     if let Some(t) = &e.title {
@@ -118,7 +117,8 @@ pub async fn create(mut req: Request, env: &Env) -> ApiResult<SavedExperiment> {
     })
 }
 
-pub async fn get(req: Request, env: &Env, id: &str) -> ApiResult<Experiment> {
+/// A saved experiment; `viewer` is the signed-in caller, if any.
+pub async fn get(viewer: Option<User>, env: &Env, id: &str) -> ApiResult<Experiment> {
     wire::check_id(id)?;
     #[derive(Deserialize)]
     struct Row {
@@ -136,10 +136,7 @@ pub async fn get(req: Request, env: &Env, id: &str) -> ApiResult<Experiment> {
     .ok_or_else(not_found)?;
     if row.published == 0 {
         // Unpublished: the owner only; everyone else is told it does not exist.
-        let user = authenticate(&req, env, false)
-            .await
-            .map_err(|_| not_found())?;
-        if user.id != row.user_id {
+        if viewer.is_none_or(|user| user.id != row.user_id) {
             return Err(not_found());
         }
     }

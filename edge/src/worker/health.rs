@@ -3,13 +3,13 @@
 //! with the admin token: a real round trip through each storage binding and the reachability of
 //! every configured backend.
 
-use super::accounts::require_admin;
+use super::access::Admin;
 use super::http::{self, ApiResult, respond};
 use crate::backends::config::{self, BackendConfig, BackendKind};
 use crate::health::{BackendHealth, Bindings, Check, HealthReport};
 use futures_util::future::join_all;
 use std::time::Duration;
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 /// The public liveness answer.
 pub fn live() -> api::Liveness {
@@ -21,8 +21,7 @@ pub fn live() -> api::Liveness {
 }
 
 /// The deep check, for operators.
-pub async fn deep(req: Request, env: &Env) -> ApiResult<Response> {
-    require_admin(&req, env)?;
+pub async fn deep(_: Admin, env: &Env) -> ApiResult<Response> {
     let bindings = Bindings {
         d1: Check::from_result(check_d1(env).await),
         kv: Check::from_result(check_kv(env).await),

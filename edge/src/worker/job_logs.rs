@@ -2,9 +2,9 @@
 //! with the job's token stores a chunk in D1, and `GET /api/jobs/{id}/logs` reads it back. The
 //! rules (retries, gaps, limits, byte offsets) are in `crate::job_logs`.
 
+use super::access::JobCaller;
 use super::db::{self, n, s};
 use super::http::{self, ApiResult};
-use super::report;
 use crate::backends::adapter::LogChunk;
 use crate::job_logs::{self, MAX_CHUNK_BYTES, MAX_LOG_BYTES, MAX_READ_BYTES};
 use crate::wire;
@@ -30,9 +30,8 @@ async fn stored_bytes(env: &Env, job_id: &str) -> ApiResult<u64> {
         .unwrap_or(0))
 }
 
-pub async fn push(mut req: Request, env: &Env, id: &str) -> ApiResult<LogAccepted> {
-    let job = report::job_with_token(&req, env, id).await?;
-    report::refuse_ended(&job)?;
+pub async fn push(caller: JobCaller, mut req: Request, env: &Env) -> ApiResult<LogAccepted> {
+    let job = caller.job();
     let offset = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "offset", 0)?;
     let body = http::body(&mut req, MAX_CHUNK_BYTES).await?;
     let stored = stored_bytes(env, &job.id).await?;

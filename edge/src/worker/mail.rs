@@ -2,7 +2,7 @@
 //! the log) or a mail service over HTTP, and `GET /api/admin/outbox`, where the operator (and
 //! the tests) read what the outbox holds.
 
-use super::accounts::require_admin;
+use super::access::Admin;
 use super::backends;
 use super::db::{self, n, now_ms, s};
 use super::http::ApiResult;
@@ -56,8 +56,7 @@ pub async fn send(env: &Env, m: &Mail) -> ApiResult<()> {
 }
 
 /// `GET /api/admin/outbox?to=<email>`: the newest 50 mails to one address.
-pub async fn admin_outbox(req: Request, env: &Env) -> ApiResult<Outbox> {
-    require_admin(&req, env)?;
+pub async fn admin_outbox(_: Admin, req: Request, env: &Env) -> ApiResult<Outbox> {
     let url = req
         .url()
         .map_err(|e| ApiError::internal(format!("request URL: {e}")))?;

@@ -4,7 +4,7 @@
 //! refunds) and the idempotency key, and writes the `refund` ledger row, all in one synchronous
 //! step so that two refunds racing for the same job cannot both pass the bound.
 
-use super::accounts::require_admin;
+use super::access::Admin;
 use super::coordinator;
 use super::db::now_ms;
 use super::http::{self, ApiResult};
@@ -17,8 +17,7 @@ use crate::wire::Check;
 use api::RefundAnswer;
 use worker::{Env, Request, Response};
 
-pub async fn create(mut req: Request, env: &Env) -> ApiResult<Response> {
-    require_admin(&req, env)?;
+pub async fn create(_: Admin, mut req: Request, env: &Env) -> ApiResult<Response> {
     let key = wire::idempotency_key(http::header(&req, "idempotency-key").as_deref())?;
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let r = wire::parse_json::<RefundRequest>(&body)?.check()?;

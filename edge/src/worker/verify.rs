@@ -5,7 +5,7 @@
 //! account object's grant (once per account). Both are idempotent for one account, so a grant
 //! that failed between them completes when the link is opened again.
 
-use super::accounts;
+use super::access::User;
 use super::coordinator;
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
@@ -103,8 +103,7 @@ pub async fn verify(mut req: Request, env: &Env) -> ApiResult<Verified> {
 }
 
 /// `POST /api/auth/verify/resend`: a new link for the signed-in account, a few per hour.
-pub async fn resend(req: Request, env: &Env) -> ApiResult<VerificationSent> {
-    let user = accounts::authenticate(&req, env, true).await?;
+pub async fn resend(user: User, env: &Env) -> ApiResult<VerificationSent> {
     if user.email_verified {
         return Err(ApiError::new(
             ErrorCode::AlreadyVerified,

@@ -4,7 +4,7 @@
 
 pub mod row;
 
-use super::accounts::{User, authenticate, require_admin};
+use super::access::{Admin, User};
 use super::backends;
 use super::coordinator;
 use super::db::{self, n, now_ms, random_hex, s};
@@ -49,8 +49,7 @@ fn created(status: u16, job: &JobRow) -> ApiResult<Response> {
     http::json(status, &job.wire()).map_err(http::internal("response"))
 }
 
-pub async fn submit(mut req: Request, env: &Env) -> ApiResult<Response> {
-    let user = authenticate(&req, env, true).await?;
+pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Response> {
     let key = wire::idempotency_key(http::header(&req, "idempotency-key").as_deref())?;
     // A retry of a submission that already has its job gets that job, whatever the body says.
     if let Some(job) = by_key(env, &user, &key).await? {
@@ -198,8 +197,7 @@ async fn release_unsent(env: &Env, user_id: &str, id: &str, e: ApiError) -> ApiR
     Err(e)
 }
 
-pub async fn list(req: Request, env: &Env) -> ApiResult<JobList> {
-    let user = authenticate(&req, env, false).await?;
+pub async fn list(user: User, env: &Env) -> ApiResult<JobList> {
     let rows: Vec<JobRow> = db::all(
         env,
         &format!("SELECT {COLUMNS} FROM jobs WHERE user_id = ? ORDER BY created_at DESC LIMIT 200"),
@@ -211,11 +209,10 @@ pub async fn list(req: Request, env: &Env) -> ApiResult<JobList> {
     })
 }
 
-pub async fn get(req: Request, env: &Env, id: &str) -> ApiResult<JobWire> {
-    let user = authenticate(&req, env, false).await?;
-    let mut job = owned(env, &user, id).await?;
+pub async fn get(user: &User, env: &Env, id: &str) -> ApiResult<JobWire> {
+    let mut job = owned(env, user, id).await?;
     if refresh(env, &job).await {
-        job = owned(env, &user, id).await?;
+        job = owned(env, user, id).await?;
     }
     Ok(job.wire())
 }
@@ -258,8 +255,7 @@ async fn backend_of(env: &Env, job: &JobRow) -> ApiResult<(Box<dyn adapter::Back
     Ok((backends::adapter(env, &config).await?, remote))
 }
 
-pub async fn logs(req: Request, env: &Env, id: &str) -> ApiResult<LogChunk> {
-    let user = authenticate(&req, env, false).await?;
+pub async fn logs(user: User, req: Request, env: &Env, id: &str) -> ApiResult<LogChunk> {
     let offset = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "offset", 0)?;
     let job = owned(env, &user, id).await?;
     let (a, remote) = backend_of(env, &job).await?;
@@ -274,8 +270,7 @@ pub async fn logs(req: Request, env: &Env, id: &str) -> ApiResult<LogChunk> {
         .map_err(|e| e.into_api(&job.backend))
 }
 
-pub async fn metrics(req: Request, env: &Env, id: &str) -> ApiResult<MetricsPage> {
-    let user = authenticate(&req, env, false).await?;
+pub async fn metrics(user: User, req: Request, env: &Env, id: &str) -> ApiResult<MetricsPage> {
     let since = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "since", 0)?;
     let job = owned(env, &user, id).await?;
     let points = report::metrics_after(env, &job.id, since).await?;
@@ -289,8 +284,7 @@ pub async fn metrics(req: Request, env: &Env, id: &str) -> ApiResult<MetricsPage
     })
 }
 
-pub async fn cancel(req: Request, env: &Env, id: &str) -> ApiResult<JobWire> {
-    let user = authenticate(&req, env, true).await?;
+pub async fn cancel(user: User, env: &Env, id: &str) -> ApiResult<JobWire> {
     let job = owned(env, &user, id).await?;
     if job.state().is_terminal() {
         return Err(ApiError::new(
@@ -359,11 +353,10 @@ pub async fn cancel(req: Request, env: &Env, id: &str) -> ApiResult<JobWire> {
             .await?;
         }
     }
-    get(req, env, id).await
+    get(&user, env, id).await
 }
 
-pub async fn checkpoint(req: Request, env: &Env, id: &str) -> ApiResult<Response> {
-    let user = authenticate(&req, env, false).await?;
+pub async fn checkpoint(user: User, env: &Env, id: &str) -> ApiResult<Response> {
     let job = owned(env, &user, id).await?;
     let (a, remote) = backend_of(env, &job).await?;
     let call = a
@@ -401,8 +394,7 @@ pub async fn checkpoint(req: Request, env: &Env, id: &str) -> ApiResult<Response
     Ok(resp)
 }
 
-pub async fn checkpoints(req: Request, env: &Env) -> ApiResult<CheckpointList> {
-    let user = authenticate(&req, env, false).await?;
+pub async fn checkpoints(user: User, env: &Env) -> ApiResult<CheckpointList> {
     let rows: Vec<JobRow> = db::all(
         env,
         &format!("SELECT {COLUMNS} FROM jobs WHERE user_id = ? AND checkpoint = 1 ORDER BY created_at DESC"),
@@ -422,8 +414,7 @@ pub async fn checkpoints(req: Request, env: &Env) -> ApiResult<CheckpointList> {
 }
 
 /// The configured backends without their secrets.
-pub fn admin_backends(req: Request, env: &Env) -> ApiResult<AdminBackendList> {
-    require_admin(&req, env)?;
+pub fn admin_backends(_: Admin, env: &Env) -> ApiResult<AdminBackendList> {
     let backends = backends::configured(env)?
         .into_iter()
         .map(|b| AdminBackend {
