@@ -71,7 +71,6 @@ const FN_LINES: usize = 80;
 /// each may shrink, none may grow, and one that fits drops off the list (the test says so).
 /// (file, function, lines).
 const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
-    ("edge/src/worker/coordinator/object.rs", "apply", 333),
     (
         "tests/tests/e2e/app_onboarding.rs",
         "first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve",
@@ -93,7 +92,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "the_cron_trigger_settles_silent_jobs_and_refunds_are_bounded_by_the_capture",
         140,
     ),
-    ("edge/src/worker/jobs/mod.rs", "submit", 134),
     ("app/src/pages/submit.rs", "SubmitPanel", 133),
     ("runner/src/supervise.rs", "supervise", 127),
     (
@@ -115,13 +113,7 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("tests/tests/e2e/edge_jobs.rs", "lifecycle", 104),
     ("api/src/schema.rs", "check_at", 102),
     ("tests/src/stack.rs", "start_with", 102),
-    ("edge/src/worker/experiments.rs", "create", 101),
     ("model-tiny/examples/candle_train_reference.rs", "loss", 99),
-    (
-        "edge/src/backends/slurm/script.rs",
-        "wraps_the_tiny_train_command",
-        97,
-    ),
     (
         "tests/tests/e2e/slurm_backend.rs",
         "jobs_run_report_and_end_with_mapped_states_on_every_data_parser",

@@ -178,25 +178,10 @@ impl Coordinator {
     }
 }
 
-/// One operation's reads and writes, all synchronous.
+/// One operation's reads and writes, all synchronous, by the kind of object it runs in.
 fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
     match op {
-        Op::Probe => {
-            sql.exec(
-                "INSERT INTO probe (id, hits) VALUES (1, 1) ON CONFLICT(id) DO UPDATE SET hits = hits + 1",
-                None,
-            )
-            .map_err(sql_err)?;
-            #[derive(Deserialize)]
-            struct Row {
-                hits: i64,
-            }
-            let row: Row = sql
-                .exec("SELECT hits FROM probe WHERE id = 1", None)
-                .and_then(|c| c.one())
-                .map_err(sql_err)?;
-            answer(Probed { hits: row.hits })
-        }
+        Op::Probe => probe(sql),
         Op::ReserveTrial {
             user_id,
             mailbox,
@@ -209,43 +194,58 @@ fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
             cap_per_hour,
             now_ms,
         )?),
+        Op::GrantTrial { .. }
+        | Op::Balance { .. }
+        | Op::Ledger { .. }
+        | Op::CreditRedemption { .. }
+        | Op::Hold { .. }
+        | Op::Settle { .. }
+        | Op::Refund { .. } => apply_account(sql, op),
+        Op::CreateCode { .. } | Op::ClaimCode { .. } => apply_code(sql, op),
+        Op::LoginAttempt { .. } | Op::LoginSucceeded { .. } | Op::Rate { .. } => {
+            apply_limit(sql, op)
+        }
+    }
+}
+
+/// An operation that [`apply`] sent to another kind of object than its own.
+fn misrouted(op: &Op) -> ApiError {
+    ApiError::internal(format!(
+        "coordinator: {} is not an operation of this kind of object",
+        op.name()
+    ))
+}
+
+/// The health probe's operation: counts one more hit.
+fn probe(sql: &SqlStorage) -> ApiResult<Value> {
+    sql.exec(
+        "INSERT INTO probe (id, hits) VALUES (1, 1) ON CONFLICT(id) DO UPDATE SET hits = hits + 1",
+        None,
+    )
+    .map_err(sql_err)?;
+    #[derive(Deserialize)]
+    struct Row {
+        hits: i64,
+    }
+    let row: Row = sql
+        .exec("SELECT hits FROM probe WHERE id = 1", None)
+        .and_then(|c| c.one())
+        .map_err(sql_err)?;
+    answer(Probed { hits: row.hits })
+}
+
+/// An account's operations (`account.rs`, `refunds.rs`).
+fn apply_account(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
+    match op {
         Op::GrantTrial {
             user_id,
             amount_fen,
             now_ms,
         } => answer(account::grant_trial(sql, &user_id, amount_fen, now_ms)?),
-        Op::LoginAttempt { key, now_ms } => answer(limit::login_attempt(sql, &key, now_ms)?),
-        Op::LoginSucceeded { key } => answer(limit::login_succeeded(sql, &key)?),
-        Op::Rate {
-            key,
-            limit,
-            window_s,
-            now_ms,
-        } => answer(limit::rate(sql, &key, limit, window_s, now_ms)?),
         Op::Balance { user_id } => answer(crate::coordinator::Balance {
             balance_fen: account::balance(sql, &user_id)?,
         }),
         Op::Ledger { user_id } => answer(account::ledger(sql, &user_id)?),
-        Op::CreateCode {
-            code,
-            amount_fen,
-            max_redemptions,
-            expires_at_ms,
-            now_ms,
-        } => answer(code::create(
-            sql,
-            &code,
-            amount_fen,
-            max_redemptions,
-            expires_at_ms,
-            now_ms,
-        )?),
-        Op::ClaimCode {
-            code,
-            user_id,
-            redemption_id,
-            now_ms,
-        } => answer(code::claim(sql, &code, &user_id, &redemption_id, now_ms)?),
         Op::CreditRedemption {
             user_id,
             code,
@@ -296,5 +296,48 @@ fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
             },
             now_ms,
         )?),
+        other => Err(misrouted(&other)),
+    }
+}
+
+/// A promotion code's operations (`code.rs`).
+fn apply_code(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
+    match op {
+        Op::CreateCode {
+            code,
+            amount_fen,
+            max_redemptions,
+            expires_at_ms,
+            now_ms,
+        } => answer(code::create(
+            sql,
+            &code,
+            amount_fen,
+            max_redemptions,
+            expires_at_ms,
+            now_ms,
+        )?),
+        Op::ClaimCode {
+            code,
+            user_id,
+            redemption_id,
+            now_ms,
+        } => answer(code::claim(sql, &code, &user_id, &redemption_id, now_ms)?),
+        other => Err(misrouted(&other)),
+    }
+}
+
+/// A rate-limit or login key's operations (`limit.rs`).
+fn apply_limit(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
+    match op {
+        Op::LoginAttempt { key, now_ms } => answer(limit::login_attempt(sql, &key, now_ms)?),
+        Op::LoginSucceeded { key } => answer(limit::login_succeeded(sql, &key)?),
+        Op::Rate {
+            key,
+            limit,
+            window_s,
+            now_ms,
+        } => answer(limit::rate(sql, &key, limit, window_s, now_ms)?),
+        other => Err(misrouted(&other)),
     }
 }

@@ -3,25 +3,25 @@
 //! scoped by the caller's id, and another user's job is "not found".
 
 pub mod row;
+mod submit;
+
+pub use submit::submit;
 
 use super::access::{Admin, User};
 use super::backends;
-use super::coordinator;
-use super::db::{self, n, now_ms, random_hex, s};
+use super::db::{self, now_ms, s};
 use super::http::{self, ApiResult};
 use super::job_logs;
 use super::report;
-use crate::backends::adapter::{self, Dispatch};
-use crate::coordinator::{Balance, Op, Settled};
+use crate::backends::adapter;
 use crate::error::{ApiError, ErrorCode};
-use crate::jobs::{JobState, JobWire, pick_backend};
+use crate::jobs::{JobState, JobWire};
 use crate::time::format_rfc3339_ms;
-use crate::wire::{self, SpecText};
+use crate::wire;
 use api::{
     AdminBackend, AdminBackendList, CheckpointEntry, CheckpointList, JobList, LogChunk, MetricsPage,
 };
-use row::{COLUMNS, JobRow, by_id};
-use std::collections::BTreeMap;
+use row::{COLUMNS, JobRow};
 use worker::{Env, Request, Response};
 
 /// The caller's job, or 404 (also for another user's job, so ids cannot be probed).
@@ -34,167 +34,6 @@ pub async fn owned(env: &Env, user: &User, id: &str) -> ApiResult<JobRow> {
     )
     .await?
     .ok_or_else(|| ApiError::not_found(format!("no job {id}")))
-}
-
-async fn by_key(env: &Env, user: &User, key: &str) -> ApiResult<Option<JobRow>> {
-    db::first(
-        env,
-        &format!("SELECT {COLUMNS} FROM jobs WHERE user_id = ? AND idempotency_key = ?"),
-        &[s(&user.id), s(key)],
-    )
-    .await
-}
-
-fn created(status: u16, job: &JobRow) -> ApiResult<Response> {
-    http::json(status, &job.wire()).map_err(http::internal("response"))
-}
-
-pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Response> {
-    let key = wire::idempotency_key(http::header(&req, "idempotency-key").as_deref())?;
-    // A retry of a submission that already has its job gets that job, whatever the body says.
-    if let Some(job) = by_key(env, &user, &key).await? {
-        return created(200, &job);
-    }
-    let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
-    let spec = wire::spec_from_body(http::header(&req, "content-type").as_deref(), &body)?;
-    let plan = match &spec {
-        SpecText::Toml(t) => jobspec::plan_toml(t),
-        SpecText::Json(j) => jobspec::plan_json(j),
-    };
-    let valid = match (&plan.valid, plan.is_submittable()) {
-        (Some(v), true) => v.clone(),
-        _ => {
-            return Err(ApiError::new(
-                ErrorCode::InvalidSpec,
-                "the spec cannot be submitted; see details.diagnostics",
-            )
-            .with_typed_details(&api::InvalidSpecDetails {
-                diagnostics: plan.diagnostics.iter().map(Into::into).collect(),
-            }));
-        }
-    };
-    let spec_toml = match spec {
-        SpecText::Toml(t) => t,
-        SpecText::Json(_) => valid.spec().to_toml(),
-    };
-    let backends = backends::configured(env)?;
-    // Where the job reports: read before anything is held, so a misconfigured edge moves no money.
-    let origin = http::public_url(env)?;
-    let backend = pick_backend(
-        &backends,
-        valid.card().id,
-        valid.world_size(),
-        &valid.spec().backend,
-    )?
-    .clone();
-    let hold = i64::try_from(valid.max_cost_fen()).map_err(|_| {
-        ApiError::new(
-            ErrorCode::InvalidSpec,
-            "the maximum cost of this job is out of range",
-        )
-    })?;
-
-    let id = random_hex(16)?;
-    let token = random_hex(32)?;
-    let now = now_ms();
-    let inserted = db::run(
-        env,
-        "INSERT INTO jobs (id, user_id, idempotency_key, name, spec, state, backend, card, cards, price_fen_per_hour, \
-         hold_fen, created_at, token_hash, checkpoint) VALUES (?, ?, ?, ?, ?, 'dispatching', ?, ?, ?, ?, ?, ?, ?, 0) \
-         ON CONFLICT(user_id, idempotency_key) DO NOTHING",
-        &[
-            s(&id),
-            s(&user.id),
-            s(&key),
-            s(&valid.spec().name),
-            s(&spec_toml),
-            s(&backend.name),
-            s(valid.card().id),
-            n(i64::from(valid.world_size())),
-            n(i64::try_from(valid.price_fen_per_hour()).unwrap_or(i64::MAX)),
-            n(hold),
-            n(now),
-            s(&crate::access::hash_token(&token)),
-        ],
-    )
-    .await?;
-    if inserted == 0 {
-        // A concurrent request with the same key won the insert: answer with its job.
-        let job = by_key(env, &user, &key)
-            .await?
-            .ok_or_else(|| ApiError::internal("idempotent job vanished"))?;
-        return created(200, &job);
-    }
-    let hold_op = Op::Hold {
-        user_id: user.id.clone(),
-        job_id: id.clone(),
-        amount_fen: hold,
-        now_ms: now,
-    };
-    if let Err(e) = coordinator::call::<Balance>(env, &hold_op).await {
-        db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(&id)]).await?;
-        return Err(e);
-    }
-    let dispatch = Dispatch {
-        job_id: id.clone(),
-        spec: valid,
-        env: BTreeMap::new(),
-        report_url: format!("{origin}/api/jobs/{id}/report"),
-        log_url: format!("{origin}/api/jobs/{id}/log"),
-        report_token: token,
-    };
-    let submitted = match backends::adapter(env, &backend).await {
-        Ok(a) => match a.submit(&dispatch) {
-            Ok(call) => backends::send(&call, backends::timeout(env))
-                .await
-                .and_then(|(status, body)| a.parse_submit(status, &body)),
-            Err(e) => Err(e),
-        },
-        Err(e) => return release_unsent(env, &user.id, &id, e).await,
-    };
-    let status = match submitted {
-        Ok(s) => {
-            report::adopt(env, &id, &s, now_ms()).await?;
-            201
-        }
-        Err(e) if adapter::submission_may_have_landed(&e) => {
-            // The job may be running there: keep it (and its hold) as `dispatching`. The job page
-            // and the reconcile sweep ask the backend for it by this id and settle it either way;
-            // a retry with the same Idempotency-Key gets this job, never a second copy.
-            let why = e.into_api(&backend.name).message;
-            db::run(
-                env,
-                "UPDATE jobs SET message = ? WHERE id = ? AND state = 'dispatching'",
-                &[
-                    s(&format!(
-                        "{why}; the backend may have the job, Onramp is asking it by the job's id"
-                    )),
-                    s(&id),
-                ],
-            )
-            .await?;
-            202
-        }
-        Err(e) => return release_unsent(env, &user.id, &id, e.into_api(&backend.name)).await,
-    };
-    let job = by_id(env, &id)
-        .await?
-        .ok_or_else(|| ApiError::internal("new job vanished"))?;
-    created(status, &job)
-}
-
-/// The backend refused the job or was never reached, so nothing runs: releases the whole hold
-/// and forgets the job, so nothing is charged and a retry with the same key starts afresh.
-async fn release_unsent(env: &Env, user_id: &str, id: &str, e: ApiError) -> ApiResult<Response> {
-    let release = Op::Settle {
-        user_id: user_id.to_string(),
-        job_id: id.to_string(),
-        capture_fen: 0,
-        now_ms: now_ms(),
-    };
-    coordinator::call::<Settled>(env, &release).await?;
-    db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(id)]).await?;
-    Err(e)
 }
 
 pub async fn list(user: User, env: &Env) -> ApiResult<JobList> {
