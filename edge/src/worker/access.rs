@@ -8,6 +8,7 @@ use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
 use super::jobs::row::{self, JobRow};
 use crate::access::{self, Lookup, Presented, UserCredential};
+use crate::error::ApiError;
 use crate::routes::{Access, Route};
 use serde::Deserialize;
 use worker::{Env, Request};
@@ -60,6 +61,55 @@ pub enum Caller {
     User(User),
     Admin(Admin),
     Job(JobCaller),
+}
+
+impl Caller {
+    /// The signed-in user of a `User` route.
+    pub fn user(self) -> ApiResult<User> {
+        match self {
+            Caller::User(user) => Ok(user),
+            other => Err(other.not("a signed-in user")),
+        }
+    }
+
+    /// The signed-in user, if any, of a `MaybeUser` route.
+    pub fn maybe_user(self) -> ApiResult<Option<User>> {
+        match self {
+            Caller::MaybeUser(user) => Ok(user),
+            other => Err(other.not("a signed-in user or nobody")),
+        }
+    }
+
+    /// The admin of an `Admin` route.
+    pub fn admin(self) -> ApiResult<Admin> {
+        match self {
+            Caller::Admin(admin) => Ok(admin),
+            other => Err(other.not("the admin")),
+        }
+    }
+
+    /// The job of a `JobToken` route.
+    pub fn job(self) -> ApiResult<JobCaller> {
+        match self {
+            Caller::Job(job) => Ok(job),
+            other => Err(other.not("a job's own token")),
+        }
+    }
+
+    /// A handler wanted another caller than its route's access gives: the dispatcher and the
+    /// route table disagree, and the handler does not run.
+    fn not(&self, wanted: &str) -> ApiError {
+        let proved = match self {
+            Caller::Anyone => "anyone",
+            Caller::MaybeUser(_) => "anyone, signed in or not",
+            Caller::User(_) => "a signed-in user",
+            Caller::Admin(_) => "the admin",
+            Caller::Job(_) => "a job's own token",
+        };
+        ApiError::internal(format!(
+            "the handler takes {wanted}, but the route's access gives {proved}"
+        ))
+    }
 }
 
 /// Authenticates a request as its route's access says (`param` is the route's `{id}`): refuses

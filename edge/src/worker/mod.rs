@@ -20,8 +20,7 @@ mod report;
 mod verify;
 
 use crate::error::{ApiError, ErrorCode};
-use crate::routes::{self, Matched, Route, RouteId};
-use access::{Admin, Caller, JobCaller, User};
+use crate::routes::{self, Matched, RouteId};
 use http::{ApiResult, error_response, json};
 use worker::{Context, Env, Request, Response, ScheduleContext, ScheduledEvent, event};
 
@@ -73,6 +72,9 @@ fn ok<T: serde::Serialize>(status: u16, v: ApiResult<T>) -> ApiResult<Response> 
     json(status, &v?).map_err(http::internal("response"))
 }
 
+/// Runs a route's handler once its caller is authenticated as the route's access says. Each
+/// handler takes the caller its route needs (`caller.user()?` and the like); a caller of another
+/// kind than the table's access gives is refused before the handler runs.
 async fn handle(
     id: RouteId,
     param: Option<String>,
@@ -81,93 +83,50 @@ async fn handle(
 ) -> ApiResult<Response> {
     let route = routes::route(id)
         .ok_or_else(|| ApiError::internal(format!("{id:?} is not in the route table")))?;
-    let param = param.unwrap_or_default();
-    match access::authenticate(route, &param, &req, env).await? {
-        Caller::Anyone => public(route, req, env).await,
-        Caller::MaybeUser(viewer) => match id {
-            RouteId::GetExperiment => ok(route.status, experiments::get(viewer, env, &param).await),
-            _ => Err(not_its_caller(route)),
-        },
-        Caller::User(user) => signed_in(route, user, &param, req, env).await,
-        Caller::Admin(admin) => admin_route(route, admin, req, env).await,
-        Caller::Job(job) => job_route(route, job, req, env).await,
-    }
-}
-
-/// A route whose handler takes another caller than the one its access gives: the dispatcher
-/// and the route table disagree, and nothing runs.
-fn not_its_caller(route: &Route) -> ApiError {
-    ApiError::internal(format!(
-        "{:?}: its handler takes another caller than its access ({:?}) gives",
-        route.id, route.access
-    ))
-}
-
-/// The `Public` routes.
-async fn public(route: &Route, req: Request, env: &Env) -> ApiResult<Response> {
-    let status = route.status;
-    match route.id {
+    let (status, param) = (route.status, param.unwrap_or_default());
+    let caller = access::authenticate(route, &param, &req, env).await?;
+    let p = param.as_str();
+    match id {
         RouteId::Health => ok(status, Ok(health::live())),
+        RouteId::AdminHealth => health::deep(caller.admin()?, env).await,
         RouteId::OpenApi => ok(status, Ok(crate::openapi::document())),
         RouteId::Signup => accounts::signup(req, env).await,
         RouteId::Login => accounts::login(req, env).await,
         RouteId::VerifyEmail => ok(status, verify::verify(req, env).await),
+        RouteId::ResendVerification => ok(status, verify::resend(caller.user()?, env).await),
+        RouteId::AdminOutbox => ok(status, mail::admin_outbox(caller.admin()?, req, env).await),
+        RouteId::Logout => accounts::logout(caller.user()?, req, env).await,
+        RouteId::Me => accounts::me(caller.user()?, env).await,
+        RouteId::CreateToken => accounts::create_token(caller.user()?, req, env).await,
+        RouteId::Ledger => ok(status, credits::ledger(caller.user()?, env).await),
+        RouteId::Redeem => ok(status, credits::redeem(caller.user()?, req, env).await),
+        RouteId::AdminPromoCodes => ok(
+            status,
+            credits::create_code(caller.admin()?, req, env).await,
+        ),
+        RouteId::AdminReconcile => ok(
+            status,
+            report::admin_reconcile(caller.admin()?, req, env).await,
+        ),
+        RouteId::AdminBackends => ok(status, jobs::admin_backends(caller.admin()?, env)),
+        RouteId::AdminRefund => refunds::create(caller.admin()?, req, env).await,
         RouteId::Backends => ok(
             status,
             backends::configured(env).map(|l| crate::backends::public::list(&l)),
         ),
-        _ => Err(not_its_caller(route)),
-    }
-}
-
-/// The `User` routes: the signed-in user's own things.
-async fn signed_in(
-    route: &Route,
-    user: User,
-    param: &str,
-    req: Request,
-    env: &Env,
-) -> ApiResult<Response> {
-    let status = route.status;
-    match route.id {
-        RouteId::ResendVerification => ok(status, verify::resend(user, env).await),
-        RouteId::Logout => accounts::logout(user, req, env).await,
-        RouteId::Me => accounts::me(user, env).await,
-        RouteId::CreateToken => accounts::create_token(user, req, env).await,
-        RouteId::Ledger => ok(status, credits::ledger(user, env).await),
-        RouteId::Redeem => ok(status, credits::redeem(user, req, env).await),
-        RouteId::SubmitJob => jobs::submit(user, req, env).await,
-        RouteId::ListJobs => ok(status, jobs::list(user, env).await),
-        RouteId::GetJob => ok(status, jobs::get(&user, env, param).await),
-        RouteId::JobLogs => ok(status, jobs::logs(user, req, env, param).await),
-        RouteId::JobMetrics => ok(status, jobs::metrics(user, req, env, param).await),
-        RouteId::CancelJob => ok(status, jobs::cancel(user, env, param).await),
-        RouteId::JobCheckpoint => jobs::checkpoint(user, env, param).await,
-        RouteId::ListCheckpoints => ok(status, jobs::checkpoints(user, env).await),
-        RouteId::CreateExperiment => ok(status, experiments::create(user, req, env).await),
-        _ => Err(not_its_caller(route)),
-    }
-}
-
-/// The `Admin` routes: the operator's.
-async fn admin_route(route: &Route, admin: Admin, req: Request, env: &Env) -> ApiResult<Response> {
-    let status = route.status;
-    match route.id {
-        RouteId::AdminHealth => health::deep(admin, env).await,
-        RouteId::AdminOutbox => ok(status, mail::admin_outbox(admin, req, env).await),
-        RouteId::AdminPromoCodes => ok(status, credits::create_code(admin, req, env).await),
-        RouteId::AdminReconcile => ok(status, report::admin_reconcile(admin, req, env).await),
-        RouteId::AdminBackends => ok(status, jobs::admin_backends(admin, env)),
-        RouteId::AdminRefund => refunds::create(admin, req, env).await,
-        _ => Err(not_its_caller(route)),
-    }
-}
-
-/// The `JobToken` routes: what a job itself sends.
-async fn job_route(route: &Route, job: JobCaller, req: Request, env: &Env) -> ApiResult<Response> {
-    match route.id {
-        RouteId::JobReport => ok(route.status, report::report(job, req, env).await),
-        RouteId::JobLogPush => ok(route.status, job_logs::push(job, req, env).await),
-        _ => Err(not_its_caller(route)),
+        RouteId::SubmitJob => jobs::submit(caller.user()?, req, env).await,
+        RouteId::ListJobs => ok(status, jobs::list(caller.user()?, env).await),
+        RouteId::GetJob => ok(status, jobs::get(&caller.user()?, env, p).await),
+        RouteId::JobLogs => ok(status, jobs::logs(caller.user()?, req, env, p).await),
+        RouteId::JobMetrics => ok(status, jobs::metrics(caller.user()?, req, env, p).await),
+        RouteId::CancelJob => ok(status, jobs::cancel(caller.user()?, env, p).await),
+        RouteId::JobReport => ok(status, report::report(caller.job()?, req, env).await),
+        RouteId::JobLogPush => ok(status, job_logs::push(caller.job()?, req, env).await),
+        RouteId::JobCheckpoint => jobs::checkpoint(caller.user()?, env, p).await,
+        RouteId::ListCheckpoints => ok(status, jobs::checkpoints(caller.user()?, env).await),
+        RouteId::CreateExperiment => {
+            ok(status, experiments::create(caller.user()?, req, env).await)
+        }
+        RouteId::GetExperiment => ok(status, experiments::get(caller.maybe_user()?, env, p).await),
     }
 }
