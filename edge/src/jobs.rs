@@ -1,7 +1,7 @@
 //! Job states and the pure decisions about jobs: which transitions are allowed, which backend
 //! takes a spec, and what a job's wire form shows.
 
-use crate::backends::{BackendConfig, BackendKind};
+use crate::backends::config::{BackendConfig, BackendKind};
 use crate::error::{ApiError, ErrorCode};
 
 pub use api::JobState;
@@ -40,7 +40,7 @@ pub use api::Messages;
 /// Slurm's, or the runner's `CardsInUse` (its declared cards are all taken); an unknown code
 /// still reads as "waiting".
 pub fn reason_messages(reason: &str) -> Messages {
-    let (en, zh_cn) = crate::slurm::state::pending_reason(reason);
+    let (en, zh_cn) = crate::backends::slurm::state::pending_reason(reason);
     Messages { en, zh_cn }
 }
 

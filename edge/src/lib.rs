@@ -6,25 +6,22 @@
 //! their checks, credit rules, backend adapters, the error shape) lives in plain modules tested
 //! natively; the handlers that touch the runtime live under `worker` and only build for wasm32.
 
-pub mod adapter;
-pub mod auth;
+pub mod access;
+pub mod accounts;
 pub mod backends;
-pub mod backends_public;
-pub mod coordinator_wire;
+pub mod coordinator;
+pub mod credits;
 pub mod email_link;
 pub mod error;
 pub mod health;
-pub mod job_log;
+pub mod job_logs;
 pub mod jobs;
-pub mod ledger;
 pub mod limits;
 pub mod mail;
 pub mod openapi;
 pub mod public_url;
-pub mod refund;
+pub mod refunds;
 pub mod routes;
-pub mod runner_adapter;
-pub mod slurm;
 /// Time on the wire and in storage: the contract's one time module.
 pub use api::time;
 pub mod wire;

@@ -1,7 +1,8 @@
-//! Limits that do not trust a client's address: the trial grant (once per verified account,
-//! and a global cap per hour so that many mailboxes cannot farm it), and the login backoff keyed
-//! on email and client (failures from one client never lock the owner out of another). Pure
-//! rules; the Coordinator objects apply them inside one transaction each.
+//! Limits: the fixed rate window of a key, and the limits that do not trust a client's address:
+//! the trial grant (once per verified account, and a global cap per hour so that many mailboxes
+//! cannot farm it), and the login backoff keyed on email and client (failures from one client
+//! never lock the owner out of another). Pure rules; the Coordinator objects apply them inside
+//! one transaction each.
 
 use crate::error::{ApiError, ErrorCode};
 use crate::time::words_for_seconds;
@@ -132,6 +133,33 @@ pub fn login_attempt(stored: Option<(i64, i64)>, now_ms: i64) -> Result<(i64, i6
     Ok((failures + 1, now_ms))
 }
 
+/// A fixed-window rate limit: given the stored `(window_start_ms, count)` for a key, counts one
+/// more attempt and returns what to store, or refuses with the seconds left in the window.
+pub fn rate_window(
+    stored: Option<(i64, i64)>,
+    limit: i64,
+    window_s: i64,
+    now_ms: i64,
+) -> Result<(i64, i64), ApiError> {
+    let window_ms = window_s.saturating_mul(1000);
+    let (start, count) = match stored {
+        Some((start, count)) if now_ms - start < window_ms => (start, count),
+        _ => (now_ms, 0),
+    };
+    if count >= limit {
+        let retry = ((start + window_ms - now_ms) / 1000).max(1);
+        return Err(ApiError::new(
+            ErrorCode::RateLimited,
+            format!(
+                "too many attempts; try again in {}",
+                words_for_seconds(retry)
+            ),
+        )
+        .with_details(serde_json::json!({"retry_after_s": retry})));
+    }
+    Ok((start, count + 1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +259,22 @@ mod tests {
             login_key("ada@example.cn", "10.0.0.2")
         );
         assert_eq!(trial_reference("u1"), "trial:u1");
+    }
+
+    #[test]
+    fn the_rate_window_counts_refuses_and_reopens() {
+        assert_eq!(rate_window(None, 2, 60, 1_000), Ok((1_000, 1)));
+        assert_eq!(rate_window(Some((1_000, 1)), 2, 60, 2_000), Ok((1_000, 2)));
+        let e = rate_window(Some((1_000, 2)), 2, 60, 31_000).unwrap_err();
+        assert_eq!(e.code, ErrorCode::RateLimited);
+        assert_eq!(e.details["retry_after_s"], 30);
+        // Under a second left still says one second, never zero.
+        let e = rate_window(Some((1_000, 2)), 2, 60, 60_900).unwrap_err();
+        assert_eq!(e.details["retry_after_s"], 1);
+        // A new window starts afresh.
+        assert_eq!(
+            rate_window(Some((1_000, 2)), 2, 60, 61_000),
+            Ok((61_000, 1))
+        );
     }
 }

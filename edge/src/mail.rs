@@ -1,6 +1,6 @@
 //! Mail the edge sends (today: the email verification link) and how it leaves, as data: the
 //! sender chosen by `MAIL_SENDER`, the mail's text, and the HTTP request that hands a mail to
-//! a mail service. The worker does the I/O (`worker/mail_io.rs`); everything here is tested
+//! a mail service. The worker does the I/O (`worker/mail.rs`); everything here is tested
 //! natively.
 
 /// One mail.
@@ -11,7 +11,7 @@ pub struct Mail {
     pub text: String,
 }
 
-use crate::adapter::HttpCall;
+use crate::backends::adapter::HttpCall;
 
 /// Where mail goes (`MAIL_SENDER`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -116,7 +116,8 @@ pub fn document() -> Value {
             }]);
         }
         let security = match route.access {
-            Access::Public => None,
+            // Anyone may call: a signed-in caller only sees more (their own unpublished things).
+            Access::Public | Access::MaybeUser => None,
             Access::User => Some(json!([{"session": []}, {"apiToken": []}])),
             Access::Admin => Some(json!([{"adminToken": []}])),
             Access::JobToken => Some(json!([{"jobToken": []}])),
@@ -134,7 +135,7 @@ pub fn document() -> Value {
         "paths": paths,
         "components": {
             "securitySchemes": {
-                "session": {"type": "apiKey", "in": "cookie", "name": crate::auth::SESSION_COOKIE},
+                "session": {"type": "apiKey", "in": "cookie", "name": crate::access::SESSION_COOKIE},
                 "apiToken": {"type": "http", "scheme": "bearer"},
                 "adminToken": {"type": "http", "scheme": "bearer"},
                 "jobToken": {"type": "http", "scheme": "bearer"}

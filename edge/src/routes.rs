@@ -1,5 +1,6 @@
 //! The route table of the API, as data: the dispatcher in the worker and the OpenAPI document
 //! both derive from [`ROUTES`], so a route cannot exist in one and be missing from the other.
+//! A route's [`Access`] is enforced by the dispatcher before its handler runs (`access.rs`).
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -8,6 +9,9 @@ pub enum Access {
     Public,
     /// A signed-in user: session cookie (with an Origin check on writes) or an API token.
     User,
+    /// Anyone; a signed-in user (as for `User`) is recognised, and a missing or failing
+    /// credential leaves the caller anonymous (what is unpublished shows to its owner only).
+    MaybeUser,
     /// `Authorization: Bearer <ADMIN_TOKEN>`.
     Admin,
     /// The job's own process: `Authorization: Bearer <job token>`.
@@ -315,7 +319,7 @@ pub const ROUTES: &[Route] = &[
         GetExperiment,
         "GET",
         "/api/experiments/{id}",
-        Public,
+        MaybeUser,
         200,
         "A saved experiment (owner only when unpublished)",
     ),

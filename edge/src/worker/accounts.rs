@@ -1,14 +1,18 @@
-//! Accounts: sign-up, login, logout, `GET /api/me`, API tokens, and resolving who is calling.
-//! Passwords are hashed with PBKDF2-SHA256 through WebCrypto; session and API tokens are random
-//! 256-bit values of which only the SHA-256 is stored. Sign-up gives no credit: it mails the
-//! verification link, and verifying gives the trial (`verify.rs`). Login waits out a backoff per
-//! email and client (`crate::limits`), so failures elsewhere never lock the owner out.
+//! Accounts: sign-up, login, logout, `GET /api/me` and API tokens. Passwords are hashed with
+//! PBKDF2-SHA256 through WebCrypto; session and API tokens are random 256-bit values of which
+//! only the SHA-256 is stored (`access.rs` finds whom they name). Sign-up gives no credit: it
+//! mails the verification link, and verifying gives the trial (`verify.rs`). Login waits out a
+//! backoff per email and client (`crate::limits`), so failures elsewhere never lock the owner out.
 
+use super::access::User;
 use super::coordinator;
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
-use crate::auth;
-use crate::coordinator_wire::{Balance, Counted, Op};
+use crate::access;
+use crate::accounts::{
+    PBKDF2_ITERATIONS, SESSION_MAX_AGE_S, check_password, normalise_email, session_cookie,
+};
+use crate::coordinator::{Balance, Counted, Op};
 use crate::error::{ApiError, ErrorCode};
 use crate::wire::{self, Credentials, NewToken};
 use api::{Account, SignedOut, TokenCreated};
@@ -17,18 +21,6 @@ use serde::Deserialize;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use worker::{Env, Request, Response};
-
-/// The caller, once authenticated.
-#[derive(Debug, Clone)]
-pub struct User {
-    pub id: String,
-    pub email: String,
-    pub email_verified: bool,
-    /// The session's token hash when signed in by cookie (logout ends it).
-    session_hash: Option<String>,
-    /// The API token's hash when signed in by bearer token.
-    token_hash: Option<String>,
-}
 
 fn js_err(what: &'static str) -> impl Fn(JsValue) -> ApiError {
     move |e| ApiError::internal(format!("{what}: {e:?}"))
@@ -72,18 +64,11 @@ fn client_ip(req: &Request) -> String {
     http::header(req, "cf-connecting-ip").unwrap_or_else(|| "local".into())
 }
 
-pub fn var_i64(env: &Env, name: &str, default: i64) -> i64 {
-    env.var(name)
-        .ok()
-        .and_then(|v| v.to_string().trim().parse().ok())
-        .unwrap_or(default)
-}
-
 /// Sign-up and login are not cookie-authenticated, but a cross-site form could still sign a
 /// victim into an attacker's account; refuse a foreign Origin when one is sent.
 fn check_login_origin(req: &Request) -> ApiResult<()> {
     match http::header(req, "origin") {
-        Some(o) => auth::check_origin(Some(&o), &http::own_origin(req)?.0),
+        Some(o) => access::check_origin(Some(&o), &http::own_origin(req)?.0),
         None => Ok(()),
     }
 }
@@ -95,9 +80,9 @@ async fn new_session(env: &Env, user_id: &str) -> ApiResult<String> {
         env,
         "INSERT INTO sessions (token_hash, user_id, expires_at, created_at) VALUES (?, ?, ?, ?)",
         &[
-            s(&auth::hash_token(&token)),
+            s(&access::hash_token(&token)),
             s(user_id),
-            n(now + auth::SESSION_MAX_AGE_S as i64 * 1000),
+            n(now + SESSION_MAX_AGE_S as i64 * 1000),
             n(now),
         ],
     )
@@ -121,11 +106,11 @@ pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
     check_login_origin(&req)?;
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let c: Credentials = wire::parse_json(&body)?;
-    let email = auth::normalise_email(&c.email)?;
-    auth::check_password(&c.password)?;
+    let email = normalise_email(&c.email)?;
+    check_password(&c.password)?;
     // Generous: a class behind one campus address signs up in one sitting; the trial credit,
     // which is what farming would want, waits for a verified email.
-    let per_hour = var_i64(env, "SIGNUP_LIMIT_PER_HOUR", 100);
+    let per_hour = db::setting(env, "SIGNUP_LIMIT_PER_HOUR", 100);
     coordinator::rate_limit(
         env,
         &format!("signup:ip:{}", client_ip(&req)),
@@ -134,14 +119,14 @@ pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
     )
     .await?;
     let salt = random_hex(16)?;
-    let hash = pbkdf2(&c.password, salt.as_bytes(), auth::PBKDF2_ITERATIONS).await?;
+    let hash = pbkdf2(&c.password, salt.as_bytes(), PBKDF2_ITERATIONS).await?;
     let id = random_hex(16)?;
     let now = now_ms();
     let inserted = db::run(
         env,
         "INSERT INTO users (id, email, password_hash, salt, iterations, created_at) VALUES (?, ?, ?, ?, ?, ?) \
          ON CONFLICT(email) DO NOTHING",
-        &[s(&id), s(&email), s(&hex::encode(hash)), s(&salt), n(i64::from(auth::PBKDF2_ITERATIONS)), n(now)],
+        &[s(&id), s(&email), s(&hex::encode(hash)), s(&salt), n(i64::from(PBKDF2_ITERATIONS)), n(now)],
     )
     .await?;
     if inserted == 0 {
@@ -167,17 +152,17 @@ pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
         email_verified: false,
     };
     let resp = http::json(201, &answer)?;
-    with_cookie(resp, &auth::session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
+    with_cookie(resp, &session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
 }
 
 pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
     check_login_origin(&req)?;
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let c: Credentials = wire::parse_json(&body)?;
-    let email = auth::normalise_email(&c.email)?;
+    let email = normalise_email(&c.email)?;
     // A ceiling per email over every client, well above what one person types; the real guard
     // is the backoff of this email from this client, which failures elsewhere do not touch.
-    let ceiling = var_i64(env, "LOGIN_LIMIT_PER_15_MIN", 100);
+    let ceiling = db::setting(env, "LOGIN_LIMIT_PER_15_MIN", 100);
     let client = client_ip(&req);
     coordinator::rate_limit(env, &format!("login:email:{email}"), ceiling, 900).await?;
     coordinator::rate_limit(env, &format!("login:ip:{client}"), ceiling * 10, 900).await?;
@@ -202,17 +187,16 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
     )
     .await?;
     // Hash even for an unknown email, so the answer's timing does not reveal which emails exist.
-    let (salt, iterations) = row.as_ref().map_or(
-        ("unknown-user-salt".to_string(), auth::PBKDF2_ITERATIONS),
-        |r| {
-            (
-                r.salt.clone(),
-                u32::try_from(r.iterations).unwrap_or(auth::PBKDF2_ITERATIONS),
-            )
-        },
-    );
+    let (salt, iterations) =
+        row.as_ref()
+            .map_or(("unknown-user-salt".to_string(), PBKDF2_ITERATIONS), |r| {
+                (
+                    r.salt.clone(),
+                    u32::try_from(r.iterations).unwrap_or(PBKDF2_ITERATIONS),
+                )
+            });
     let hash = hex::encode(pbkdf2(&c.password, salt.as_bytes(), iterations).await?);
-    let Some(user) = row.filter(|r| auth::same_secret(&r.password_hash, &hash)) else {
+    let Some(user) = row.filter(|r| access::same_secret(&r.password_hash, &hash)) else {
         return Err(ApiError::new(
             ErrorCode::BadCredentials,
             "wrong email or password",
@@ -229,24 +213,22 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
             email_verified: user.email_verified_at.is_some(),
         },
     )?;
-    with_cookie(resp, &auth::session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
+    with_cookie(resp, &session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
 }
 
-pub async fn logout(req: Request, env: &Env) -> ApiResult<Response> {
-    let user = authenticate(&req, env, true).await?;
-    if let Some(h) = &user.session_hash {
+pub async fn logout(user: User, req: Request, env: &Env) -> ApiResult<Response> {
+    if let Some(h) = user.session_hash() {
         db::run(env, "DELETE FROM sessions WHERE token_hash = ?", &[s(h)]).await?;
     }
-    if let Some(h) = &user.token_hash {
+    if let Some(h) = user.token_hash() {
         db::run(env, "DELETE FROM api_tokens WHERE token_hash = ?", &[s(h)]).await?;
     }
     let host = http::own_origin(&req)?.1;
     let resp = http::json(200, &SignedOut { signed_out: true })?;
-    with_cookie(resp, &auth::session_cookie(None, &host)).map_err(http::internal("cookie"))
+    with_cookie(resp, &session_cookie(None, &host)).map_err(http::internal("cookie"))
 }
 
-pub async fn me(req: Request, env: &Env) -> ApiResult<Response> {
-    let user = authenticate(&req, env, false).await?;
+pub async fn me(user: User, env: &Env) -> ApiResult<Response> {
     let balance_fen = balance(env, &user.id).await?;
     http::json(
         200,
@@ -259,8 +241,7 @@ pub async fn me(req: Request, env: &Env) -> ApiResult<Response> {
     .map_err(http::internal("response"))
 }
 
-pub async fn create_token(mut req: Request, env: &Env) -> ApiResult<Response> {
-    let user = authenticate(&req, env, true).await?;
+pub async fn create_token(user: User, mut req: Request, env: &Env) -> ApiResult<Response> {
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let t: NewToken = if body.is_empty() {
         NewToken::default()
@@ -277,7 +258,7 @@ pub async fn create_token(mut req: Request, env: &Env) -> ApiResult<Response> {
         "INSERT INTO api_tokens (token_hash, user_id, name, created_at) SELECT ?, ?, ?, ? \
          WHERE (SELECT COUNT(*) FROM api_tokens WHERE user_id = ?) < ?",
         &[
-            s(&auth::hash_token(&token)),
+            s(&access::hash_token(&token)),
             s(&user.id),
             s(&name),
             n(now_ms()),
@@ -290,84 +271,4 @@ pub async fn create_token(mut req: Request, env: &Env) -> ApiResult<Response> {
         return Err(db::limit_reached("API tokens per account", limit));
     }
     http::json(201, &TokenCreated { token, name }).map_err(http::internal("response"))
-}
-
-/// Who is calling: an API token (`Authorization: Bearer`) or the session cookie. A write with
-/// the cookie must come from this server's own origin (CSRF); anonymous callers get 401.
-pub async fn authenticate(req: &Request, env: &Env, write: bool) -> ApiResult<User> {
-    #[derive(Deserialize)]
-    struct Row {
-        id: String,
-        email: String,
-        email_verified_at: Option<i64>,
-    }
-    let unauthenticated = || {
-        ApiError::new(
-            ErrorCode::Unauthenticated,
-            "sign in first (session cookie or API token)",
-        )
-    };
-    let authz = http::header(req, "authorization");
-    if let Some(token) = auth::bearer(authz.as_deref()) {
-        let hash = auth::hash_token(token);
-        let row: Option<Row> = db::first(
-            env,
-            "SELECT u.id, u.email, u.email_verified_at FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?",
-            &[s(&hash)],
-        )
-        .await?;
-        let row = row.ok_or_else(unauthenticated)?;
-        return Ok(User {
-            id: row.id,
-            email: row.email,
-            email_verified: row.email_verified_at.is_some(),
-            session_hash: None,
-            token_hash: Some(hash),
-        });
-    }
-    let cookies = http::header(req, "cookie");
-    let token =
-        auth::cookie(cookies.as_deref(), auth::SESSION_COOKIE).ok_or_else(unauthenticated)?;
-    let hash = auth::hash_token(token);
-    let row: Option<Row> = db::first(
-        env,
-        "SELECT u.id, u.email, u.email_verified_at FROM sessions x JOIN users u ON u.id = x.user_id WHERE x.token_hash = ? AND x.expires_at > ?",
-        &[s(&hash), n(now_ms())],
-    )
-    .await?;
-    let row = row.ok_or_else(unauthenticated)?;
-    if write {
-        auth::check_origin(
-            http::header(req, "origin").as_deref(),
-            &http::own_origin(req)?.0,
-        )?;
-    }
-    Ok(User {
-        id: row.id,
-        email: row.email,
-        email_verified: row.email_verified_at.is_some(),
-        session_hash: Some(hash),
-        token_hash: None,
-    })
-}
-
-/// `Authorization: Bearer <ADMIN_TOKEN>`, compared in constant time; no token configured means
-/// no admin access at all.
-pub fn require_admin(req: &Request, env: &Env) -> ApiResult<()> {
-    let configured = env
-        .var("ADMIN_TOKEN")
-        .map(|v| v.to_string())
-        .unwrap_or_default();
-    let authz = http::header(req, "authorization");
-    match auth::bearer(authz.as_deref()) {
-        Some(t) if !configured.is_empty() && auth::same_secret(t, &configured) => Ok(()),
-        Some(_) => Err(ApiError::new(
-            ErrorCode::Forbidden,
-            "this admin token is not valid",
-        )),
-        None => Err(ApiError::new(
-            ErrorCode::Unauthenticated,
-            "admin routes need Authorization: Bearer <admin token>",
-        )),
-    }
 }

@@ -7,26 +7,24 @@
 //! code is counted and the credit missing; a retry of the redemption finds the account's earlier
 //! claim with its first id, and the account's object credits that id once however often it is
 //! asked, so the credit is neither lost nor doubled. Without a retry, the code's object's own
-//! sweep credits the claim later (`code_object.rs`). tests/tests/edge_credits.rs kills
+//! sweep credits the claim later (`coordinator/code.rs`). tests/tests/edge_credits.rs kills
 //! redemptions in between to show both.
 
-use super::accounts::{authenticate, require_admin};
+use super::access::{Admin, User};
 use super::coordinator;
 use super::db::{now_ms, random_hex};
 use super::http::{self, ApiResult};
-use crate::coordinator_wire::{Claimed, CodeCreated, Credited, Op};
+use crate::coordinator::{Claimed, CodeCreated, Credited, Op};
 use crate::wire::Check;
 use crate::wire::{self, NewPromoCode, RedeemRequest};
 use api::{Ledger, PromoCodeCreated, Redeemed};
 use worker::{Env, Request};
 
-pub async fn ledger(req: Request, env: &Env) -> ApiResult<Ledger> {
-    let user = authenticate(&req, env, false).await?;
+pub async fn ledger(user: User, env: &Env) -> ApiResult<Ledger> {
     coordinator::call(env, &Op::Ledger { user_id: user.id }).await
 }
 
-pub async fn redeem(mut req: Request, env: &Env) -> ApiResult<Redeemed> {
-    let user = authenticate(&req, env, true).await?;
+pub async fn redeem(user: User, mut req: Request, env: &Env) -> ApiResult<Redeemed> {
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let r: RedeemRequest = wire::parse_json(&body)?;
     let code = wire::normalise_code(&r.code)?;
@@ -52,8 +50,8 @@ pub async fn redeem(mut req: Request, env: &Env) -> ApiResult<Redeemed> {
         now_ms: now,
     };
     let credited: Credited = coordinator::call(env, &credit).await?;
-    crate::ledger::redeem_answer(
-        &crate::ledger::Claim {
+    crate::credits::redeem_answer(
+        &crate::credits::Claim {
             redemption_id: claimed.redemption_id,
             amount_fen: claimed.amount_fen,
         },
@@ -62,8 +60,7 @@ pub async fn redeem(mut req: Request, env: &Env) -> ApiResult<Redeemed> {
     )
 }
 
-pub async fn create_code(mut req: Request, env: &Env) -> ApiResult<PromoCodeCreated> {
-    require_admin(&req, env)?;
+pub async fn create_code(_: Admin, mut req: Request, env: &Env) -> ApiResult<PromoCodeCreated> {
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let p = wire::parse_json::<NewPromoCode>(&body)?.check()?;
     let op = Op::CreateCode {

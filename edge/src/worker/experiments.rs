@@ -2,7 +2,7 @@
 //! metrics and result, under an unguessable 128-bit id. Snapshots never contain the owner's
 //! email or balance; unpublished ones are visible to their owner only.
 
-use super::accounts::authenticate;
+use super::access::User;
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
 use super::jobs;
@@ -16,65 +16,20 @@ use worker::{Env, Request};
 /// The longest title an experiment may have.
 const MAX_TITLE_CHARS: usize = 200;
 
-pub async fn create(mut req: Request, env: &Env) -> ApiResult<SavedExperiment> {
-    let user = authenticate(&req, env, true).await?;
+pub async fn create(user: User, mut req: Request, env: &Env) -> ApiResult<SavedExperiment> {
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
     let e: NewExperiment = wire::parse_json(&body)?;
     if let Some(t) = &e.title {
         wire::check_label("title", t, MAX_TITLE_CHARS)?;
     }
-    let plan = if e.spec.trim_start().starts_with('{') {
-        jobspec::plan_json(&e.spec)
-    } else {
-        jobspec::plan_toml(&e.spec)
-    };
-    if plan.valid.is_none() {
-        return Err(ApiError::new(
-            ErrorCode::InvalidSpec,
-            "only a valid spec can be saved; see details.diagnostics",
-        )
-        .with_typed_details(&api::InvalidSpecDetails {
-            diagnostics: plan.diagnostics.iter().map(Into::into).collect(),
-        }));
-    }
-    let mut wire_plan = serde_json::to_value(jobspec::PlanWire::from(&plan))
-        .map_err(|e| ApiError::internal(e.to_string()))?;
-    // The launch artifacts are derived from the spec and can be regenerated; keep snapshots small.
-    if let Some(obj) = wire_plan.as_object_mut() {
-        obj.remove("artifacts");
-    }
+    let (name, plan) = saved_plan(&e.spec)?;
     let job = match e.job_id.as_deref() {
         None => None,
-        Some(id) => {
-            let job = jobs::owned(env, &user, id).await?;
-            if !job.state().is_terminal() {
-                return Err(ApiError::new(
-                    ErrorCode::JobNotFinished,
-                    format!("job {id} is still {}", job.state().as_str()),
-                ));
-            }
-            let metrics = report::metrics_after(env, &job.id, 0).await?;
-            let w = job.wire();
-            Some(ExperimentJob {
-                state: w.state,
-                card: w.card,
-                cards: w.cards,
-                charged_fen: w.charged_fen,
-                started_at: w.started_at,
-                ended_at: w.ended_at,
-                message: w.message,
-                metrics,
-            })
-        }
+        Some(id) => Some(finished_job(env, &user, id).await?),
     };
     let title: String = e
         .title
-        .unwrap_or_else(|| {
-            plan.valid
-                .as_ref()
-                .map(|v| v.spec().name.clone())
-                .unwrap_or_default()
-        })
+        .unwrap_or(name)
         .chars()
         .take(MAX_TITLE_CHARS)
         .collect();
@@ -86,11 +41,69 @@ pub async fn create(mut req: Request, env: &Env) -> ApiResult<SavedExperiment> {
         created_at: crate::time::format_rfc3339_ms(now),
         published: e.published,
         spec: e.spec,
-        plan: wire_plan,
+        plan,
         job,
     };
-    let snapshot =
-        serde_json::to_string(&snapshot).map_err(|e| ApiError::internal(e.to_string()))?;
+    store(env, &user, &snapshot, now).await?;
+    Ok(SavedExperiment {
+        url: format!("/e/{id}"),
+        id,
+        published: e.published,
+    })
+}
+
+/// The plan of a spec that may be saved (a valid one), as the snapshot keeps it, with the
+/// spec's name.
+fn saved_plan(spec: &str) -> ApiResult<(String, serde_json::Value)> {
+    let plan = if spec.trim_start().starts_with('{') {
+        jobspec::plan_json(spec)
+    } else {
+        jobspec::plan_toml(spec)
+    };
+    let Some(valid) = &plan.valid else {
+        return Err(ApiError::new(
+            ErrorCode::InvalidSpec,
+            "only a valid spec can be saved; see details.diagnostics",
+        )
+        .with_typed_details(&api::InvalidSpecDetails {
+            diagnostics: plan.diagnostics.iter().map(Into::into).collect(),
+        }));
+    };
+    let mut wire_plan = serde_json::to_value(jobspec::PlanWire::from(&plan))
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    // The launch artifacts are derived from the spec and can be regenerated; keep snapshots small.
+    if let Some(obj) = wire_plan.as_object_mut() {
+        obj.remove("artifacts");
+    }
+    Ok((valid.spec().name.clone(), wire_plan))
+}
+
+/// The caller's finished job `id` as a snapshot keeps it, with its metrics.
+async fn finished_job(env: &Env, user: &User, id: &str) -> ApiResult<ExperimentJob> {
+    let job = jobs::owned(env, user, id).await?;
+    if !job.state().is_terminal() {
+        return Err(ApiError::new(
+            ErrorCode::JobNotFinished,
+            format!("job {id} is still {}", job.state().as_str()),
+        ));
+    }
+    let metrics = report::metrics_after(env, &job.id, 0).await?;
+    let w = job.wire();
+    Ok(ExperimentJob {
+        state: w.state,
+        card: w.card,
+        cards: w.cards,
+        charged_fen: w.charged_fen,
+        started_at: w.started_at,
+        ended_at: w.ended_at,
+        message: w.message,
+        metrics,
+    })
+}
+
+/// Stores a snapshot under the account's limit of saved experiments.
+async fn store(env: &Env, user: &User, snapshot: &Experiment, now: i64) -> ApiResult<()> {
+    let text = serde_json::to_string(snapshot).map_err(|e| ApiError::internal(e.to_string()))?;
     // One statement counts and inserts, so parallel saves cannot pass the limit together.
     let limit = db::setting(env, "EXPERIMENTS_PER_USER", 1000);
     let inserted = db::run(
@@ -98,10 +111,10 @@ pub async fn create(mut req: Request, env: &Env) -> ApiResult<SavedExperiment> {
         "INSERT INTO experiments (id, user_id, published, snapshot, created_at) SELECT ?, ?, ?, ?, ? \
          WHERE (SELECT COUNT(*) FROM experiments WHERE user_id = ?) < ?",
         &[
-            s(&id),
+            s(&snapshot.id),
             s(&user.id),
-            n(i64::from(e.published)),
-            s(&snapshot),
+            n(i64::from(snapshot.published)),
+            s(&text),
             n(now),
             s(&user.id),
             n(limit),
@@ -111,14 +124,11 @@ pub async fn create(mut req: Request, env: &Env) -> ApiResult<SavedExperiment> {
     if inserted == 0 {
         return Err(db::limit_reached("saved experiments per account", limit));
     }
-    Ok(SavedExperiment {
-        url: format!("/e/{id}"),
-        id,
-        published: e.published,
-    })
+    Ok(())
 }
 
-pub async fn get(req: Request, env: &Env, id: &str) -> ApiResult<Experiment> {
+/// A saved experiment; `viewer` is the signed-in caller, if any.
+pub async fn get(viewer: Option<User>, env: &Env, id: &str) -> ApiResult<Experiment> {
     wire::check_id(id)?;
     #[derive(Deserialize)]
     struct Row {
@@ -136,10 +146,7 @@ pub async fn get(req: Request, env: &Env, id: &str) -> ApiResult<Experiment> {
     .ok_or_else(not_found)?;
     if row.published == 0 {
         // Unpublished: the owner only; everyone else is told it does not exist.
-        let user = authenticate(&req, env, false)
-            .await
-            .map_err(|_| not_found())?;
-        if user.id != row.user_id {
+        if viewer.is_none_or(|user| user.id != row.user_id) {
             return Err(not_found());
         }
     }

@@ -3,13 +3,13 @@
 //! with the admin token: a real round trip through each storage binding and the reachability of
 //! every configured backend.
 
-use super::accounts::require_admin;
+use super::access::Admin;
 use super::http::{self, ApiResult, respond};
-use crate::backends::{self, BackendConfig};
+use crate::backends::config::{self, BackendConfig, BackendKind};
 use crate::health::{BackendHealth, Bindings, Check, HealthReport};
 use futures_util::future::join_all;
 use std::time::Duration;
-use worker::{Env, Request, Response};
+use worker::{Env, Response};
 
 /// The public liveness answer.
 pub fn live() -> api::Liveness {
@@ -21,19 +21,18 @@ pub fn live() -> api::Liveness {
 }
 
 /// The deep check, for operators.
-pub async fn deep(req: Request, env: &Env) -> ApiResult<Response> {
-    require_admin(&req, env)?;
+pub async fn deep(_: Admin, env: &Env) -> ApiResult<Response> {
     let bindings = Bindings {
         d1: Check::from_result(check_d1(env).await),
         kv: Check::from_result(check_kv(env).await),
         durable_object: Check::from_result(check_durable_object(env).await),
     };
-    let configured = backends::parse(env.var("BACKENDS").ok().map(|v| v.to_string()).as_deref());
+    let configured = config::parse(env.var("BACKENDS").ok().map(|v| v.to_string()).as_deref());
     let backends = match configured {
         Ok(list) => join_all(list.iter().map(|b| check_backend(env, b))).await,
         Err(e) => vec![BackendHealth {
             name: "BACKENDS".into(),
-            kind: backends::BackendKind::Runner,
+            kind: BackendKind::Runner,
             reachable: false,
             detail: e,
         }],
@@ -87,8 +86,8 @@ async fn check_kv(env: &Env) -> Result<String, String> {
 }
 
 async fn check_durable_object(env: &Env) -> Result<String, String> {
-    let probed: crate::coordinator_wire::Probed =
-        super::coordinator::call(env, &crate::coordinator_wire::Op::Probe)
+    let probed: crate::coordinator::Probed =
+        super::coordinator::call(env, &crate::coordinator::Op::Probe)
             .await
             .map_err(|e| format!("Durable Object: {}", e.message))?;
     Ok(format!(
@@ -108,13 +107,13 @@ async fn check_backend(env: &Env, backend: &BackendConfig) -> BackendHealth {
 }
 
 async fn probe_backend(env: &Env, backend: &BackendConfig) -> Result<String, String> {
-    let adapter = super::backend_io::adapter(env, backend)
+    let adapter = super::backends::adapter(env, backend)
         .await
         .map_err(|e| e.message)?;
-    match super::backend_io::send(&adapter.health(), Duration::from_secs(3)).await {
+    match super::backends::send(&adapter.health(), Duration::from_secs(3)).await {
         Ok((200, body)) => Ok(summarise(&String::from_utf8_lossy(&body))),
         Ok((status, _)) => Err(format!("answered HTTP {status}")),
-        Err(crate::adapter::BackendError::Unavailable(why)) => Err(why),
+        Err(crate::backends::adapter::BackendError::Unavailable(why)) => Err(why),
         Err(other) => Err(format!("{other:?}")),
     }
 }

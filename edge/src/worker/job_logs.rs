@@ -1,12 +1,12 @@
 //! Logs pushed by jobs whose backend cannot serve them (Slurm): `POST /api/jobs/{id}/log?offset=N`
 //! with the job's token stores a chunk in D1, and `GET /api/jobs/{id}/logs` reads it back. The
-//! rules (retries, gaps, limits, byte offsets) are in `crate::job_log`.
+//! rules (retries, gaps, limits, byte offsets) are in `crate::job_logs`.
 
+use super::access::JobCaller;
 use super::db::{self, n, s};
 use super::http::{self, ApiResult};
-use super::report;
-use crate::adapter::LogChunk;
-use crate::job_log::{self, MAX_CHUNK_BYTES, MAX_LOG_BYTES, MAX_READ_BYTES};
+use crate::backends::adapter::LogChunk;
+use crate::job_logs::{self, MAX_CHUNK_BYTES, MAX_LOG_BYTES, MAX_READ_BYTES};
 use crate::wire;
 use api::LogAccepted;
 use serde::Deserialize;
@@ -30,13 +30,12 @@ async fn stored_bytes(env: &Env, job_id: &str) -> ApiResult<u64> {
         .unwrap_or(0))
 }
 
-pub async fn push(mut req: Request, env: &Env, id: &str) -> ApiResult<LogAccepted> {
-    let job = report::job_with_token(&req, env, id).await?;
-    report::refuse_ended(&job)?;
+pub async fn push(caller: JobCaller, mut req: Request, env: &Env) -> ApiResult<LogAccepted> {
+    let job = caller.job();
     let offset = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "offset", 0)?;
     let body = http::body(&mut req, MAX_CHUNK_BYTES).await?;
     let stored = stored_bytes(env, &job.id).await?;
-    let plan = job_log::plan_append(stored, offset, body.len())?;
+    let plan = job_logs::plan_append(stored, offset, body.len())?;
     if plan.take > 0 {
         let piece = &body[plan.skip..plan.skip + plan.take];
         // The primary key (job, offset) makes a racing duplicate of this piece a no-op.
@@ -47,7 +46,7 @@ pub async fn push(mut req: Request, env: &Env, id: &str) -> ApiResult<LogAccepte
                 s(&job.id),
                 n(i64::try_from(plan.offset).unwrap_or(i64::MAX)),
                 n(i64::try_from(plan.take).unwrap_or(i64::MAX)),
-                s(&job_log::to_text(piece)),
+                s(&job_logs::to_text(piece)),
             ],
         )
         .await?;
@@ -101,7 +100,7 @@ pub async fn read(env: &Env, job_id: &str, offset: u64, job_ended: bool) -> ApiR
         .into_iter()
         .map(|p| (u64::try_from(p.offset).unwrap_or(0), p.text))
         .collect();
-    let mut chunk = job_log::read(&pieces, offset, job_ended);
+    let mut chunk = job_logs::read(&pieces, offset, job_ended);
     // The window may end before the log does: the end is where everything stored ends.
     chunk.eof = job_ended && chunk.next_offset >= stored_bytes(env, job_id).await?;
     Ok(chunk)

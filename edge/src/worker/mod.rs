@@ -1,10 +1,11 @@
 //! Everything that runs only inside the Workers runtime: the fetch and scheduled entry points,
-//! the dispatcher over the route table, the handlers and the Durable Object class.
+//! the dispatcher over the route table, the handlers and the Durable Object class. The
+//! dispatcher authenticates each request once, as its route's `access` says (`access.rs`), and
+//! hands the handler who is calling; a handler's signature says which caller it takes.
 
-mod account_object;
+mod access;
 mod accounts;
-mod backend_io;
-mod code_object;
+mod backends;
 mod coordinator;
 mod credits;
 mod db;
@@ -13,8 +14,7 @@ mod health;
 mod http;
 mod job_logs;
 mod jobs;
-mod limit_object;
-mod mail_io;
+mod mail;
 mod refunds;
 mod report;
 mod verify;
@@ -72,47 +72,61 @@ fn ok<T: serde::Serialize>(status: u16, v: ApiResult<T>) -> ApiResult<Response> 
     json(status, &v?).map_err(http::internal("response"))
 }
 
+/// Runs a route's handler once its caller is authenticated as the route's access says. Each
+/// handler takes the caller its route needs (`caller.user()?` and the like); a caller of another
+/// kind than the table's access gives is refused before the handler runs.
 async fn handle(
     id: RouteId,
     param: Option<String>,
     req: Request,
     env: &Env,
 ) -> ApiResult<Response> {
-    let status = routes::route(id).map_or(200, |r| r.status);
-    let param = param.unwrap_or_default();
+    let route = routes::route(id)
+        .ok_or_else(|| ApiError::internal(format!("{id:?} is not in the route table")))?;
+    let (status, param) = (route.status, param.unwrap_or_default());
+    let caller = access::authenticate(route, &param, &req, env).await?;
+    let p = param.as_str();
     match id {
         RouteId::Health => ok(status, Ok(health::live())),
-        RouteId::AdminHealth => health::deep(req, env).await,
+        RouteId::AdminHealth => health::deep(caller.admin()?, env).await,
         RouteId::OpenApi => ok(status, Ok(crate::openapi::document())),
         RouteId::Signup => accounts::signup(req, env).await,
         RouteId::Login => accounts::login(req, env).await,
         RouteId::VerifyEmail => ok(status, verify::verify(req, env).await),
-        RouteId::ResendVerification => ok(status, verify::resend(req, env).await),
-        RouteId::AdminOutbox => ok(status, mail_io::admin_outbox(req, env).await),
-        RouteId::Logout => accounts::logout(req, env).await,
-        RouteId::Me => accounts::me(req, env).await,
-        RouteId::CreateToken => accounts::create_token(req, env).await,
-        RouteId::Ledger => ok(status, credits::ledger(req, env).await),
-        RouteId::Redeem => ok(status, credits::redeem(req, env).await),
-        RouteId::AdminPromoCodes => ok(status, credits::create_code(req, env).await),
-        RouteId::AdminReconcile => ok(status, report::admin_reconcile(req, env).await),
-        RouteId::AdminBackends => ok(status, jobs::admin_backends(req, env)),
-        RouteId::AdminRefund => refunds::create(req, env).await,
+        RouteId::ResendVerification => ok(status, verify::resend(caller.user()?, env).await),
+        RouteId::AdminOutbox => ok(status, mail::admin_outbox(caller.admin()?, req, env).await),
+        RouteId::Logout => accounts::logout(caller.user()?, req, env).await,
+        RouteId::Me => accounts::me(caller.user()?, env).await,
+        RouteId::CreateToken => accounts::create_token(caller.user()?, req, env).await,
+        RouteId::Ledger => ok(status, credits::ledger(caller.user()?, env).await),
+        RouteId::Redeem => ok(status, credits::redeem(caller.user()?, req, env).await),
+        RouteId::AdminPromoCodes => ok(
+            status,
+            credits::create_code(caller.admin()?, req, env).await,
+        ),
+        RouteId::AdminReconcile => ok(
+            status,
+            report::admin_reconcile(caller.admin()?, req, env).await,
+        ),
+        RouteId::AdminBackends => ok(status, jobs::admin_backends(caller.admin()?, env)),
+        RouteId::AdminRefund => refunds::create(caller.admin()?, req, env).await,
         RouteId::Backends => ok(
             status,
-            backend_io::configured(env).map(|l| crate::backends_public::list(&l)),
+            backends::configured(env).map(|l| crate::backends::public::list(&l)),
         ),
-        RouteId::SubmitJob => jobs::submit(req, env).await,
-        RouteId::ListJobs => ok(status, jobs::list(req, env).await),
-        RouteId::GetJob => ok(status, jobs::get(req, env, &param).await),
-        RouteId::JobLogs => ok(status, jobs::logs(req, env, &param).await),
-        RouteId::JobMetrics => ok(status, jobs::metrics(req, env, &param).await),
-        RouteId::CancelJob => ok(status, jobs::cancel(req, env, &param).await),
-        RouteId::JobReport => ok(status, report::report(req, env, &param).await),
-        RouteId::JobLogPush => ok(status, job_logs::push(req, env, &param).await),
-        RouteId::JobCheckpoint => jobs::checkpoint(req, env, &param).await,
-        RouteId::ListCheckpoints => ok(status, jobs::checkpoints(req, env).await),
-        RouteId::CreateExperiment => ok(status, experiments::create(req, env).await),
-        RouteId::GetExperiment => ok(status, experiments::get(req, env, &param).await),
+        RouteId::SubmitJob => jobs::submit(caller.user()?, req, env).await,
+        RouteId::ListJobs => ok(status, jobs::list(caller.user()?, env).await),
+        RouteId::GetJob => ok(status, jobs::get(&caller.user()?, env, p).await),
+        RouteId::JobLogs => ok(status, jobs::logs(caller.user()?, req, env, p).await),
+        RouteId::JobMetrics => ok(status, jobs::metrics(caller.user()?, req, env, p).await),
+        RouteId::CancelJob => ok(status, jobs::cancel(caller.user()?, env, p).await),
+        RouteId::JobReport => ok(status, report::report(caller.job()?, req, env).await),
+        RouteId::JobLogPush => ok(status, job_logs::push(caller.job()?, req, env).await),
+        RouteId::JobCheckpoint => jobs::checkpoint(caller.user()?, env, p).await,
+        RouteId::ListCheckpoints => ok(status, jobs::checkpoints(caller.user()?, env).await),
+        RouteId::CreateExperiment => {
+            ok(status, experiments::create(caller.user()?, req, env).await)
+        }
+        RouteId::GetExperiment => ok(status, experiments::get(caller.maybe_user()?, env, p).await),
     }
 }

@@ -2,48 +2,24 @@
 //! reaches a terminal state and settles its hold, and the reconcile sweep that asks backends
 //! about jobs that went silent.
 
-use super::accounts::require_admin;
-use super::backend_io;
+use super::access::{Admin, JobCaller};
+use super::backends;
 use super::coordinator;
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
-use super::jobs::{self, JobRow};
-use crate::adapter::{self, BackendError, Submitted};
-use crate::auth;
-use crate::coordinator_wire::{Op, Settled};
+use super::jobs::row::{self, JobRow};
+use crate::backends::adapter::{self, BackendError, Submitted};
+use crate::coordinator::{Op, Settled};
+use crate::credits::settle_fen;
 use crate::error::{ApiError, ErrorCode};
 use crate::jobs::JobState;
-use crate::ledger::settle_fen;
 use crate::wire::Check;
 use crate::wire::{self, MetricPoint, Report};
 use api::{Reconciled, ReportAccepted};
 use worker::{Env, Request};
 
-/// The job whose own token the request carries (`Authorization: Bearer <job token>`).
-pub async fn job_with_token(req: &Request, env: &Env, id: &str) -> ApiResult<JobRow> {
-    wire::check_id(id)?;
-    let authz = http::header(req, "authorization");
-    let token = auth::bearer(authz.as_deref()).ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::Unauthenticated,
-            "reports need Authorization: Bearer <job token>",
-        )
-    })?;
-    let job = jobs::by_id(env, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("no job {id}")))?;
-    if !auth::same_secret(&auth::hash_token(token), &job.token_hash) {
-        return Err(ApiError::new(
-            ErrorCode::Forbidden,
-            "this token does not belong to this job",
-        ));
-    }
-    Ok(job)
-}
-
-pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<ReportAccepted> {
-    let job = job_with_token(&req, env, id).await?;
-    refuse_ended(&job)?;
+pub async fn report(caller: JobCaller, mut req: Request, env: &Env) -> ApiResult<ReportAccepted> {
+    let job = caller.job();
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
     let r: Report = wire::parse_json(&body)?;
     r.check()?;
@@ -63,8 +39,8 @@ pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<ReportAc
             // and its times are what is billed. Until it does, the claim is kept, and the job page
             // and the reconcile sweep ask the backend again (a job usually reports just before
             // its process exits).
-            match remote_status(env, &job).await {
-                Ok(st) if st.state.is_terminal() => ended(env, &job, &st, message).await?,
+            match remote_status(env, job).await {
+                Ok(st) if st.state.is_terminal() => ended(env, job, &st, message).await?,
                 _ => {
                     db::run(
                         env,
@@ -87,27 +63,13 @@ pub async fn report(mut req: Request, env: &Env, id: &str) -> ApiResult<ReportAc
         }
         _ => {}
     }
-    let after = jobs::by_id(env, id).await?.map_or(current, |j| j.state());
+    let after = row::by_id(env, &job.id)
+        .await?
+        .map_or(current, |j| j.state());
     Ok(ReportAccepted {
         state: after,
         metrics_stored: r.metrics.len(),
     })
-}
-
-/// A job's token writes nothing once the job has ended: no state, message, metric or log.
-pub fn refuse_ended(job: &JobRow) -> ApiResult<()> {
-    let state = job.state();
-    if state.is_terminal() {
-        return Err(ApiError::new(
-            ErrorCode::AlreadyFinished,
-            format!(
-                "job {} has ended ({}); its token can no longer report",
-                job.id,
-                state.as_str()
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// Finishes a job its backend says has ended, by the backend's state and times; the message is
@@ -219,7 +181,7 @@ pub async fn metrics_after(env: &Env, job_id: &str, since: u64) -> ApiResult<Vec
 }
 
 async fn remote_status(env: &Env, job: &JobRow) -> Result<adapter::RemoteStatus, BackendError> {
-    remote_status_within(env, job, backend_io::timeout(env)).await
+    remote_status_within(env, job, backends::timeout(env)).await
 }
 
 /// The job as its backend knows it under the edge's job id, for a job whose submission was
@@ -230,11 +192,11 @@ async fn find(
     timeout: std::time::Duration,
 ) -> Result<Option<Submitted>, BackendError> {
     let config =
-        backend_io::named(env, &job.backend).map_err(|e| BackendError::Unavailable(e.message))?;
-    let a = backend_io::adapter(env, &config)
+        backends::named(env, &job.backend).map_err(|e| BackendError::Unavailable(e.message))?;
+    let a = backends::adapter(env, &config)
         .await
         .map_err(|e| BackendError::Unavailable(e.message))?;
-    let (status, body) = backend_io::send(&a.find(&job.id), timeout).await?;
+    let (status, body) = backends::send(&a.find(&job.id), timeout).await?;
     a.parse_find(&job.id, status, &body)
 }
 
@@ -354,12 +316,12 @@ pub async fn remote_status_within(
     timeout: std::time::Duration,
 ) -> Result<adapter::RemoteStatus, BackendError> {
     let config =
-        backend_io::named(env, &job.backend).map_err(|e| BackendError::Unavailable(e.message))?;
-    let a = backend_io::adapter(env, &config)
+        backends::named(env, &job.backend).map_err(|e| BackendError::Unavailable(e.message))?;
+    let a = backends::adapter(env, &config)
         .await
         .map_err(|e| BackendError::Unavailable(e.message))?;
     let remote = job.remote_id.as_deref().ok_or(BackendError::NotFound)?;
-    let (status, body) = backend_io::send(&a.status(remote), timeout).await?;
+    let (status, body) = backends::send(&a.status(remote), timeout).await?;
     a.parse_status(status, &body)
 }
 
@@ -475,8 +437,7 @@ async fn settle(env: &Env, user_id: &str, job_id: &str, capture: i64) -> ApiResu
     }
 }
 
-pub async fn admin_reconcile(req: Request, env: &Env) -> ApiResult<Reconciled> {
-    require_admin(&req, env)?;
+pub async fn admin_reconcile(_: Admin, req: Request, env: &Env) -> ApiResult<Reconciled> {
     let silent = wire::query_u64(
         req.url().ok().as_ref().and_then(|u| u.query()),
         "silent_after_s",
@@ -506,13 +467,13 @@ pub async fn reconcile(env: &Env, silent_after_s: Option<i64>) -> ApiResult<Reco
         &format!(
             "SELECT {} FROM jobs WHERE state IN ('dispatching', 'queued', 'running') \
              AND (COALESCE(last_report_at, created_at) <= ? OR remote_id IS NULL OR ending IS NOT NULL) LIMIT 100",
-            jobs::COLUMNS
+            row::COLUMNS
         ),
         &[n(cutoff)],
     )
     .await?;
     let (mut checked, mut finished, mut unreachable) = (0, 0, 0);
-    let timeout = backend_io::timeout(env);
+    let timeout = backends::timeout(env);
     for job in &live {
         checked += 1;
         match check(env, job, timeout).await? {

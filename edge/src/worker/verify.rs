@@ -1,26 +1,26 @@
 //! Email verification and the trial grant: the mail with its signed link (sent at sign-up and
 //! on request), `POST /api/auth/verify` that checks the token, marks the email verified and
 //! asks for the trial credit in two steps: the `Trials` object's reservation
-//! ([`apply_reserve_trial`]: one per mailbox, within the hourly cap over all accounts), then the
+//! (`coordinator/trials.rs`: one per mailbox, within the hourly cap over all accounts), then the
 //! account object's grant (once per account). Both are idempotent for one account, so a grant
 //! that failed between them completes when the link is opened again.
 
-use super::accounts::{self, var_i64};
-use super::coordinator::{self, sql_err};
+use super::access::User;
+use super::coordinator;
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
-use super::mail_io;
-use crate::coordinator_wire::{Balance, Counted, Granted, Op};
+use super::mail;
+use crate::coordinator::{Balance, Counted, Granted, Op};
 use crate::email_link;
 use crate::error::{ApiError, ErrorCode};
-use crate::limits::{self, TRIAL_WINDOW_MS, TrialDecision, TrialState};
+use crate::limits;
 use crate::wire;
 use api::{VerificationSent, Verified, VerifyRequest};
 use serde::Deserialize;
-use worker::{Env, Request, SqlStorage};
+use worker::{Env, Request};
 
 fn link_key(env: &Env) -> ApiResult<String> {
-    let key = mail_io::setting(env, "EMAIL_LINK_KEY");
+    let key = mail::setting(env, "EMAIL_LINK_KEY");
     email_link::check_key(key.as_deref())
         .map(str::to_string)
         .map_err(ApiError::internal)
@@ -33,7 +33,7 @@ pub async fn send_link(env: &Env, user_id: &str, email: &str) -> ApiResult<Verif
     let token = email_link::sign(&key, user_id, email, expires_at_s);
     let link = crate::mail::verify_link(&http::public_url(env)?, &token);
     let expires_at = crate::time::format_rfc3339_ms(expires_at_s * 1000);
-    mail_io::send(env, &crate::mail::verification(email, &link, &expires_at)).await?;
+    mail::send(env, &crate::mail::verification(email, &link, &expires_at)).await?;
     Ok(VerificationSent {
         to: email.to_string(),
         expires_at,
@@ -70,12 +70,12 @@ pub async fn verify(mut req: Request, env: &Env) -> ApiResult<Verified> {
         &[n(now), s(&claims.user_id)],
     )
     .await?;
-    let amount_fen = var_i64(env, "SIGNUP_GRANT_FEN", 1000).max(0);
+    let amount_fen = db::setting(env, "SIGNUP_GRANT_FEN", 1000).max(0);
     let granted = if amount_fen > 0 {
         let reserve = Op::ReserveTrial {
             user_id: claims.user_id.clone(),
             mailbox: limits::trial_mailbox(&claims.email),
-            cap_per_hour: var_i64(env, "TRIAL_GRANTS_PER_HOUR", 500).max(0),
+            cap_per_hour: db::setting(env, "TRIAL_GRANTS_PER_HOUR", 500).max(0),
             now_ms: now,
         };
         coordinator::call::<Counted>(env, &reserve).await?;
@@ -103,75 +103,14 @@ pub async fn verify(mut req: Request, env: &Env) -> ApiResult<Verified> {
 }
 
 /// `POST /api/auth/verify/resend`: a new link for the signed-in account, a few per hour.
-pub async fn resend(req: Request, env: &Env) -> ApiResult<VerificationSent> {
-    let user = accounts::authenticate(&req, env, true).await?;
+pub async fn resend(user: User, env: &Env) -> ApiResult<VerificationSent> {
     if user.email_verified {
         return Err(ApiError::new(
             ErrorCode::AlreadyVerified,
             format!("{} is verified already", user.email),
         ));
     }
-    let per_hour = var_i64(env, "VERIFY_MAILS_PER_HOUR", 5);
+    let per_hour = db::setting(env, "VERIFY_MAILS_PER_HOUR", 5);
     coordinator::rate_limit(env, &format!("verify-mail:{}", user.id), per_hour, 3600).await?;
     send_link(env, &user.id, &user.email).await
-}
-
-/// The `Trials` object's tables: which account took each mailbox's trial, and when.
-pub const TRIALS_SCHEMA: &[&str] = &[
-    "CREATE TABLE IF NOT EXISTS trial_mailboxes (mailbox TEXT PRIMARY KEY, user_id TEXT NOT NULL, \
-     created_at INTEGER NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS trial_mailboxes_user ON trial_mailboxes (user_id)",
-    "CREATE INDEX IF NOT EXISTS trial_mailboxes_time ON trial_mailboxes (created_at)",
-];
-
-/// The `Trials` object's side of `ReserveTrial`: the account's reservation, its mailbox's owner
-/// and the last hour's reservations are read and the reservation written in the same
-/// transaction, so two verifications racing cannot both reserve, nor two addresses of one
-/// mailbox, nor can a burst of accounts pass the cap. An account that reserved before passes
-/// again without counting ([`TrialDecision::Already`]); its grant is the account object's,
-/// once per account.
-pub(super) fn apply_reserve_trial(
-    sql: &SqlStorage,
-    user_id: &str,
-    mailbox: &str,
-    cap_per_hour: i64,
-    now_ms: i64,
-) -> ApiResult<Counted> {
-    #[derive(Deserialize)]
-    struct Count {
-        n: i64,
-        oldest: Option<i64>,
-    }
-    let count = |query: &str, args: Vec<worker::SqlStorageValue>| -> ApiResult<Count> {
-        sql.exec(query, args).and_then(|c| c.one()).map_err(sql_err)
-    };
-    let mine = count(
-        "SELECT COUNT(*) AS n, NULL AS oldest FROM trial_mailboxes WHERE user_id = ?",
-        vec![user_id.into()],
-    )?;
-    let recent = count(
-        "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM trial_mailboxes WHERE created_at > ?",
-        vec![(now_ms - TRIAL_WINDOW_MS).into()],
-    )?;
-    let owners = count(
-        "SELECT COUNT(*) AS n, NULL AS oldest FROM trial_mailboxes WHERE mailbox = ? AND user_id != ?",
-        vec![mailbox.into(), user_id.into()],
-    )?;
-    let state = TrialState {
-        already_granted: mine.n > 0,
-        mailbox_taken: owners.n > 0,
-        granted_in_window: recent.n,
-        oldest_in_window_ms: recent.oldest,
-    };
-    if limits::trial_decision(state, cap_per_hour, now_ms)? == TrialDecision::Grant {
-        sql.exec(
-            "INSERT INTO trial_mailboxes (mailbox, user_id, created_at) VALUES (?, ?, ?)",
-            vec![mailbox.into(), user_id.into(), now_ms.into()],
-        )
-        .map_err(sql_err)?;
-        return Ok(Counted {
-            count: recent.n + 1,
-        });
-    }
-    Ok(Counted { count: recent.n })
 }

@@ -6,7 +6,7 @@
 //! trial grant killed between the trials object and the account's completes when the link is
 //! opened again. Those figures rest on each Coordinator object
 //! running each operation as one synchronous SQLite step, and on the account's credit being
-//! idempotent by redemption id (see edge/src/worker/coordinator.rs and credits.rs).
+//! idempotent by redemption id (see edge/src/worker/coordinator/ and credits.rs).
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::api::{Answer, Client, run_scenarios, unique_email};

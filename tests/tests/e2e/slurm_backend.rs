@@ -9,7 +9,7 @@
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use api::JobState;
-use edge::slurm::{
+use edge::backends::slurm::{
     ApiVersion, JobStatus, ReportHook, SubmitOptions, parse_job, parse_submit, submit_body,
 };
 use onramp_tests::runner::ReportSink;
@@ -87,9 +87,9 @@ fn jobs_run_report_and_end_with_mapped_states_on_every_data_parser() {
     let tiny = jobspec::validate_toml(TINY).0.unwrap();
     let metrics_line =
         r#"{"step":1,"loss":2.5,"val_loss":null,"lr":0.001,"tokens_per_s":100.0,"elapsed_s":0.5}"#;
-    let (status, doc) = slurm.request("GET", edge::slurm::OPENAPI_PATH, None);
+    let (status, doc) = slurm.request("GET", edge::backends::slurm::OPENAPI_PATH, None);
     assert_eq!(status, 200, "{doc}");
-    let versions = edge::slurm::served(&doc).unwrap();
+    let versions = edge::backends::slurm::served(&doc).unwrap();
     assert!(versions.contains(&ApiVersion::V0040), "{versions:?}");
     for (i, version) in versions.into_iter().enumerate() {
         let name = format!("ok-{i}");

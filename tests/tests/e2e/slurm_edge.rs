@@ -397,7 +397,7 @@ fn tiny_train(w: &World) {
 
 /// Another user of the cluster takes both GPUs (a job submitted to Slurm directly); its id.
 fn hold_both_gpus(w: &World) -> u64 {
-    use edge::slurm::{ApiVersion, SubmitOptions, parse_submit, submit_body};
+    use edge::backends::slurm::{ApiVersion, SubmitOptions, parse_submit, submit_body};
     let (valid, diags) = jobspec::validate_toml(&gpu_spec(2));
     let valid = valid.unwrap_or_else(|| panic!("{diags:?}"));
     let options = SubmitOptions {

@@ -6,7 +6,7 @@
 //! byte's place: a byte that is not valid UTF-8 (a character cut by the job's chunking, or binary
 //! output) is stored as one `?`, so offsets stay exact on both sides.
 
-use crate::adapter::LogChunk;
+use crate::backends::adapter::LogChunk;
 use crate::error::{ApiError, ErrorCode};
 
 /// The most one push may carry (the job script sends 64 KiB at a time).

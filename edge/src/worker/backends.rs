@@ -3,8 +3,9 @@
 
 use super::db::now_ms;
 use super::http::ApiResult;
-use crate::adapter::{Backend, BackendError, HttpCall};
-use crate::backends::{self, BackendConfig, BackendKind};
+use crate::backends::adapter::{Backend, BackendError, HttpCall};
+use crate::backends::config::{BackendConfig, BackendKind};
+use crate::backends::slurm::{self, ApiVersion, SlurmBackend};
 use crate::error::{ApiError, ErrorCode};
 use futures_util::future::{Either, select};
 use std::time::Duration;
@@ -12,7 +13,7 @@ use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit};
 
 pub fn configured(env: &Env) -> ApiResult<Vec<BackendConfig>> {
     let text = env.var("BACKENDS").ok().map(|v| v.to_string());
-    backends::parse(text.as_deref()).map_err(ApiError::internal)
+    crate::backends::config::parse(text.as_deref()).map_err(ApiError::internal)
 }
 
 pub fn named(env: &Env, name: &str) -> ApiResult<BackendConfig> {
@@ -35,7 +36,7 @@ pub async fn adapter(env: &Env, config: &BackendConfig) -> ApiResult<Box<dyn Bac
     if config.kind == BackendKind::Slurm && config.api_version.is_none() {
         config.api_version = Some(slurm_api_version(env, &config).await?);
     }
-    crate::adapter::adapter(&config, now_ms())
+    crate::backends::adapter_for(&config, now_ms())
 }
 
 /// How long a discovered data parser is remembered (a cluster upgrade is seen within this).
@@ -49,7 +50,7 @@ async fn slurm_api_version(env: &Env, config: &BackendConfig) -> ApiResult<Strin
         .kv("KV")
         .map_err(|e| ApiError::internal(format!("binding KV: {e}")))?;
     if let Ok(Some(v)) = kv.get(&key).text().await
-        && crate::slurm::ApiVersion::parse(&v).is_ok()
+        && ApiVersion::parse(&v).is_ok()
     {
         return Ok(v);
     }
@@ -62,8 +63,7 @@ async fn slurm_api_version(env: &Env, config: &BackendConfig) -> ApiResult<Strin
             ),
         )
     };
-    let call =
-        crate::slurm::SlurmBackend::openapi_call(config, now_ms()).map_err(ApiError::internal)?;
+    let call = SlurmBackend::openapi_call(config, now_ms()).map_err(ApiError::internal)?;
     let (status, body) = send(&call, timeout(env))
         .await
         .map_err(|e| unavailable(format!("{e:?}")))?;
@@ -72,7 +72,7 @@ async fn slurm_api_version(env: &Env, config: &BackendConfig) -> ApiResult<Strin
     }
     let doc: serde_json::Value = serde_json::from_slice(&body)
         .map_err(|e| unavailable(format!("/openapi/v3 is not JSON: {e}")))?;
-    let version = crate::slurm::newest_served(&doc)
+    let version = slurm::newest_served(&doc)
         .map_err(unavailable)?
         .as_str()
         .to_string();

@@ -1,14 +1,14 @@
 //! One account's `Coordinator` object: its ledger (the balance is its sum), its jobs' holds, the
 //! refunds of those jobs (`refunds.rs`) and the redemptions credited to it. Everything that moves
 //! this account's money is serialised here and nowhere else, so two accounts never wait on each
-//! other. Each function is one operation's synchronous body (see `coordinator.rs`); the rules
-//! are the pure ones of `crate::ledger` and `crate::limits`.
+//! other. Each function is one operation's synchronous body (see `object.rs`); the rules
+//! are the pure ones of `crate::credits` and `crate::limits`.
 
-use super::coordinator::sql_err;
-use super::http::ApiResult;
-use crate::coordinator_wire::{Balance, Credited, Granted, Settled};
+use super::storage::sql_err;
+use crate::coordinator::{Balance, Credited, Granted, Settled};
+use crate::credits::{self, LedgerKind};
 use crate::error::ApiError;
-use crate::ledger::{self, LedgerKind};
+use crate::worker::http::ApiResult;
 use serde::Deserialize;
 use worker::SqlStorage;
 
@@ -122,7 +122,7 @@ pub(super) fn grant_trial(
         )
         .and_then(|c| c.one())
         .map_err(sql_err)?;
-    let granted_fen = if ledger::credit_once(mine.n > 0) {
+    let granted_fen = if credits::credit_once(mine.n > 0) {
         entry(
             sql,
             user_id,
@@ -157,7 +157,7 @@ pub(super) fn credit_redemption(
         )
         .and_then(|c| c.one())
         .map_err(sql_err)?;
-    let applied = ledger::credit_once(seen.n > 0);
+    let applied = credits::credit_once(seen.n > 0);
     if applied {
         let id = entry(
             sql,
@@ -187,7 +187,7 @@ pub(super) fn hold(
     now_ms: i64,
 ) -> ApiResult<Balance> {
     let have = balance(sql, user_id)?;
-    ledger::check_hold(have, amount_fen)?;
+    credits::check_hold(have, amount_fen)?;
     sql.exec(
         "INSERT INTO holds (job_id, user_id, amount_fen, settled) VALUES (?, ?, ?, 0)",
         vec![job_id.into(), user_id.into(), amount_fen.into()],
@@ -229,21 +229,21 @@ pub(super) fn settle(
     let Some(h) = holds.into_iter().next() else {
         return Err(ApiError::not_found(format!("no hold for job {job_id}")));
     };
-    let capture = match ledger::settle_hold(
-        ledger::HoldState {
+    let capture = match credits::settle_hold(
+        credits::HoldState {
             amount_fen: h.amount_fen,
             settled: h.settled != 0,
             captured_fen: h.captured_fen,
         },
         capture_fen,
     ) {
-        ledger::Settlement::Already { captured_fen } => {
+        credits::Settlement::Already { captured_fen } => {
             return Ok(Settled {
                 captured_fen,
                 already: true,
             });
         }
-        ledger::Settlement::Capture { capture_fen } => capture_fen,
+        credits::Settlement::Capture { capture_fen } => capture_fen,
     };
     let reference = format!("job:{job_id}");
     sql.exec(

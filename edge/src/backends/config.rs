@@ -4,6 +4,8 @@
 //! `[{"name": "local", "kind": "runner", "url": "http://127.0.0.1:8788", "secret": "…",
 //! "cards": {"cpu": 1}}]`. No user-supplied URL is ever fetched.
 
+use super::slurm::credentials::Credentials;
+use super::slurm::version::ApiVersion;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -119,10 +121,11 @@ fn check_kind_fields(b: &BackendConfig) -> Result<(), String> {
         ));
     }
     if let Some(v) = &b.api_version {
-        crate::slurm::ApiVersion::parse(v)
+        ApiVersion::parse(v)
             .map_err(|e| format!("BACKENDS: backend {:?} has api_version: {e}", b.name))?;
     }
-    crate::slurm::Credentials::from_config(b).map(|_| ())
+    Credentials::from_settings(&b.name, &b.secret, b.jwt_key.as_deref(), b.user.as_deref())
+        .map(|_| ())
 }
 
 /// Holds what the backend's configuration passes into a job (its environment, partition and

@@ -1,7 +1,7 @@
 //! `GET /api/backends`: where jobs can run, as the app's backend picker needs it — each
 //! configured backend's name, kind and cards. Never its URL or secret: those stay in the edge.
 
-use crate::backends::BackendConfig;
+use super::config::BackendConfig;
 use api::{BackendList, PublicBackend};
 
 /// The answer: `{"backends": [...]}` in configuration order (the order the edge tries them in).
@@ -24,7 +24,7 @@ mod tests {
 
     #[test]
     fn shows_names_kinds_and_cards_but_no_urls_or_secrets() {
-        let configured = crate::backends::parse(Some(
+        let configured = crate::backends::config::parse(Some(
             r#"[{"name":"local","kind":"runner","url":"http://127.0.0.1:8788","secret":"s3cret","cards":{"cpu":1}},
                 {"name":"hpc","kind":"slurm","url":"http://10.0.0.1:6820","secret":"jwt","cards":{"a100-80g":8}}]"#,
         ))

@@ -2,7 +2,6 @@
 //! and *parses* answers, and the worker performs them. So each adapter is tested natively, and
 //! the worker has one code path for every kind of backend.
 
-use crate::backends::{BackendConfig, BackendKind};
 use crate::jobs::JobState;
 use jobspec::ValidSpec;
 use std::collections::BTreeMap;
@@ -167,20 +166,6 @@ pub trait Backend {
     fn checkpoint(&self, remote_id: &str) -> Option<HttpCall>;
     /// The backend's own health endpoint, authenticated like every other call.
     fn health(&self) -> HttpCall;
-}
-
-/// The adapter for a configured backend, for calls made at `now_ms` (Slurm's minted tokens
-/// start then).
-pub fn adapter(
-    config: &BackendConfig,
-    now_ms: i64,
-) -> Result<Box<dyn Backend>, crate::error::ApiError> {
-    match config.kind {
-        BackendKind::Runner => Ok(Box::new(crate::runner_adapter::RunnerBackend::new(config))),
-        BackendKind::Slurm => crate::slurm::SlurmBackend::new(config, now_ms)
-            .map(|b| Box::new(b) as Box<dyn Backend>)
-            .map_err(crate::error::ApiError::internal),
-    }
 }
 
 /// Whether a failed submission may still have reached the backend and started the job there:

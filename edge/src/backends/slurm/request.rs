@@ -3,8 +3,8 @@
 //! directory and the log paths, in the `job_desc_msg` shape that data parsers v0.0.40 to v0.0.42
 //! share.
 
-use super::ApiVersion;
 use super::script::{ReportHook, job_script};
+use super::version::ApiVersion;
 use jobspec::ValidSpec;
 use jobspec::launch::safe_name;
 use serde_json::{Value, json};
@@ -103,7 +103,7 @@ pub fn submit_body(v: &ValidSpec, o: &SubmitOptions) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::slurm::script::tests::{GPU, TINY, valid};
+    use crate::backends::slurm::script::tests::{GPU, TINY, valid};
     use expect_test::expect;
 
     fn options(version: ApiVersion) -> SubmitOptions {

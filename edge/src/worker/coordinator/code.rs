@@ -2,7 +2,7 @@
 //! claim with its redemption id. This object is the source of truth for "this account redeemed
 //! this code": a claim row per account, written in the same step as the counter, so a race of
 //! redemptions of one code, by many accounts or by one, is serialised here and yields exactly the
-//! allowed number of claims. The credit itself is the account object's (`account_object.rs`).
+//! allowed number of claims. The credit itself is the account object's (`account.rs`).
 //!
 //! A claim whose credit never arrived (the request died between the two objects and the user
 //! never retried) is completed by this object's own sweep: an alarm, armed after every claim
@@ -10,11 +10,12 @@
 //! older than `CLAIM_SWEEP_S` (idempotent by redemption id, so a claim the request credited
 //! already changes nothing) and then marks it credited.
 
-use super::coordinator::{self, sql_err};
-use super::http::ApiResult;
-use crate::coordinator_wire::{Claimed, CodeCreated, Credited, Op};
+use super::storage::sql_err;
+use crate::coordinator::{Claimed, CodeCreated, Credited, Op};
+use crate::credits::{self, Claim, ClaimDecision, CodeState};
 use crate::error::{ApiError, ErrorCode};
-use crate::ledger::{self, Claim, ClaimDecision, CodeState};
+use crate::worker::db::now_ms;
+use crate::worker::http::ApiResult;
 use serde::Deserialize;
 use worker::{Env, SqlStorage, SqlStorageValue, State};
 
@@ -80,7 +81,7 @@ pub(super) async fn sweep(state: &State, env: &Env, sql: &SqlStorage) -> ApiResu
         code: String,
     }
     let after_ms = sweep_after_ms(env);
-    let now = super::db::now_ms();
+    let now = now_ms();
     let code: Option<Name> = sql
         .exec("SELECT code FROM promo_codes LIMIT 1", None)
         .and_then(|c| c.to_array())
@@ -100,7 +101,7 @@ pub(super) async fn sweep(state: &State, env: &Env, sql: &SqlStorage) -> ApiResu
         .map_err(sql_err)?;
     let mut left = open.len() == SWEEP_BATCH;
     for claim in open {
-        if !ledger::claim_due(claim.created_at, now, after_ms) {
+        if !credits::claim_due(claim.created_at, now, after_ms) {
             left = true;
             continue;
         }
@@ -112,7 +113,7 @@ pub(super) async fn sweep(state: &State, env: &Env, sql: &SqlStorage) -> ApiResu
             // The ledger row carries the time of the redemption, not of the sweep.
             now_ms: claim.created_at,
         };
-        match coordinator::call::<Credited>(env, &credit).await {
+        match super::call::<Credited>(env, &credit).await {
             Ok(_) => {
                 sql.exec(
                     "UPDATE claims SET credited = 1 WHERE user_id = ? AND redemption_id = ?",
@@ -180,7 +181,7 @@ pub(super) fn create(
     })
 }
 
-/// A redemption's first half ([`ledger::claim_code`]): a new claim counts the code, an earlier
+/// A redemption's first half ([`credits::claim_code`]): a new claim counts the code, an earlier
 /// one is answered unchanged.
 pub(super) fn claim(
     sql: &SqlStorage,
@@ -215,7 +216,7 @@ pub(super) fn claim(
         )
         .and_then(|c| c.to_array())
         .map_err(sql_err)?;
-    let decision = ledger::claim_code(
+    let decision = credits::claim_code(
         found.into_iter().next().map(|c| CodeState {
             amount_fen: c.amount_fen,
             max_redemptions: c.max_redemptions,

@@ -1,9 +1,12 @@
 //! House rules, checked: every Rust module says what it is for, files stay a readable size, the
 //! README's commands exist in the xtask, and ARCHITECTURE.md's code map names every crate and
-//! every source file.
+//! every source file, and the edge's modules name each other without a cycle.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
+mod module_graph;
+
 use onramp_tests::paths::repo_root;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Rust sources of the project (not build outputs, not dependencies).
@@ -71,7 +74,6 @@ const FN_LINES: usize = 80;
 /// each may shrink, none may grow, and one that fits drops off the list (the test says so).
 /// (file, function, lines).
 const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
-    ("edge/src/worker/coordinator.rs", "apply", 333),
     (
         "tests/tests/e2e/app_onboarding.rs",
         "first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve",
@@ -93,7 +95,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "the_cron_trigger_settles_silent_jobs_and_refunds_are_bounded_by_the_capture",
         140,
     ),
-    ("edge/src/worker/jobs.rs", "submit", 134),
     ("app/src/pages/submit.rs", "SubmitPanel", 133),
     ("runner/src/supervise.rs", "supervise", 127),
     (
@@ -115,13 +116,7 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("tests/tests/e2e/edge_jobs.rs", "lifecycle", 104),
     ("api/src/schema.rs", "check_at", 102),
     ("tests/src/stack.rs", "start_with", 102),
-    ("edge/src/worker/experiments.rs", "create", 101),
     ("model-tiny/examples/candle_train_reference.rs", "loss", 99),
-    (
-        "edge/src/slurm/script.rs",
-        "wraps_the_tiny_train_command",
-        97,
-    ),
     (
         "tests/tests/e2e/slurm_backend.rs",
         "jobs_run_report_and_end_with_mapped_states_on_every_data_parser",
@@ -389,4 +384,76 @@ fn architecture_names_every_source_file() {
         "ARCHITECTURE.md's code map does not name these files in their crate's section \
          (by file name, folder for mod.rs, or a `prefix_*` pattern): {unnamed:#?}"
     );
+}
+
+/// The edge's modules name each other in one direction only: a helper two modules share lives in
+/// a module below both, never in one of them (a cycle through `use super::…` is how a layer
+/// stops being one). Test modules count too: they are the modules' own code.
+#[test]
+fn the_edge_has_no_import_cycle() {
+    let src = repo_root().join("edge/src");
+    let files: Vec<(String, String)> = rust_files()
+        .iter()
+        .filter_map(|p| {
+            let rel = p
+                .strip_prefix(&src)
+                .ok()?
+                .to_string_lossy()
+                .replace('\\', "/");
+            Some((rel, std::fs::read_to_string(p).unwrap()))
+        })
+        .collect();
+    let graph = module_graph::graph(&files);
+    assert!(graph.len() > 20, "found only {} edge modules", graph.len());
+    let file = |m: &module_graph::Module| {
+        let found = files
+            .iter()
+            .find(|(rel, _)| module_graph::module_of(rel) == *m);
+        found.map_or_else(|| m.join("::"), |(rel, _)| rel.clone())
+    };
+    if let Some(cycle) = module_graph::cycle(&graph) {
+        let shown: Vec<String> = cycle.iter().map(file).collect();
+        panic!("edge/src has an import cycle: {}", shown.join(" → "));
+    }
+}
+
+/// The check can fail: a crate whose `a` names `b` (`use crate::b::{self, X}`) and whose
+/// `a::leaf` names `b` (`super::super::b::g()`), to which `b` names back in each way a path can
+/// be written; and a parent that names its child (`leaf::f()`) when the child names its parent
+/// (`super::X`).
+#[test]
+fn the_module_graph_sees_cycles_through_every_kind_of_path() {
+    let files = |b: &str, leaf: &str| {
+        [
+            ("lib.rs", "//! c\nmod a;\nmod b;\n"),
+            (
+                "a/mod.rs",
+                "//! a\nmod leaf;\nuse crate::b::{self, X};\nfn h() {\n    leaf::f();\n}\n",
+            ),
+            ("a/leaf.rs", leaf),
+            ("b.rs", b),
+        ]
+        .map(|(f, t)| (f.to_string(), t.to_string()))
+    };
+    // The modules on the cycle found, if any.
+    let cycle = |b: &str, leaf: &str| {
+        let found = module_graph::cycle(&module_graph::graph(&files(b, leaf)));
+        found.map(|c| c.iter().map(|m| m.join("::")).collect::<BTreeSet<_>>())
+    };
+    let on = |names: &[&str]| Some(names.iter().map(|n| n.to_string()).collect());
+    let leaf = "//! l\nfn f() -> u8 {\n    super::super::b::g()\n}\n";
+    // Comments, strings and a test module's `super` name nothing outside their file.
+    let clean = "//! b \"a::x\"\n// use crate::a;\nconst S: &str = \"crate::a::leaf\";\n\
+                 const R: &str = r#\"super::a\"#;\nconst C: char = '\"';\n\
+                 #[cfg(test)]\nmod tests {\n    use super::*;\n}\n";
+    assert_eq!(cycle(clean, leaf), None);
+    for back in [
+        "use super::a::leaf;\n",
+        "use crate::{a::{leaf as l}, c};\n",
+        "fn g() -> u8 {\n    crate::a::leaf::f()\n}\n",
+    ] {
+        assert_eq!(cycle(back, leaf), on(&["a::leaf", "b"]), "{back}");
+    }
+    let up = "//! l\nuse super::X;\n";
+    assert_eq!(cycle(clean, up), on(&["a", "a::leaf"]));
 }

@@ -2,11 +2,11 @@
 //! `POST /jobs`, `GET /jobs?job_id=`, `GET /jobs/{id}`, `GET /jobs/{id}/logs?offset=`, `POST /jobs/{id}/cancel`,
 //! `GET /jobs/{id}/checkpoint`, every request with `Authorization: Bearer <backend secret>`.
 
-use crate::adapter::{
+use super::adapter::{
     Backend, BackendError, Dispatch, HttpCall, LogChunk, RemoteStatus, Submitted, Task,
     common_status,
 };
-use crate::backends::BackendConfig;
+use super::config::BackendConfig;
 use crate::jobs::JobState;
 use api::runner::{JobRef, RunnerJob, RunnerTask, SubmitJob};
 use serde::Deserialize;
@@ -127,7 +127,7 @@ impl Backend for RunnerBackend {
             message: a
                 .reason
                 .as_deref()
-                .map(|r| crate::slurm::state::pending_reason(r).0),
+                .map(|r| super::slurm::state::pending_reason(r).0),
             reason: a.reason,
         })
     }
@@ -175,7 +175,7 @@ impl Backend for RunnerBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backends::BackendKind;
+    use crate::backends::config::BackendKind;
     use std::collections::BTreeMap;
 
     #[test]
@@ -228,9 +228,9 @@ mod tests {
 
     #[test]
     fn builds_the_submission() {
-        let job = crate::adapter::test_dispatch(
+        let job = crate::backends::adapter::test_dispatch(
             "j1",
-            include_str!("../../jobspec/specs/tiny-train-stories260k.toml"),
+            include_str!("../../../jobspec/specs/tiny-train-stories260k.toml"),
         );
         let call = runner().submit(&job).unwrap();
         assert_eq!(call.method, "POST");
@@ -252,9 +252,9 @@ mod tests {
 
     #[test]
     fn a_trainer_job_runs_the_specs_launch_line() {
-        let job = crate::adapter::test_dispatch(
+        let job = crate::backends::adapter::test_dispatch(
             "j2",
-            include_str!("../../jobspec/specs/7b-lora-4090.toml"),
+            include_str!("../../../jobspec/specs/7b-lora-4090.toml"),
         );
         let body: SubmitJob =
             serde_json::from_str(runner().submit(&job).unwrap().body.as_deref().unwrap()).unwrap();

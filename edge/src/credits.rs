@@ -1,8 +1,8 @@
-//! The credit ledger's rules: kinds of movement, promotion-code claims and refusals, the answer
-//! of a redemption that crosses two objects, the hold check, how a hold settles, and the rate
-//! window. Balance is the sum of the ledger; the Coordinator Durable Objects apply these rules
-//! inside one synchronous SQLite step each, so no two requests to one object interleave between
-//! a check and its write.
+//! The rules of credits and their ledger: kinds of movement, promotion-code claims and refusals,
+//! the answer of a redemption that crosses two objects, the hold check, how a hold settles and
+//! what a job pays. Balance is the sum of the ledger; the Coordinator Durable Objects apply these
+//! rules inside one synchronous SQLite step each, so no two requests to one object interleave
+//! between a check and its write.
 
 use crate::error::{ApiError, ErrorCode};
 
@@ -152,33 +152,6 @@ pub fn settle_hold(hold: HoldState, capture_fen: i64) -> Settlement {
     }
 }
 
-/// A fixed-window rate limit: given the stored `(window_start_ms, count)` for a key, counts one
-/// more attempt and returns what to store, or refuses with the seconds left in the window.
-pub fn rate_window(
-    stored: Option<(i64, i64)>,
-    limit: i64,
-    window_s: i64,
-    now_ms: i64,
-) -> Result<(i64, i64), ApiError> {
-    let window_ms = window_s.saturating_mul(1000);
-    let (start, count) = match stored {
-        Some((start, count)) if now_ms - start < window_ms => (start, count),
-        _ => (now_ms, 0),
-    };
-    if count >= limit {
-        let retry = ((start + window_ms - now_ms) / 1000).max(1);
-        return Err(ApiError::new(
-            ErrorCode::RateLimited,
-            format!(
-                "too many attempts; try again in {}",
-                crate::time::words_for_seconds(retry)
-            ),
-        )
-        .with_details(serde_json::json!({"retry_after_s": retry})));
-    }
-    Ok((start, count + 1))
-}
-
 /// The real cost of a finished job: card-time × price, rounded up to the fen, never above the hold.
 pub fn capture_fen(hold_fen: i64, price_fen_per_hour: u64, cards: u32, elapsed_ms: i64) -> i64 {
     let seconds = u64::try_from(elapsed_ms.max(0)).unwrap_or(0).div_ceil(1000);
@@ -319,23 +292,6 @@ mod tests {
         assert_eq!(
             settle_hold(done, 50),
             Settlement::Already { captured_fen: 20 }
-        );
-    }
-
-    #[test]
-    fn the_rate_window_counts_refuses_and_reopens() {
-        assert_eq!(rate_window(None, 2, 60, 1_000), Ok((1_000, 1)));
-        assert_eq!(rate_window(Some((1_000, 1)), 2, 60, 2_000), Ok((1_000, 2)));
-        let e = rate_window(Some((1_000, 2)), 2, 60, 31_000).unwrap_err();
-        assert_eq!(e.code, ErrorCode::RateLimited);
-        assert_eq!(e.details["retry_after_s"], 30);
-        // Under a second left still says one second, never zero.
-        let e = rate_window(Some((1_000, 2)), 2, 60, 60_900).unwrap_err();
-        assert_eq!(e.details["retry_after_s"], 1);
-        // A new window starts afresh.
-        assert_eq!(
-            rate_window(Some((1_000, 2)), 2, 60, 61_000),
-            Ok((61_000, 1))
         );
     }
 

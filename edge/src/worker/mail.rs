@@ -2,11 +2,10 @@
 //! the log) or a mail service over HTTP, and `GET /api/admin/outbox`, where the operator (and
 //! the tests) read what the outbox holds.
 
-use super::accounts::require_admin;
-use super::backend_io;
+use super::access::Admin;
+use super::backends;
 use super::db::{self, n, now_ms, s};
 use super::http::ApiResult;
-use crate::auth;
 use crate::error::{ApiError, ErrorCode};
 use crate::mail::{self, Mail, MailSender};
 use api::{Outbox, OutboxMail};
@@ -48,7 +47,7 @@ pub async fn send(env: &Env, m: &Mail) -> ApiResult<()> {
         }
         MailSender::Http { url, token } => {
             let call = mail::http_request(m, &url, &token);
-            let (status, body) = backend_io::send(&call, backend_io::TIMEOUT)
+            let (status, body) = backends::send(&call, backends::TIMEOUT)
                 .await
                 .map_err(|e| ApiError::internal(format!("mail service: {e:?}")))?;
             mail::http_outcome(status, &String::from_utf8_lossy(&body)).map_err(ApiError::internal)
@@ -57,8 +56,7 @@ pub async fn send(env: &Env, m: &Mail) -> ApiResult<()> {
 }
 
 /// `GET /api/admin/outbox?to=<email>`: the newest 50 mails to one address.
-pub async fn admin_outbox(req: Request, env: &Env) -> ApiResult<Outbox> {
-    require_admin(&req, env)?;
+pub async fn admin_outbox(_: Admin, req: Request, env: &Env) -> ApiResult<Outbox> {
     let url = req
         .url()
         .map_err(|e| ApiError::internal(format!("request URL: {e}")))?;
@@ -70,7 +68,7 @@ pub async fn admin_outbox(req: Request, env: &Env) -> ApiResult<Outbox> {
             ApiError::new(ErrorCode::InvalidQuery, "name the address: ?to=<email>")
                 .with_details(serde_json::json!({"parameter": "to"}))
         })?;
-    let to = auth::normalise_email(&to)?;
+    let to = crate::accounts::normalise_email(&to)?;
     #[derive(Deserialize)]
     struct Row {
         to_email: String,

@@ -147,11 +147,24 @@ pub(crate) mod tests {
     }
 
     pub(crate) const TINY: &str =
-        include_str!("../../../jobspec/specs/tiny-train-stories260k.toml");
-    pub(crate) const GPU: &str = include_str!("../../../jobspec/specs/7b-lora-4090.toml");
+        include_str!("../../../../jobspec/specs/tiny-train-stories260k.toml");
+    pub(crate) const GPU: &str = include_str!("../../../../jobspec/specs/7b-lora-4090.toml");
+
+    /// The tiny-train script in three parts, which together are the whole script: the batch
+    /// header with what the job is given, the hooks that report and ship its log, and the
+    /// command with how the job ends.
+    fn tiny_train_script() -> [String; 3] {
+        let script = job_script(&valid(TINY), None);
+        let hooks = script.find("onramp_curl() {").unwrap();
+        let run = script
+            .find("onramp_post '{\"state\":\"running\"}'")
+            .unwrap();
+        [&script[..hooks], &script[hooks..run], &script[run..]].map(String::from)
+    }
 
     #[test]
     fn wraps_the_tiny_train_command() {
+        let [header, _, command] = tiny_train_script();
         expect![[r##"
             #!/bin/bash
             #SBATCH --job-name=tiny-stories260k
@@ -167,6 +180,51 @@ pub(crate) mod tests {
             ONRAMP_TOKEN="${ONRAMP_REPORT_TOKEN:-}"
             unset ONRAMP_REPORT_URL ONRAMP_REPORT_TOKEN ONRAMP_LOG_URL
             ONRAMP_LOG="$(mktemp)"
+        "##]].assert_eq(&header);
+        expect![[r#"
+            onramp_post '{"state":"running"}'
+            ONRAMP_SHIP=''
+            if [ -n "$ONRAMP_LOGS" ]; then onramp_ship & ONRAMP_SHIP=$!; fi
+            # Stopped by Slurm: the command below gets the SIGTERM; this shell notes it and finishes up.
+            ONRAMP_STOPPED=''
+            trap 'ONRAMP_STOPPED=1' TERM
+            (
+            set -euo pipefail
+
+            export MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"
+            export MASTER_PORT=29500
+            export OMP_NUM_THREADS=8
+            export TOKENIZERS_PARALLELISM=false
+
+            onramp-runner tiny-train \
+                --model stories260K \
+                --dataset tinyshakespeare \
+                --steps 200 \
+                --micro-batch 8 \
+                --seq-len 256 \
+                --lr 0.001 \
+                --warmup 10
+            ) 2>&1 | onramp_forward
+            status=${PIPESTATUS[0]}
+            touch "$ONRAMP_LOG.done"
+            # `wait` returns early when a signal comes in: wait until the shipper has really finished.
+            while [ -n "$ONRAMP_SHIP" ] && kill -0 "$ONRAMP_SHIP" 2>/dev/null; do wait "$ONRAMP_SHIP"; done
+            rm -f "$ONRAMP_LOG" "$ONRAMP_LOG.chunk" "$ONRAMP_LOG.done"
+            if [ -n "$ONRAMP_STOPPED" ]; then
+              exit "$status"
+            elif [ "$status" -eq 0 ]; then
+              onramp_post '{"state":"succeeded"}'
+            else
+              onramp_post "{\"state\":\"failed\",\"message\":\"exited with code $status\"}"
+            fi
+            exit "$status"
+        "#]].assert_eq(&command);
+    }
+
+    #[test]
+    fn the_tiny_train_script_reports_and_ships_its_log() {
+        let [_, hooks, _] = tiny_train_script();
+        expect![[r#"
             onramp_curl() {
               curl -sS --fail -m 10 -o /dev/null -X POST \
                 -H @<(printf 'Authorization: Bearer %s\n' "$ONRAMP_TOKEN") "$@"
@@ -209,44 +267,7 @@ pub(crate) mod tests {
                 esac
               done
             }
-            onramp_post '{"state":"running"}'
-            ONRAMP_SHIP=''
-            if [ -n "$ONRAMP_LOGS" ]; then onramp_ship & ONRAMP_SHIP=$!; fi
-            # Stopped by Slurm: the command below gets the SIGTERM; this shell notes it and finishes up.
-            ONRAMP_STOPPED=''
-            trap 'ONRAMP_STOPPED=1' TERM
-            (
-            set -euo pipefail
-
-            export MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"
-            export MASTER_PORT=29500
-            export OMP_NUM_THREADS=8
-            export TOKENIZERS_PARALLELISM=false
-
-            onramp-runner tiny-train \
-                --model stories260K \
-                --dataset tinyshakespeare \
-                --steps 200 \
-                --micro-batch 8 \
-                --seq-len 256 \
-                --lr 0.001 \
-                --warmup 10
-            ) 2>&1 | onramp_forward
-            status=${PIPESTATUS[0]}
-            touch "$ONRAMP_LOG.done"
-            # `wait` returns early when a signal comes in: wait until the shipper has really finished.
-            while [ -n "$ONRAMP_SHIP" ] && kill -0 "$ONRAMP_SHIP" 2>/dev/null; do wait "$ONRAMP_SHIP"; done
-            rm -f "$ONRAMP_LOG" "$ONRAMP_LOG.chunk" "$ONRAMP_LOG.done"
-            if [ -n "$ONRAMP_STOPPED" ]; then
-              exit "$status"
-            elif [ "$status" -eq 0 ]; then
-              onramp_post '{"state":"succeeded"}'
-            else
-              onramp_post "{\"state\":\"failed\",\"message\":\"exited with code $status\"}"
-            fi
-            exit "$status"
-        "##]]
-        .assert_eq(&job_script(&valid(TINY), None));
+        "#]].assert_eq(&hooks);
     }
 
     /// Every POST the stand-in edge got: its path and body.

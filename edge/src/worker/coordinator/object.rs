@@ -1,8 +1,8 @@
 //! `Coordinator`, the SQLite-backed Durable Object class that serialises money and limits. There
-//! are many objects of it, one per thing that needs serialising ([`crate::coordinator_wire::Object`]):
-//! each account's balance, ledger, holds and refunds (`account_object.rs`), each promotion code's
-//! counter and claims (`code_object.rs`), each rate-limit or login key (`limit_object.rs`), the
-//! trial grant's mailboxes and hourly cap (`verify.rs`), and the health probe. No object is shared
+//! are many objects of it, one per thing that needs serialising ([`crate::coordinator::Object`]):
+//! each account's balance, ledger, holds and refunds (`account.rs`, `refunds.rs`), each promotion
+//! code's counter and claims (`code.rs`), each rate-limit or login key (`limit.rs`), the trial
+//! grant's mailboxes and hourly cap (`trials.rs`), and the health probe. No object is shared
 //! by every request, so the whole scales with accounts and codes, not with one object's limit.
 //!
 //! The guarantee relied on: a Durable Object runs one event at a time on one thread, and its
@@ -13,13 +13,15 @@
 //! operation (tests/tests/edge_credits.rs makes one fail on purpose). An operation that crosses
 //! two objects — a redemption (code, then account) and the trial (trials, then account) — is
 //! two such steps whose second is idempotent, so a failure between them is completed by a retry
-//! (see `credits.rs`), and a redemption also by its code's own sweep (an alarm, the one `alarm`
+//! (see `worker/credits.rs`), and a redemption also by its code's own sweep (an alarm, the one `alarm`
 //! of this class). The race tests in tests/tests/edge_credits.rs fire 200 parallel redemptions,
 //! and others there stop both kinds of crossing half-way.
 
-use super::http::ApiResult;
-use crate::coordinator_wire::{Counted, ObjectKind, Op, Outcome, Probed};
+use super::storage::{answer, sql_err};
+use super::{account, code, limit, refunds, trials};
+use crate::coordinator::{ObjectKind, Op, Outcome, Probed};
 use crate::error::ApiError;
+use crate::worker::http::ApiResult;
 use serde::Deserialize;
 use serde_json::Value;
 use std::cell::Cell;
@@ -32,7 +34,7 @@ pub struct Coordinator {
     /// A test's failpoint (`FAULT_INJECT_OP`, never set in a deployment): the named operation
     /// ends with a failing statement after all of its writes, to show that none of them remain.
     fault_op: Option<String>,
-    /// For a code's object, which calls accounts' objects from its sweep (`code_object.rs`).
+    /// For a code's object, which calls accounts' objects from its sweep (`code.rs`).
     env: Env,
     /// A code's object set its sweep's alarm since it was last started: later claims need not
     /// ask storage again (a new start asks once more, which at worst moves the alarm later).
@@ -43,10 +45,10 @@ pub struct Coordinator {
 /// object only ever runs operations of its own kind, [`Op::object`]).
 fn schema(kind: ObjectKind) -> &'static [&'static str] {
     match kind {
-        ObjectKind::Account => super::account_object::SCHEMA,
-        ObjectKind::Code => super::code_object::SCHEMA,
-        ObjectKind::Limit => super::limit_object::SCHEMA,
-        ObjectKind::Trials => super::verify::TRIALS_SCHEMA,
+        ObjectKind::Account => account::SCHEMA,
+        ObjectKind::Code => code::SCHEMA,
+        ObjectKind::Limit => limit::SCHEMA,
+        ObjectKind::Trials => trials::SCHEMA,
         ObjectKind::Health => {
             &["CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, hits INTEGER NOT NULL)"]
         }
@@ -84,7 +86,7 @@ impl DurableObject for Coordinator {
         if claim && !self.sweep_armed.get() {
             // After the answer is decided: the sweep is a safety net, never the claim's outcome.
             let armed = match self.sql(ObjectKind::Code) {
-                Ok(sql) => super::code_object::arm_sweep(&self.state, &self.env, &sql).await,
+                Ok(sql) => code::arm_sweep(&self.state, &self.env, &sql).await,
                 Err(e) => Err(e),
             };
             match armed {
@@ -98,7 +100,7 @@ impl DurableObject for Coordinator {
     /// Only a code's object sets an alarm: its sweep of claims whose credit never arrived.
     async fn alarm(&self) -> worker::Result<Response> {
         let swept = match self.sql(ObjectKind::Code) {
-            Ok(sql) => super::code_object::sweep(&self.state, &self.env, &sql).await,
+            Ok(sql) => code::sweep(&self.state, &self.env, &sql).await,
             Err(e) => Err(e),
         };
         match swept {
@@ -111,15 +113,6 @@ impl DurableObject for Coordinator {
         }
         Response::ok("swept")
     }
-}
-
-pub(super) fn sql_err(e: worker::Error) -> ApiError {
-    ApiError::internal(format!("coordinator storage: {e}"))
-}
-
-/// An operation's answer as the JSON the object sends back.
-pub(super) fn answer<T: serde::Serialize>(value: T) -> ApiResult<Value> {
-    serde_json::to_value(value).map_err(|e| ApiError::internal(format!("coordinator answer: {e}")))
 }
 
 /// Runs one operation inside the storage's `transactionSync`: its statements are committed
@@ -185,75 +178,74 @@ impl Coordinator {
     }
 }
 
-/// One operation's reads and writes, all synchronous.
+/// One operation's reads and writes, all synchronous, by the kind of object it runs in.
 fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
-    use super::{account_object as account, code_object as code, limit_object as limit};
     match op {
-        Op::Probe => {
-            sql.exec(
-                "INSERT INTO probe (id, hits) VALUES (1, 1) ON CONFLICT(id) DO UPDATE SET hits = hits + 1",
-                None,
-            )
-            .map_err(sql_err)?;
-            #[derive(Deserialize)]
-            struct Row {
-                hits: i64,
-            }
-            let row: Row = sql
-                .exec("SELECT hits FROM probe WHERE id = 1", None)
-                .and_then(|c| c.one())
-                .map_err(sql_err)?;
-            answer(Probed { hits: row.hits })
-        }
+        Op::Probe => probe(sql),
         Op::ReserveTrial {
             user_id,
             mailbox,
             cap_per_hour,
             now_ms,
-        } => answer(super::verify::apply_reserve_trial(
+        } => answer(trials::reserve(
             sql,
             &user_id,
             &mailbox,
             cap_per_hour,
             now_ms,
         )?),
+        Op::GrantTrial { .. }
+        | Op::Balance { .. }
+        | Op::Ledger { .. }
+        | Op::CreditRedemption { .. }
+        | Op::Hold { .. }
+        | Op::Settle { .. }
+        | Op::Refund { .. } => apply_account(sql, op),
+        Op::CreateCode { .. } | Op::ClaimCode { .. } => apply_code(sql, op),
+        Op::LoginAttempt { .. } | Op::LoginSucceeded { .. } | Op::Rate { .. } => {
+            apply_limit(sql, op)
+        }
+    }
+}
+
+/// An operation that [`apply`] sent to another kind of object than its own.
+fn misrouted(op: &Op) -> ApiError {
+    ApiError::internal(format!(
+        "coordinator: {} is not an operation of this kind of object",
+        op.name()
+    ))
+}
+
+/// The health probe's operation: counts one more hit.
+fn probe(sql: &SqlStorage) -> ApiResult<Value> {
+    sql.exec(
+        "INSERT INTO probe (id, hits) VALUES (1, 1) ON CONFLICT(id) DO UPDATE SET hits = hits + 1",
+        None,
+    )
+    .map_err(sql_err)?;
+    #[derive(Deserialize)]
+    struct Row {
+        hits: i64,
+    }
+    let row: Row = sql
+        .exec("SELECT hits FROM probe WHERE id = 1", None)
+        .and_then(|c| c.one())
+        .map_err(sql_err)?;
+    answer(Probed { hits: row.hits })
+}
+
+/// An account's operations (`account.rs`, `refunds.rs`).
+fn apply_account(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
+    match op {
         Op::GrantTrial {
             user_id,
             amount_fen,
             now_ms,
         } => answer(account::grant_trial(sql, &user_id, amount_fen, now_ms)?),
-        Op::LoginAttempt { key, now_ms } => answer(limit::login_attempt(sql, &key, now_ms)?),
-        Op::LoginSucceeded { key } => answer(limit::login_succeeded(sql, &key)?),
-        Op::Rate {
-            key,
-            limit,
-            window_s,
-            now_ms,
-        } => answer(limit::rate(sql, &key, limit, window_s, now_ms)?),
-        Op::Balance { user_id } => answer(crate::coordinator_wire::Balance {
+        Op::Balance { user_id } => answer(crate::coordinator::Balance {
             balance_fen: account::balance(sql, &user_id)?,
         }),
         Op::Ledger { user_id } => answer(account::ledger(sql, &user_id)?),
-        Op::CreateCode {
-            code,
-            amount_fen,
-            max_redemptions,
-            expires_at_ms,
-            now_ms,
-        } => answer(code::create(
-            sql,
-            &code,
-            amount_fen,
-            max_redemptions,
-            expires_at_ms,
-            now_ms,
-        )?),
-        Op::ClaimCode {
-            code,
-            user_id,
-            redemption_id,
-            now_ms,
-        } => answer(code::claim(sql, &code, &user_id, &redemption_id, now_ms)?),
         Op::CreditRedemption {
             user_id,
             code,
@@ -293,9 +285,9 @@ fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
             amount_fen,
             reason,
             now_ms,
-        } => answer(super::refunds::apply(
+        } => answer(refunds::apply(
             sql,
-            super::refunds::RefundAsk {
+            refunds::RefundAsk {
                 user_id: &user_id,
                 key: &key,
                 job_id: &job_id,
@@ -304,42 +296,48 @@ fn apply(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
             },
             now_ms,
         )?),
+        other => Err(misrouted(&other)),
     }
 }
 
-/// Sends one operation to its own object ([`Op::object`]) and returns its typed answer.
-pub async fn call<T: serde::de::DeserializeOwned>(env: &Env, op: &Op) -> ApiResult<T> {
-    let ns = env
-        .durable_object("COORDINATOR")
-        .map_err(|e| ApiError::internal(format!("binding COORDINATOR: {e}")))?;
-    let stub = ns
-        .id_from_name(&op.object().name())
-        .and_then(|id| id.get_stub())
-        .map_err(|e| ApiError::internal(format!("Durable Object stub: {e}")))?;
-    let body = serde_json::to_string(op).map_err(crate::coordinator_wire::unreadable)?;
-    let mut init = worker::RequestInit::new();
-    init.with_method(worker::Method::Post)
-        .with_body(Some(body.into()));
-    let req = Request::new_with_init("https://coordinator/op", &init)
-        .map_err(|e| ApiError::internal(format!("coordinator request: {e}")))?;
-    let mut resp = stub
-        .fetch_with_request(req)
-        .await
-        .map_err(|e| ApiError::internal(format!("coordinator: {e}")))?;
-    let outcome: Outcome = resp
-        .json()
-        .await
-        .map_err(crate::coordinator_wire::unreadable)?;
-    outcome.into_result()
+/// A promotion code's operations (`code.rs`).
+fn apply_code(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
+    match op {
+        Op::CreateCode {
+            code,
+            amount_fen,
+            max_redemptions,
+            expires_at_ms,
+            now_ms,
+        } => answer(code::create(
+            sql,
+            &code,
+            amount_fen,
+            max_redemptions,
+            expires_at_ms,
+            now_ms,
+        )?),
+        Op::ClaimCode {
+            code,
+            user_id,
+            redemption_id,
+            now_ms,
+        } => answer(code::claim(sql, &code, &user_id, &redemption_id, now_ms)?),
+        other => Err(misrouted(&other)),
+    }
 }
 
-/// Counts one attempt against `key`; 429 with `retry_after_s` once `limit` is reached in the window.
-pub async fn rate_limit(env: &Env, key: &str, limit: i64, window_s: i64) -> ApiResult<()> {
-    let op = Op::Rate {
-        key: key.to_string(),
-        limit,
-        window_s,
-        now_ms: super::db::now_ms(),
-    };
-    call::<Counted>(env, &op).await.map(|_| ())
+/// A rate-limit or login key's operations (`limit.rs`).
+fn apply_limit(sql: &SqlStorage, op: Op) -> ApiResult<Value> {
+    match op {
+        Op::LoginAttempt { key, now_ms } => answer(limit::login_attempt(sql, &key, now_ms)?),
+        Op::LoginSucceeded { key } => answer(limit::login_succeeded(sql, &key)?),
+        Op::Rate {
+            key,
+            limit,
+            window_s,
+            now_ms,
+        } => answer(limit::rate(sql, &key, limit, window_s, now_ms)?),
+        other => Err(misrouted(&other)),
+    }
 }

@@ -1,11 +1,11 @@
 //! One limit key's `Coordinator` object: a fixed rate window (`Rate`) or one (email, client)'s
 //! login backoff (`LoginAttempt`, `LoginSucceeded`). A key per object, so a burst against one
-//! email or one address queues only behind itself. The rules are `ledger::rate_window` and
+//! email or one address queues only behind itself. The rules are `limits::rate_window` and
 //! `limits::login_attempt`.
 
-use super::coordinator::sql_err;
-use super::http::ApiResult;
-use crate::coordinator_wire::Counted;
+use super::storage::sql_err;
+use crate::coordinator::Counted;
+use crate::worker::http::ApiResult;
 use serde::Deserialize;
 use worker::SqlStorage;
 
@@ -34,7 +34,7 @@ pub(super) fn rate(
         )
         .and_then(|c| c.to_array())
         .map_err(sql_err)?;
-    let (start, count) = crate::ledger::rate_window(
+    let (start, count) = crate::limits::rate_window(
         rows.first().map(|r| (r.window_start, r.count)),
         limit,
         window_s,

@@ -12,21 +12,22 @@
 //! mint a token per call; `"api_version": "v0.0.42"` names the data parser (else the worker
 //! learns it from `/openapi/v3` and passes it in).
 
+use super::credentials::Credentials;
 use super::request::{SubmitOptions, log_path, submit_body};
 use super::script::ReportHook;
 use super::state::{parse_job, parse_submit};
-use super::{ApiVersion, Credentials, OPENAPI_PATH};
-use crate::adapter::{
+use super::version::{ApiVersion, OPENAPI_PATH};
+use crate::backends::adapter::{
     Backend, BackendError, Dispatch, HttpCall, LogChunk, RemoteStatus, Submitted, common_status,
 };
-use crate::backends::BackendConfig;
+use crate::backends::config::BackendConfig;
 use crate::jobs::JobState;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// The data parser the adapter speaks when the configuration names none: the oldest supported,
 /// served by Slurm 23.11 to 24.11. (The worker names the one slurmrestd serves; see
-/// `worker::backend_io::adapter`.)
+/// `worker::backends::adapter`.)
 pub const VERSION: ApiVersion = ApiVersion::V0040;
 
 /// Where jobs work and log when the deployment names nothing else: a folder every node has.
@@ -55,7 +56,12 @@ impl SlurmBackend {
         Ok(SlurmBackend {
             url: config.url.clone(),
             version,
-            credentials: Credentials::from_config(config)?,
+            credentials: Credentials::from_settings(
+                &config.name,
+                &config.secret,
+                config.jwt_key.as_deref(),
+                config.user.as_deref(),
+            )?,
             now_ms,
             work_dir: config.work_dir.clone().unwrap_or_else(|| WORK_DIR.into()),
             partition: config.partition.clone(),
@@ -65,7 +71,7 @@ impl SlurmBackend {
     }
 
     /// `GET /openapi/v3`, which lists the data parsers this slurmrestd serves
-    /// ([`super::newest_served`]); made before any version is known.
+    /// ([`newest_served`](super::version::newest_served)); made before any version is known.
     pub fn openapi_call(config: &BackendConfig, now_ms: i64) -> Result<HttpCall, String> {
         let mut config = config.clone();
         config.api_version = None;
@@ -255,11 +261,11 @@ impl Backend for SlurmBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backends::BackendKind;
+    use crate::backends::config::BackendKind;
     use serde_json::json;
     use std::collections::BTreeMap;
 
-    const TINY_TRAIN: &str = include_str!("../../../jobspec/specs/tiny-train-stories260k.toml");
+    const TINY_TRAIN: &str = include_str!("../../../../jobspec/specs/tiny-train-stories260k.toml");
 
     #[test]
     fn health_pings_with_the_jwt_headers() {
@@ -335,7 +341,7 @@ mod tests {
     /// Every call of one adapter, as `METHOD url` lines, for a snapshot per data parser.
     fn calls(s: &SlurmBackend) -> String {
         let submit = s
-            .submit(&crate::adapter::test_dispatch("j1", TINY_TRAIN))
+            .submit(&crate::backends::adapter::test_dispatch("j1", TINY_TRAIN))
             .unwrap();
         [
             submit,
@@ -416,7 +422,7 @@ mod tests {
     #[test]
     fn submits_with_jwt_headers_and_the_built_request() {
         let call = slurm()
-            .submit(&crate::adapter::test_dispatch("j1", TINY_TRAIN))
+            .submit(&crate::backends::adapter::test_dispatch("j1", TINY_TRAIN))
             .unwrap();
         assert_eq!(call.method, "POST");
         assert_eq!(call.url, "http://127.0.0.1:6820/slurm/v0.0.40/job/submit");
@@ -456,7 +462,7 @@ mod tests {
         )
         .unwrap();
         let call = s
-            .submit(&crate::adapter::test_dispatch("j2", TINY_TRAIN))
+            .submit(&crate::backends::adapter::test_dispatch("j2", TINY_TRAIN))
             .unwrap();
         assert!(
             call.headers
@@ -503,7 +509,7 @@ mod tests {
         )
         .unwrap();
         let e = s
-            .submit(&crate::adapter::test_dispatch("j3", TINY_TRAIN))
+            .submit(&crate::backends::adapter::test_dispatch("j3", TINY_TRAIN))
             .unwrap_err();
         assert!(
             matches!(&e, BackendError::Misconfigured(why) if why.contains("work_dir")),
@@ -511,7 +517,7 @@ mod tests {
         );
         let api = e.into_api("hpc");
         assert_eq!(api.code, crate::error::ErrorCode::Internal);
-        assert!(!crate::adapter::submission_may_have_landed(
+        assert!(!crate::backends::adapter::submission_may_have_landed(
             &BackendError::Misconfigured(String::new())
         ));
     }

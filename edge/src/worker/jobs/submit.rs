@@ -1,0 +1,234 @@
+//! Submitting a job: the spec is checked, the job stored as `dispatching` with its maximum cost
+//! held, and sent to the backend that fits it. One Idempotency-Key makes one job: a retry gets
+//! the job the first request made, whatever its body says, and a backend that refused the job or
+//! was never reached leaves nothing behind (no job, no hold).
+
+use super::row::{COLUMNS, JobRow, by_id};
+use crate::backends::adapter::{self, Dispatch};
+use crate::backends::config::BackendConfig;
+use crate::coordinator::{Balance, Op, Settled};
+use crate::error::{ApiError, ErrorCode};
+use crate::jobs::pick_backend;
+use crate::wire::{self, SpecText};
+use crate::worker::access::User;
+use crate::worker::db::{self, n, now_ms, random_hex, s};
+use crate::worker::http::{self, ApiResult};
+use crate::worker::{backends, coordinator, report};
+use jobspec::ValidSpec;
+use std::collections::BTreeMap;
+use worker::{Env, Request, Response};
+
+/// A job on its way in: checked, priced and named, not yet stored.
+struct NewJob {
+    id: String,
+    /// The job's own token for its reports (only its hash is stored).
+    token: String,
+    /// The submission's Idempotency-Key.
+    key: String,
+    valid: ValidSpec,
+    /// The spec as stored: the TOML that was sent, or a JSON spec's TOML form.
+    spec_toml: String,
+    backend: BackendConfig,
+    hold_fen: i64,
+    created_at: i64,
+}
+
+pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Response> {
+    let key = wire::idempotency_key(http::header(&req, "idempotency-key").as_deref())?;
+    // A retry of a submission that already has its job gets that job, whatever the body says.
+    if let Some(job) = by_key(env, &user, &key).await? {
+        return created(200, &job);
+    }
+    let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
+    let (valid, spec_toml) = submittable(http::header(&req, "content-type").as_deref(), &body)?;
+    let backends = backends::configured(env)?;
+    // Where the job reports: read before anything is held, so a misconfigured edge moves no money.
+    let origin = http::public_url(env)?;
+    let backend = pick_backend(
+        &backends,
+        valid.card().id,
+        valid.world_size(),
+        &valid.spec().backend,
+    )?
+    .clone();
+    let hold_fen = i64::try_from(valid.max_cost_fen()).map_err(|_| {
+        ApiError::new(
+            ErrorCode::InvalidSpec,
+            "the maximum cost of this job is out of range",
+        )
+    })?;
+    let job = NewJob {
+        id: random_hex(16)?,
+        token: random_hex(32)?,
+        key,
+        valid,
+        spec_toml,
+        backend,
+        hold_fen,
+        created_at: now_ms(),
+    };
+    if !store(env, &user, &job).await? {
+        // A concurrent request with the same key won the insert: answer with its job.
+        let won = by_key(env, &user, &job.key)
+            .await?
+            .ok_or_else(|| ApiError::internal("idempotent job vanished"))?;
+        return created(200, &won);
+    }
+    hold(env, &user, &job).await?;
+    let id = job.id.clone();
+    let status = dispatch(env, &user, job, &origin).await?;
+    let job = by_id(env, &id)
+        .await?
+        .ok_or_else(|| ApiError::internal("new job vanished"))?;
+    created(status, &job)
+}
+
+async fn by_key(env: &Env, user: &User, key: &str) -> ApiResult<Option<JobRow>> {
+    db::first(
+        env,
+        &format!("SELECT {COLUMNS} FROM jobs WHERE user_id = ? AND idempotency_key = ?"),
+        &[s(&user.id), s(key)],
+    )
+    .await
+}
+
+fn created(status: u16, job: &JobRow) -> ApiResult<Response> {
+    http::json(status, &job.wire()).map_err(http::internal("response"))
+}
+
+/// The body's spec when it can be submitted, with the TOML text to store.
+fn submittable(content_type: Option<&str>, body: &[u8]) -> ApiResult<(ValidSpec, String)> {
+    let spec = wire::spec_from_body(content_type, body)?;
+    let plan = match &spec {
+        SpecText::Toml(t) => jobspec::plan_toml(t),
+        SpecText::Json(j) => jobspec::plan_json(j),
+    };
+    let valid = match (&plan.valid, plan.is_submittable()) {
+        (Some(v), true) => v.clone(),
+        _ => {
+            return Err(ApiError::new(
+                ErrorCode::InvalidSpec,
+                "the spec cannot be submitted; see details.diagnostics",
+            )
+            .with_typed_details(&api::InvalidSpecDetails {
+                diagnostics: plan.diagnostics.iter().map(Into::into).collect(),
+            }));
+        }
+    };
+    let spec_toml = match spec {
+        SpecText::Toml(t) => t,
+        SpecText::Json(_) => valid.spec().to_toml(),
+    };
+    Ok((valid, spec_toml))
+}
+
+/// Stores the job as `dispatching`; false when a request with the same key stored its job first.
+async fn store(env: &Env, user: &User, job: &NewJob) -> ApiResult<bool> {
+    let valid = &job.valid;
+    let inserted = db::run(
+        env,
+        "INSERT INTO jobs (id, user_id, idempotency_key, name, spec, state, backend, card, cards, price_fen_per_hour, \
+         hold_fen, created_at, token_hash, checkpoint) VALUES (?, ?, ?, ?, ?, 'dispatching', ?, ?, ?, ?, ?, ?, ?, 0) \
+         ON CONFLICT(user_id, idempotency_key) DO NOTHING",
+        &[
+            s(&job.id),
+            s(&user.id),
+            s(&job.key),
+            s(&valid.spec().name),
+            s(&job.spec_toml),
+            s(&job.backend.name),
+            s(valid.card().id),
+            n(i64::from(valid.world_size())),
+            n(i64::try_from(valid.price_fen_per_hour()).unwrap_or(i64::MAX)),
+            n(job.hold_fen),
+            n(job.created_at),
+            s(&crate::access::hash_token(&job.token)),
+        ],
+    )
+    .await?;
+    Ok(inserted != 0)
+}
+
+/// Holds the job's maximum cost in the account's object; a hold refused (too little credit)
+/// forgets the job.
+async fn hold(env: &Env, user: &User, job: &NewJob) -> ApiResult<()> {
+    let hold_op = Op::Hold {
+        user_id: user.id.clone(),
+        job_id: job.id.clone(),
+        amount_fen: job.hold_fen,
+        now_ms: job.created_at,
+    };
+    if let Err(e) = coordinator::call::<Balance>(env, &hold_op).await {
+        db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(&job.id)]).await?;
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Sends the job to its backend: 201 when the backend took it, 202 when its answer did not come
+/// in time; a refusal, or a backend never reached, releases the hold ([`release_unsent`]).
+async fn dispatch(env: &Env, user: &User, job: NewJob, origin: &str) -> ApiResult<u16> {
+    let NewJob {
+        id,
+        token,
+        valid,
+        backend,
+        ..
+    } = job;
+    let dispatch = Dispatch {
+        job_id: id.clone(),
+        spec: valid,
+        env: BTreeMap::new(),
+        report_url: format!("{origin}/api/jobs/{id}/report"),
+        log_url: format!("{origin}/api/jobs/{id}/log"),
+        report_token: token,
+    };
+    let submitted = match backends::adapter(env, &backend).await {
+        Ok(a) => match a.submit(&dispatch) {
+            Ok(call) => backends::send(&call, backends::timeout(env))
+                .await
+                .and_then(|(status, body)| a.parse_submit(status, &body)),
+            Err(e) => Err(e),
+        },
+        Err(e) => return release_unsent(env, &user.id, &id, e).await,
+    };
+    match submitted {
+        Ok(s) => {
+            report::adopt(env, &id, &s, now_ms()).await?;
+            Ok(201)
+        }
+        Err(e) if adapter::submission_may_have_landed(&e) => {
+            // The job may be running there: keep it (and its hold) as `dispatching`. The job page
+            // and the reconcile sweep ask the backend for it by this id and settle it either way;
+            // a retry with the same Idempotency-Key gets this job, never a second copy.
+            let why = e.into_api(&backend.name).message;
+            db::run(
+                env,
+                "UPDATE jobs SET message = ? WHERE id = ? AND state = 'dispatching'",
+                &[
+                    s(&format!(
+                        "{why}; the backend may have the job, Onramp is asking it by the job's id"
+                    )),
+                    s(&id),
+                ],
+            )
+            .await?;
+            Ok(202)
+        }
+        Err(e) => release_unsent(env, &user.id, &id, e.into_api(&backend.name)).await,
+    }
+}
+
+/// The backend refused the job or was never reached, so nothing runs: releases the whole hold
+/// and forgets the job, so nothing is charged and a retry with the same key starts afresh.
+async fn release_unsent<T>(env: &Env, user_id: &str, id: &str, e: ApiError) -> ApiResult<T> {
+    let release = Op::Settle {
+        user_id: user_id.to_string(),
+        job_id: id.to_string(),
+        capture_fen: 0,
+        now_ms: now_ms(),
+    };
+    coordinator::call::<Settled>(env, &release).await?;
+    db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(id)]).await?;
+    Err(e)
+}
