@@ -5,6 +5,7 @@
 //! dozens of them a step), which was most of a training step's time; here the masked half of
 //! each score row is never exponentiated, and nothing in between is stored.
 
+use crate::kernels;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, DType, Error, Layout, Result, Shape, Tensor};
 
 /// A contiguous f32 view of `storage` under `layout`, or an error naming the op.
@@ -34,6 +35,31 @@ fn square_tail(op: &str, layout: &Layout) -> Result<usize> {
     }
 }
 
+/// Rows handed to one thread at a time: a few thousand floats of work each.
+#[cfg(not(target_arch = "wasm32"))]
+const MIN_ROWS: usize = 32;
+
+/// Calls `f(r, row)` for each `width`-long row `r` of `out`: on all cores natively, in order in
+/// the browser (one thread). Each row is written by one call, so the result does not depend
+/// on how rows are shared out.
+fn for_rows<F>(out: &mut [f32], width: usize, f: F)
+where
+    F: Fn(usize, &mut [f32]) + Sync + Send,
+{
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use rayon::prelude::*;
+        out.par_chunks_mut(width)
+            .with_min_len(MIN_ROWS)
+            .enumerate()
+            .for_each(|(r, row)| f(r, row));
+    }
+    #[cfg(target_arch = "wasm32")]
+    out.chunks_mut(width)
+        .enumerate()
+        .for_each(|(r, row)| f(r, row));
+}
+
 /// `softmax(scale · x)` over the last dimension with position `i` (the row's index within its
 /// `t × t` block) attending only to `0..=i`; the masked entries are exactly 0.
 struct CausalSoftmax {
@@ -48,21 +74,20 @@ impl CustomOp1 for CausalSoftmax {
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
         let t = square_tail(self.name(), layout)?;
         let x = f32s(self.name(), storage, layout)?;
-        let mut out = Vec::with_capacity(x.len());
-        for (r, row) in x.chunks_exact(t).enumerate() {
-            let seen = &row[..=r % t];
-            let max = seen.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-            let start = out.len();
-            let mut sum = 0.0f32;
-            out.extend(seen.iter().map(|&v| {
-                let e = ((v - max) * self.scale).exp();
-                sum += e;
-                e
-            }));
-            let inv = 1.0 / sum;
-            out[start..].iter_mut().for_each(|e| *e *= inv);
-            out.resize(start + t, 0.0);
-        }
+        // The masked tail of each row stays 0.
+        let mut out = vec![0.0f32; x.len()];
+        for_rows(&mut out, t, |r, out_row| {
+            let seen = &x[r * t..r * t + r % t + 1];
+            let row = &mut out_row[..seen.len()];
+            // In loops of their own over the inference kernels' 8-lane max, branch-free exp and
+            // sum, so that each vectorises.
+            let max = kernels::max(seen);
+            for (o, &v) in row.iter_mut().zip(seen) {
+                *o = kernels::exp((v - max) * self.scale);
+            }
+            let inv = 1.0 / kernels::sum(row);
+            row.iter_mut().for_each(|e| *e *= inv);
+        });
         Ok((CpuStorage::F32(out), layout.shape().clone()))
     }
 
@@ -102,20 +127,15 @@ impl CustomOp2 for CausalSoftmaxGrad {
                 self.name()
             )));
         }
-        let mut out = Vec::with_capacity(y.len());
-        for (r, (y_row, g_row)) in y.chunks_exact(t).zip(g.chunks_exact(t)).enumerate() {
+        let mut out = vec![0.0f32; y.len()];
+        for_rows(&mut out, t, |r, out_row| {
             let n = r % t + 1;
-            let (y_row, g_row) = (&y_row[..n], &g_row[..n]);
-            let dot: f32 = y_row.iter().zip(g_row).map(|(a, b)| a * b).sum();
-            let start = out.len();
-            out.extend(
-                y_row
-                    .iter()
-                    .zip(g_row)
-                    .map(|(y, g)| self.scale * y * (g - dot)),
-            );
-            out.resize(start + t, 0.0);
-        }
+            let (y_row, g_row) = (&y[r * t..r * t + n], &g[r * t..r * t + n]);
+            let dot = kernels::dot(y_row, g_row);
+            for (o, (y, g)) in out_row.iter_mut().zip(y_row.iter().zip(g_row)) {
+                *o = self.scale * y * (g - dot);
+            }
+        });
         Ok((CpuStorage::F32(out), y_layout.shape().clone()))
     }
 }
@@ -142,11 +162,13 @@ fn logits_shape(op: &str, logits: &Layout, targets: &Layout) -> Result<(usize, u
     }
 }
 
-/// `(max, ln Σ exp(x − max))` of one row.
-fn log_sum_exp(row: &[f32]) -> (f32, f32) {
-    let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-    let sum: f32 = row.iter().map(|&v| (v - max).exp()).sum();
-    (max, sum.ln())
+/// `exp(x − max)` of one row into `out`, and `(max, ln Σ exp(x − max))`.
+fn exp_and_log_sum(row: &[f32], out: &mut [f32]) -> (f32, f32) {
+    let max = kernels::max(row);
+    for (o, &v) in out.iter_mut().zip(row) {
+        *o = kernels::exp(v - max);
+    }
+    (max, kernels::sum(&out[..row.len()]).ln())
 }
 
 fn target_index(op: &str, target: u32, v: usize) -> Result<usize> {
@@ -175,12 +197,18 @@ impl CustomOp2 for CrossEntropy {
         let (_, v) = logits_shape(self.name(), l_layout, t_layout)?;
         let logits = f32s(self.name(), l_storage, l_layout)?;
         let targets = u32s(self.name(), t_storage, t_layout)?;
-        let mut total = 0.0f64;
-        for (row, &target) in logits.chunks_exact(v).zip(targets) {
-            let (max, lse) = log_sum_exp(row);
-            let picked = row[target_index(self.name(), target, v)?];
-            total += f64::from(max + lse - picked);
+        for &target in targets {
+            target_index(self.name(), target, v)?;
         }
+        // Each row's loss on its own, then their sum in order: the same total however the rows
+        // were shared out.
+        let mut losses = vec![0.0f32; targets.len()];
+        for_rows(&mut losses, 1, |r, loss| {
+            let row = &logits[r * v..(r + 1) * v];
+            let (max, lse) = exp_and_log_sum(row, &mut vec![0.0; v]);
+            loss[0] = max + lse - row[targets[r] as usize];
+        });
+        let total: f64 = losses.iter().map(|&l| f64::from(l)).sum();
         let mean = (total / targets.len() as f64) as f32;
         Ok((CpuStorage::F32(vec![mean]), Shape::from(())))
     }
@@ -219,13 +247,18 @@ impl CustomOp2 for CrossEntropyGrad {
         let logits = f32s(self.name(), l_storage, l_layout)?;
         let targets = u32s(self.name(), t_storage, t_layout)?;
         let inv_n = 1.0 / n as f32;
-        let mut out = Vec::with_capacity(logits.len());
-        for (row, &target) in logits.chunks_exact(v).zip(targets) {
-            let (max, lse) = log_sum_exp(row);
-            let start = out.len();
-            out.extend(row.iter().map(|&x| (x - max - lse).exp() * inv_n));
-            out[start + target_index(self.name(), target, v)?] -= inv_n;
+        for &target in targets {
+            target_index(self.name(), target, v)?;
         }
+        let mut out = vec![0.0f32; logits.len()];
+        for_rows(&mut out, v, |r, out_row| {
+            let row = &logits[r * v..(r + 1) * v];
+            // softmax = exp(x − max) / Σ exp(x − max), each divided by n.
+            let (_, lse) = exp_and_log_sum(row, out_row);
+            let k = (-lse).exp() * inv_n;
+            out_row.iter_mut().for_each(|o| *o *= k);
+            out_row[targets[r] as usize] -= inv_n;
+        });
         Ok((CpuStorage::F32(out), l_layout.shape().clone()))
     }
 }

@@ -10,6 +10,7 @@
 
 mod arena;
 pub mod bench;
+mod bmm;
 pub mod checkpoint;
 pub mod config;
 pub mod error;

@@ -1,6 +1,7 @@
 //! The same transformer as [`crate::forward`] written with candle tensors, for training with
 //! candle's autograd: parameters are [`Var`]s created from, and turned back into, [`Weights`].
 
+use crate::bmm::bmm;
 use crate::config::{Config, NORM_EPS, ROPE_THETA};
 use crate::error::{Error, Result};
 use crate::fused::{causal_softmax, cross_entropy};
@@ -161,9 +162,8 @@ impl CandleModel {
                     .reshape((b, h, t, hs))?)
             };
             let (k, v) = (repeat(k)?, repeat(v)?);
-            let att = causal_softmax(&q.matmul(&k.t()?.contiguous()?)?, scale)?;
-            let y = att
-                .matmul(&v)?
+            let att = causal_softmax(&bmm(&q, &k, false, true)?, scale)?;
+            let y = bmm(&att, &v, false, false)?
                 .transpose(1, 2)?
                 .contiguous()?
                 .reshape((b * t, d))?;

@@ -69,7 +69,7 @@ pub fn run(args: TinyArgs) -> Result<(), String> {
     };
     let target = report_target();
     let (tx, sender) = start_reporter(target);
-    let result = train(&args, &assets, &tx);
+    let result = on_the_compute_threads(|| train(&args, &assets, &tx));
     if let Err(e) = &result {
         let _ = tx.send(Report {
             message: Some(format!("tiny-train failed: {e}")),
@@ -83,6 +83,16 @@ pub fn run(args: TinyArgs) -> Result<(), String> {
         let _ = h.join();
     }
     result
+}
+
+/// Runs `f` on one of the threads that the training's parallel work (matrix products, the
+/// fused ops) runs on: this thread then works on that parallel work too instead of waiting for
+/// it, and the process has one thread fewer competing for the cores.
+fn on_the_compute_threads<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    match rayon::ThreadPoolBuilder::new().build() {
+        Ok(pool) => pool.install(f),
+        Err(_) => f(),
+    }
 }
 
 fn report_target() -> Option<ReportTarget> {

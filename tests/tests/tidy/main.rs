@@ -96,7 +96,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         140,
     ),
     ("app/src/pages/submit.rs", "SubmitPanel", 133),
-    ("runner/src/supervise.rs", "supervise", 127),
     (
         "tests/tests/e2e/app_jobs.rs",
         "refusals_then_a_job_cancelled_from_its_page_and_listed",
@@ -107,7 +106,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads",
         123,
     ),
-    ("runner/src/wire.rs", "try_from", 108),
     (
         "tests/tests/e2e/slurm_jwt.rs",
         "the_edge_mints_its_own_slurm_tokens",
@@ -126,8 +124,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("tests/tests/e2e/attack/attack_support.rs", "races", 92),
     ("xtask/src/bench_train.rs", "run", 92),
     ("xtask/src/deploy.rs", "production_config", 92),
-    ("jobspec/src/deepspeed.rs", "ds_config", 91),
-    ("jobspec/src/json_spans.rs", "value", 91),
     ("tests/tests/e2e/edge_jobs/access.rs", "experiments", 91),
     (
         "tests/tests/e2e/runner_tiny_train.rs",
@@ -148,7 +144,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ),
     ("model-tiny/examples/candle_train_reference.rs", "main", 83),
     ("tests/tests/e2e/attack/inputs.rs", "malformed_bodies", 83),
-    ("runner/src/tiny_args.rs", "from_spec", 81),
 ];
 
 #[test]
