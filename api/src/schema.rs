@@ -89,6 +89,21 @@ fn check_at(
         let target = resolve(document, r).ok_or_else(|| format!("{path}: unresolved {r}"))?;
         again(target, value, path)?;
     }
+    check_value(schema, value, path)?;
+    check_alternatives(schema, value, path, &again)?;
+    if let (Some(items), Some(list)) = (schema.get("items"), value.as_array()) {
+        for (i, v) in list.iter().enumerate() {
+            again(items, v, &format!("{path}[{i}]"))?;
+        }
+    }
+    if let Some(object) = value.as_object() {
+        check_fields(schema, object, path, &again)?;
+    }
+    Ok(())
+}
+
+/// A schema's own checks of the value: `type`, `enum`, `const` and `minimum`.
+fn check_value(schema: &Map<String, Value>, value: &Value, path: &str) -> Result<(), String> {
     match schema.get("type") {
         Some(Value::String(t)) if !type_ok(t, value) => {
             return Err(format!("{path}: expected {t}, got {value}"));
@@ -120,6 +135,16 @@ fn check_at(
     {
         return Err(format!("{path}: {n} is below the minimum {min}"));
     }
+    Ok(())
+}
+
+/// `allOf` (every one fits), `oneOf` (exactly one) and `anyOf` (at least one).
+fn check_alternatives(
+    schema: &Map<String, Value>,
+    value: &Value,
+    path: &str,
+    again: &dyn Fn(&Value, &Value, &str) -> Result<(), String>,
+) -> Result<(), String> {
     if let Some(all) = schema.get("allOf").and_then(Value::as_array) {
         for s in all {
             again(s, value, path)?;
@@ -140,32 +165,36 @@ fn check_at(
             }
         }
     }
-    if let (Some(items), Some(list)) = (schema.get("items"), value.as_array()) {
-        for (i, v) in list.iter().enumerate() {
-            again(items, v, &format!("{path}[{i}]"))?;
+    Ok(())
+}
+
+/// An object's `required` fields, and each field against its `properties` schema or else
+/// `additionalProperties`.
+fn check_fields(
+    schema: &Map<String, Value>,
+    object: &Map<String, Value>,
+    path: &str,
+    again: &dyn Fn(&Value, &Value, &str) -> Result<(), String>,
+) -> Result<(), String> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        for name in required.iter().filter_map(Value::as_str) {
+            if !object.contains_key(name) {
+                return Err(format!("{path}: missing field {name:?}"));
+            }
         }
     }
-    if let Some(object) = value.as_object() {
-        let properties = schema.get("properties").and_then(Value::as_object);
-        if let Some(required) = schema.get("required").and_then(Value::as_array) {
-            for name in required.iter().filter_map(Value::as_str) {
-                if !object.contains_key(name) {
-                    return Err(format!("{path}: missing field {name:?}"));
+    for (name, v) in object {
+        let at = format!("{path}.{name}");
+        match properties.and_then(|p| p.get(name)) {
+            Some(s) => again(s, v, &at)?,
+            None => match schema.get("additionalProperties") {
+                Some(Value::Bool(false)) => {
+                    return Err(format!("{path}: unexpected field {name:?}"));
                 }
-            }
-        }
-        for (name, v) in object {
-            let at = format!("{path}.{name}");
-            match properties.and_then(|p| p.get(name)) {
-                Some(s) => again(s, v, &at)?,
-                None => match schema.get("additionalProperties") {
-                    Some(Value::Bool(false)) => {
-                        return Err(format!("{path}: unexpected field {name:?}"));
-                    }
-                    Some(s @ Value::Object(_)) => again(s, v, &at)?,
-                    _ => {}
-                },
-            }
+                Some(s @ Value::Object(_)) => again(s, v, &at)?,
+                _ => {}
+            },
         }
     }
     Ok(())

@@ -67,26 +67,7 @@ pub fn run() -> Result<(), String> {
     };
 
     let full = timed(&mut tiny_train(None))?;
-    let steps = flag("--steps")?;
-    let last_loss = full
-        .lines
-        .last()
-        .and_then(|l| l["loss"].as_f64())
-        .unwrap_or(f64::NAN);
-    println!(
-        "template {TEMPLATE} ({steps} steps of {batch}x{seq_len}): wall {:.1} s, user {:.1} s, sys {:.1} s, \
-         first loss after {}, last loss {last_loss:.3}",
-        full.wall_s,
-        full.user_s,
-        full.sys_s,
-        full.first_metrics_s
-            .map_or("never".into(), |s| format!("{s:.1} s")),
-    );
-    println!(
-        "  goals: wall {:.2}x of 60 s, first loss {:.2}x of 5 s (at most 1.00x on 2 idle cores)",
-        full.wall_s / 60.0,
-        full.first_metrics_s.unwrap_or(f64::INFINITY) / 5.0
-    );
+    print_template_run(&full, &flag("--steps")?, &batch, &seq_len);
 
     let ours = timed(&mut tiny_train(Some(COMPARE_STEPS.to_string())))?;
     let per_step = |s: &str| s.parse::<f64>().map_err(|_| format!("not a number: {s}"));
@@ -116,6 +97,29 @@ pub fn run() -> Result<(), String> {
     );
     println!("  ratio {:.2}x", ours_tps / plain_tps);
     Ok(())
+}
+
+/// The whole template's run, next to the goals (60 s, the first loss within 5 s).
+fn print_template_run(full: &Run, steps: &str, batch: &str, seq_len: &str) {
+    let last_loss = full
+        .lines
+        .last()
+        .and_then(|l| l["loss"].as_f64())
+        .unwrap_or(f64::NAN);
+    println!(
+        "template {TEMPLATE} ({steps} steps of {batch}x{seq_len}): wall {:.1} s, user {:.1} s, sys {:.1} s, \
+         first loss after {}, last loss {last_loss:.3}",
+        full.wall_s,
+        full.user_s,
+        full.sys_s,
+        full.first_metrics_s
+            .map_or("never".into(), |s| format!("{s:.1} s")),
+    );
+    println!(
+        "  goals: wall {:.2}x of 60 s, first loss {:.2}x of 5 s (at most 1.00x on 2 idle cores)",
+        full.wall_s / 60.0,
+        full.first_metrics_s.unwrap_or(f64::INFINITY) / 5.0
+    );
 }
 
 /// The template's `onramp-runner tiny-train` flags, as jobspec generates them for the Plan page.

@@ -128,46 +128,7 @@ pub fn production_config(
         .and_then(|e| e.get_mut(ENV))
         .and_then(toml::Value::as_table_mut)
         .ok_or("edge/wrangler.toml has no [env.production]")?;
-    let fill = |env: &mut toml::Table,
-                path: [&str; 2],
-                value: &Option<String>,
-                var: &str,
-                required: bool,
-                valid: fn(&str) -> bool|
-     -> Result<(), String> {
-        let [list, key] = path;
-        let entry = match list {
-            "vars" => env.get_mut("vars").and_then(toml::Value::as_table_mut),
-            _ => env
-                .get_mut(list)
-                .and_then(toml::Value::as_array_mut)
-                .and_then(|a| a.first_mut())
-                .and_then(toml::Value::as_table_mut),
-        }
-        .ok_or_else(|| format!("edge/wrangler.toml has no [env.production] {list}"))?;
-        if let Some(v) = value {
-            entry.insert(key.into(), toml::Value::String(v.trim().into()));
-        }
-        let current = entry.get(key).and_then(toml::Value::as_str).unwrap_or("");
-        if current.is_empty() {
-            if required {
-                return Err(format!(
-                    "{var} is not set: the deploy needs env.production {list} {key} (see docs/operator.md)"
-                ));
-            }
-            // A dry run may leave an id out (wrangler accepts that without an account), never
-            // as an empty string.
-            if list != "vars" {
-                entry.remove(key);
-            }
-        } else if !valid(current) {
-            return Err(format!(
-                "{var} (env.production {list} {key}) is {current:?}, which is not valid"
-            ));
-        }
-        Ok(())
-    };
-    fill(
+    fill_setting(
         env,
         ["d1_databases", "database_id"],
         &d.d1_id,
@@ -175,7 +136,7 @@ pub fn production_config(
         complete,
         is_uuid,
     )?;
-    fill(
+    fill_setting(
         env,
         ["kv_namespaces", "id"],
         &d.kv_id,
@@ -183,7 +144,7 @@ pub fn production_config(
         complete,
         is_hex32,
     )?;
-    fill(
+    fill_setting(
         env,
         ["vars", "PUBLIC_URL"],
         &d.public_url,
@@ -197,7 +158,7 @@ pub fn production_config(
         .and_then(|v| v.get("MAIL_SENDER"))
         .and_then(toml::Value::as_str)
         == Some("http");
-    fill(
+    fill_setting(
         env,
         ["vars", "MAIL_HTTP_URL"],
         &d.mail_http_url,
@@ -206,6 +167,49 @@ pub fn production_config(
         is_https,
     )?;
     Ok(table)
+}
+
+/// Fills one setting of `[env.production]` (`path`: the table or first array entry, and the
+/// key) from `value`, then checks what is there: when `required`, it must be set; when set, it
+/// must be `valid`. Errors name the variable `var` that gives it.
+fn fill_setting(
+    env: &mut toml::Table,
+    [list, key]: [&str; 2],
+    value: &Option<String>,
+    var: &str,
+    required: bool,
+    valid: fn(&str) -> bool,
+) -> Result<(), String> {
+    let entry = match list {
+        "vars" => env.get_mut("vars").and_then(toml::Value::as_table_mut),
+        _ => env
+            .get_mut(list)
+            .and_then(toml::Value::as_array_mut)
+            .and_then(|a| a.first_mut())
+            .and_then(toml::Value::as_table_mut),
+    }
+    .ok_or_else(|| format!("edge/wrangler.toml has no [env.production] {list}"))?;
+    if let Some(v) = value {
+        entry.insert(key.into(), toml::Value::String(v.trim().into()));
+    }
+    let current = entry.get(key).and_then(toml::Value::as_str).unwrap_or("");
+    if current.is_empty() {
+        if required {
+            return Err(format!(
+                "{var} is not set: the deploy needs env.production {list} {key} (see docs/operator.md)"
+            ));
+        }
+        // A dry run may leave an id out (wrangler accepts that without an account), never as an
+        // empty string.
+        if list != "vars" {
+            entry.remove(key);
+        }
+    } else if !valid(current) {
+        return Err(format!(
+            "{var} (env.production {list} {key}) is {current:?}, which is not valid"
+        ));
+    }
+    Ok(())
 }
 
 fn is_uuid(s: &str) -> bool {

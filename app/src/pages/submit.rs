@@ -40,29 +40,6 @@ pub fn SubmitPanel(plan: Memo<Plan>) -> impl IntoView {
     let busy = RwSignal::new(false);
     let outcome = RwSignal::new(None::<Result<Job, ApiError>>);
 
-    // The backends that have this spec's cards, in the edge's order.
-    let offering = move || {
-        let (card, cards) = plan.with(|p| {
-            p.valid
-                .as_ref()
-                .map(|v| (v.card().id.to_string(), v.world_size()))
-                .unwrap_or_default()
-        });
-        match backends.get() {
-            Some(Ok(list)) => list.offering(&card, cards),
-            _ => Vec::new(),
-        }
-    };
-    let choose = move |kind: String| {
-        let op = PatchOp {
-            path: "backend".into(),
-            value: serde_json::Value::String(kind),
-        };
-        if let Some(t) = jobspec::estimate::suggest::apply_patch_toml(&spec.get_untracked(), &[op])
-        {
-            spec.set(t);
-        }
-    };
     let submit = move |_| {
         if busy.get_untracked() {
             return;
@@ -73,17 +50,7 @@ pub fn SubmitPanel(plan: Memo<Plan>) -> impl IntoView {
         busy.set(true);
         outcome.set(None);
         spawn_local(async move {
-            let answer = api::call(
-                "POST",
-                "/api/jobs",
-                Some(("application/toml", sub.spec.clone())),
-                &[("idempotency-key", &sub.key)],
-            )
-            .await
-            .and_then(|body| {
-                serde_json::from_str::<Job>(&body)
-                    .map_err(|e| ApiError::from_answer(200, &format!("unreadable job: {e}")))
-            });
+            let answer = post_job(&sub).await;
             busy.set(false);
             match answer {
                 Ok(job) => {
@@ -110,29 +77,7 @@ pub fn SubmitPanel(plan: Memo<Plan>) -> impl IntoView {
                     </p>
                 }
             }))}
-            <label class="field" for="submit-backend">
-                <span>{tr(i, Key::Backend)}</span>
-                <select id="submit-backend" data-testid="submit-backend"
-                    on:change=move |ev| choose(event_target_value(&ev))>
-                    {move || {
-                        let list = offering();
-                        let wanted = plan.with(spec_backend);
-                        // `auto` runs on the first backend that fits: show that one as chosen.
-                        let chosen = list.iter().position(|b| b.kind.as_str() == wanted).unwrap_or(0);
-                        list.into_iter().enumerate().map(|(n, b)| {
-                            let cards: Vec<String> = b.cards.iter().map(|(c, k)| format!("{k}× {c}")).collect();
-                            view! {
-                                <option value=b.kind.as_str() selected=n == chosen data-name=b.name.clone()>
-                                    {format!("{} ({}, {})", b.name, b.kind.as_str(), cards.join(", "))}
-                                </option>
-                            }
-                        }).collect_view()
-                    }}
-                </select>
-            </label>
-            {move || (matches!(backends.get(), Some(Ok(_))) && offering().is_empty() && plan.with(|p| p.valid.is_some())).then(|| view! {
-                <p class="muted" data-testid="submit-no-backend">{i.t(Key::NoBackendForCard)}</p>
-            })}
+            <BackendChoice plan backends/>
             <div class="actions">
                 <button type="button" class="primary" data-testid="submit-job"
                     prop:disabled=move || busy.get() || !plan.with(Plan::is_submittable)
@@ -143,22 +88,102 @@ pub fn SubmitPanel(plan: Memo<Plan>) -> impl IntoView {
                     <span class="muted">{i.t(Key::SignInToSubmit)}" "<Link href="/account">{i.t(Key::SignIn)}</Link></span>
                 })}
             </div>
-            <div aria-live="polite">
-                {move || outcome.get().map(|r| match r {
-                    Ok(job) => view! {
-                        <p role="status" data-testid="submit-ok" data-job=job.id.clone()>
-                            {i.t(Key::Held)}" "{jobspec::yuan(job.hold_fen)}" · "{i.t(Key::OpeningJob)}
-                        </p>
-                    }.into_any(),
-                    Err(e) => {
-                        let sign_in = e.needs_sign_in();
-                        view! {
-                            <Refusal error=e testid="submit-error"/>
-                            {sign_in.then(|| view! { <Link href="/account" testid="submit-sign-in">{i.t(Key::SignIn)}</Link> })}
-                        }.into_any()
-                    }
-                })}
-            </div>
+            <SubmitOutcome outcome/>
         </section>
+    }
+}
+
+/// `POST /api/jobs` with the submission's spec and idempotency key.
+async fn post_job(sub: &Submission) -> Result<Job, ApiError> {
+    api::call(
+        "POST",
+        "/api/jobs",
+        Some(("application/toml", sub.spec.clone())),
+        &[("idempotency-key", &sub.key)],
+    )
+    .await
+    .and_then(|body| {
+        serde_json::from_str::<Job>(&body)
+            .map_err(|e| ApiError::from_answer(200, &format!("unreadable job: {e}")))
+    })
+}
+
+/// The backends that have the spec's cards, in the edge's order; choosing one writes it into
+/// the spec's `backend`.
+#[component]
+fn BackendChoice(plan: Memo<Plan>, backends: api::Fetched<BackendList>) -> impl IntoView {
+    let i = use_i18n();
+    let spec = use_shared().spec;
+    // The backends that have this spec's cards, in the edge's order.
+    let offering = move || {
+        let (card, cards) = plan.with(|p| {
+            p.valid
+                .as_ref()
+                .map(|v| (v.card().id.to_string(), v.world_size()))
+                .unwrap_or_default()
+        });
+        match backends.get() {
+            Some(Ok(list)) => list.offering(&card, cards),
+            _ => Vec::new(),
+        }
+    };
+    let choose = move |kind: String| {
+        let op = PatchOp {
+            path: "backend".into(),
+            value: serde_json::Value::String(kind),
+        };
+        if let Some(t) = jobspec::estimate::suggest::apply_patch_toml(&spec.get_untracked(), &[op])
+        {
+            spec.set(t);
+        }
+    };
+    view! {
+        <label class="field" for="submit-backend">
+            <span>{tr(i, Key::Backend)}</span>
+            <select id="submit-backend" data-testid="submit-backend"
+                on:change=move |ev| choose(event_target_value(&ev))>
+                {move || {
+                    let list = offering();
+                    let wanted = plan.with(spec_backend);
+                    // `auto` runs on the first backend that fits: show that one as chosen.
+                    let chosen = list.iter().position(|b| b.kind.as_str() == wanted).unwrap_or(0);
+                    list.into_iter().enumerate().map(|(n, b)| {
+                        let cards: Vec<String> = b.cards.iter().map(|(c, k)| format!("{k}× {c}")).collect();
+                        view! {
+                            <option value=b.kind.as_str() selected=n == chosen data-name=b.name.clone()>
+                                {format!("{} ({}, {})", b.name, b.kind.as_str(), cards.join(", "))}
+                            </option>
+                        }
+                    }).collect_view()
+                }}
+            </select>
+        </label>
+        {move || (matches!(backends.get(), Some(Ok(_))) && offering().is_empty() && plan.with(|p| p.valid.is_some())).then(|| view! {
+            <p class="muted" data-testid="submit-no-backend">{i.t(Key::NoBackendForCard)}</p>
+        })}
+    }
+}
+
+/// What the last submission came to: the job (while its page opens) or the refusal.
+#[component]
+fn SubmitOutcome(outcome: RwSignal<Option<Result<Job, ApiError>>>) -> impl IntoView {
+    let i = use_i18n();
+    view! {
+        <div aria-live="polite">
+            {move || outcome.get().map(|r| match r {
+                Ok(job) => view! {
+                    <p role="status" data-testid="submit-ok" data-job=job.id.clone()>
+                        {i.t(Key::Held)}" "{jobspec::yuan(job.hold_fen)}" · "{i.t(Key::OpeningJob)}
+                    </p>
+                }.into_any(),
+                Err(e) => {
+                    let sign_in = e.needs_sign_in();
+                    view! {
+                        <Refusal error=e testid="submit-error"/>
+                        {sign_in.then(|| view! { <Link href="/account" testid="submit-sign-in">{i.t(Key::SignIn)}</Link> })}
+                    }.into_any()
+                }
+            })}
+        </div>
     }
 }

@@ -95,7 +95,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         "the_cron_trigger_settles_silent_jobs_and_refunds_are_bounded_by_the_capture",
         140,
     ),
-    ("app/src/pages/submit.rs", "SubmitPanel", 133),
     (
         "tests/tests/e2e/app_jobs.rs",
         "refusals_then_a_job_cancelled_from_its_page_and_listed",
@@ -112,7 +111,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         108,
     ),
     ("tests/tests/e2e/edge_jobs.rs", "lifecycle", 104),
-    ("api/src/schema.rs", "check_at", 102),
     ("tests/src/stack.rs", "start_with", 102),
     ("model-tiny/examples/candle_train_reference.rs", "loss", 99),
     (
@@ -122,8 +120,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ),
     ("tests/src/fake_backend.rs", "route", 95),
     ("tests/tests/e2e/attack/attack_support.rs", "races", 92),
-    ("xtask/src/bench_train.rs", "run", 92),
-    ("xtask/src/deploy.rs", "production_config", 92),
     ("tests/tests/e2e/edge_jobs/access.rs", "experiments", 91),
     (
         "tests/tests/e2e/runner_tiny_train.rs",
