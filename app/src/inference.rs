@@ -17,8 +17,9 @@ use wasm_bindgen_futures::{JsFuture, spawn_local};
 use web_sys::{Cache, DedicatedWorkerGlobalScope, MessageEvent, Response};
 
 /// Longest stretch of model work between two looks at the message queue (how long a Stop may
-/// wait).
-const YIELD_EVERY_MS: f64 = 4.0;
+/// wait). A look still costs a turn of the worker's event loop: measured on the Try page with
+/// stories260K, every 4 ms cost about a tenth of the tokens/s, every 8 ms the same as every 12.
+const YIELD_EVERY_MS: f64 = 8.0;
 
 struct LoadedModel {
     model: Transformer,
@@ -414,8 +415,7 @@ thread_local! {
 /// Lets queued messages (Stop) run. A message to itself on a channel is a macrotask, unlike a
 /// resolved promise, and unlike a zero timeout it is not held back: browsers clamp nested
 /// timeouts to 4 ms, which a generation paid at every yield (a quarter of its time when it
-/// yielded every 12 ms; a yield now costs microseconds, so it yields more often and sees Stop
-/// sooner). A zero timeout only where there is no channel.
+/// yielded every 12 ms). A zero timeout only where there is no channel.
 async fn yield_to_events() {
     let p = js_sys::Promise::new(&mut |resolve, _| {
         let posted = YIELD_CHANNEL.with(|ch| {
