@@ -8,7 +8,8 @@
 //!   and training tokens/s; the same generation in headless Chromium (wasm) as a ratio to them.
 //! - `train-tiny`: the default tiny-train template on the release runner (wall, user and sys
 //!   time, the first loss's delay) and its training tokens/s next to a plain candle loop on the
-//!   same model and batch (see `bench_train.rs`).
+//!   same model and batch, then Submit → first loss point through the local stack (see
+//!   `bench_train.rs`).
 //! - `app`: cold and warm page load to first token, the gzip sizes of the page and the
 //!   inference worker, and the tokens/s the Try page shows next to the native binary's on the
 //!   same tokens (see `bench_app.rs`).
