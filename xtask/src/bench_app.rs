@@ -38,38 +38,60 @@ fn median(mut xs: Vec<f64>) -> f64 {
     xs.get(xs.len() / 2).copied().unwrap_or(0.0)
 }
 
-/// The tokens/s the Try page shows after its first-visit run, over fresh loads of `/`, and
-/// after a second Generate on the same page.
-fn shown_on_the_page() -> Result<(Vec<f64>, Vec<f64>), String> {
+/// The tokens/s the Try page shows: after a first visit's own run (a fresh browser profile, so
+/// the model downloads), after a second Generate on that page, and after the run of a later
+/// visit (the model from the cache), each over [`RUNS`] browsers.
+struct Shown {
+    first_visit: Vec<f64>,
+    second_generate: Vec<f64>,
+    revisit: Vec<f64>,
+}
+
+fn shown_on_the_page() -> Result<Shown, String> {
     let stack = Stack::start(StackOptions {
         with_runner: false,
         ..StackOptions::for_test("bench-app-tps")
     })?;
-    let browser = Browser::start(Some("en"))?;
     let url = format!("{}/", stack.url);
-    let wait = Duration::from_secs(60);
-    let (mut first, mut again) = (Vec::new(), Vec::new());
+    let mut shown = Shown {
+        first_visit: Vec::new(),
+        second_generate: Vec::new(),
+        revisit: Vec::new(),
+    };
     for _ in 0..RUNS {
+        let browser = Browser::start(Some("en"))?;
         browser.goto(&url)?;
-        browser.wait_for("[data-testid=try][data-autostart=started]", wait)?;
-        browser.wait_for("[data-testid=try-tokens][data-done=finished]", wait)?;
-        let text = browser.wait_for_text("[data-testid=try-tps]", wait, |t| {
-            t.trim().parse::<f64>().is_ok()
-        })?;
-        first.push(number(Some(text), "the Try page's tokens/s")?);
+        shown.first_visit.push(own_run(&browser)?);
         // The same again on the same page, the code now warm: Generate once more.
         browser.execute(
             "document.querySelector('[data-testid=try-tokens]').removeAttribute('data-done');
              document.querySelector('[data-testid=try-generate]').click(); return true;",
             json!([]),
         )?;
-        browser.wait_for("[data-testid=try-tokens][data-done=finished]", wait)?;
-        let text = browser.wait_for_text("[data-testid=try-tps]", wait, |t| {
-            t.trim().parse::<f64>().is_ok()
-        })?;
-        again.push(number(Some(text), "the Try page's tokens/s")?);
+        shown.second_generate.push(page_figure(&browser)?);
+        browser.goto(&url)?;
+        shown.revisit.push(own_run(&browser)?);
     }
-    Ok((first, again))
+    Ok(shown)
+}
+
+/// The figure after the run the Try page starts on its own.
+fn own_run(browser: &Browser) -> Result<f64, String> {
+    browser.wait_for(
+        "[data-testid=try][data-autostart=started]",
+        Duration::from_secs(60),
+    )?;
+    page_figure(browser)
+}
+
+/// The tokens/s the page shows once its generation finished.
+fn page_figure(browser: &Browser) -> Result<f64, String> {
+    let wait = Duration::from_secs(60);
+    browser.wait_for("[data-testid=try-tokens][data-done=finished]", wait)?;
+    let text = browser.wait_for_text("[data-testid=try-tps]", wait, |t| {
+        t.trim().parse::<f64>().is_ok()
+    })?;
+    number(Some(text), "the Try page's tokens/s")
 }
 
 /// `bin`'s own "achieved tok/s" for stories260K with the Try page's defaults (256 tokens,
@@ -97,23 +119,25 @@ fn native_tokens_per_s(bin: &std::path::Path) -> Result<f64, String> {
 }
 
 fn page_tokens_per_s() -> Result<Vec<String>, String> {
-    let (first, again) = shown_on_the_page()?;
-    let (page, warm) = (median(first), median(again));
+    let shown = shown_on_the_page()?;
+    let page = median(shown.first_visit);
     cmd::run(
         "cargo build --release -p model-tiny",
         cargo().args(["build", "--quiet", "--release", "-p", "model-tiny"]),
     )?;
     let ours = native_tokens_per_s(&target_dir().join("release/model-tiny"))?;
-    let mut lines = vec![format!(
-        "Try page shows {page:>8.0} tok/s (stories260K, 256 tokens, median of {RUNS} first visits)   \
-         native model-tiny {ours:>8.0} tok/s   ratio {:.2}x",
-        page / ours
-    )];
-    lines.push(format!(
-        "Try page shows {warm:>8.0} tok/s (the same on its second Generate)                      \
-         native model-tiny {ours:>8.0} tok/s   ratio {:.2}x",
-        warm / ours
-    ));
+    let mut lines = Vec::new();
+    for (figure, what) in [
+        (page, "a first visit, the model downloaded"),
+        (median(shown.second_generate), "its second Generate"),
+        (median(shown.revisit), "a later visit, the model cached"),
+    ] {
+        lines.push(format!(
+            "Try page shows {figure:>8.0} tok/s on {what:<38} (stories260K, 256 tokens, median of {RUNS})   \
+             native model-tiny {ours:>8.0} tok/s   ratio {:.2}x",
+            figure / ours
+        ));
+    }
     if let Some(run_c) = std::env::var_os("LLAMA2C_RUN") {
         let theirs = native_tokens_per_s(std::path::Path::new(&run_c))?;
         lines.push(format!(
