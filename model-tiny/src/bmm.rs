@@ -103,17 +103,8 @@ impl CustomOp2 for Bmm {
                     b,
                 );
             };
-            #[cfg(not(target_arch = "wasm32"))]
-            {
-                use rayon::prelude::*;
-                out.par_chunks_mut(m * n)
-                    .enumerate()
-                    .for_each(|(i, dst)| one(i, dst));
-            }
-            #[cfg(target_arch = "wasm32")]
-            out.chunks_mut(m * n)
-                .enumerate()
-                .for_each(|(i, dst)| one(i, dst));
+            // One product to a thread at a time: each is thousands of multiply-adds.
+            crate::fused::for_rows(&mut out, m * n, 1, one);
         }
         let mut dims = batch;
         dims.extend([m, n]);
@@ -195,20 +186,8 @@ pub fn bmm(a: &Tensor, b: &Tensor, ta: bool, tb: bool) -> Result<Tensor> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::fused::tests::max_diff;
     use candle_core::{Device, Var};
-
-    fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
-        (a - b)
-            .unwrap()
-            .abs()
-            .unwrap()
-            .flatten_all()
-            .unwrap()
-            .max(0)
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap()
-    }
 
     /// Every transposition, forward and backward, against candle's own matmul.
     #[test]

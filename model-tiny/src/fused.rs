@@ -36,13 +36,12 @@ fn square_tail(op: &str, layout: &Layout) -> Result<usize> {
 }
 
 /// Rows handed to one thread at a time: a few thousand floats of work each.
-#[cfg(not(target_arch = "wasm32"))]
 const MIN_ROWS: usize = 32;
 
-/// Calls `f(r, row)` for each `width`-long row `r` of `out`: on all cores natively, in order in
-/// the browser (one thread). Each row is written by one call, so the result does not depend
-/// on how rows are shared out.
-fn for_rows<F>(out: &mut [f32], width: usize, f: F)
+/// Calls `f(r, row)` for each `width`-long row `r` of `out`, at least `min_rows` rows to a
+/// thread at a time: on all cores natively, in order in the browser (one thread). Each row is
+/// written by one call, so the result does not depend on how rows are shared out.
+pub(crate) fn for_rows<F>(out: &mut [f32], width: usize, min_rows: usize, f: F)
 where
     F: Fn(usize, &mut [f32]) + Sync + Send,
 {
@@ -50,14 +49,17 @@ where
     {
         use rayon::prelude::*;
         out.par_chunks_mut(width)
-            .with_min_len(MIN_ROWS)
+            .with_min_len(min_rows)
             .enumerate()
             .for_each(|(r, row)| f(r, row));
     }
     #[cfg(target_arch = "wasm32")]
-    out.chunks_mut(width)
-        .enumerate()
-        .for_each(|(r, row)| f(r, row));
+    {
+        let _ = min_rows;
+        out.chunks_mut(width)
+            .enumerate()
+            .for_each(|(r, row)| f(r, row));
+    }
 }
 
 /// `softmax(scale · x)` over the last dimension with position `i` (the row's index within its
@@ -76,7 +78,7 @@ impl CustomOp1 for CausalSoftmax {
         let x = f32s(self.name(), storage, layout)?;
         // The masked tail of each row stays 0.
         let mut out = vec![0.0f32; x.len()];
-        for_rows(&mut out, t, |r, out_row| {
+        for_rows(&mut out, t, MIN_ROWS, |r, out_row| {
             let seen = &x[r * t..r * t + r % t + 1];
             let row = &mut out_row[..seen.len()];
             // In loops of their own over the inference kernels' 8-lane max, branch-free exp and
@@ -128,7 +130,7 @@ impl CustomOp2 for CausalSoftmaxGrad {
             )));
         }
         let mut out = vec![0.0f32; y.len()];
-        for_rows(&mut out, t, |r, out_row| {
+        for_rows(&mut out, t, MIN_ROWS, |r, out_row| {
             let n = r % t + 1;
             let (y_row, g_row) = (&y[r * t..r * t + n], &g[r * t..r * t + n]);
             let dot = kernels::dot(y_row, g_row);
@@ -203,7 +205,7 @@ impl CustomOp2 for CrossEntropy {
         // Each row's loss on its own, then their sum in order: the same total however the rows
         // were shared out.
         let mut losses = vec![0.0f32; targets.len()];
-        for_rows(&mut losses, 1, |r, loss| {
+        for_rows(&mut losses, 1, MIN_ROWS, |r, loss| {
             let row = &logits[r * v..(r + 1) * v];
             let (max, lse) = exp_and_log_sum(row, &mut vec![0.0; v]);
             loss[0] = max + lse - row[targets[r] as usize];
@@ -251,7 +253,7 @@ impl CustomOp2 for CrossEntropyGrad {
             target_index(self.name(), target, v)?;
         }
         let mut out = vec![0.0f32; logits.len()];
-        for_rows(&mut out, v, |r, out_row| {
+        for_rows(&mut out, v, MIN_ROWS, |r, out_row| {
             let row = &logits[r * v..(r + 1) * v];
             // softmax = exp(x − max) / Σ exp(x − max), each divided by n.
             let (_, lse) = exp_and_log_sum(row, out_row);
@@ -270,7 +272,7 @@ pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use candle_core::{D, Device, Var};
@@ -309,7 +311,7 @@ mod tests {
         picked.mean_all().unwrap().neg().unwrap()
     }
 
-    fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
+    pub(crate) fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
         (a - b)
             .unwrap()
             .abs()
