@@ -95,8 +95,21 @@ impl Stack {
         Stack::start_with(opts, StackExtras::default())
     }
 
-    /// `start` with extra variables and backends.
+    /// `start` with extra variables and backends. A free port is found before the service
+    /// binds it, so another process may take it in between: a start that failed on a port in
+    /// use starts again on new ports (three tries).
     pub fn start_with(opts: StackOptions, extras: StackExtras) -> Result<Stack, String> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match Stack::start_once(opts.clone(), extras.clone()) {
+                Err(e) if tries < 3 && e.contains("Address already in use") => continue,
+                result => return result,
+            }
+        }
+    }
+
+    fn start_once(opts: StackOptions, extras: StackExtras) -> Result<Stack, String> {
         std::fs::create_dir_all(&opts.state_dir)
             .map_err(|e| format!("cannot create {}: {e}", opts.state_dir.display()))?;
         let mut stack = Stack {

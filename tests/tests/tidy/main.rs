@@ -111,7 +111,7 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         108,
     ),
     ("tests/tests/e2e/edge_jobs.rs", "lifecycle", 104),
-    ("tests/src/stack.rs", "start_with", 102),
+    ("tests/src/stack.rs", "start_once", 102),
     ("model-tiny/examples/candle_train_reference.rs", "loss", 99),
     (
         "tests/tests/e2e/slurm_backend.rs",
