@@ -66,6 +66,18 @@ pub struct Route {
     pub status: u16,
 }
 
+/// The largest body a route reads (its handler refuses more with 413, and the entry reads no
+/// further than this before it refuses a body, see `worker::http::buffered`): a spec, a report
+/// or an experiment may be as large as a spec; a log chunk as large as one chunk; every other
+/// body is small JSON.
+pub const fn body_limit(id: RouteId) -> usize {
+    match id {
+        SubmitJob | JobReport | CreateExperiment => crate::wire::MAX_SPEC_BYTES,
+        JobLogPush => crate::job_logs::MAX_CHUNK_BYTES,
+        _ => crate::wire::MAX_JSON_BYTES,
+    }
+}
+
 const fn r(
     id: RouteId,
     method: &'static str,

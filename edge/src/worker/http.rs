@@ -1,7 +1,7 @@
 //! Turning handler results into HTTP responses, so every error has the same JSON shape, and the
 //! request helpers every handler shares (bounded bodies, the request's own origin).
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorCode};
 use crate::wire;
 use serde::Serialize;
 use worker::{Request, Response};
@@ -58,6 +58,85 @@ pub fn error_response(e: &ApiError) -> worker::Result<Response> {
 /// `UnknownJsError`: both become a 500 with the cause in the message).
 pub fn internal(what: &str) -> impl Fn(worker::Error) -> ApiError + '_ {
     move |e| ApiError::internal(format!("{what}: {e}"))
+}
+
+/// How much of a body past its route's limit the entry reads and drops before it refuses it,
+/// so that the connection it came on is left at a request boundary (see [`buffered`]); a body
+/// even larger is cancelled.
+pub const DRAIN_BYTES: usize = 32 << 20;
+
+/// How long the entry waits for the next part of an oversized body before it stops reading and
+/// refuses it: a client that stalls (or a body that never ends) gets its 413 all the same.
+pub const DRAIN_STALL: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// The request with its whole body read, before anything else looks at it: every answer, a
+/// refusal by the router, the access check or a handler's own checks included, then leaves no
+/// body half-read. (An answer sent while the client was still sending, with the rest of the
+/// body cancelled under it, left wrangler dev's proxy with a connection it could not reuse: the
+/// next request, anyone's, hung or got a bodiless 503.) A body over `limit` (its route's, see
+/// `routes::body_limit`) is read on and dropped, up to [`DRAIN_BYTES`] and while the client
+/// keeps sending (a pause of [`DRAIN_STALL`] ends it), and refused with 413.
+pub async fn buffered(mut req: Request, limit: usize) -> Result<Request, ApiError> {
+    use futures_util::StreamExt;
+    if req.inner().body().is_none() {
+        return Ok(req);
+    }
+    let declared = header(&req, "content-length").and_then(|l| l.parse::<u64>().ok());
+    let mut over = declared.is_some_and(|n| n > limit as u64);
+    let mut stream = req.stream().map_err(internal("reading the body"))?;
+    let (mut bytes, mut seen) = (Vec::new(), 0usize);
+    loop {
+        let next = if over {
+            // Past the limit, a stalled sender is not waited for.
+            let delay = worker::Delay::from(DRAIN_STALL);
+            match futures_util::future::select(stream.next(), delay).await {
+                futures_util::future::Either::Left((next, _)) => next,
+                futures_util::future::Either::Right(_) => break,
+            }
+        } else {
+            stream.next().await
+        };
+        let Some(chunk) = next else { break };
+        let chunk = chunk.map_err(|e| {
+            ApiError::new(
+                ErrorCode::InvalidEncoding,
+                format!("the request body could not be read to its end: {e}"),
+            )
+        })?;
+        seen = seen.saturating_add(chunk.len());
+        over |= seen > limit;
+        if over {
+            bytes = Vec::new();
+            if seen > DRAIN_BYTES {
+                break;
+            }
+        } else {
+            bytes.extend_from_slice(&chunk);
+        }
+    }
+    drop(stream);
+    if over {
+        return Err(ApiError::new(
+            ErrorCode::BodyTooLarge,
+            format!("the request body has more than {limit} bytes; at most {limit} are accepted"),
+        )
+        .with_details(serde_json::json!({"limit_bytes": limit})));
+    }
+    let headers = req.headers().clone();
+    // The body is whole now: its length is known, and it is no longer chunked.
+    headers
+        .delete("transfer-encoding")
+        .map_err(internal("headers"))?;
+    headers
+        .set("content-length", &bytes.len().to_string())
+        .map_err(internal("headers"))?;
+    let mut init = worker::RequestInit::new();
+    init.with_method(req.method()).with_headers(headers);
+    if !bytes.is_empty() {
+        init.with_body(Some(js_sys::Uint8Array::from(bytes.as_slice()).into()));
+    }
+    let url = req.url().map_err(internal("request URL"))?;
+    Request::new_with_init(url.as_str(), &init).map_err(internal("rebuilding the request"))
 }
 
 /// The body, refused with 413 when it is over `limit`: by its declared length first, so an

@@ -28,7 +28,17 @@ use worker::{Context, Env, Request, Response, ScheduleContext, ScheduledEvent, e
 async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
     let method = req.method().to_string();
     let path = req.path();
-    match routes::find(&method, &path) {
+    let matched = routes::find(&method, &path);
+    // Read the whole body first, whatever the answer will be: see `http::buffered`.
+    let limit = match &matched {
+        Matched::Route(id, _) => routes::body_limit(*id),
+        Matched::WrongMethod(_) | Matched::NoRoute => crate::wire::MAX_JSON_BYTES,
+    };
+    let req = match http::buffered(req, limit).await {
+        Ok(req) => req,
+        Err(e) => return error_response(&e),
+    };
+    match matched {
         Matched::Route(id, param) => match handle(id, param, req, &env).await {
             Ok(resp) => Ok(resp),
             Err(e) => error_response(&e),
