@@ -47,36 +47,77 @@ pub struct Chart {
     pub val_points: usize,
 }
 
+/// The most ticks one axis gets, whatever the range: a range the step cannot divide sensibly
+/// (a span near the smallest float, or one so wide it overflows) gets none rather than millions.
+const MAX_TICKS: usize = 50;
+
 /// Up to about `count` round tick values (1, 2 or 5 times a power of ten) covering `lo..=hi`.
+/// Any finite range gets at most [`MAX_TICKS`] ticks (none when no round step fits it).
 pub fn nice_ticks(lo: f64, hi: f64, count: usize) -> Vec<f64> {
     if !(lo.is_finite() && hi.is_finite()) || count == 0 {
         return Vec::new();
     }
-    let (lo, hi) = if hi > lo {
+    // A range too narrow for its own magnitude (a flat series, or two values a few ulps apart)
+    // is widened around its value, by half a unit or a twentieth of the value, whichever is more.
+    let scale = lo.abs().max(hi.abs());
+    let (lo, hi) = if hi - lo > scale * 1e-9 && hi - lo > 1e-300 {
         (lo, hi)
     } else {
-        (lo - 0.5, lo + 0.5)
+        let half = (scale * 0.05).max(0.5);
+        (lo - half, lo + half)
     };
     let raw = (hi - lo) / count as f64;
     let power = 10f64.powf(raw.log10().floor());
+    if !(raw.is_normal() && power.is_normal()) {
+        return Vec::new();
+    }
     let step = [1.0, 2.0, 5.0, 10.0]
         .iter()
         .map(|m| m * power)
         .find(|s| *s >= raw)
         .unwrap_or(10.0 * power);
-    let first = (lo / step).ceil() as i64;
-    let last = (hi / step).floor() as i64;
-    (first..=last).map(|i| i as f64 * step).collect()
+    let (first, last) = ((lo / step).ceil(), (hi / step).floor());
+    if !(first.is_finite() && last.is_finite()) || last < first || last - first >= MAX_TICKS as f64
+    {
+        return Vec::new();
+    }
+    (0..=(last - first) as usize)
+        .map(|i| (first + i as f64) * step)
+        .collect()
 }
 
-/// A tick label with no more decimals than the step needs.
+/// A tick label with no more decimals than the step needs; steps below 0.0001 or of ten million
+/// and more are written in scientific notation.
 fn label(v: f64, step: f64) -> String {
+    if !(1e-4..1e7).contains(&step.abs()) {
+        return format!("{v:.2e}");
+    }
     let decimals = if step >= 1.0 {
         0
     } else {
         (-step.log10().floor()) as usize
     };
     format!("{v:.decimals$}")
+}
+
+/// Where `v` lands between `from` and `to` when `lo..=hi` spans them: always inside, whatever
+/// the numbers (an overflowing span or a NaN lands on an edge, never off the frame).
+fn place(v: f64, lo: f64, hi: f64, from: f64, to: f64) -> f64 {
+    let span = hi - lo;
+    let t = if span.is_finite() && span > 0.0 {
+        (v - lo) / span
+    } else {
+        // Too wide to subtract: place by halves, which cannot overflow.
+        let (h_lo, h_hi, h_v) = (lo / 2.0, hi / 2.0, v / 2.0);
+        let half_span = h_hi - h_lo;
+        if half_span.is_finite() && half_span > 0.0 {
+            (h_v - h_lo) / half_span
+        } else {
+            0.0
+        }
+    };
+    let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
+    from + t * (to - from)
 }
 
 /// The chart of `points` in `frame`, or `None` when there is nothing to draw.
@@ -114,9 +155,8 @@ pub fn loss_chart(points: &[MetricPoint], frame: Frame) -> Option<Chart> {
     let x_max = x_ticks.last().copied().unwrap_or(x_hi).max(x_hi);
     let y_min = (y_ticks.first().copied().unwrap_or(y_lo) - y_step).min(y_lo);
     let y_max = (y_ticks.last().copied().unwrap_or(y_hi) + y_step).max(y_hi);
-    let span = |a: f64, b: f64| if b > a { b - a } else { 1.0 };
-    let sx = |x: f64| frame.left + (x - x_min) / span(x_min, x_max) * (frame.right - frame.left);
-    let sy = |y: f64| frame.bottom - (y - y_min) / span(y_min, y_max) * (frame.bottom - frame.top);
+    let sx = |x: f64| place(x, x_min, x_max, frame.left, frame.right);
+    let sy = |y: f64| place(y, y_min, y_max, frame.bottom, frame.top);
     let path = |pts: &[(f64, f64)]| {
         pts.iter()
             .enumerate()
@@ -236,6 +276,83 @@ mod tests {
         assert!(c.y_ticks.iter().all(|t| (f.top..=f.bottom).contains(&t.at)));
         let labels: Vec<&str> = c.y_ticks.iter().map(|t| t.label.as_str()).collect();
         assert_eq!(labels, vec!["3", "4", "5"]);
+    }
+
+    /// Every coordinate of a path, as `(x, y)`.
+    fn coords(path: &str) -> Vec<(f64, f64)> {
+        path.split(['M', 'L'])
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                let mut it = s.split_whitespace().map(|n| n.parse::<f64>().unwrap());
+                (it.next().unwrap(), it.next().unwrap())
+            })
+            .collect()
+    }
+
+    /// The chart of `points` is drawn, every coordinate and tick inside the frame.
+    pub(crate) fn assert_drawable(points: &[MetricPoint]) {
+        let f = Frame::STANDARD;
+        let Some(c) = loss_chart(points, f) else {
+            return;
+        };
+        assert!(c.x_ticks.len() <= MAX_TICKS && c.y_ticks.len() <= MAX_TICKS);
+        for (x, y) in coords(&c.train).into_iter().chain(coords(&c.val)) {
+            assert!(
+                (f.left..=f.right).contains(&x) && (f.top..=f.bottom).contains(&y),
+                "{x} {y} for {points:?}"
+            );
+        }
+        for t in &c.x_ticks {
+            assert!((f.left..=f.right).contains(&t.at), "{t:?}");
+        }
+        for t in &c.y_ticks {
+            assert!((f.top..=f.bottom).contains(&t.at), "{t:?}");
+        }
+    }
+
+    /// What a job once reported, which panicked the app on every page that showed it: a step
+    /// that underflowed to 0 and a tick range that overflowed.
+    #[test]
+    fn extreme_series_are_drawn_without_a_panic() {
+        let tiny = 2.5e-323;
+        for series in [
+            vec![p(1, 0.0, None), p(2, tiny, None)],
+            vec![p(1, tiny, Some(0.0)), p(u64::MAX, tiny, None)],
+            vec![p(0, f64::MAX, None), p(1, -f64::MAX, None)],
+            vec![p(1, 1e300, None), p(2, 1e300 * (1.0 + f64::EPSILON), None)],
+            vec![p(1, f64::MIN_POSITIVE, None)],
+            vec![p(1, 1e-310, None), p(2, -1e-310, None)],
+            vec![p(5, 3.0, None), p(5, 3.0, None)],
+        ] {
+            assert_drawable(&series);
+        }
+        assert!(nice_ticks(0.0, tiny, 5).len() <= MAX_TICKS);
+        assert!(nice_ticks(-f64::MAX, f64::MAX, 5).len() <= MAX_TICKS);
+    }
+
+    // Natively; the same property runs in the browser's wasm in `tests/web.rs`.
+    #[cfg(not(target_arch = "wasm32"))]
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        /// Any finite numbers: random ones, and ones from the ends of the float range.
+        #[test]
+        fn any_finite_series_is_drawn_inside_the_frame(
+            points in proptest::collection::vec(
+                (
+                    proptest::prop_oneof![0..100u64, proptest::num::u64::ANY],
+                    proptest::prop_oneof![
+                        -10.0..10.0f64,
+                        proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL | proptest::num::f64::ZERO,
+                    ],
+                    proptest::option::of(proptest::num::f64::NORMAL | proptest::num::f64::SUBNORMAL),
+                ),
+                0..40,
+            ),
+        ) {
+            let points: Vec<MetricPoint> = points.into_iter().map(|(s, l, v)| p(s, l, v)).collect();
+            assert_drawable(&points);
+        }
     }
 
     #[test]

@@ -180,3 +180,76 @@ async fn the_plan_page_points_at_the_broken_line_and_clears_when_fixed() {
         text(&root, "[data-testid=plan-diagnostics]")
     );
 }
+
+/// The loss chart's geometry in the browser's wasm, over random series and ones from the ends of
+/// the float range (a job once reported a loss of 0 and then 2.5e-323, which panicked the app
+/// on every page showing it): always drawn inside its frame, never a panic.
+#[wasm_bindgen_test]
+fn the_loss_chart_survives_any_finite_series() {
+    use app::api_wire::MetricPoint;
+    use app::plot::{Frame, loss_chart};
+    let point = |step: u64, loss: f64, val_loss: Option<f64>| MetricPoint {
+        step,
+        loss,
+        val_loss,
+        lr: None,
+        tokens_per_s: None,
+        elapsed_s: 0.0,
+        grad_norm: None,
+        epoch: None,
+        peak_mem_bytes: None,
+    };
+    // xorshift64*: the same series on every run, no dependency.
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    };
+    let extremes = [
+        0.0,
+        2.5e-323,
+        f64::MIN_POSITIVE,
+        1e-310,
+        f64::MAX,
+        -f64::MAX,
+        1e300,
+        -1.0,
+        3.0,
+    ];
+    let f = Frame::STANDARD;
+    for round in 0..400 {
+        let len = (next() % 12) as usize;
+        let series: Vec<MetricPoint> = (0..len)
+            .map(|i| {
+                let mut pick = || match next() % 3 {
+                    0 => extremes[(next() % extremes.len() as u64) as usize],
+                    1 => f64::from_bits(next()),
+                    _ => (next() % 10_000) as f64 / 1000.0,
+                };
+                let loss = pick();
+                let val = pick();
+                let step = if round % 5 == 0 { next() } else { i as u64 };
+                point(step, loss, val.is_finite().then_some(val))
+            })
+            .collect();
+        let Some(c) = loss_chart(&series, f) else {
+            continue;
+        };
+        for path in [&c.train, &c.val] {
+            for xy in path.split(['M', 'L']).filter(|s| !s.trim().is_empty()) {
+                let mut it = xy.split_whitespace().map(|n| n.parse::<f64>().unwrap());
+                let (x, y) = (it.next().unwrap(), it.next().unwrap());
+                assert!(
+                    (f.left..=f.right).contains(&x) && (f.top..=f.bottom).contains(&y),
+                    "round {round}: ({x}, {y}) outside the frame for {series:?}"
+                );
+            }
+        }
+        assert!(
+            c.x_ticks.len() <= 50 && c.y_ticks.len() <= 50,
+            "round {round}"
+        );
+    }
+}

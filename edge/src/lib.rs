@@ -18,6 +18,7 @@ pub mod job_logs;
 pub mod jobs;
 pub mod limits;
 pub mod mail;
+pub mod metric_points;
 pub mod openapi;
 pub mod public_url;
 pub mod refunds;

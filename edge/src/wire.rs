@@ -206,28 +206,7 @@ impl Check for &Report {
                 format!("at most {MAX_METRICS_PER_REPORT} metric points per report"),
             ));
         }
-        for (i, m) in self.metrics.iter().enumerate() {
-            let nums = [
-                Some(m.loss),
-                m.val_loss,
-                m.lr,
-                m.tokens_per_s,
-                Some(m.elapsed_s),
-            ];
-            if nums.iter().flatten().any(|x| !x.is_finite()) || m.elapsed_s < 0.0 {
-                return Err(ApiError::new(
-                    ErrorCode::InvalidMetric,
-                    format!("metrics[{i}] has a non-finite or negative number"),
-                )
-                .with_details(serde_json::json!({"index": i})));
-            }
-            if i64::try_from(m.step).is_err() {
-                return Err(ApiError::new(
-                    ErrorCode::InvalidMetric,
-                    format!("metrics[{i}].step is too large"),
-                ));
-            }
-        }
+        crate::metric_points::check_points(&self.metrics)?;
         if self.message.as_ref().is_some_and(|m| m.len() > 4096) {
             return Err(ApiError::new(
                 ErrorCode::InvalidField,

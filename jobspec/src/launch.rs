@@ -216,6 +216,7 @@ pub fn sbatch_script(v: &ValidSpec) -> String {
         v.train_tokens()
     ));
     out.push_str("set -euo pipefail\n\n");
+    out.push_str(JOB_FOLDER);
     out.push_str(
         "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n",
     );
@@ -239,6 +240,20 @@ pub fn sbatch_script(v: &ValidSpec) -> String {
     out.push('\n');
     out
 }
+
+/// Every job works in a folder of its own, which its script creates: its spec, ds_config, plan
+/// file, `out/` (checkpoints, the trained model, the trackers' files) and logs, so that no job
+/// sees, resumes from or deletes another's files, and a requeued job finds its own checkpoints.
+/// Onramp's edge names it `<work_dir>/<job id>` in `ONRAMP_JOB_DIR`; a script submitted by hand
+/// gets a folder named by the Slurm job id (which a requeue keeps) where it was submitted.
+pub const JOB_FOLDER: &str = "\
+# The job's own folder: everything it writes stays in there.
+ONRAMP_JOB_DIR=\"${ONRAMP_JOB_DIR:-$SLURM_SUBMIT_DIR/onramp-$SLURM_JOB_ID}\"
+mkdir -p \"$ONRAMP_JOB_DIR\"
+cd \"$ONRAMP_JOB_DIR\"
+export ONRAMP_OUTPUT_DIR=\"$ONRAMP_JOB_DIR/out\"
+
+";
 
 /// The trainer's environment and input files: the backend names its Python in `ONRAMP_PYTHON`
 /// (its `bin/` goes first on PATH, for torchrun, the trainer and DeepSpeed's ninja), and the

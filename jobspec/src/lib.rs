@@ -21,7 +21,7 @@ pub mod bench;
 pub mod catalog;
 pub mod deepspeed;
 pub mod diag;
-mod duration;
+pub mod duration;
 pub mod estimate;
 mod json_spans;
 pub mod lang;

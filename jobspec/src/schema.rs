@@ -56,14 +56,18 @@ const READER_RANGES: &[(&str, &str, f64, f64)] = &[
 /// Patterns the reader holds strings to, per table and key; a string must match all of them.
 /// A duration (`parse_duration_s`): `H:MM:SS` or `MM:SS`, or numbers each with a
 /// unit `s`, `m`, `h` or `d`; not zero.
-const READER_PATTERNS: &[(&str, &str, &[&str])] = &[(
-    "ResourcesSpec",
-    "time_limit",
-    &[
-        r"^\s*(?:\+?[0-9]+(?::\+?[0-9]+){1,2}|(?:[ ]*[0-9][0-9 ]*[smhd])+[ ]*)\s*$",
-        "[1-9]",
-    ],
-)];
+const READER_PATTERNS: &[(&str, &str, &[&str])] = &[
+    (
+        "ResourcesSpec",
+        "time_limit",
+        &[
+            r"^\s*(?:\+?[0-9]+(?::\+?[0-9]+){1,2}|(?:[ ]*[0-9][0-9 ]*[smhd])+[ ]*)\s*$",
+            "[1-9]",
+        ],
+    ),
+    // A job id (`validate::is_job_id`).
+    ("CheckpointSpec", "resume_from", &["^[0-9a-f]{1,64}$"]),
+];
 
 /// The JSON Schema (draft 2020-12) of a job spec.
 pub fn json_schema() -> serde_json::Value {

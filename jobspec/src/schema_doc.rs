@@ -264,6 +264,12 @@ pub const KEY_DOCS: &[(&str, &str, &str, &str)] = &[
         "false",
     ),
     (
+        "CheckpointSpec",
+        "resume_from",
+        "从本账户之前某个作业（以其 id 指定）的最新检查点继续：训练开始前，该检查点会被复制到本作业自己的目录中。",
+        "\"3f2a9c0d1e4b5a69\"",
+    ),
+    (
         "OutputSpec",
         "merge_adapter",
         "另外写出合并了 LoRA 适配器的基础模型（`lora`、`qlora`）。",

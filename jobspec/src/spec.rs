@@ -463,6 +463,10 @@ pub struct CheckpointSpec {
     pub keep: u32,
     /// A job that starts again in the same work directory continues from its latest checkpoint.
     pub resume: bool,
+    /// Continue from the latest checkpoint of an earlier job of the same account, named by its
+    /// id: its checkpoint is copied into this job's own folder before training starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_from: Option<String>,
 }
 
 impl Default for CheckpointSpec {
@@ -472,6 +476,7 @@ impl Default for CheckpointSpec {
             every_minutes: 30,
             keep: 3,
             resume: true,
+            resume_from: None,
         }
     }
 }

@@ -160,6 +160,14 @@ impl Runner {
         })
     }
 
+    /// The folder of the job the edge knows as `job_id` (its `checkpoint.resume_from` names it).
+    pub fn folder_of_edge_job(&self, job_id: &str) -> Option<PathBuf> {
+        self.lock()
+            .values()
+            .find(|e| e.record.job_id == job_id)
+            .map(|e| self.store.job_dir(&e.record.id))
+    }
+
     pub fn record(&self, id: &str) -> Option<JobRecord> {
         self.lock().get(id).map(|e| e.record.clone())
     }

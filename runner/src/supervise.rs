@@ -148,6 +148,7 @@ fn job_command(
         .kill_on_drop(false);
     // A command job that carries a spec runs onramp-train on it (jobspec's CPU command).
     if record.task == crate::wire::Task::Command && !record.spec_toml.trim().is_empty() {
+        crate::trainer::continue_from(dir, &record.spec_toml, |id| runner.folder_of_edge_job(id))?;
         cmd.envs(crate::trainer::prepare(
             dir,
             &record.spec_toml,

@@ -58,6 +58,71 @@ pub fn prepare(
     ])
 }
 
+/// For a spec that continues an earlier job (`checkpoint.resume_from`, the edge's id of a job
+/// of the same account, which the edge has checked): that job's latest checkpoint, copied into
+/// this job's `out/` before the trainer starts, so that it resumes there. Once only: a job
+/// that starts again in its folder finds its own checkpoints and keeps them. `folder_of` finds
+/// the earlier job's folder on this runner.
+pub fn continue_from(
+    dir: &Path,
+    spec_toml: &str,
+    folder_of: impl Fn(&str) -> Option<PathBuf>,
+) -> Result<(), String> {
+    let Some(id) = jobspec::validate_toml(spec_toml)
+        .0
+        .and_then(|v| v.spec().checkpoint.resume_from.clone())
+    else {
+        return Ok(());
+    };
+    let out = dir.join("out");
+    if latest_checkpoint(&out).is_some() {
+        return Ok(());
+    }
+    let missing = || {
+        format!(
+            "job {id}, which this job continues, left no checkpoint on this runner (it saved none, or its folder is gone)"
+        )
+    };
+    let from = folder_of(&id).ok_or_else(missing)?;
+    let last = latest_checkpoint(&from.join("out")).ok_or_else(missing)?;
+    let name = last.file_name().ok_or_else(missing)?;
+    copy_tree(&last, &out.join(name))
+        .map_err(|e| format!("cannot copy the checkpoint of job {id}: {e}"))
+}
+
+/// The `checkpoint-<step>` folder with the highest step in `out`, as the Trainer names them.
+fn latest_checkpoint(out: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(out)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let step: u64 = name.strip_prefix("checkpoint-")?.parse().ok()?;
+            Some((step, e.path()))
+        })
+        .max()
+        .map(|(_, p)| p)
+}
+
+/// A copy of the folder `from` at `to`: hard links where the file system allows (a checkpoint
+/// is never written again once saved, and a copy of a large model takes long), else copies.
+/// Links and other special files are not followed.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() && std::fs::hard_link(entry.path(), &target).is_err() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
 /// The environment `cargo xtask setup` installed (`~/.cache/onramp/tools/trainer-venv-<hash>`,
 /// complete ones only; the newest when the lock changed over time), for a runner started
 /// without `ONRAMP_PYTHON`.
@@ -79,6 +144,59 @@ fn installed_python() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A LoRA spec on the CPU that continues `from` (when given).
+    fn lora_spec(from: Option<&str>) -> String {
+        let mut s = String::from(
+            "name = \"c\"\ntask = \"lora\"\nbackend = \"runner\"\n\
+             [model]\nname = \"mini\"\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 2\nffn = 172\nvocab = 512\n\
+             [data]\ndataset = \"tinyshakespeare\"\nseq_len = 64\n\
+             [train]\nsteps = 4\nmicro_batch = 1\nlr = 1e-2\nlora_rank = 8\n\
+             [resources]\ncard = \"cpu\"\ntime_limit = \"10m\"\n",
+        );
+        if let Some(id) = from {
+            s.push_str(&format!("[checkpoint]\nresume_from = \"{id}\"\n"));
+        }
+        s
+    }
+
+    #[test]
+    fn a_job_that_continues_another_starts_from_its_latest_checkpoint_once() {
+        let root = std::env::temp_dir().join(format!("runner-continue-{}", std::process::id()));
+        let (earlier, dir) = (root.join("earlier"), root.join("new"));
+        for step in [2, 10, 9] {
+            let ck = earlier.join(format!("out/checkpoint-{step}"));
+            std::fs::create_dir_all(&ck).unwrap();
+            std::fs::write(ck.join("weights"), format!("step {step}")).unwrap();
+        }
+        std::fs::create_dir_all(earlier.join("out/checkpoint-x")).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        let spec = lora_spec(Some("ab12"));
+        assert!(jobspec::validate_toml(&spec).0.is_some(), "{spec}");
+        let found = |id: &str| (id == "ab12").then(|| earlier.clone());
+        // No resume_from: nothing is copied, nothing is asked.
+        continue_from(&dir, &lora_spec(None), |_| panic!("asked")).unwrap();
+        assert!(!dir.join("out").exists());
+        continue_from(&dir, &spec, found).unwrap();
+        let copied = dir.join("out/checkpoint-10/weights");
+        assert_eq!(std::fs::read_to_string(&copied).unwrap(), "step 10");
+        assert!(!dir.join("out/checkpoint-9").exists());
+        // Started again, the job keeps its own checkpoints.
+        std::fs::create_dir_all(dir.join("out/checkpoint-14")).unwrap();
+        std::fs::remove_dir_all(earlier.join("out/checkpoint-10")).unwrap();
+        continue_from(&dir, &spec, found).unwrap();
+        assert!(!dir.join("out/checkpoint-9").exists());
+        // An earlier job unknown here, or without checkpoints, is a clear failure.
+        let other = root.join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        let e = continue_from(&other, &spec, |_| None).unwrap_err();
+        assert!(e.contains("job ab12") && e.contains("no checkpoint"), "{e}");
+        let empty = root.join("empty");
+        std::fs::create_dir_all(empty.join("out")).unwrap();
+        let e = continue_from(&other, &spec, |_| Some(empty.clone())).unwrap_err();
+        assert!(e.contains("no checkpoint"), "{e}");
+        std::fs::remove_dir_all(&root).unwrap_or_default();
+    }
 
     #[test]
     fn writes_the_spec_and_points_at_the_assets() {

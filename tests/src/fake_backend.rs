@@ -27,6 +27,25 @@ pub struct FakeJob {
     pub report_token: String,
     pub checkpoint: bool,
     pub ended: bool,
+    /// The spec the edge sent (`spec_toml`).
+    pub spec: String,
+}
+
+impl FakeJob {
+    /// A job as the edge's submission describes it, running at once.
+    fn submitted(b: &Value) -> FakeJob {
+        let text = |k: &str| b[k].as_str().unwrap_or("").to_string();
+        FakeJob {
+            edge_id: text("job_id"),
+            task: text("task"),
+            report_url: text("report_url"),
+            state: "running".into(),
+            report_token: text("report_token"),
+            checkpoint: false,
+            ended: false,
+            spec: text("spec_toml"),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -117,18 +136,7 @@ fn route(
             let slow = spec.contains(&format!("name = \"{SLOW_NAME}"));
             f.submissions += 1;
             let id = format!("r{}", f.submissions);
-            f.jobs.insert(
-                id.clone(),
-                FakeJob {
-                    edge_id: b["job_id"].as_str().unwrap_or("").into(),
-                    task: b["task"].as_str().unwrap_or("").into(),
-                    report_url: b["report_url"].as_str().unwrap_or("").into(),
-                    state: "running".into(),
-                    report_token: b["report_token"].as_str().unwrap_or("").into(),
-                    checkpoint: false,
-                    ended: false,
-                },
-            );
+            f.jobs.insert(id.clone(), FakeJob::submitted(&b));
             if slow {
                 drop(f);
                 std::thread::sleep(STALL);

@@ -52,6 +52,20 @@ pub struct BackendConfig {
     /// Slurm: CPUs per task (the spec's when absent: 8 per GPU, 4 for a CPU job).
     #[serde(default)]
     pub cpus_per_task: Option<u32>,
+    /// Slurm: how long a job's folder (`<work_dir>/<job id>`) stays after the job ended, as a
+    /// duration (`"7d"`, `"36h"`); 7 days when absent.
+    #[serde(default)]
+    pub retention: Option<String>,
+}
+
+impl BackendConfig {
+    /// The retention in seconds (`parse` has checked that it reads).
+    pub fn retention_s(&self) -> u64 {
+        self.retention
+            .as_deref()
+            .and_then(jobspec::duration::parse_duration_s)
+            .unwrap_or(super::slurm::request::DEFAULT_RETENTION_S)
+    }
 }
 
 /// Parses `BACKENDS`. An absent or empty variable means no backends; a malformed one is an error
@@ -99,6 +113,7 @@ fn check_kind_fields(b: &BackendConfig) -> Result<(), String> {
             ("jwt_key", b.jwt_key.is_some()),
             ("user", b.user.is_some()),
             ("api_version", b.api_version.is_some()),
+            ("retention", b.retention.is_some()),
         ];
         if let Some((field, _)) = slurm_only.iter().find(|(_, set)| *set) {
             return Err(format!(
@@ -117,6 +132,16 @@ fn check_kind_fields(b: &BackendConfig) -> Result<(), String> {
     }) {
         return Err(format!(
             "BACKENDS: backend {:?} has user {u:?}; a Slurm user name is letters, digits and . _ -",
+            b.name
+        ));
+    }
+    if let Some(r) = b
+        .retention
+        .as_ref()
+        .filter(|r| jobspec::duration::parse_duration_s(r).is_none())
+    {
+        return Err(format!(
+            "BACKENDS: backend {:?} has retention {r:?}; a duration is like \"7d\", \"36h\" or \"90m\"",
             b.name
         ));
     }
@@ -142,6 +167,12 @@ fn check_text_fields(b: &BackendConfig) -> Result<(), String> {
         if !identifier {
             return Err(format!(
                 "BACKENDS: backend {:?} has env name {key:?}; a name is letters, digits and _ and does not start with a digit",
+                b.name
+            ));
+        }
+        if super::slurm::request::is_reserved_env(key) {
+            return Err(format!(
+                "BACKENDS: backend {:?} sets env {key}, which the edge sets for every job itself",
                 b.name
             ));
         }
@@ -178,6 +209,39 @@ fn check_text_fields(b: &BackendConfig) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The folder of a job is the edge's to name: no backend's env may move it, or its output.
+    #[test]
+    fn a_backend_cannot_set_where_jobs_work_and_its_retention_reads() {
+        for name in [
+            "ONRAMP_JOB_DIR",
+            "ONRAMP_WORK_DIR",
+            "ONRAMP_OUTPUT_DIR",
+            "ONRAMP_RETENTION_S",
+            "ONRAMP_JOB_ID",
+            "ONRAMP_REPORT_TOKEN",
+            "PATH",
+        ] {
+            let text = format!(
+                r#"[{{"name":"h","kind":"slurm","url":"http://x","secret":"u:t","env":{{"{name}":"/shared"}}}}]"#
+            );
+            let e = parse(Some(&text)).unwrap_err();
+            assert!(e.contains(name) && e.contains("sets for every job"), "{e}");
+        }
+        let with = |retention: &str| {
+            parse(Some(&format!(
+                r#"[{{"name":"h","kind":"slurm","url":"http://x","secret":"u:t","retention":{retention}}}]"#
+            )))
+        };
+        assert_eq!(with("\"36h\"").unwrap()[0].retention_s(), 36 * 3600);
+        assert_eq!(with("null").unwrap()[0].retention_s(), 7 * 86_400);
+        let e = with("\"a week\"").unwrap_err();
+        assert!(e.contains("retention"), "{e}");
+        let runner = parse(Some(
+            r#"[{"name":"r","kind":"runner","url":"http://x","retention":"1d"}]"#,
+        ));
+        assert!(runner.unwrap_err().contains("retention"));
+    }
 
     #[test]
     fn parses_a_runner() {

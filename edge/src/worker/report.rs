@@ -21,7 +21,13 @@ use worker::{Env, Request};
 pub async fn report(caller: JobCaller, mut req: Request, env: &Env) -> ApiResult<ReportAccepted> {
     let job = caller.job();
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
-    let r: Report = wire::parse_json(&body)?;
+    let lines = http::header(&req, "content-type")
+        .is_some_and(|t| t.trim().starts_with(crate::metric_points::METRIC_LINES));
+    let r: Report = if lines {
+        crate::metric_points::parse_metric_lines(&body)?
+    } else {
+        wire::parse_json(&body)?
+    };
     r.check()?;
     let message = r.message.as_deref().map(wire::clean_message);
     store_metrics(env, &job.id, &r.metrics).await?;
@@ -145,19 +151,27 @@ async fn store_metrics(env: &Env, job_id: &str, points: &[MetricPoint]) -> ApiRe
     for p in points {
         let opt =
             |v: Option<f64>| v.map_or(wasm_bindgen::JsValue::NULL, wasm_bindgen::JsValue::from_f64);
+        let step = n(i64::try_from(p.step).unwrap_or(i64::MAX));
+        // A point never rewrites the past: it goes after the last step stored, or, for that
+        // last step itself, only adds the validation loss it did not have (the trainer sends
+        // a step's line again with its eval loss); one for an earlier step is dropped.
         stmts.push(
             db.prepare(
-                "INSERT OR REPLACE INTO job_metrics (job_id, step, loss, val_loss, lr, tokens_per_s, elapsed_s) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO job_metrics (job_id, step, loss, val_loss, lr, tokens_per_s, elapsed_s) \
+                 SELECT ?, ?, ?, ?, ?, ?, ? \
+                 WHERE ? >= COALESCE((SELECT MAX(step) FROM job_metrics WHERE job_id = ?), -1) \
+                 ON CONFLICT (job_id, step) DO UPDATE SET val_loss = COALESCE(job_metrics.val_loss, excluded.val_loss)",
             )
             .bind(&[
                 s(job_id),
-                n(i64::try_from(p.step).unwrap_or(i64::MAX)),
+                step.clone(),
                 wasm_bindgen::JsValue::from_f64(p.loss),
                 opt(p.val_loss),
                 opt(p.lr),
                 opt(p.tokens_per_s),
                 wasm_bindgen::JsValue::from_f64(p.elapsed_s),
+                step,
+                s(job_id),
             ])
             .map_err(http::internal("metrics"))?,
         );
@@ -353,6 +367,9 @@ pub async fn progress(
     Ok(())
 }
 
+/// The message of a job that ended cancelled after its owner asked for it.
+pub const CANCELLED_BY_USER: &str = "cancelled by the user";
+
 /// Moves a job to a terminal state (only the first caller wins) and settles its hold: the real
 /// card-time × price is captured (the whole hold for a job killed at its time limit, see
 /// [`settle_fen`]), the rest released.
@@ -387,7 +404,8 @@ pub async fn finish(
     let changed = db::run(
         env,
         "UPDATE jobs SET state = ?, ended_at = ?, started_at = COALESCE(?, started_at), charged_fen = ?, \
-         message = COALESCE(?, CASE WHEN reason IS NOT NULL THEN NULL ELSE message END), reason = NULL \
+         message = CASE WHEN ? = 'cancelled' AND cancel_requested_at IS NOT NULL THEN ? \
+         ELSE COALESCE(?, CASE WHEN reason IS NOT NULL THEN NULL ELSE message END) END, reason = NULL \
          WHERE id = ? AND state IN ('dispatching', 'queued', 'running')",
         &[
             s(state.as_str()),
@@ -399,6 +417,9 @@ pub async fn finish(
                 _ => job.started_at.or(started_ms),
             }),
             n(capture),
+            // The owner's cancel wins over the backend's words, whoever records the end.
+            s(state.as_str()),
+            s(CANCELLED_BY_USER),
             db::opt_s(message),
             s(&job.id),
         ],

@@ -64,7 +64,13 @@ pub(crate) const PARALLEL_KEYS: &[&str] = &[
 ];
 pub(crate) const RESOURCES_KEYS: &[&str] = &["card", "cards_per_node", "nodes", "time_limit"];
 pub(crate) const ESTIMATE_KEYS: &[&str] = &["mfu", "claimed_time"];
-pub(crate) const CHECKPOINT_KEYS: &[&str] = &["every_steps", "every_minutes", "keep", "resume"];
+pub(crate) const CHECKPOINT_KEYS: &[&str] = &[
+    "every_steps",
+    "every_minutes",
+    "keep",
+    "resume",
+    "resume_from",
+];
 pub(crate) const OUTPUT_KEYS: &[&str] = &["merge_adapter", "report_to"];
 
 /// The longest sequence a spec may ask for.
@@ -375,6 +381,7 @@ const QUALIFIED: &[&str] = &[
     "checkpoint.every_minutes",
     "checkpoint.keep",
     "checkpoint.resume",
+    "checkpoint.resume_from",
     "output.merge_adapter",
     "output.report_to",
 ];

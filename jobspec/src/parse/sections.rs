@@ -333,7 +333,33 @@ impl Reader {
                 .unwrap_or(d.every_minutes),
             keep: self.uint32(t, "keep", 1, 1000).unwrap_or(d.keep),
             resume: self.boolean(t, "resume").unwrap_or(d.resume),
+            resume_from: self.job_id(t, "resume_from"),
         }
+    }
+
+    /// A job's id, as the edge gives them (`onramp jobs` lists them): lower-case hex.
+    fn job_id(&mut self, t: &Table<'_>, key: &str) -> Option<String> {
+        let (id, span) = self.string(t, key)?;
+        if crate::validate::is_job_id(&id) {
+            return Some(id);
+        }
+        let path = t.path(key);
+        self.push(
+            Diagnostic::error(
+                Code::BadValue,
+                &path,
+                format!(
+                    "`{path}` = {:?} is not a job id; an id is the 1 to 64 lower-case hex digits `onramp jobs` lists",
+                    crate::validate::one_line(&id)
+                ),
+                format!(
+                    "`{path}` = {:?} 不是作业 id；作业 id 是 `onramp jobs` 列出的 1 到 64 位小写十六进制数字",
+                    crate::validate::one_line(&id)
+                ),
+            )
+            .with_span(span),
+        );
+        None
     }
 
     fn output(&mut self, t: &Table<'_>) -> OutputSpec {

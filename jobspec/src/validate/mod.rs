@@ -11,10 +11,11 @@ use crate::parse::Reader;
 use crate::spec::*;
 
 mod ranges;
+mod resume;
 mod rules;
 mod text;
 use rules::check;
-pub use text::is_clean_text;
+pub use text::{is_clean_text, is_job_id};
 pub(crate) use text::{is_refused, one_line};
 
 /// Default model FLOPs utilisation on GPUs: a typical well-tuned dense-transformer figure

@@ -34,6 +34,7 @@ pub(super) fn check(
     check_sequence_split(&mut c, &spec);
     check_deepspeed(&mut c, &spec.parallel);
     check_card_and_task(&mut c, &spec, card, world, is_tiny);
+    super::resume::check_resume_from(&mut c, &spec);
     let (steps, train_tokens) = run_length(&mut c, &spec, dp);
     check_schedule(&mut c, &spec, steps, model_max_seq_len, &model_name);
     let (lora_rank, lora_alpha, lora_targets) = check_adapter(&mut c, &spec);

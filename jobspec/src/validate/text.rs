@@ -108,6 +108,15 @@ pub(crate) fn one_line(value: &str) -> String {
         .collect()
 }
 
+/// Whether `value` is a job's id as the edge makes them: 1 to 64 lower-case hex digits (so it
+/// can name a folder and reach a URL as it is).
+pub fn is_job_id(value: &str) -> bool {
+    (1..=64).contains(&value.len())
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 /// Whether `value` would pass [`check_text`] as `kind`: for callers outside validation (the
 /// backends' configuration) that hold text to the same rules.
 pub fn is_clean_text(value: &str, label: bool) -> bool {
@@ -121,6 +130,25 @@ pub fn is_clean_text(value: &str, label: bool) -> bool {
 /// the card and a catalogue model id are checked against their lists elsewhere.
 pub(super) fn check_free_text(c: &mut Checker<'_>, spec: &JobSpec) {
     check_text(c, "name", &spec.name, TextKind::Label);
+    if let Some(id) = spec
+        .checkpoint
+        .resume_from
+        .as_deref()
+        .filter(|id| !is_job_id(id))
+    {
+        c.error(
+            Code::BadValue,
+            "checkpoint.resume_from",
+            format!(
+                "`checkpoint.resume_from` = {:?} is not a job id; an id is the 1 to 64 lower-case hex digits `onramp jobs` lists",
+                one_line(id)
+            ),
+            format!(
+                "`checkpoint.resume_from` = {:?} 不是作业 id；作业 id 是 `onramp jobs` 列出的 1 到 64 位小写十六进制数字",
+                one_line(id)
+            ),
+        );
+    }
     if let ModelRef::Custom(m) = &spec.model {
         check_text(c, "model.name", &m.name, TextKind::Label);
         if m.name.chars().count() > 64 {

@@ -13,7 +13,9 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
 mod access;
+mod ending;
 use access::{authorization, experiments, report_url_is_configured};
+use ending::{cancel_against_the_sweep, resume_from};
 
 /// How long the edge waits for a backend here (`BACKEND_TIMEOUT_S`): less than the fake stalls.
 const EDGE_WAIT_S: f64 = 1.5;
@@ -92,6 +94,10 @@ fn edge_jobs() {
             ),
             ("cancel settles; a second cancel is refused", cancel),
             ("reconcile finishes silent jobs", reconcile),
+            (
+                "resume_from: only your own job that has ended, on its backend",
+                resume_from,
+            ),
             ("users cannot see or touch each other's jobs", authorization),
             (
                 "a job's own word does not end its billing; an ended job's token writes nothing",
@@ -114,6 +120,15 @@ fn edge_jobs() {
                 experiments,
             ),
         ],
+    );
+    // Its sweeps finish every ended job of the stack: alone, so that it finishes no other
+    // scenario's job under it.
+    run_scenarios(
+        &world,
+        &[(
+            "a cancel raced by the sweep ends with the user's words, settled once",
+            cancel_against_the_sweep,
+        )],
     );
 }
 
@@ -345,7 +360,7 @@ fn reconcile(w: &World) {
 }
 
 /// Polls the job until `done` holds for it (the edge asks the backend while a page looks).
-fn wait_job(u: &Client, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn wait_job(u: &Client, id: &str, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let job = u.get(&format!("/api/jobs/{id}")).json;

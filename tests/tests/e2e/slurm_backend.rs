@@ -38,6 +38,7 @@ fn options(slurm: &Slurm, version: ApiVersion, name: &str, payload: &str) -> Sub
         job_id: name.into(),
         partition: Some("debug".into()),
         work_dir: slurm.job_dir(name).expect("a job folder"),
+        retention_s: edge::backends::slurm::DEFAULT_RETENTION_S,
         report: None,
         env: BTreeMap::new(),
         cpus_per_task: Some(1),
@@ -140,7 +141,7 @@ fn jobs_run_report_and_end_with_mapped_states_on_every_data_parser() {
         })
         .unwrap();
         assert_eq!(got[0], serde_json::json!({"state": "running"}), "{got:?}");
-        assert_eq!(got[1]["metrics"][0]["loss"], 2.5, "{got:?}");
+        assert_eq!(got[1]["loss"], 2.5, "{got:?}");
         assert_eq!(got[2], serde_json::json!({"state": "succeeded"}), "{got:?}");
     }
 
@@ -238,4 +239,184 @@ fn gpu_counts_gate_scheduling_and_cancel_stops_jobs() {
     );
     let s = wait_for(&slurm, v, waiting, |s| s.state.is_terminal());
     assert_eq!(s.state, JobState::Succeeded, "{s:?}");
+}
+
+/// One backend's `work_dir` on the test cluster, shared by the jobs of the folder tests.
+struct WorkDir<'a> {
+    slurm: &'a Slurm,
+    version: ApiVersion,
+    /// The folder as the cluster sees it.
+    inner: String,
+    /// The same folder on this machine.
+    host: std::path::PathBuf,
+}
+
+impl WorkDir<'_> {
+    /// The folders in it, by name.
+    fn folders(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.host)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Slurm's log of the job `id`.
+    fn log(&self, id: u64) -> String {
+        std::fs::read_to_string(self.host.join(format!("slurm-{id}.out"))).unwrap_or_default()
+    }
+
+    /// What the job saw in its folder when it started, as its log's `seen:` line says.
+    fn seen(&self, id: u64) -> String {
+        let log = self.log(id);
+        log.lines()
+            .find_map(|l| l.strip_prefix("seen: "))
+            .unwrap_or_else(|| panic!("no seen: line in the log of {id}: {log}"))
+            .to_string()
+    }
+
+    /// Submits `payload` as the edge's job `name` (a 1-day retention), and waits for its end.
+    fn run(&self, spec: &jobspec::ValidSpec, name: &str, payload: &str) -> (u64, JobStatus) {
+        let id = self.submit(spec, name, payload);
+        (
+            id,
+            wait_for(self.slurm, self.version, id, |s| s.state.is_terminal()),
+        )
+    }
+
+    fn submit(&self, spec: &jobspec::ValidSpec, name: &str, payload: &str) -> u64 {
+        let mut o = options(self.slurm, self.version, name, payload);
+        o.work_dir = self.inner.clone();
+        o.retention_s = 86_400;
+        submit(self.slurm, spec, &o).unwrap()
+    }
+
+    /// What an earlier day left: a folder whose job ended two days ago (past the retention), one
+    /// that ended just now, one whose job still runs, and an old Slurm log.
+    fn leave_earlier_jobs(&self) {
+        let touch = |path: &std::path::Path, when: &str| {
+            let ok = std::process::Command::new("touch")
+                .args(["-d", when])
+                .arg(path)
+                .status()
+                .unwrap();
+            assert!(ok.success());
+        };
+        for (dir, ended) in [
+            ("old", Some("2 days ago")),
+            ("fresh", Some("now")),
+            ("live", None),
+        ] {
+            std::fs::create_dir_all(self.host.join(dir).join("out/checkpoint-9")).unwrap();
+            if let Some(when) = ended {
+                touch(&self.host.join(dir).join(".onramp-ended"), when);
+            }
+        }
+        touch(&self.host.join("slurm-999999.out"), "2 days ago");
+    }
+}
+
+/// Each job says what its folder held when it started, waits for `gate` (so that two jobs run
+/// at the same time before they write), writes a "checkpoint" and a spec of its own (as
+/// onramp-train and the generated script would), and says what it sees then.
+fn folder_payload(gate: &str) -> String {
+    format!(
+        "echo \"dir: $PWD\"\n\
+         echo \"seen: $(ls -A | grep -v '^onramp-' | sort | tr '\\n' ' ')\"\n\
+         while [ ! -e {gate} ]; do sleep 0.2; done\n\
+         mkdir -p out/checkpoint-5 && echo \"$ONRAMP_JOB_ID\" > out/checkpoint-5/owner\n\
+         echo \"$ONRAMP_JOB_ID\" > spec.toml\n\
+         echo \"after: $(cat out/*/owner spec.toml | sort -u | tr '\\n' ' ')\"\n"
+    )
+}
+
+#[test]
+#[ignore = "needs root and the Slurm chroot: run through `cargo xtask test`"]
+fn every_job_works_in_a_folder_of_its_own() {
+    let slurm = Slurm::start(2).unwrap();
+    let inner = slurm.job_dir("shared-work").unwrap();
+    let w = WorkDir {
+        slurm: &slurm,
+        version: ApiVersion::V0042,
+        host: slurm.host_path(&inner),
+        inner,
+    };
+    w.leave_earlier_jobs();
+    let gate = format!("{}/go", slurm.job_dir("gate").unwrap());
+    two_jobs_at_once_see_only_their_own_folders(&w, &gate);
+    // The job that ended past the retention is gone, with the old Slurm log; the rest stay.
+    assert_eq!(w.folders(), ["a1b2", "c3d4", "fresh", "live"]);
+    assert!(!w.host.join("slurm-999999.out").exists());
+    // The same job id again (a requeue runs the same script): it finds its own checkpoint and
+    // nobody else's; a new job after both starts empty.
+    let tiny = jobspec::validate_toml(TINY).0.unwrap();
+    let (again, s) = w.run(&tiny, "a1b2", &folder_payload(&gate));
+    assert_eq!(s.state, JobState::Succeeded, "{s:?}");
+    let (later, s) = w.run(&tiny, "e5f6", &folder_payload(&gate));
+    assert_eq!(s.state, JobState::Succeeded, "{s:?}");
+    assert_eq!(w.seen(again), "out spec.toml ");
+    assert_eq!(w.seen(later), "");
+    a_job_continues_only_from_a_checkpoint_it_names(&w);
+}
+
+fn two_jobs_at_once_see_only_their_own_folders(w: &WorkDir<'_>, gate: &str) {
+    let tiny = jobspec::validate_toml(TINY).0.unwrap();
+    let payload = folder_payload(gate);
+    let names = ["a1b2", "c3d4"];
+    let ids = names.map(|name| w.submit(&tiny, name, &payload));
+    for id in ids {
+        wait_for(w.slurm, w.version, id, |s| s.state == JobState::Running);
+    }
+    std::fs::write(w.slurm.host_path(gate), "").unwrap();
+    for (name, id) in names.into_iter().zip(ids) {
+        let s = wait_for(w.slurm, w.version, id, |s| s.state.is_terminal());
+        assert_eq!(s.state, JobState::Succeeded, "{s:?}");
+        let log = w.log(id);
+        assert!(log.contains(&format!("dir: {}/{name}\n", w.inner)), "{log}");
+        assert!(
+            log.contains(&format!("after: {name} \n")),
+            "{name} saw only itself: {log}"
+        );
+        assert_eq!(w.seen(id), "", "{name} started in an empty folder");
+        // Its log stays in its folder, with the mark that starts its retention.
+        let own = w.host.join(name);
+        assert!(own.join(".onramp-ended").is_file(), "{}", own.display());
+        let kept = std::fs::read_to_string(own.join(format!("onramp-{id}.0.log"))).unwrap();
+        assert!(kept.contains(&format!("after: {name} ")), "{kept}");
+    }
+}
+
+/// A job that names a1b2 in `checkpoint.resume_from` starts with a1b2's latest checkpoint in its
+/// own out/, and a1b2's folder is left as it was; one naming a job that left nothing fails at
+/// once, before its command runs.
+fn a_job_continues_only_from_a_checkpoint_it_names(w: &WorkDir<'_>) {
+    let lora = |from: &str| {
+        let toml = format!(
+            "{}[checkpoint]\nresume_from = \"{from}\"\n",
+            onramp_tests::specs::lora_cpu("continued", "slurm")
+        );
+        let (v, diags) = jobspec::validate_toml(&toml);
+        v.unwrap_or_else(|| panic!("{diags:?}"))
+    };
+    let payload = "echo \"seen: $(ls -A | grep -v '^onramp-' | sort | tr '\\n' ' ')\"\n\
+                   echo \"owner: $(cat out/checkpoint-5/owner)\"\n";
+    let (continued, s) = w.run(&lora("a1b2"), "f7a8", payload);
+    assert_eq!(s.state, JobState::Succeeded, "{s:?}");
+    assert_eq!(w.seen(continued), "out ");
+    assert!(
+        w.log(continued).contains("owner: a1b2\n"),
+        "{}",
+        w.log(continued)
+    );
+    assert!(w.host.join("a1b2/out/checkpoint-5/owner").is_file());
+    let (orphan, s) = w.run(&lora("0bad"), "f9b0", payload);
+    assert_eq!((s.state, s.exit_code), (JobState::Failed, Some(1)), "{s:?}");
+    assert!(
+        !w.log(orphan).contains("seen:"),
+        "the command ran: {}",
+        w.log(orphan)
+    );
 }

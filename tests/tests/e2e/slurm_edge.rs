@@ -405,6 +405,7 @@ fn hold_both_gpus(w: &World) -> u64 {
         job_id: "holder".into(),
         partition: None,
         work_dir: w.slurm.job_dir("holder").unwrap(),
+        retention_s: edge::backends::slurm::DEFAULT_RETENTION_S,
         report: None,
         env: Default::default(),
         cpus_per_task: Some(1),

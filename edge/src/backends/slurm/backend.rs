@@ -42,6 +42,7 @@ pub struct SlurmBackend {
     work_dir: String,
     partition: Option<String>,
     cpus_per_task: Option<u32>,
+    retention_s: u64,
     env: BTreeMap<String, String>,
 }
 
@@ -66,6 +67,7 @@ impl SlurmBackend {
             work_dir: config.work_dir.clone().unwrap_or_else(|| WORK_DIR.into()),
             partition: config.partition.clone(),
             cpus_per_task: config.cpus_per_task,
+            retention_s: config.retention_s(),
             env: config.env.clone(),
         })
     }
@@ -118,6 +120,7 @@ impl Backend for SlurmBackend {
             job_id: job.job_id.clone(),
             partition: self.partition.clone(),
             work_dir: self.work_dir.clone(),
+            retention_s: self.retention_s,
             report: Some(ReportHook {
                 url: job.report_url.clone(),
                 log_url: job.log_url.clone(),

@@ -22,7 +22,7 @@ pub mod version;
 
 pub use backend::SlurmBackend;
 pub use credentials::{Credentials, DEFAULT_USER};
-pub use request::{SubmitOptions, submit_body};
+pub use request::{DEFAULT_RETENTION_S, SubmitOptions, is_reserved_env, submit_body};
 pub use script::{ReportHook, job_script};
 pub use state::{JobStatus, parse_job, parse_submit};
 pub use version::{ApiVersion, OPENAPI_PATH, newest_served, served};

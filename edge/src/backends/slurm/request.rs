@@ -18,9 +18,13 @@ pub struct SubmitOptions {
     pub job_id: String,
     /// The partition, when the cluster wants one named.
     pub partition: Option<String>,
-    /// The job's folder on the cluster's shared storage (absolute): its working directory and
-    /// where its log goes.
+    /// The backend's folder on the cluster's shared storage (absolute): where Slurm's log files
+    /// go, and every job's own folder, `<work_dir>/<job id>`, which the job script creates and
+    /// works in.
     pub work_dir: String,
+    /// How long a job's folder stays after the job ended, in seconds (the job script of a later
+    /// job removes it).
+    pub retention_s: u64,
     pub report: Option<ReportHook>,
     /// Extra environment (e.g. `ONRAMP_SHARED` for tiny-train's models and corpora).
     pub env: BTreeMap<String, String>,
@@ -39,6 +43,27 @@ pub fn log_path(work_dir: &str) -> String {
     format!("{}/slurm-%j.out", work_dir.trim_end_matches('/'))
 }
 
+/// Variables the edge sets for every job, which no configuration may replace: the report hooks,
+/// `PATH`, and those that say where the job works (a shared `ONRAMP_OUTPUT_DIR` would put every
+/// job's checkpoints in one folder again).
+pub fn is_reserved_env(name: &str) -> bool {
+    name.starts_with("ONRAMP_REPORT_")
+        || [
+            "ONRAMP_LOG_URL",
+            "PATH",
+            "ONRAMP_JOB_ID",
+            "ONRAMP_JOB_DIR",
+            "ONRAMP_WORK_DIR",
+            "ONRAMP_RETENTION_S",
+            "ONRAMP_OUTPUT_DIR",
+            "ONRAMP_RESUME_DIR",
+        ]
+        .contains(&name)
+}
+
+/// How long a job's folder stays after the job ended when the backend sets no `retention`.
+pub const DEFAULT_RETENTION_S: u64 = 7 * 86_400;
+
 /// The request body. Errors name the option at fault.
 pub fn submit_body(v: &ValidSpec, o: &SubmitOptions) -> Result<Value, String> {
     if !o.work_dir.starts_with('/') || o.work_dir.contains(['\n', '\0']) {
@@ -47,10 +72,32 @@ pub fn submit_body(v: &ValidSpec, o: &SubmitOptions) -> Result<Value, String> {
             o.work_dir
         ));
     }
+    if o.job_id.is_empty()
+        || !o
+            .job_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(format!("job id {:?} cannot name a folder", o.job_id));
+    }
+    let work_dir = o.work_dir.trim_end_matches('/');
     let mut env = vec![
         format!("PATH={JOB_PATH}"),
         format!("ONRAMP_JOB_ID={}", o.job_id),
+        format!("ONRAMP_WORK_DIR={work_dir}"),
+        format!("ONRAMP_JOB_DIR={work_dir}/{}", o.job_id),
+        format!("ONRAMP_RETENTION_S={}", o.retention_s),
     ];
+    // A job that continues an earlier one (the edge checked it is the same account's, and that
+    // it ran here) starts from the latest checkpoint in that job's folder.
+    if let Some(id) = &v.spec().checkpoint.resume_from {
+        if !jobspec::validate::is_job_id(id) {
+            return Err(format!(
+                "checkpoint.resume_from {id:?} cannot name a folder"
+            ));
+        }
+        env.push(format!("ONRAMP_RESUME_DIR={work_dir}/{id}"));
+    }
     if let Some(r) = &o.report {
         env.push(format!("ONRAMP_REPORT_URL={}", r.url));
         env.push(format!("ONRAMP_LOG_URL={}", r.log_url));
@@ -62,9 +109,7 @@ pub fn submit_body(v: &ValidSpec, o: &SubmitOptions) -> Result<Value, String> {
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !k.starts_with("ONRAMP_REPORT_")
-            && k != "ONRAMP_LOG_URL"
-            && k != "PATH";
+            && !is_reserved_env(k);
         if !ok {
             return Err(format!("environment name {k:?} is not allowed"));
         }
@@ -111,7 +156,8 @@ mod tests {
             version,
             job_id: "job_01H".into(),
             partition: Some("gpu".into()),
-            work_dir: "/shared/onramp/job_01H".into(),
+            work_dir: "/shared/onramp".into(),
+            retention_s: DEFAULT_RETENTION_S,
             report: Some(ReportHook {
                 url: "https://onramp.example/api/jobs/job_01H/report".into(),
                 log_url: "https://onramp.example/api/jobs/job_01H/log".into(),
@@ -136,10 +182,13 @@ mod tests {
             {
               "job": {
                 "cpus_per_task": 8,
-                "current_working_directory": "/shared/onramp/job_01H",
+                "current_working_directory": "/shared/onramp",
                 "environment": [
                   "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                   "ONRAMP_JOB_ID=job_01H",
+                  "ONRAMP_WORK_DIR=/shared/onramp",
+                  "ONRAMP_JOB_DIR=/shared/onramp/job_01H",
+                  "ONRAMP_RETENTION_S=604800",
                   "ONRAMP_REPORT_URL=https://onramp.example/api/jobs/job_01H/report",
                   "ONRAMP_LOG_URL=https://onramp.example/api/jobs/job_01H/log",
                   "ONRAMP_REPORT_TOKEN=tok",
@@ -150,8 +199,8 @@ mod tests {
                 "name": "qwen2.5-7b-lora-4090-job_01H",
                 "partition": "gpu",
                 "script": "…",
-                "standard_error": "/shared/onramp/job_01H/slurm-%j.out",
-                "standard_output": "/shared/onramp/job_01H/slurm-%j.out",
+                "standard_error": "/shared/onramp/slurm-%j.out",
+                "standard_output": "/shared/onramp/slurm-%j.out",
                 "tasks_per_node": 1,
                 "time_limit": {
                   "infinite": false,

@@ -132,6 +132,7 @@ pub async fn cancel(user: User, env: &Env, id: &str) -> ApiResult<JobWire> {
         ));
     }
     let (a, remote) = backend_of(env, &job).await?;
+    mark_cancel_requested(env, &job.id).await?;
     let (status, body) = backends::send(&a.cancel(&remote), backends::timeout(env))
         .await
         .map_err(|e| e.into_api(&job.backend))?;
@@ -176,7 +177,7 @@ pub async fn cancel(user: User, env: &Env, id: &str) -> ApiResult<JobWire> {
                 JobState::Cancelled,
                 st.started_at_ms,
                 st.ended_at_ms,
-                Some("cancelled by the user"),
+                Some(report::CANCELLED_BY_USER),
             )
             .await?;
         }
@@ -187,12 +188,28 @@ pub async fn cancel(user: User, env: &Env, id: &str) -> ApiResult<JobWire> {
                 JobState::Cancelled,
                 None,
                 None,
-                Some("cancelled by the user"),
+                Some(report::CANCELLED_BY_USER),
             )
             .await?;
         }
     }
     get(&user, env, id).await
+}
+
+/// Records the owner's wish before the backend hears of it: a sweep, a report or a page that
+/// sees the job end from now on (the backend may stop it before its answer to the cancel comes
+/// back) ends it with the owner's words, since `report::finish` reads the mark in the same
+/// statement that ends the job. The mark stays when the backend does not answer: it may have
+/// stopped the job all the same.
+async fn mark_cancel_requested(env: &Env, id: &str) -> ApiResult<()> {
+    db::run(
+        env,
+        "UPDATE jobs SET cancel_requested_at = COALESCE(cancel_requested_at, ?) \
+         WHERE id = ? AND state IN ('dispatching', 'queued', 'running')",
+        &[db::n(now_ms()), s(id)],
+    )
+    .await?;
+    Ok(())
 }
 
 pub async fn checkpoint(user: User, env: &Env, id: &str) -> ApiResult<Response> {

@@ -44,12 +44,32 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
     let backends = backends::configured(env)?;
     // Where the job reports: read before anything is held, so a misconfigured edge moves no money.
     let origin = http::public_url(env)?;
+    // A job that continues an earlier one runs where that one's checkpoint is.
+    let candidates = match resumed_backend(env, &user, &valid).await? {
+        Some(name) => backends
+            .iter()
+            .filter(|b| b.name == name)
+            .cloned()
+            .collect(),
+        None => backends,
+    };
     let backend = pick_backend(
-        &backends,
+        &candidates,
         valid.card().id,
         valid.world_size(),
         &valid.spec().backend,
-    )?
+    )
+    .map_err(|e| match &valid.spec().checkpoint.resume_from {
+        Some(id) => ApiError::new(
+            ErrorCode::NoBackend,
+            format!(
+                "checkpoint.resume_from: job {id}'s checkpoint is on a backend that cannot run this spec ({})",
+                e.message
+            ),
+        )
+        .with_details(serde_json::json!({"field": "checkpoint.resume_from"})),
+        None => e,
+    })?
     .clone();
     let hold_fen = i64::try_from(valid.max_cost_fen()).map_err(|_| {
         ApiError::new(
@@ -81,6 +101,40 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
         .await?
         .ok_or_else(|| ApiError::internal("new job vanished"))?;
     created(status, &job)
+}
+
+/// For a spec that continues an earlier job (`checkpoint.resume_from`), the backend that job ran
+/// on, where its checkpoint is. The job must be the caller's (another account's job, or none,
+/// is "not found" alike, so ids cannot be probed) and must have ended.
+async fn resumed_backend(env: &Env, user: &User, valid: &ValidSpec) -> ApiResult<Option<String>> {
+    let Some(id) = valid.spec().checkpoint.resume_from.as_deref() else {
+        return Ok(None);
+    };
+    let field = || serde_json::json!({"field": "checkpoint.resume_from", "job_id": id});
+    let earlier: Option<JobRow> = db::first(
+        env,
+        &format!("SELECT {COLUMNS} FROM jobs WHERE id = ? AND user_id = ?"),
+        &[s(id), s(&user.id)],
+    )
+    .await?;
+    let Some(earlier) = earlier else {
+        return Err(ApiError::new(
+            ErrorCode::NotFound,
+            format!("checkpoint.resume_from: you have no job {id} to continue from"),
+        )
+        .with_details(field()));
+    };
+    if !earlier.state().is_terminal() {
+        return Err(ApiError::new(
+            ErrorCode::JobNotFinished,
+            format!(
+                "checkpoint.resume_from: job {id} is still {}; continue from it once it has ended (or cancel it)",
+                earlier.state().as_str()
+            ),
+        )
+        .with_details(field()));
+    }
+    Ok(Some(earlier.backend))
 }
 
 async fn by_key(env: &Env, user: &User, key: &str) -> ApiResult<Option<JobRow>> {
