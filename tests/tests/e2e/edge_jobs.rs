@@ -360,7 +360,7 @@ fn reconcile(w: &World) {
 }
 
 /// Polls the job until `done` holds for it (the edge asks the backend while a page looks).
-pub(crate) fn wait_job(u: &Client, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+fn wait_job(u: &Client, id: &str, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let job = u.get(&format!("/api/jobs/{id}")).json;

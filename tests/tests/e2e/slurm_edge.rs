@@ -268,8 +268,57 @@ fn trainer_python(slurm: &Slurm) -> String {
     format!("{host}{}", wrapper.display())
 }
 
+/// onramp-train's smallest LoRA job, saving a checkpoint every 6 of its 12 steps.
 fn lora_cpu() -> String {
-    onramp_tests::specs::lora_cpu("slurm-lora", "slurm")
+    format!(
+        "{}[checkpoint]\nevery_steps = 6\n",
+        onramp_tests::specs::lora_cpu("slurm-lora", "slurm")
+    )
+}
+
+/// The steps of a job's metrics, in order.
+fn steps_of(u: &Client, id: &str) -> Vec<u64> {
+    u.get(&format!("/api/jobs/{id}/metrics")).json["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["step"].as_u64().unwrap())
+        .collect()
+}
+
+/// After a first LoRA job (`first`), two more at once in the same `work_dir`: the same spec
+/// again starts at step 1 in a folder of its own, while one that names `first` in
+/// `checkpoint.resume_from` (and asks for 18 steps) goes on from `first`'s step-12 checkpoint.
+fn trainer_jobs_continue_only_what_they_name(w: &World, u: &Client, first: &str) {
+    let again = submit(u, &lora_cpu()).1["id"].as_str().unwrap().to_string();
+    let continued =
+        lora_cpu().replace("steps = 12", "steps = 18") + &format!("resume_from = \"{first}\"\n");
+    let (status, a) = submit(u, &continued);
+    assert_eq!(status, 201, "{a}");
+    let continued = a["id"].as_str().unwrap().to_string();
+    for id in [&again, &continued] {
+        let job = w.wait_job(u, id, 600, false, |j| {
+            !matches!(
+                j["state"].as_str(),
+                Some("dispatching" | "queued" | "running")
+            )
+        });
+        assert_eq!(job["state"], "succeeded", "{job}\n{}", edge_log(u, id));
+    }
+    let fresh = edge_log(u, &again);
+    assert!(!fresh.contains("resuming from"), "{fresh}");
+    assert_eq!(steps_of(u, &again).first(), Some(&1), "{fresh}");
+    let resumed = edge_log(u, &continued);
+    assert!(
+        resumed.contains("resuming from ") && resumed.contains("/out/checkpoint-12"),
+        "{resumed}"
+    );
+    let steps = steps_of(u, &continued);
+    assert_eq!(
+        (steps.first(), steps.last()),
+        (Some(&13), Some(&18)),
+        "{resumed}"
+    );
 }
 
 fn trainer(w: &World) {
@@ -313,6 +362,7 @@ fn trainer(w: &World) {
         "{job}"
     );
     assert_eq!(u.balance(), GRANT - charged);
+    trainer_jobs_continue_only_what_they_name(w, &u, &id);
 
     // A dataset the cluster does not have: the job fails, and its page says why (the trainer's
     // last line after the script's exit code).
