@@ -344,21 +344,8 @@ impl Reader {
             return Some(id);
         }
         let path = t.path(key);
-        self.push(
-            Diagnostic::error(
-                Code::BadValue,
-                &path,
-                format!(
-                    "`{path}` = {:?} is not a job id; an id is the 1 to 64 lower-case hex digits `onramp jobs` lists",
-                    crate::validate::one_line(&id)
-                ),
-                format!(
-                    "`{path}` = {:?} 不是作业 id；作业 id 是 `onramp jobs` 列出的 1 到 64 位小写十六进制数字",
-                    crate::validate::one_line(&id)
-                ),
-            )
-            .with_span(span),
-        );
+        let (en, zh) = crate::validate::not_a_job_id(&path, &id);
+        self.push(Diagnostic::error(Code::BadValue, &path, en, zh).with_span(span));
         None
     }
 

@@ -16,7 +16,7 @@ mod rules;
 mod text;
 use rules::check;
 pub use text::{is_clean_text, is_job_id};
-pub(crate) use text::{is_refused, one_line};
+pub(crate) use text::{is_refused, not_a_job_id, one_line};
 
 /// Default model FLOPs utilisation on GPUs: a typical well-tuned dense-transformer figure
 /// (Megatron-LM and PaLM report 0.4–0.55; 0.4 is the conservative end).

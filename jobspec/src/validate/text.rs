@@ -117,6 +117,20 @@ pub fn is_job_id(value: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// Why `value` in the key at `path` is refused as a job id, in English and Chinese.
+pub(crate) fn not_a_job_id(path: &str, value: &str) -> (String, String) {
+    (
+        format!(
+            "`{path}` = {:?} is not a job id; an id is the 1 to 64 lower-case hex digits `onramp jobs` lists",
+            one_line(value)
+        ),
+        format!(
+            "`{path}` = {:?} 不是作业 id；作业 id 是 `onramp jobs` 列出的 1 到 64 位小写十六进制数字",
+            one_line(value)
+        ),
+    )
+}
+
 /// Whether `value` would pass [`check_text`] as `kind`: for callers outside validation (the
 /// backends' configuration) that hold text to the same rules.
 pub fn is_clean_text(value: &str, label: bool) -> bool {
@@ -136,18 +150,8 @@ pub(super) fn check_free_text(c: &mut Checker<'_>, spec: &JobSpec) {
         .as_deref()
         .filter(|id| !is_job_id(id))
     {
-        c.error(
-            Code::BadValue,
-            "checkpoint.resume_from",
-            format!(
-                "`checkpoint.resume_from` = {:?} is not a job id; an id is the 1 to 64 lower-case hex digits `onramp jobs` lists",
-                one_line(id)
-            ),
-            format!(
-                "`checkpoint.resume_from` = {:?} 不是作业 id；作业 id 是 `onramp jobs` 列出的 1 到 64 位小写十六进制数字",
-                one_line(id)
-            ),
-        );
+        let (en, zh) = not_a_job_id("checkpoint.resume_from", id);
+        c.error(Code::BadValue, "checkpoint.resume_from", en, zh);
     }
     if let ModelRef::Custom(m) = &spec.model {
         check_text(c, "model.name", &m.name, TextKind::Label);
