@@ -66,8 +66,10 @@ pub fn internal(what: &str) -> impl Fn(worker::Error) -> ApiError + '_ {
 pub const DRAIN_BYTES: usize = 32 << 20;
 
 /// How long the entry waits for the next part of an oversized body before it stops reading and
-/// refuses it: a client that stalls (or a body that never ends) gets its 413 all the same.
-pub const DRAIN_STALL: std::time::Duration = std::time::Duration::from_millis(1500);
+/// refuses it: a client that stalls (or a body that never ends) gets its 413 all the same. Long
+/// enough that a sender on a busy machine is not taken for a stalled one (1.5 s was not: a
+/// loaded CI machine's pauses cut bodies short, and the rest of them hung the next request).
+pub const DRAIN_STALL: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The request with its whole body read, before anything else looks at it: every answer, a
 /// refusal by the router, the access check or a handler's own checks included, then leaves no
