@@ -161,6 +161,9 @@ pub struct PlanArgs {
     /// Add the formula and assumptions behind every figure
     #[arg(long)]
     pub explain: bool,
+    /// Print the run onramp-train reads (onramp-run.json, its ds_config in it) instead of the plan
+    #[arg(long, conflicts_with_all = ["json", "no_artifacts", "explain"])]
+    pub trainer_run: bool,
 }
 
 /// Where the edge is.

@@ -137,6 +137,10 @@ const ZH: &[(&str, &str)] = &[
         "作业 id（onramp jobs 会列出）",
     ),
     (
+        "Print the run onramp-train reads (onramp-run.json, its ds_config in it) instead of the plan",
+        "输出 onramp-train 读取的运行文件（onramp-run.json，含 ds_config），而不是规划",
+    ),
+    (
         "The plan as JSON (the same shape the app reads)",
         "以 JSON 输出规划（与应用读取的格式相同）",
     ),

@@ -142,6 +142,9 @@ fn plan(args: &args::PlanArgs) -> Result<ExitCode, String> {
         jobspec::Format::Toml
     };
     let plan = jobspec::plan_text(&src, format);
+    if args.trainer_run {
+        return trainer_run(&plan, &args.path);
+    }
     if args.json {
         let wire = jobspec::PlanWire::from(&plan);
         let text =
@@ -162,6 +165,31 @@ fn plan(args: &args::PlanArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `onramp plan --trainer-run`: the run to stdout, or the spec's errors (as `onramp plan` says
+/// them) to stderr with the refusal's exit code.
+fn trainer_run(plan: &jobspec::Plan, path: &str) -> Result<ExitCode, String> {
+    let lang = say::lang();
+    let Some(v) = plan.valid.as_ref().filter(|_| !plan.has_errors()) else {
+        eprint!(
+            "{}",
+            jobspec::report::render_text_for(plan, lang, false, path)
+        );
+        return Ok(ExitCode::from(exit::REFUSED));
+    };
+    if v.spec().task == jobspec::spec::Task::TinyTrain {
+        eprintln!(
+            "{}",
+            say::t(
+                "task = \"tiny-train\" is trained by onramp-runner tiny-train, not onramp-train: it has no trainer run".into(),
+                "task = \"tiny-train\" 由 onramp-runner tiny-train 训练，不经过 onramp-train，因此没有训练运行文件".into(),
+            )
+        );
+        return Ok(ExitCode::from(exit::REFUSED));
+    }
+    print!("{}", jobspec::trainer::run_json(v));
+    Ok(ExitCode::SUCCESS)
 }
 
 fn ds_check(path: &str, dp: Option<u32>) -> Result<ExitCode, String> {

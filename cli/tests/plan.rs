@@ -167,6 +167,7 @@ fn plan_help_snapshot() {
               --lang <LANG>   Language of the output: en or zh (else LC_ALL, LC_MESSAGES or LANG starting with zh) [possible values: en, zh]
               --no-artifacts  Leave out the DeepSpeed JSON, the launch commands and the sbatch script
               --explain       Add the formula and assumptions behind every figure
+              --trainer-run   Print the run onramp-train reads (onramp-run.json, its ds_config in it) instead of the plan
           -h, --help          Print help (see more with '--help')
     "#]].assert_eq(&out);
 }
@@ -315,4 +316,39 @@ fn help_in_both_languages() {
     let (code, out, _) = onramp_in(Some("en_US.UTF-8"), &["cancel", "--help"]);
     assert_eq!(code, 0);
     assert!(out.contains("Cancel a job; its hold settles"), "{out}");
+}
+
+/// `onramp plan --trainer-run`: the run onramp-train reads, jobspec's own, for a spec by hand; a
+/// spec with errors says them (on stderr, nothing on stdout), and tiny-train has no such run.
+#[test]
+fn trainer_run_prints_the_run_the_trainer_reads() {
+    let (code, out, err) = onramp_in(None, &["plan", "7b-lora-4090.toml", "--trainer-run"]);
+    assert_eq!(code, 0, "{err}");
+    let src = include_str!("../../jobspec/specs/7b-lora-4090.toml");
+    let (v, _) = jobspec::validate_toml(src);
+    assert_eq!(out, jobspec::trainer::run_json(&v.unwrap()));
+    let run: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(run["version"], jobspec::trainer::RUN_VERSION);
+    assert_eq!(run["plan"]["lora"]["r"], 16);
+
+    let (code, out, err) = onramp_in(None, &["plan", "errors-typos.toml", "--trainer-run"]);
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(err.contains("error"), "{err}");
+    let (code, out, err) = onramp_in(
+        None,
+        &["plan", "tiny-train-stories260k.toml", "--trainer-run"],
+    );
+    assert_eq!((code, out.as_str()), (1, ""), "{err}");
+    assert!(err.contains("tiny-train"), "{err}");
+    let (code, _, err) = onramp_in(
+        Some("zh_CN.UTF-8"),
+        &["plan", "tiny-train-stories260k.toml", "--trainer-run"],
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("没有训练运行文件"), "{err}");
+    let (code, _, err) = onramp_in(
+        None,
+        &["plan", "7b-lora-4090.toml", "--trainer-run", "--json"],
+    );
+    assert_eq!(code, 2, "the flags conflict: {err}");
 }

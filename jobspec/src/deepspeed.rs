@@ -22,7 +22,7 @@ pub fn ds_config(v: &ValidSpec) -> Value {
         json!(t.micro_batch),
     );
     cfg.insert("gradient_accumulation_steps".into(), json!(t.grad_accum));
-    cfg.insert("gradient_clipping".into(), json!(1.0));
+    cfg.insert("gradient_clipping".into(), json!(GRAD_CLIP));
     match t.precision {
         Precision::Bf16 => {
             cfg.insert("bf16".into(), json!({ "enabled": true }));
@@ -84,14 +84,27 @@ fn zero_optimization(v: &ValidSpec) -> Value {
     Value::Object(zero)
 }
 
+/// AdamW's betas, epsilon and weight decay: the ds_config's and the trainer's run's
+/// (`crate::trainer::TrainerOptim`), one set of numbers.
+pub const ADAMW_BETAS: [f64; 2] = [0.9, 0.95];
+pub const ADAMW_EPS: f64 = 1e-8;
+pub const ADAMW_WEIGHT_DECAY: f64 = 0.1;
+/// SGD's momentum.
+pub const SGD_MOMENTUM: f64 = 0.9;
+/// The gradient norm every run clips to.
+pub const GRAD_CLIP: f64 = 1.0;
+
 fn optimizer(v: &ValidSpec) -> Value {
     let t = &v.spec().train;
     match t.optimizer {
         Optimizer::Adamw => json!({
             "type": "AdamW",
-            "params": { "lr": t.lr, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1 }
+            "params": { "lr": t.lr, "betas": ADAMW_BETAS, "eps": ADAMW_EPS,
+                        "weight_decay": ADAMW_WEIGHT_DECAY }
         }),
-        Optimizer::Sgd => json!({ "type": "SGD", "params": { "lr": t.lr, "momentum": 0.9 } }),
+        Optimizer::Sgd => {
+            json!({ "type": "SGD", "params": { "lr": t.lr, "momentum": SGD_MOMENTUM } })
+        }
     }
 }
 

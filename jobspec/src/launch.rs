@@ -1,9 +1,9 @@
 //! Launch artifacts: the `deepspeed` / `torchrun` command lines and a complete sbatch script.
 //!
 //! The training entry point is `onramp-train` (`trainer/`, the Python module `onramp_train`),
-//! given the spec file and the ds_config generated from it; it derives everything else from the
-//! spec as jobspec does. Every user-written string is shell-quoted; the job name is reduced to safe characters because
-//! it lands in an `#SBATCH` line.
+//! given the run jobspec derived from the spec (`crate::trainer::RUN_FILE`, its ds_config in it):
+//! it derives nothing itself. Every user-written string is shell-quoted; the job name is reduced
+//! to safe characters because it lands in an `#SBATCH` line.
 
 use crate::spec::{ModelRef, Task};
 use crate::validate::ValidSpec;
@@ -89,10 +89,9 @@ pub fn safe_name(s: &str) -> String {
     }
 }
 
-/// What every launcher runs: the trainer module with the spec file and the ds_config jobspec
-/// generated for it. The trainer derives everything else from the spec as jobspec does
-/// (`crate::trainer`), so there are no other flags to keep in step.
-const TRAINER_ARGS: [&str; 2] = ["spec.toml", "--deepspeed ds_config.json"];
+/// What every launcher runs: the trainer module with the run jobspec derived (`crate::trainer`,
+/// the ds_config in it), so there are no other flags to keep in step.
+const TRAINER_ARGS: [&str; 1] = [crate::trainer::RUN_FILE];
 
 /// The CPU card's command: the built-in tiny-train, or the trainer in one process without
 /// DeepSpeed.
@@ -100,7 +99,7 @@ fn cpu_command(v: &ValidSpec) -> String {
     if v.spec().task == Task::TinyTrain {
         tiny_command(v)
     } else {
-        "python -m onramp_train spec.toml".into()
+        format!("python -m onramp_train {}", crate::trainer::RUN_FILE)
     }
 }
 
@@ -182,8 +181,8 @@ pub fn slurm_time(seconds: u64) -> String {
     }
 }
 
-/// A complete sbatch script: resources, environment, the ds_config written next to the job, and
-/// one torchrun per node under srun.
+/// A complete sbatch script: resources, environment, the trainer's run written next to the job,
+/// and one torchrun per node under srun.
 pub fn sbatch_script(v: &ValidSpec) -> String {
     let s = v.spec();
     let r = &s.resources;
@@ -241,8 +240,8 @@ pub fn sbatch_script(v: &ValidSpec) -> String {
     out
 }
 
-/// Every job works in a folder of its own, which its script creates: its spec, ds_config, plan
-/// file, `out/` (checkpoints, the trained model, the trackers' files) and logs, so that no job
+/// Every job works in a folder of its own, which its script creates: its spec, the trainer's
+/// run, `out/` (checkpoints, the trained model, the trackers' files) and logs, so that no job
 /// sees, resumes from or deletes another's files, and a requeued job finds its own checkpoints.
 /// Onramp's edge names it `<work_dir>/<job id>` in `ONRAMP_JOB_DIR`; a script submitted by hand
 /// gets a folder named by the Slurm job id (which a requeue keeps) where it was submitted.
@@ -256,8 +255,9 @@ export ONRAMP_OUTPUT_DIR=\"$ONRAMP_JOB_DIR/out\"
 ";
 
 /// The trainer's environment and input files: the backend names its Python in `ONRAMP_PYTHON`
-/// (its `bin/` goes first on PATH, for torchrun, the trainer and DeepSpeed's ninja), and the
-/// spec and ds_config are written next to the job, so what runs is what the Plan page shows.
+/// (its `bin/` goes first on PATH, for torchrun, the trainer and DeepSpeed's ninja), and the run
+/// jobspec derived is written next to the job (with the spec, for the record), so what runs is
+/// what the Plan page shows.
 fn trainer_files(v: &ValidSpec, out: &mut String) {
     out.push_str(
         "\n# The trainer's environment: the backend's ONRAMP_PYTHON, else python3 on PATH.\n",
@@ -270,41 +270,13 @@ fn trainer_files(v: &ValidSpec, out: &mut String) {
         &crate::trainer::spec_toml(v),
         "ONRAMP_SPEC",
     );
-    if v.card().is_gpu {
-        let ds = serde_json::to_string_pretty(&crate::deepspeed::ds_config(v)).unwrap_or_default();
-        heredoc(out, "ds_config.json", &ds, "ONRAMP_DS_CONFIG");
-        heredoc(out, PLAN_FILE, &oom_advice_json(v), "ONRAMP_PLAN");
-    }
+    heredoc(
+        out,
+        crate::trainer::RUN_FILE,
+        &crate::trainer::run_json(v),
+        "ONRAMP_RUN",
+    );
     out.push('\n');
-}
-
-/// The file next to a GPU job's spec that the trainer reads when CUDA runs out of memory: the
-/// plan's estimate and the changes that lower it ([`crate::estimate::oom_advice`]).
-pub const PLAN_FILE: &str = "onramp-plan.json";
-
-/// What [`PLAN_FILE`] holds for `v`: one short line of JSON (the estimate per GPU, the card's
-/// memory, and each fix's English title, patch and need per GPU), so the script stays readable.
-pub fn oom_advice_json(v: &ValidSpec) -> String {
-    let a = crate::estimate::oom_advice(v);
-    let fixes: Vec<serde_json::Value> = a
-        .fixes
-        .iter()
-        .map(|f| {
-            serde_json::json!({
-                "title": f.title.en,
-                "patch": f.patch,
-                "per_gpu_bytes": f.per_gpu_bytes,
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "card": a.card,
-        "card_bytes": a.card_bytes,
-        "per_gpu_bytes": a.per_gpu_bytes,
-        "fits": a.fits,
-        "fixes": fixes,
-    })
-    .to_string()
 }
 
 /// `cat > FILE <<'END'` with an end word that no line of the text equals.

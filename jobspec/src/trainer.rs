@@ -1,19 +1,92 @@
-//! What `onramp-train` (the Python trainer in `trainer/`) must derive from a spec, as jobspec
-//! derives it: the batch identity, the number of steps, precision, ZeRO, LoRA, checkpoints.
+//! The trainer's run: everything `onramp-train` (the Python trainer in `trainer/`) needs to train
+//! what a spec describes, derived here once. The batch identity, the number of steps, the
+//! optimizer's numbers, precision, ZeRO and the ds_config, LoRA, checkpoints, the logging cadence
+//! and the plan's memory advice for an out-of-memory end.
 //!
-//! The trainer reads the same TOML and derives these values itself; jobspec's tests export
-//! [`trainer_plan`] for the templates and a range of generated specs (with [`catalog_export`],
-//! the model catalogue the trainer ships) into `trainer/`, and the trainer's tests compare its
-//! own derivation with them. A disagreement is a test failure, not a surprise in a job.
+//! Every launch writes it next to the job as [`RUN_FILE`] (the sbatch script, the runner, and
+//! `onramp plan --trainer-run SPEC` for a run by hand), and the trainer reads only that file, with
+//! a strict loader that refuses another [`RUN_VERSION`] or shape ([`run_schema`], shipped in the
+//! trainer's package). The trainer derives nothing and keeps no defaults of its own.
 
 use crate::catalog::{self, Arch};
-use crate::spec::{ModelRef, Recompute, Schedule};
+use crate::spec::{ModelRef, Optimizer, Recompute, Schedule};
 use crate::validate::ValidSpec;
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+/// The file next to every trainer job that the trainer reads: a [`TrainerRun`] as JSON.
+pub const RUN_FILE: &str = "onramp-run.json";
+
+/// The shape of [`TrainerRun`]: a trainer refuses a run of another version.
+pub const RUN_VERSION: u32 = 1;
+
+/// One whole run as the trainer takes it.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TrainerRun {
+    /// [`RUN_VERSION`].
+    #[schemars(schema_with = "version_schema")]
+    pub version: u32,
+    pub plan: TrainerPlan,
+    /// jobspec's ds_config, for DeepSpeed; `null` on the CPU card, which runs without it.
+    pub ds_config: Option<Value>,
+    /// The plan's memory estimate and the changes that lower it, said when CUDA runs out of
+    /// memory; `null` on the CPU card.
+    pub oom_advice: Option<RunAdvice>,
+}
+
+fn version_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "integer", "const": RUN_VERSION})
+}
+
+/// What [`crate::estimate::oom_advice`] says, in English (the job's log is English).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RunAdvice {
+    pub card: String,
+    pub card_bytes: u64,
+    pub per_gpu_bytes: u64,
+    /// Whether the plan expected the run to fit.
+    pub fits: bool,
+    pub fixes: Vec<RunFix>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RunFix {
+    pub title: String,
+    pub patch: Vec<RunPatch>,
+    pub per_gpu_bytes: u64,
+}
+
+/// One change of a fix: a spec path (`train.micro_batch`) and its new value.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RunPatch {
+    pub path: String,
+    pub value: Value,
+}
+
+/// The optimizer as the trainer builds it without DeepSpeed (with DeepSpeed, the ds_config's,
+/// which holds the same numbers).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TrainerOptim {
+    /// `adamw` or `sgd`.
+    pub name: &'static str,
+    pub lr: f64,
+    pub betas: [f64; 2],
+    pub eps: f64,
+    pub weight_decay: f64,
+    pub momentum: f64,
+    /// The gradient norm clipped to.
+    pub grad_clip: f64,
+}
+
 /// The model a plan trains: a catalogue entry, or a custom architecture (`id` is `None`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct TrainerModel {
     pub id: Option<String>,
     pub hf_repo: Option<String>,
@@ -22,15 +95,21 @@ pub struct TrainerModel {
     pub max_seq_len: Option<u32>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct TrainerLora {
     pub r: u32,
     pub alpha: u32,
+    /// Module names, or `["all-linear"]`.
     pub targets: Vec<String>,
+    /// jobspec has no dropout key: none keeps a resumed run identical to an uninterrupted one.
+    pub dropout: f64,
 }
 
-/// Everything the trainer derives from a valid spec.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// What the trainer trains: every value of the spec it uses, with jobspec's defaults filled in,
+/// and those derived from them.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct TrainerPlan {
     pub name: String,
     pub task: &'static str,
@@ -48,13 +127,13 @@ pub struct TrainerPlan {
     /// Optimizer steps: `train.steps`, or epochs × `data.tokens` over tokens per step.
     pub max_steps: u64,
     pub lr: f64,
+    pub optim: TrainerOptim,
     pub warmup_steps: u64,
     pub schedule: &'static str,
     /// The Hugging Face Trainer's `lr_scheduler_type` for `schedule` (without DeepSpeed).
     pub hf_schedule: &'static str,
     pub precision: &'static str,
     pub grad_checkpointing: bool,
-    pub optimizer: &'static str,
     pub zero_stage: u8,
     pub offload_optimizer: &'static str,
     pub offload_params: &'static str,
@@ -65,6 +144,11 @@ pub struct TrainerPlan {
     pub save_every_minutes: u64,
     pub keep_checkpoints: u32,
     pub resume: bool,
+    /// A training loss line every this many steps (a hundred lines a run).
+    pub logging_steps: u64,
+    /// The validation loss every this many steps (five times a run), when the data has a
+    /// held-out set.
+    pub eval_steps: u64,
     pub merge_adapter: bool,
     pub report_to: Vec<&'static str>,
 }
@@ -117,12 +201,12 @@ pub fn trainer_plan(v: &ValidSpec) -> TrainerPlan {
         global_batch: v.global_batch(),
         max_steps: v.steps(),
         lr: t.lr,
+        optim: optim(v),
         warmup_steps: t.warmup,
         schedule: t.schedule.as_str(),
         hf_schedule: hf_schedule(t.schedule),
         precision: t.precision.as_str(),
         grad_checkpointing: t.grad_checkpointing != Recompute::None,
-        optimizer: t.optimizer.as_str(),
         zero_stage: p.zero_stage,
         offload_optimizer: p.offload_optimizer.as_str(),
         offload_params: p.offload_params.as_str(),
@@ -131,30 +215,100 @@ pub fn trainer_plan(v: &ValidSpec) -> TrainerPlan {
             r: v.lora_rank(),
             alpha: v.lora_alpha(),
             targets: v.lora_targets().to_vec(),
+            dropout: 0.0,
         }),
         seed: t.seed,
         save_every_steps: s.checkpoint.every_steps,
         save_every_minutes: s.checkpoint.every_minutes,
         keep_checkpoints: s.checkpoint.keep,
         resume: s.checkpoint.resume,
+        logging_steps: (v.steps() / 100).max(1),
+        eval_steps: (v.steps() / 5).max(1),
         merge_adapter: s.output.merge_adapter,
         report_to: s.output.report_to.iter().map(|r| r.as_str()).collect(),
     }
 }
 
-/// The spec as the trainer reads it (`spec.toml` next to the job): the validated spec with every
-/// default filled in.
-pub fn spec_toml(v: &ValidSpec) -> String {
-    v.spec().to_toml()
+fn optim(v: &ValidSpec) -> TrainerOptim {
+    use crate::deepspeed as ds;
+    let t = &v.spec().train;
+    let adamw = t.optimizer == Optimizer::Adamw;
+    TrainerOptim {
+        name: t.optimizer.as_str(),
+        lr: t.lr,
+        betas: ds::ADAMW_BETAS,
+        eps: ds::ADAMW_EPS,
+        weight_decay: if adamw { ds::ADAMW_WEIGHT_DECAY } else { 0.0 },
+        momentum: if adamw { 0.0 } else { ds::SGD_MOMENTUM },
+        grad_clip: ds::GRAD_CLIP,
+    }
 }
 
-/// The ds_config the trainer is given: jobspec's, or `{}` on the CPU card (no DeepSpeed).
-pub fn trainer_ds_config(v: &ValidSpec) -> Value {
-    if v.card().is_gpu {
-        crate::deepspeed::ds_config(v)
-    } else {
-        json!({})
+/// The whole run of a valid spec (of any task but tiny-train, which the runner trains itself).
+pub fn trainer_run(v: &ValidSpec) -> TrainerRun {
+    let gpu = v.card().is_gpu;
+    TrainerRun {
+        version: RUN_VERSION,
+        plan: trainer_plan(v),
+        ds_config: gpu.then(|| crate::deepspeed::ds_config(v)),
+        oom_advice: gpu.then(|| advice(v)),
     }
+}
+
+/// [`RUN_FILE`]'s text for `v`: the run as pretty JSON, with a final newline.
+pub fn run_json(v: &ValidSpec) -> String {
+    serde_json::to_string_pretty(&trainer_run(v)).unwrap_or_default() + "\n"
+}
+
+/// The JSON Schema of [`TrainerRun`] (the trainer ships it; jobspec's tests check every run
+/// against it). Every key of every object is required, `null` where it may be absent: a run
+/// leans on no reader's defaults.
+pub fn run_schema() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(TrainerRun)).unwrap_or_default();
+    require_all(&mut schema);
+    if let Some(defs) = schema.get_mut("$defs").and_then(Value::as_object_mut) {
+        defs.values_mut().for_each(require_all);
+    }
+    schema
+}
+
+fn require_all(schema: &mut Value) {
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        let keys: Vec<Value> = props.keys().map(|k| json!(k)).collect();
+        schema["required"] = Value::Array(keys);
+    }
+}
+
+fn advice(v: &ValidSpec) -> RunAdvice {
+    let a = crate::estimate::oom_advice(v);
+    RunAdvice {
+        card: a.card,
+        card_bytes: a.card_bytes,
+        per_gpu_bytes: a.per_gpu_bytes,
+        fits: a.fits,
+        fixes: a
+            .fixes
+            .into_iter()
+            .map(|f| RunFix {
+                title: f.title.en,
+                patch: f
+                    .patch
+                    .into_iter()
+                    .map(|p| RunPatch {
+                        path: p.path,
+                        value: p.value,
+                    })
+                    .collect(),
+                per_gpu_bytes: f.per_gpu_bytes,
+            })
+            .collect(),
+    }
+}
+
+/// The spec as a job's folder keeps it (`spec.toml`, for the record: the trainer reads
+/// [`RUN_FILE`]): the validated spec with every default filled in.
+pub fn spec_toml(v: &ValidSpec) -> String {
+    v.spec().to_toml()
 }
 
 /// The model catalogue as the trainer ships it, with jobspec's parameter count of each model

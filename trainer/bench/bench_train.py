@@ -2,9 +2,10 @@
 Trainer script on the same model, data and settings, measured in the same run on this machine.
 
 Both train a model built from the same numbers and seed on the same tokenized tinyshakespeare
-windows, with the same TrainingArguments; what differs is everything onramp-train adds (the spec,
-its callbacks: metrics lines, time-based checkpoints). Tokens/s is training tokens over the
-training loop's own time (the Trainer's `train_runtime`), so start-up is not counted.
+windows, with the same TrainingArguments; what differs is everything onramp-train adds (reading
+the run jobspec derived, its callbacks: metrics lines, time-based checkpoints). Tokens/s is
+training tokens over the training loop's own time (the Trainer's `train_runtime`), so start-up is
+not counted.
 """
 
 from __future__ import annotations
@@ -52,11 +53,27 @@ every_minutes = 0
 """
 
 
-def onramp(workdir: Path, spec: str, env: dict[str, str]) -> float:
-    """Runs onramp-train as a job would; returns its training tokens/s."""
+def derive(cli: Path, workdir: Path, spec: str) -> Path:
+    """The run jobspec derives from `spec` (`onramp plan --trainer-run`), written in `workdir`."""
     (workdir / "spec.toml").write_text(spec)
     out = subprocess.run(
-        [sys.executable, "-m", "onramp_train", "spec.toml"],
+        [str(cli), "plan", "--trainer-run", "spec.toml"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"onramp plan --trainer-run failed:\n{out.stderr[-3000:]}")
+    run = workdir / "onramp-run.json"
+    run.write_text(out.stdout)
+    return run
+
+
+def onramp(workdir: Path, env: dict[str, str]) -> float:
+    """Runs onramp-train as a job would; returns its training tokens/s."""
+    out = subprocess.run(
+        [sys.executable, "-m", "onramp_train", "onramp-run.json"],
         cwd=workdir,
         env=env,
         capture_output=True,
@@ -71,7 +88,7 @@ def onramp(workdir: Path, spec: str, env: dict[str, str]) -> float:
     return float(found.group(1))
 
 
-def plain(spec: str, out_dir: Path) -> float:
+def plain(run_file: Path, out_dir: Path) -> float:
     """The same run written as a plain Trainer script; returns its training tokens/s."""
     import torch
     from transformers import DataCollatorForSeq2Seq, Trainer
@@ -79,14 +96,15 @@ def plain(spec: str, out_dir: Path) -> float:
     from onramp_train import data, models, train
     from onramp_train import spec as spec_mod
 
-    plan, _ = spec_mod.parse(spec)
+    plan = spec_mod.load(run_file).plan
     source = models.resolve(plan)
     tok = models.tokenizer(plan, source)
     examples = data.load(plan.dataset, tok, plan.seq_len, plan.task)
     train_set, eval_set = train._split(examples.items, plan.seed)
     model = models.build(plan, source, torch.float32)
-    args = train.training_arguments(plan, {}, out_dir, False, eval_set is not None)
+    extra, args = train.training_arguments(plan, {}, out_dir, False, eval_set is not None)
     trainer = Trainer(
+        **extra,
         model=model,
         args=args,
         train_dataset=train_set,
@@ -102,6 +120,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--shared", type=Path, required=True)
     p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--onramp", type=Path, required=True, help="the onramp CLI, which derives runs")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-train-") as d:
         root = Path(d)
@@ -111,8 +130,9 @@ def main() -> int:
         env = dict(os.environ)
         spec = SPEC.format(dataset=args.shared / "data" / "tinyshakespeare.txt", steps=args.steps)
         (root / "onramp").mkdir()
-        ours = onramp(root / "onramp", spec, env)
-        theirs = plain(spec, root / "plain")
+        run_file = derive(args.onramp, root / "onramp", spec)
+        ours = onramp(root / "onramp", env)
+        theirs = plain(run_file, root / "plain")
     print(f"plain HF Trainer: {theirs:9.0f} tokens/s (reference)")
     print(f"onramp-train:     {ours:9.0f} tokens/s = {ours / theirs:.3f} × plain")
     return 0

@@ -1,5 +1,6 @@
-"""Shared helpers: the reference data, a model folder made on the spot, and running the trainer
-as a job would (a process group of its own, killed whatever happens)."""
+"""Shared helpers: the reference data, a model folder made on the spot, the run jobspec derives
+from a spec (through the `onramp` CLI, as a launch does), and running the trainer as a job would
+(a process group of its own, killed whatever happens)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,42 @@ def shared_dir() -> Path:
     if os.environ.get("ONRAMP_SHARED"):
         return Path(os.environ["ONRAMP_SHARED"])
     return TESTS.parent.parent.parent / "shared"
+
+
+def onramp_cli() -> Path:
+    """`ONRAMP_CLI` (cargo xtask test sets it), else the debug build in the target folder."""
+    if os.environ.get("ONRAMP_CLI"):
+        return Path(os.environ["ONRAMP_CLI"])
+    target = Path(os.environ.get("CARGO_TARGET_DIR", TESTS.parent.parent / "target"))
+    cli = target / "debug" / "onramp"
+    if not cli.is_file():
+        pytest.fail(f"{cli} is missing: `cargo build -p onramp-cli` builds it (or set ONRAMP_CLI)")
+    return cli
+
+
+def derive(spec_text: str, workdir: Path) -> Path:
+    """Writes `spec.toml` and the run jobspec derives from it (`onramp plan --trainer-run`) into
+    `workdir`; returns the run's path."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "spec.toml").write_text(spec_text)
+    out = subprocess.run(
+        [str(onramp_cli()), "plan", "--trainer-run", "spec.toml"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, f"onramp plan --trainer-run refused the spec:\n{out.stderr}"
+    run = workdir / "onramp-run.json"
+    run.write_text(out.stdout)
+    return run
+
+
+def run_of(spec_text: str, tmp_path: Path):
+    """The run of `spec_text`, as the trainer reads it."""
+    from onramp_train import spec
+
+    return spec.load(derive(spec_text, tmp_path))
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +107,7 @@ def metrics_of(stdout: str) -> list[dict]:
 
 def command(nproc: int) -> list[str]:
     if nproc == 1:
-        return [sys.executable, "-m", "onramp_train", "spec.toml"]
+        return [sys.executable, "-m", "onramp_train", "onramp-run.json"]
     return [
         sys.executable,
         "-m",
@@ -81,7 +118,7 @@ def command(nproc: int) -> list[str]:
         str(29500 + os.getpid() % 1000),
         "-m",
         "onramp_train",
-        "spec.toml",
+        "onramp-run.json",
     ]
 
 
@@ -98,8 +135,7 @@ def environment(models: Path | None, extra: dict[str, str] | None = None) -> dic
 
 
 def start(workdir: Path, spec_text: str, nproc: int, env: dict[str, str], args=()):
-    workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "spec.toml").write_text(spec_text)
+    derive(spec_text, workdir)
     return subprocess.Popen(
         command(nproc) + list(args),
         cwd=workdir,

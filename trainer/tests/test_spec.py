@@ -1,8 +1,11 @@
-"""The trainer derives every value exactly as jobspec does (jobspec exports its side into
-fixtures/derived.json and catalog.json; `UPDATE_EXPECT=1 cargo test -p jobspec --test
-trainer_export` refreshes them)."""
+"""The trainer reads jobspec's runs and nothing else: every run of jobspec's corpus
+(`fixtures/runs.jsonl`, written by `UPDATE_EXPECT=1 cargo test -p jobspec --test trainer_export`,
+which checks each against the schema) loads and reads back unchanged, the loader's dataclasses
+have exactly the schema's keys, and anything else is refused naming where."""
 
 import json
+import typing
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 import pytest
@@ -10,20 +13,70 @@ import pytest
 from onramp_train import spec
 from onramp_train.errors import SpecError
 
-CASES = json.loads((Path(__file__).parent / "fixtures" / "derived.json").read_text())
+CASES = [
+    json.loads(line)
+    for line in (Path(__file__).parent / "fixtures" / "runs.jsonl").read_text().splitlines()
+]
 
 
-def test_the_fixture_covers_every_task():
-    assert {c["plan"]["task"] for c in CASES} == {"pretrain", "sft", "lora", "qlora"}
+def test_the_corpus_covers_every_task_and_both_kinds_of_card():
+    assert {c["run"]["plan"]["task"] for c in CASES} == {"pretrain", "sft", "lora", "qlora"}
+    assert {c["run"]["plan"]["is_gpu"] for c in CASES} == {True, False}
     assert len(CASES) >= 40
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["source"] for c in CASES])
-def test_plan_and_ds_config_agree_with_jobspec(case):
-    for text in (case["toml"], case["written"]):
-        plan, ds = spec.parse(text)
-        assert plan.export() == case["plan"]
-        assert ds == case["ds_config"]
+def test_every_run_of_jobspec_loads_and_reads_back_unchanged(case):
+    run = spec.parse(json.dumps(case["run"]), case["source"])
+    assert run.export() == case["run"]
+
+
+def _dataclasses(tp, seen):
+    """Every dataclass reachable from `tp`'s fields."""
+    for arg in typing.get_args(tp) or ([tp] if is_dataclass(tp) else []):
+        if is_dataclass(arg) and arg not in seen:
+            seen.add(arg)
+            for hint in typing.get_type_hints(arg).values():
+                _dataclasses(hint, seen)
+        else:
+            _dataclasses(arg, seen)
+    return seen
+
+
+def test_the_loaders_shapes_are_the_schemas():
+    schema = spec.schema()
+    defs = schema["$defs"]
+    assert schema["title"] == "TrainerRun"
+    for cls in _dataclasses(spec.TrainerRun, set()):
+        shape = schema if cls is spec.TrainerRun else defs[cls.__name__]
+        names = [f.name for f in fields(cls)]
+        assert sorted(names) == sorted(shape["properties"]), cls.__name__
+        assert sorted(shape["required"]) == sorted(names), f"{cls.__name__}: no defaults"
+        assert shape["additionalProperties"] is False, cls.__name__
+    assert schema["properties"]["version"]["const"] == spec.RUN_VERSION
+
+
+def test_what_is_not_a_run_is_refused_with_where():
+    good = CASES[0]["run"]
+
+    def refused(change, said):
+        run = json.loads(json.dumps(good))
+        change(run)
+        with pytest.raises(SpecError, match=said):
+            spec.parse(json.dumps(run))
+
+    refused(lambda r: r.update(version=2), "version 2, and this trainer reads version 1")
+    refused(lambda r: r.update(version=True), "version true")
+    refused(lambda r: r["plan"]["model"].update(rope=1), r"plan\.model has keys .*: rope")
+    refused(lambda r: r["plan"]["optim"].pop("eps"), r"plan\.optim lacks eps")
+    refused(lambda r: r["plan"].update(seq_len=-1), r"plan\.seq_len must be a whole number")
+    refused(lambda r: r["plan"].update(resume="yes"), r"plan\.resume must be true or false")
+    refused(lambda r: r["plan"].update(report_to="tensorboard"), r"plan\.report_to must be a list")
+    refused(lambda r: r["plan"].update(task="tiny-train"), "tiny-train")
+    with pytest.raises(SpecError, match="not JSON"):
+        spec.parse("{")
+    with pytest.raises(SpecError, match="looks like a spec.*--trainer-run"):
+        spec.parse('name = "x"\ntask = "sft"\n')
 
 
 def test_a_model_built_from_the_catalogue_has_jobspecs_parameter_count():
@@ -46,8 +99,8 @@ def test_a_custom_architecture_too():
 
     from onramp_train.models import hf_config
 
-    case = next(c for c in CASES if c["plan"]["model"]["id"] is None)
-    plan, _ = spec.parse(case["toml"])
+    case = next(c for c in CASES if c["run"]["plan"]["model"]["id"] is None)
+    plan = spec.parse(json.dumps(case["run"])).plan
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(hf_config(plan.model.arch, 128))
     a = plan.model.arch
@@ -57,16 +110,6 @@ def test_a_custom_architecture_too():
     emb = a.vocab * a.hidden
     expected = emb * (1 if a.tied_embeddings else 2) + a.layers * per_layer + a.hidden
     assert sum(p.numel() for p in model.parameters()) == expected
-
-
-def test_a_broken_spec_is_refused_with_its_reason():
-    with pytest.raises(SpecError, match="not valid TOML"):
-        spec.parse("name = ")
-    with pytest.raises(SpecError, match="tiny-train"):
-        spec.parse(
-            'name = "t"\ntask = "tiny-train"\nmodel = "stories260K"\n[data]\ndataset = "x"\n'
-            'seq_len = 8\n[resources]\ncard = "cpu"\n'
-        )
 
 
 def test_a_tracker_the_environment_lacks_is_refused_before_any_work(monkeypatch):
@@ -81,10 +124,8 @@ def test_a_tracker_the_environment_lacks_is_refused_before_any_work(monkeypatch)
         train.missing_trackers(["tensorboard", "wandb"])
     assert "tensorboard" not in str(e.value)
     # preflight refuses it too: the job ends before a model or a dataset is loaded.
-    plan, ds = spec.parse(
-        'name = "t"\ntask = "lora"\n[model]\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 2\n'
-        'ffn = 172\nvocab = 512\n[data]\ndataset = "x"\nseq_len = 64\n[train]\nsteps = 2\n'
-        '[resources]\ncard = "cpu"\n[output]\nreport_to = ["wandb"]\n'
-    )
+    case = next(c for c in CASES if not c["run"]["plan"]["is_gpu"])
+    run = json.loads(json.dumps(case["run"]))
+    run["plan"].update(report_to=["wandb"], task="lora")
     with pytest.raises(SpecError, match="output.report_to asks for wandb"):
-        train.preflight(plan, None, ds)
+        train.preflight(spec.parse(json.dumps(run)).plan)

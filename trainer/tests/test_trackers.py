@@ -22,7 +22,7 @@ def test_the_trackers_of_report_to_record_the_runs_losses(tmp_path, models_dir):
             'model = "stories260K"',
             DATA / "alpaca.jsonl",
             STEPS,
-            train="[lora]\nr = 8\nalpha = 16\n",
+            train="lora_rank = 8\nlora_alpha = 16\n",
             tail='[output]\nreport_to = ["tensorboard", "wandb", "mlflow"]\n',
         ),
         models=models_dir,

@@ -4,12 +4,23 @@ LoRA, pretraining a custom architecture, optimizer offload, and resume after a k
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from conftest import DATA, environment, metrics_of, run_trainer, shared_dir, start, stop
+from conftest import (
+    DATA,
+    derive,
+    environment,
+    metrics_of,
+    run_trainer,
+    shared_dir,
+    start,
+    stop,
+)
 
 SCHEMA = {"step", "loss", "lr", "tokens_per_s", "elapsed_s", "grad_norm", "epoch"}
 
@@ -113,7 +124,9 @@ def test_full_sft_with_zero2_on_two_ranks(tmp_path, models_dir):
     assert "(folder:" in run.stderr, "the catalogue model came from ONRAMP_MODELS"
     final = tmp_path / "out" / "final"
     assert len(generates(final)) == 6
-    plan = json.loads((final / "onramp-plan.json").read_text())
+    kept = json.loads((final / "onramp-run.json").read_text())
+    assert kept == json.loads((tmp_path / "onramp-run.json").read_text()), "the run it was given"
+    plan = kept["plan"]
     assert (plan["zero_stage"], plan["world_size"], plan["global_batch"]) == (2, 2, 8)
 
 
@@ -267,7 +280,8 @@ def test_a_missing_model_names_where_it_looked(tmp_path):
     empty.mkdir()
     run = run_trainer(
         tmp_path,
-        spec_text("lora", 'model = "qwen2.5-7b"', DATA / "alpaca.jsonl", 2),
+        # On an A100 it fits (jobspec derives no run for a spec that does not); run on the CPU.
+        spec_text("lora", 'model = "qwen2.5-7b"', DATA / "alpaca.jsonl", 2, card="a100-80g"),
         models=empty,
     )
     assert run.rc == 3
@@ -299,15 +313,77 @@ def test_a_launch_that_does_not_match_the_spec_is_refused(tmp_path, models_dir):
     assert run.rc == 2
     assert "plans 2 card(s) but 1 process(es)" in run.stderr
 
-    (tmp_path / "ds").mkdir()
-    (tmp_path / "ds" / "ds_config.json").write_text(json.dumps({"train_batch_size": 3}))
-    run = run_trainer(
-        tmp_path / "ds", text, nproc=2, models=models_dir, args=["--deepspeed", "ds_config.json"]
+
+def test_the_trainer_does_what_the_run_says_not_what_it_would_derive(tmp_path, models_dir):
+    """The run's numbers are the ones trained: a run whose steps, logging cadence and learning
+    rate were changed after jobspec wrote it trains with the changed ones (the trainer derives
+    nothing from the spec beside it, which still says 8 steps)."""
+    text = spec_text("sft", 'model = "stories260K"', DATA / "alpaca.jsonl", 8)
+    run_file = derive(text, tmp_path)
+    run = json.loads(run_file.read_text())
+    assert run["plan"]["max_steps"] == 8
+    run["plan"].update(max_steps=5, logging_steps=1, lr=0.0, save_every_steps=100)
+    run["plan"]["optim"]["lr"] = 0.0
+    run_file.write_text(json.dumps(run))
+    env = environment(models_dir)
+    proc = subprocess.run(
+        [sys.executable, "-m", "onramp_train", "onramp-run.json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
-    # torchrun exits 1 whatever its ranks' statuses were; the log says which kind of failure.
-    assert run.rc != 0
-    assert "[spec]" in run.stderr
-    assert "not the one jobspec generates" in run.stderr
+    assert proc.returncode == 0, proc.stderr
+    losses = {m["step"]: m["loss"] for m in metrics_of(proc.stdout)}
+    assert sorted(losses) == [1, 2, 3, 4, 5], losses
+    kept = json.loads((tmp_path / "out" / "final" / "onramp-run.json").read_text())
+    assert kept["plan"]["max_steps"] == 5
+
+
+def test_a_run_of_another_shape_is_refused_before_any_work(tmp_path):
+    """A hand-edited or stale run: another version, a key the trainer does not know, one it
+    lacks, a value of the wrong type. Each ends with exit status 2 and says where."""
+    text = spec_text("sft", 'model = "stories260K"', DATA / "alpaca.jsonl", 2)
+    good = json.loads(derive(text, tmp_path / "good").read_text())
+    cases = {
+        "version": (lambda r: r.update(version=2), "version 2"),
+        "unknown": (lambda r: r["plan"].update(epochs=3), "plan has keys this trainer does not"),
+        "missing": (lambda r: r["plan"].pop("max_steps"), "plan lacks max_steps"),
+        "type": (lambda r: r["plan"].update(micro_batch="4"), "plan.micro_batch must be a whole"),
+    }
+    for name, (change, said) in cases.items():
+        run = json.loads(json.dumps(good))
+        change(run)
+        work = tmp_path / name
+        work.mkdir()
+        (work / "onramp-run.json").write_text(json.dumps(run))
+        proc = subprocess.run(
+            [sys.executable, "-m", "onramp_train"],
+            cwd=work,
+            env=environment(None),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 2, (name, proc.stderr)
+        assert "[spec]" in proc.stderr and said in proc.stderr, (name, proc.stderr)
+        assert not (work / "out").exists(), name
+    # A spec given where the run belongs says how to make the run.
+    (tmp_path / "spec.toml").write_text(text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "onramp_train", "spec.toml"],
+        cwd=tmp_path,
+        env=environment(None),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "onramp plan --trainer-run" in proc.stderr
 
 
 def test_metrics_reach_the_report_url_the_runner_gives(tmp_path, models_dir):

@@ -60,11 +60,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
 fn train() -> Result<(), String> {
     println!("\n== train: onramp-train vs a plain Hugging Face Trainer script (CPU, same run) ==");
     let env = crate::trainer_env::ensure()?;
+    // The CLI derives the run the trainer reads (`onramp plan --trainer-run`).
+    crate::build::runner()?;
     let status = env
         .python()
         .arg(crate::cmd::repo_root().join("trainer/bench/bench_train.py"))
         .arg("--shared")
         .arg(shared_dir())
+        .arg("--onramp")
+        .arg(target_dir().join("debug/onramp"))
         .status()
         .map_err(|e| format!("cannot run the trainer bench: {e}"))?;
     if !status.success() {

@@ -1,6 +1,6 @@
 //! `cargo xtask gpu-check [--card <id>] [--steps N]`: for a machine with an NVIDIA GPU (it cannot
 //! run in CI). It trains a ~0.5B random Llama with onramp-train, as jobspec launches it
-//! (`torchrun … -m onramp_train spec.toml --deepspeed ds_config.json`), twice on one GPU — full
+//! (`torchrun … -m onramp_train onramp-run.json`, the run jobspec derives), twice on one GPU — full
 //! fine-tuning with ZeRO-2 and LoRA — and prints the measured peak GPU memory and tokens/s next to
 //! jobspec's estimates for the same spec, as ratios, in a block to paste into a note. About five
 //! minutes on an H100-class card; every run has a time limit.
@@ -194,9 +194,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         std::fs::write(dir.join("spec.toml"), jobspec::trainer::spec_toml(&v))
             .map_err(|e| e.to_string())?;
-        let ds = serde_json::to_string_pretty(&jobspec::deepspeed::ds_config(&v))
-            .map_err(|e| e.to_string())?;
-        std::fs::write(dir.join("ds_config.json"), ds).map_err(|e| e.to_string())?;
+        std::fs::write(
+            dir.join(jobspec::trainer::RUN_FILE),
+            jobspec::trainer::run_json(&v),
+        )
+        .map_err(|e| e.to_string())?;
         let command = jobspec::launch::torchrun_command(&v);
         println!("gpu-check: {} — {command}", case.name);
         let lines = run_case(&python, &dir, &work, &tokenizer, &command)?;

@@ -189,6 +189,8 @@ fn trainer_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
                 "no:cacheprovider",
                 "trainer/tests",
             ])
+            // The tests derive each run with the CLI, as a launch does (built above).
+            .env("ONRAMP_CLI", crate::cmd::target_dir().join("debug/onramp"))
             .current_dir(repo_root()),
     )
 }

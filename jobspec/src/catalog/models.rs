@@ -4,7 +4,8 @@
 use serde::Serialize;
 
 /// The numbers of a llama-family decoder that the estimators need.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[schemars(deny_unknown_fields)]
 pub struct Arch {
     pub layers: u32,
     pub hidden: u32,

@@ -284,7 +284,7 @@ pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
 }
 
 /// What the trainer says when a GPU runs out of memory: the plan's estimate for this spec and
-/// the changes that lower it. The job carries it as `onramp-plan.json` next to its spec.
+/// the changes that lower it. The job carries it in its trainer run (`crate::trainer::RUN_FILE`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OomAdvice {
     pub card: String,

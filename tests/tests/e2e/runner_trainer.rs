@@ -20,7 +20,7 @@ fn a_lora_job_trains_with_onramp_train_and_leaves_its_adapter() {
     let (valid, diags) = jobspec::validate_toml(&spec());
     let valid = valid.unwrap_or_else(|| panic!("{diags:?}"));
     let command = jobspec::launch::torchrun_command(&valid);
-    assert_eq!(command, "python -m onramp_train spec.toml");
+    assert_eq!(command, "python -m onramp_train onramp-run.json");
 
     let r = TestRunner::start("runner-trainer").unwrap();
     let sink = ReportSink::start().unwrap();

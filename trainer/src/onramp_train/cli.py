@@ -1,4 +1,7 @@
-"""`onramp-train SPEC [--deepspeed ds_config.json] [--output-dir DIR]`.
+"""`onramp-train [RUN] [--output-dir DIR]`: trains the run jobspec derived from a spec.
+
+Every launch writes the run next to the job as `onramp-run.json`; by hand,
+`onramp plan --trainer-run spec.toml > onramp-run.json` writes it.
 
 Exit status: 0 done, 2 bad spec or launch, 3 model not found, 4 bad or missing data, 5 CUDA out
 of memory, 6 ranks lost each other (NCCL, timeouts), 7 wrong device, 1 anything else. The last
@@ -14,19 +17,25 @@ import sys
 from pathlib import Path
 
 from . import spec
-from .errors import SpecError, TrainError
+from .errors import TrainError
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="onramp-train",
-        description="Train what an Onramp job spec describes (Transformers + PEFT + DeepSpeed).",
+        description=(
+            "Train what an Onramp job spec describes (Transformers + PEFT + DeepSpeed), from the "
+            "run jobspec derived from it. Every launch writes that run next to the job; to run a "
+            "spec by hand: `onramp plan --trainer-run spec.toml > onramp-run.json`, then "
+            "`onramp-train onramp-run.json`."
+        ),
     )
-    p.add_argument("spec", type=Path, help="the job spec (TOML), as validated by jobspec")
     p.add_argument(
-        "--deepspeed",
+        "run",
         type=Path,
-        help="the ds_config.json jobspec generated for this spec (checked against the spec)",
+        nargs="?",
+        default=Path(spec.RUN_FILE),
+        help=f"the run (JSON, with its ds_config) jobspec wrote (default: ./{spec.RUN_FILE})",
     )
     p.add_argument(
         "--output-dir",
@@ -37,9 +46,9 @@ def parser() -> argparse.ArgumentParser:
     # The DeepSpeed launcher passes each rank its local rank; torchrun sets LOCAL_RANK instead.
     p.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)
     p.add_argument(
-        "--print-plan",
+        "--check",
         action="store_true",
-        help="print what the spec asks (as JSON, with the ds_config) and exit",
+        help="read and check the run, print it back as JSON, and exit",
     )
     return p
 
@@ -48,28 +57,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     _prepare_environment()
     try:
-        plan, derived_ds = spec.load(args.spec)
-        if args.print_plan:
-            print(json.dumps({"plan": plan.export(), "ds_config": derived_ds}, indent=2))
+        run = spec.load(args.run)
+        if args.check:
+            print(json.dumps(run.export(), indent=2))
             return 0
-        ds_file = _read_ds(args.deepspeed) if args.deepspeed else None
         from . import train
 
-        train.preflight(plan, ds_file, derived_ds)
-        train.run(plan, derived_ds, args.output_dir)
+        train.preflight(run.plan)
+        train.run(run, args.output_dir)
         return 0
     except TrainError as e:
         rank = os.environ.get("RANK")
         where = f" (rank {rank})" if rank not in (None, "0") else ""
         print(f"onramp-train: error{where}: [{e.kind}] {e}", file=sys.stderr, flush=True)
         return e.exit_code
-
-
-def _read_ds(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise SpecError(f"cannot read the DeepSpeed config {path}: {e}") from e
 
 
 def _prepare_environment() -> None:

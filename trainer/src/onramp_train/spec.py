@@ -1,32 +1,42 @@
-"""The job spec as jobspec reads it, and everything the trainer derives from it.
+"""The run the trainer trains: jobspec's `onramp-run.json`, read strictly.
 
-The spec arrives validated (the edge and the Plan page ran jobspec on it); this module fills in
-jobspec's defaults and derives the run the same way jobspec does: the batch identity, the number
-of optimizer steps, precision, ZeRO, LoRA and the ds_config. `trainer/tests/test_spec.py`
-compares every derived value with jobspec's own export (`trainer/tests/fixtures/derived.json`,
-written by jobspec's tests), so a disagreement fails a test instead of a job.
+jobspec derives every value of a run from the spec (the batch identity, the steps, the
+optimizer's numbers, precision, ZeRO and the ds_config, LoRA, checkpoints, the memory advice) and
+writes it next to the job; `onramp plan --trainer-run SPEC > onramp-run.json` writes it by hand.
+This module only reads it: a run of another version, with a key it does not know, without one
+it needs, or with a value of the wrong type is refused, naming where. It derives nothing and has
+no defaults (the shape is jobspec's `trainer::TrainerRun`, whose JSON Schema ships beside this
+file as `run.schema.json`).
 """
 
 from __future__ import annotations
 
 import json
-import tomllib
-from dataclasses import asdict, dataclass, field
+import types
+import typing
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .errors import SpecError
 
-HF_SCHEDULE = {"cosine": "cosine", "linear": "linear", "constant": "constant_with_warmup"}
-DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
-REPORT_TO = ("tensorboard", "wandb", "mlflow")
+#: The one shape of `onramp-run.json` this trainer reads (jobspec's `trainer::RUN_VERSION`).
+RUN_VERSION = 1
+
+#: The file name every launch gives the run.
+RUN_FILE = "onramp-run.json"
 
 
 def catalog() -> dict[str, Any]:
     """jobspec's model catalogue, exported by its tests into the package."""
     text = resources.files("onramp_train").joinpath("catalog.json").read_text()
     return {m["id"]: m for m in json.loads(text)["models"]}
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of a run, exported by jobspec's tests into the package."""
+    return json.loads(resources.files("onramp_train").joinpath("run.schema.json").read_text())
 
 
 @dataclass(frozen=True)
@@ -37,12 +47,12 @@ class Arch:
     kv_heads: int
     ffn: int
     vocab: int
-    tied_embeddings: bool = False
-    qkv_bias: bool = False
+    tied_embeddings: bool
+    qkv_bias: bool
 
 
 @dataclass(frozen=True)
-class ModelChoice:
+class TrainerModel:
     """A catalogue model (`id`, `hf_repo`) or a custom architecture (`id` is None)."""
 
     id: str | None
@@ -53,19 +63,29 @@ class ModelChoice:
 
 
 @dataclass(frozen=True)
-class Lora:
+class TrainerLora:
     r: int
     alpha: int
     targets: list[str]
+    dropout: float
 
 
 @dataclass(frozen=True)
-class Plan:
-    """What one spec asks of the trainer, derived as jobspec derives it."""
+class TrainerOptim:
+    name: str
+    lr: float
+    betas: list[float]
+    eps: float
+    weight_decay: float
+    momentum: float
+    grad_clip: float
 
+
+@dataclass(frozen=True)
+class TrainerPlan:
     name: str
     task: str
-    model: ModelChoice
+    model: TrainerModel
     dataset: str
     seq_len: int
     data_tokens: int | None
@@ -78,277 +98,153 @@ class Plan:
     global_batch: int
     max_steps: int
     lr: float
+    optim: TrainerOptim
     warmup_steps: int
     schedule: str
     hf_schedule: str
     precision: str
     grad_checkpointing: bool
-    optimizer: str
     zero_stage: int
     offload_optimizer: str
     offload_params: str
     sp: int
-    lora: Lora | None
+    lora: TrainerLora | None
     seed: int
     save_every_steps: int
     save_every_minutes: int
     keep_checkpoints: int
     resume: bool
+    logging_steps: int
+    eval_steps: int
     merge_adapter: bool
-    report_to: list[str] = field(default_factory=list)
+    report_to: list[str]
+
+
+@dataclass(frozen=True)
+class RunPatch:
+    path: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class RunFix:
+    title: str
+    patch: list[RunPatch]
+    per_gpu_bytes: int
+
+
+@dataclass(frozen=True)
+class RunAdvice:
+    card: str
+    card_bytes: int
+    per_gpu_bytes: int
+    fits: bool
+    fixes: list[RunFix]
+
+
+@dataclass(frozen=True)
+class TrainerRun:
+    version: int
+    plan: TrainerPlan
+    ds_config: dict[str, Any] | None
+    oom_advice: RunAdvice | None
 
     def export(self) -> dict[str, Any]:
-        """The same shape as jobspec's `trainer::TrainerPlan` JSON."""
-        d = asdict(self)
-        d["model"]["arch"] = asdict(self.model.arch)
-        return d
+        """The run as the JSON it was read from."""
+        return asdict(self)
 
 
-def load(path: Path) -> tuple[Plan, dict[str, Any]]:
-    """Reads a spec file; returns the plan and the ds_config jobspec generates for it."""
+# The name the rest of the trainer uses for what a run trains.
+Plan = TrainerPlan
+
+HOW_TO_MAKE_ONE = "write one with `onramp plan --trainer-run SPEC > onramp-run.json`"
+
+
+def load(path: Path) -> TrainerRun:
+    """Reads and checks a run file."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
-        raise SpecError(f"cannot read the spec {path}: {e}") from e
+        raise SpecError(f"cannot read the run {path}: {e}; {HOW_TO_MAKE_ONE}") from e
     return parse(text, str(path))
 
 
-def parse(text: str, where: str = "spec") -> tuple[Plan, dict[str, Any]]:
+def parse(text: str, where: str = "the run") -> TrainerRun:
     try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise SpecError(f"{where} is not valid TOML: {e}") from e
-    plan = derive(doc)
-    return plan, ds_config(plan)
+        doc = json.loads(text)
+    except ValueError as e:
+        hint = ""
+        if text.lstrip().startswith(("name", "task", "[", "#")):
+            hint = (
+                " (it looks like a spec: the trainer reads the run jobspec derives from one; "
+                f"{HOW_TO_MAKE_ONE})"
+            )
+        raise SpecError(f"{where} is not JSON: {e}{hint}") from e
+    if not isinstance(doc, dict):
+        raise SpecError(f"{where} is not a JSON object; {HOW_TO_MAKE_ONE}")
+    version = doc.get("version")
+    if version != RUN_VERSION or isinstance(version, bool):
+        raise SpecError(
+            f"{where} has version {json.dumps(version)}, and this trainer reads version "
+            f"{RUN_VERSION} only: install the onramp-train that matches the jobspec that wrote it"
+        )
+    run = _read(TrainerRun, doc, "")
+    if run.plan.task == "tiny-train":
+        raise SpecError('task = "tiny-train" runs `onramp-runner tiny-train`, not onramp-train')
+    return run
 
 
-def _table(doc: dict[str, Any], key: str) -> dict[str, Any]:
-    value = doc.get(key, {})
-    if not isinstance(value, dict):
-        raise SpecError(f"`{key}` must be a table")
+def _read(tp: Any, value: Any, at: str) -> Any:
+    """`value` as type `tp`, or a SpecError naming the key path `at`."""
+    where = at or "the run"
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        (inner,) = [o for o in options if o is not type(None)]
+        return _read(inner, value, at)
+    if is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise SpecError(f"{where} must be an object, not {_kind(value)}")
+        hints = typing.get_type_hints(tp)
+        names = [f.name for f in fields(tp)]
+        unknown = sorted(set(value) - set(names))
+        if unknown:
+            raise SpecError(f"{where} has keys this trainer does not know: {', '.join(unknown)}")
+        missing = [n for n in names if n not in value]
+        if missing:
+            raise SpecError(f"{where} lacks {', '.join(missing)}")
+        return tp(**{n: _read(hints[n], value[n], f"{at}.{n}" if at else n) for n in names})
+    if origin is list:
+        (inner,) = typing.get_args(tp)
+        if not isinstance(value, list):
+            raise SpecError(f"{where} must be a list, not {_kind(value)}")
+        return [_read(inner, v, f"{at}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise SpecError(f"{where} must be an object, not {_kind(value)}")
+        return value
+    if tp is bool:
+        ok = isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    elif tp is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif tp is str:
+        ok = isinstance(value, str)
+    else:  # pragma: no cover - a field type this reader does not know is a bug here
+        raise TypeError(f"no reader for {tp}")
+    if not ok:
+        want = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+        raise SpecError(f"{where} must be {want[tp]}, not {_kind(value)} {json.dumps(value)}")
     return value
 
 
-def _model(value: Any) -> ModelChoice:
-    if isinstance(value, dict) and "id" in value:
-        value = value["id"]
-    if isinstance(value, str):
-        m = catalog().get(value)
-        if m is None:
-            raise SpecError(f"unknown model `{value}` (not in jobspec's catalogue)")
-        return ModelChoice(
-            id=m["id"],
-            hf_repo=m["hf_repo"],
-            name=m["display"],
-            arch=Arch(**m["arch"]),
-            max_seq_len=m["max_seq_len"],
-        )
-    if not isinstance(value, dict):
-        raise SpecError("`model` must be a catalogue id or a [model] table")
-    try:
-        arch = Arch(
-            layers=int(value["layers"]),
-            hidden=int(value["hidden"]),
-            heads=int(value["heads"]),
-            kv_heads=int(value["kv_heads"]),
-            ffn=int(value["ffn"]),
-            vocab=int(value["vocab"]),
-            tied_embeddings=bool(value.get("tied_embeddings", False)),
-            qkv_bias=bool(value.get("qkv_bias", False)),
-        )
-    except KeyError as e:
-        raise SpecError(f"[model] is missing `{e.args[0]}`") from e
-    return ModelChoice(
-        id=None, hf_repo=None, name=value.get("name") or "custom", arch=arch, max_seq_len=None
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), "null" if value is None else "a number"
     )
-
-
-def _recompute(value: Any) -> str:
-    if value is True:
-        return "full"
-    if value is False or value is None:
-        return "none"
-    if value in ("none", "selective", "full"):
-        return value
-    raise SpecError(f"`train.grad_checkpointing` = {value!r} is not true, false or a mode")
-
-
-def derive(doc: dict[str, Any]) -> Plan:
-    """jobspec's reader defaults and `ValidSpec`'s derivations, in the same order."""
-    for key in ("name", "task", "model", "data", "resources"):
-        if key not in doc:
-            raise SpecError(f"the spec has no `{key}`")
-    task = doc["task"]
-    if task == "tiny-train":
-        raise SpecError('task = "tiny-train" runs `onramp-runner tiny-train`, not onramp-train')
-    data = _table(doc, "data")
-    train = _table(doc, "train")
-    par = _table(doc, "parallel")
-    res = _table(doc, "resources")
-    ckpt = _table(doc, "checkpoint")
-    out = _table(doc, "output")
-    model = _model(doc["model"])
-
-    card = res["card"]
-    is_gpu = card != "cpu"
-    cards_per_node = int(res.get("cards_per_node", 1))
-    nodes = int(res.get("nodes", 1))
-    world = cards_per_node * nodes
-    tp, pp, sp = (int(par.get(k, 1)) for k in ("tp", "pp", "sp"))
-    model_par = tp * pp * sp
-    dp = world // model_par if model_par > 0 and world % model_par == 0 else 0
-    micro = int(train.get("micro_batch", 1))
-    accum = int(train.get("grad_accum", 1))
-    global_batch = micro * accum * dp
-    seq_len = int(data["seq_len"])
-    tokens_per_step = global_batch * seq_len
-
-    epochs = train.get("epochs")
-    steps = train.get("steps")
-    data_tokens = data.get("tokens")
-    if steps is not None and epochs is not None:
-        raise SpecError("give `train.epochs` or `train.steps`, not both")
-    if steps is not None:
-        max_steps = int(steps)
-    else:
-        if data_tokens is None:
-            raise SpecError("training by epochs needs `data.tokens`; or give `train.steps`")
-        # jobspec: `(tokens as f64 * epochs).min(1e18) as u64`, then a ceiling division.
-        total = int(min(float(data_tokens) * float(epochs if epochs is not None else 1.0), 1e18))
-        max_steps = 0 if tokens_per_step == 0 else -(-total // tokens_per_step)
-
-    precision = train.get("precision", "bf16" if is_gpu else "fp32")
-    schedule = train.get("schedule", "cosine")
-    lora = None
-    if task in ("lora", "qlora"):
-        r = int(train.get("lora_rank", 16))
-        lora = Lora(
-            r=r,
-            alpha=int(train.get("lora_alpha", r * 2)),
-            targets=list(train.get("lora_targets", DEFAULT_LORA_TARGETS)),
-        )
-    report_to = list(out.get("report_to", []))
-    for r in report_to:
-        if r not in REPORT_TO:
-            raise SpecError(f"`output.report_to` has {r!r}; known: {', '.join(REPORT_TO)}")
-
-    return Plan(
-        name=doc["name"],
-        task=task,
-        model=model,
-        dataset=data["dataset"],
-        seq_len=seq_len,
-        data_tokens=data_tokens,
-        card=card,
-        is_gpu=is_gpu,
-        world_size=world,
-        dp=dp,
-        micro_batch=micro,
-        grad_accum=accum,
-        global_batch=global_batch,
-        max_steps=max_steps,
-        lr=float(train.get("lr", 2e-5)),
-        warmup_steps=int(train.get("warmup", 0)),
-        schedule=schedule,
-        hf_schedule=HF_SCHEDULE[schedule],
-        precision=precision,
-        grad_checkpointing=_recompute(train.get("grad_checkpointing", False)) != "none",
-        optimizer=train.get("optimizer", "adamw"),
-        zero_stage=int(par.get("zero_stage", 0)),
-        offload_optimizer=par.get("offload_optimizer", "none"),
-        offload_params=par.get("offload_params", "none"),
-        sp=sp,
-        lora=lora,
-        seed=int(train.get("seed", 42)),
-        save_every_steps=int(ckpt.get("every_steps", 500)),
-        save_every_minutes=int(ckpt.get("every_minutes", 30)),
-        keep_checkpoints=int(ckpt.get("keep", 3)),
-        resume=bool(ckpt.get("resume", True)),
-        merge_adapter=bool(out.get("merge_adapter", False)),
-        report_to=report_to,
-    )
-
-
-def ds_config(p: Plan) -> dict[str, Any]:
-    """jobspec's `deepspeed::ds_config`, key for key ({} for the CPU card, which runs without)."""
-    if not p.is_gpu:
-        return {}
-    zero: dict[str, Any] = {"stage": p.zero_stage}
-    if p.zero_stage > 0:
-        zero.update(overlap_comm=True, contiguous_gradients=True, reduce_bucket_size=500_000_000)
-
-    def offload(o: str) -> dict[str, Any] | None:
-        if o == "cpu":
-            return {"device": "cpu", "pin_memory": True}
-        if o == "nvme":
-            return {"device": "nvme", "nvme_path": "/local_nvme", "pin_memory": True}
-        return None
-
-    if (o := offload(p.offload_optimizer)) is not None:
-        zero["offload_optimizer"] = o
-    if (o := offload(p.offload_params)) is not None:
-        zero["offload_param"] = o
-    if p.zero_stage == 3:
-        zero.update(
-            stage3_gather_16bit_weights_on_model_save=True,
-            stage3_prefetch_bucket_size=50_000_000,
-            stage3_param_persistence_threshold=100_000,
-        )
-    # DeepSpeed 0.19.6 and newer reject warmup_num_steps = 0 (older ones clamped it to 2).
-    warmup = max(1, p.warmup_steps)
-    if p.optimizer == "adamw":
-        optimizer = {
-            "type": "AdamW",
-            "params": {"lr": p.lr, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.1},
-        }
-    else:
-        optimizer = {"type": "SGD", "params": {"lr": p.lr, "momentum": 0.9}}
-    if p.schedule == "cosine":
-        scheduler = {
-            "type": "WarmupCosineLR",
-            "params": {"total_num_steps": p.max_steps, "warmup_num_steps": warmup},
-        }
-    elif p.schedule == "linear":
-        scheduler = {
-            "type": "WarmupDecayLR",
-            "params": {
-                "total_num_steps": p.max_steps,
-                "warmup_num_steps": warmup,
-                "warmup_max_lr": p.lr,
-                "warmup_min_lr": 0.0,
-            },
-        }
-    else:
-        scheduler = {
-            "type": "WarmupLR",
-            "params": {
-                "warmup_num_steps": warmup,
-                "warmup_max_lr": p.lr,
-                "warmup_min_lr": 0.0,
-            },
-        }
-    cfg: dict[str, Any] = {
-        "train_batch_size": p.global_batch,
-        "train_micro_batch_size_per_gpu": p.micro_batch,
-        "gradient_accumulation_steps": p.grad_accum,
-        "gradient_clipping": 1.0,
-    }
-    if p.precision == "bf16":
-        cfg["bf16"] = {"enabled": True}
-    elif p.precision == "fp16":
-        cfg["fp16"] = {
-            "enabled": True,
-            "loss_scale": 0,
-            "initial_scale_power": 16,
-            "loss_scale_window": 1000,
-            "hysteresis": 2,
-            "min_loss_scale": 1,
-        }
-    cfg["zero_optimization"] = zero
-    cfg["optimizer"] = optimizer
-    cfg["scheduler"] = scheduler
-    if p.sp > 1:
-        cfg["sequence_parallel_size"] = p.sp
-    cfg["steps_per_print"] = 10
-    cfg["wall_clock_breakdown"] = False
-    return cfg

@@ -1,5 +1,6 @@
-"""One training run: the plan's settings as Hugging Face TrainingArguments, PEFT for adapters,
-DeepSpeed from the ds_config jobspec generates, checkpoints and resume by the Trainer itself."""
+"""One training run: the run's settings as Hugging Face TrainingArguments, PEFT for adapters,
+DeepSpeed from the run's ds_config, checkpoints and resume by the Trainer itself. Every number
+comes from the run jobspec derived (`spec.TrainerRun`); none is chosen here."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 from . import data, models
 from .errors import CommError, DeviceError, OutOfMemory, SpecError
 from .metrics import MetricsLines, SaveEveryMinutes
-from .spec import Plan
+from .spec import RUN_FILE, Plan, RunAdvice, TrainerRun
 
 
 def say(msg: str) -> None:
@@ -82,7 +83,7 @@ def _wandb_key() -> bool:
     return any("wandb" in host for host in hosts)
 
 
-def preflight(plan: Plan, ds_file: dict[str, Any] | None, derived_ds: dict[str, Any]) -> bool:
+def preflight(plan: Plan) -> bool:
     """Refusals that need no model and no data. Returns whether to run on CUDA."""
     import torch
 
@@ -104,15 +105,6 @@ def preflight(plan: Plan, ds_file: dict[str, Any] | None, derived_ds: dict[str, 
             "launch with the torchrun/deepspeed line the Plan page shows"
         )
     missing_trackers(plan.report_to)
-    if ds_file is not None and ds_file != derived_ds:
-        keys = sorted(
-            k for k in set(ds_file) | set(derived_ds) if ds_file.get(k) != derived_ds.get(k)
-        )
-        raise SpecError(
-            "the ds_config.json given is not the one jobspec generates for this spec (differs in "
-            + ", ".join(keys)
-            + "); regenerate both from the same spec"
-        )
     return cuda
 
 
@@ -120,30 +112,38 @@ def training_arguments(plan: Plan, ds: dict[str, Any], out: Path, cuda: bool, ev
     from transformers import TrainingArguments
 
     steps = plan.max_steps
-    return TrainingArguments(
+    o = plan.optim
+    extra: dict[str, Any] = {}
+    if not ds and o.name == "sgd":
+        # The Trainer's own "sgd" takes no momentum: the run's SGD is built from its numbers.
+        import torch
+
+        sgd = {"lr": o.lr, "momentum": o.momentum}
+        extra["optimizer_cls_and_kwargs"] = (torch.optim.SGD, sgd)
+    return extra, TrainingArguments(
         output_dir=str(out),
         max_steps=steps,
         per_device_train_batch_size=plan.micro_batch,
         per_device_eval_batch_size=plan.micro_batch,
         gradient_accumulation_steps=plan.grad_accum,
-        learning_rate=plan.lr,
+        learning_rate=o.lr,
         warmup_steps=plan.warmup_steps,
         lr_scheduler_type=plan.hf_schedule,
-        # The ds_config's optimizer: AdamW(0.9, 0.95, eps 1e-8, wd 0.1) or SGD, clipping 1.0.
-        optim="adamw_torch" if plan.optimizer == "adamw" else "sgd",
-        adam_beta1=0.9,
-        adam_beta2=0.95,
-        adam_epsilon=1e-8,
-        weight_decay=0.1 if plan.optimizer == "adamw" else 0.0,
-        max_grad_norm=1.0,
+        # Without DeepSpeed, the run's optimizer (with it, the ds_config's, the same numbers).
+        optim="adamw_torch" if o.name == "adamw" else "sgd",
+        adam_beta1=o.betas[0],
+        adam_beta2=o.betas[1],
+        adam_epsilon=o.eps,
+        weight_decay=o.weight_decay,
+        max_grad_norm=o.grad_clip,
         bf16=plan.precision == "bf16" and (cuda or bool(ds)),
         fp16=plan.precision == "fp16" and cuda,
         gradient_checkpointing=plan.grad_checkpointing,
         seed=plan.seed,
         data_seed=plan.seed,
-        logging_steps=max(1, steps // 100),
+        logging_steps=plan.logging_steps,
         eval_strategy="steps" if evaluate else "no",
-        eval_steps=max(1, steps // 5),
+        eval_steps=plan.eval_steps,
         save_strategy="steps",
         save_steps=max(1, plan.save_every_steps),
         save_total_limit=plan.keep_checkpoints,
@@ -158,11 +158,12 @@ def training_arguments(plan: Plan, ds: dict[str, Any], out: Path, cuda: bool, ev
     )
 
 
-def run(plan: Plan, ds: dict[str, Any], out: Path) -> Path:
+def run(the_run: TrainerRun, out: Path) -> Path:
     import torch
     from transformers import DataCollatorForSeq2Seq, PrinterCallback, Trainer
     from transformers.trainer_utils import get_last_checkpoint
 
+    plan, ds = the_run.plan, the_run.ds_config or {}
     cuda = torch.cuda.is_available()
     source = models.resolve(plan)
     tok = models.tokenizer(plan, source)
@@ -186,8 +187,9 @@ def run(plan: Plan, ds: dict[str, Any], out: Path) -> Path:
 
     for line in tracker_destinations(plan, out):
         say(line)
-    args = training_arguments(plan, ds, out, cuda, evaluate=eval_set is not None)
+    extra, args = training_arguments(plan, ds, out, cuda, evaluate=eval_set is not None)
     trainer = Trainer(
+        **extra,
         model=model,
         args=args,
         train_dataset=train_set,
@@ -204,7 +206,7 @@ def run(plan: Plan, ds: dict[str, Any], out: Path) -> Path:
     try:
         result = trainer.train(resume_from_checkpoint=last)
     except torch.cuda.OutOfMemoryError as e:
-        raise OutOfMemory(_oom_message(plan, str(e))) from e
+        raise OutOfMemory(_oom_message(plan, str(e), the_run.oom_advice)) from e
     except RuntimeError as e:
         text = str(e)
         if "NCCL" in text or "timed out" in text.lower() or "Timeout" in text:
@@ -222,7 +224,8 @@ def run(plan: Plan, ds: dict[str, Any], out: Path) -> Path:
     trainer.save_model(str(final))
     if trainer.is_world_process_zero():
         tok.save_pretrained(str(final))
-        (final / "onramp-plan.json").write_text(json.dumps(plan.export(), indent=2))
+        # The run it trained, with the model: what every number of it was.
+        (final / RUN_FILE).write_text(json.dumps(the_run.export(), indent=2) + "\n")
         say(f"wrote the {'adapter' if plan.lora else 'model'} to {final}")
         if plan.lora is not None and plan.merge_adapter:
             merged = merge(plan, source, final, out / "merged")
@@ -313,46 +316,37 @@ def _with_adapters(model, plan: Plan):
     config = LoraConfig(
         r=plan.lora.r,
         lora_alpha=plan.lora.alpha,
-        # jobspec has no dropout key; none keeps a resumed run identical to an uninterrupted one.
-        lora_dropout=0.0,
+        lora_dropout=plan.lora.dropout,
         target_modules="all-linear" if "all-linear" in targets else targets,
         task_type="CAUSAL_LM",
     )
     return get_peft_model(model, config)
 
 
-#: The plan's memory estimate and fixes for this spec, written next to it by the job's launch
-#: (jobspec's `onramp-plan.json`: card, card_bytes, per_gpu_bytes, fits, fixes).
-PLAN_FILE = "onramp-plan.json"
-
-
 def _gib(n: float) -> str:
     return f"{n / 2**30:.1f} GiB"
 
 
-def _oom_message(plan: Plan, detail: str, advice_file: Path = Path(PLAN_FILE)) -> str:
+def _oom_message(plan: Plan, detail: str, advice: RunAdvice | None) -> str:
     head = (
         f"CUDA out of memory ({detail.splitlines()[0] if detail else 'no detail'}). "
         f"The run on {plan.world_size} × {plan.card} with ZeRO-{plan.zero_stage} did not fit"
     )
-    try:
-        advice = json.loads(advice_file.read_text())
-        est, card = int(advice["per_gpu_bytes"]), int(advice["card_bytes"])
-        fixes = advice.get("fixes", [])
-    except (OSError, ValueError, KeyError, TypeError):
+    if advice is None:
         return (
             f"{head}: open the spec on the Plan page (or `onramp plan spec.toml`) for the memory "
             "estimate per GPU and its fixes — ZeRO-3 with CPU offload, LoRA, gradient "
             "checkpointing, a smaller micro_batch, or more cards."
         )
     # One line: the job page shows the log's last line as the reason the job failed.
-    verdict = "expected it to fit" if advice.get("fits") else "said it would not fit"
+    est, card, fixes = advice.per_gpu_bytes, advice.card_bytes, advice.fixes
+    verdict = "expected it to fit" if advice.fits else "said it would not fit"
     need, has = _gib(est), _gib(card)
     text = f"{head}: the plan estimated {need} per GPU of the card's {has} and {verdict}."
     if fixes:
         parts = []
         for f in fixes:
-            change = ", ".join(f"{op['path']} = {json.dumps(op['value'])}" for op in f["patch"])
-            parts.append(f"{f['title']} ({change}) → {_gib(f['per_gpu_bytes'])}")
+            change = ", ".join(f"{op.path} = {json.dumps(op.value)}" for op in f.patch)
+            parts.append(f"{f.title} ({change}) → {_gib(f.per_gpu_bytes)}")
         text += " Changes that lower the need per GPU: " + "; ".join(parts) + "."
     return text + " Open the spec on the Plan page (or `onramp plan spec.toml`) to apply one."

@@ -445,7 +445,10 @@ fn a_gpu_job_keeps_its_gres_line_and_a_payload_replaces_the_command() {
     assert!(!s.contains("#SBATCH --output"), "{s}");
     let full = job_script(&valid(GPU), None);
     assert!(full.contains("srun torchrun"), "{full}");
-    assert!(full.contains("ONRAMP_DS_CONFIG"), "{full}");
+    assert!(
+        full.contains("cat > onramp-run.json <<'ONRAMP_RUN'"),
+        "{full}"
+    );
 }
 
 /// The spec's text fields with `value` in one of them (the others keep the template's).
