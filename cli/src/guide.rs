@@ -103,8 +103,14 @@ pub fn cli_reference(zh: bool) -> String {
 pub fn parts() -> Vec<(&'static str, String)> {
     use jobspec::schema_doc::reference_markdown;
     vec![
-        ("spec-reference-en", reference_markdown(jobspec::Lang::En)),
-        ("spec-reference-zh", reference_markdown(jobspec::Lang::Zh)),
+        (
+            "spec-reference-en",
+            reference_markdown(&jobspec::schema::json_schema(), jobspec::Lang::En),
+        ),
+        (
+            "spec-reference-zh",
+            reference_markdown(&jobspec::schema::json_schema(), jobspec::Lang::Zh),
+        ),
         ("cli-reference-en", cli_reference(false)),
         ("cli-reference-zh", cli_reference(true)),
     ]

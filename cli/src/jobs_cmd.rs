@@ -312,7 +312,7 @@ pub fn submit(args: Args) -> Result<ExitCode, String> {
     let [path] = args.positional.as_slice() else {
         return Err("submit needs exactly one spec file".into());
     };
-    let text = crate::read(path)?;
+    let text = crate::input::read(path)?;
     let json_spec = path.ends_with(".json");
     let plan = jobspec::plan_text(
         &text,

@@ -6,6 +6,7 @@ mod credentials;
 #[cfg(test)]
 mod guide;
 mod help_zh;
+mod input;
 mod jobs_cmd;
 mod remote;
 mod say;
@@ -124,18 +125,8 @@ fn run(command: Command) -> Result<ExitCode, String> {
     }
 }
 
-fn read(path: &str) -> Result<String, String> {
-    if path == "-" {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-            .map_err(|e| format!("cannot read stdin: {e}"))?;
-        return Ok(s);
-    }
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))
-}
-
 fn plan(args: &args::PlanArgs) -> Result<ExitCode, String> {
-    let src = read(&args.path)?;
+    let src = input::read(&args.path)?;
     let format = if args.path.ends_with(".json") {
         jobspec::Format::Json
     } else {
@@ -193,7 +184,7 @@ fn trainer_run(plan: &jobspec::Plan, path: &str) -> Result<ExitCode, String> {
 }
 
 fn ds_check(path: &str, dp: Option<u32>) -> Result<ExitCode, String> {
-    let (import, diags) = jobspec::deepspeed::import_ds_config(&read(path)?, dp);
+    let (import, diags) = jobspec::deepspeed::import_ds_config(&input::read(path)?, dp);
     let lang = say::lang();
     for d in &diags {
         println!(

@@ -168,6 +168,33 @@ impl Cursor<'_> {
     }
 }
 
+/// Parses JSON, with spans from [`parse`] (syntax errors carry serde_json's line and column).
+pub(crate) fn from_json(src: &str) -> (Node, Vec<crate::diag::Diagnostic>) {
+    match serde_json::from_str::<serde_json::Value>(src) {
+        Ok(v) => (
+            parse(src).unwrap_or_else(|| crate::node::from_json_value(&v, 0)),
+            Vec::new(),
+        ),
+        Err(e) => {
+            let mut d = crate::diag::Diagnostic::error(
+                crate::diag::Code::Syntax,
+                "",
+                format!("JSON syntax error: {e}"),
+                format!("JSON 语法错误：{e}"),
+            );
+            d.line = u32::try_from(e.line()).unwrap_or(0);
+            d.column = u32::try_from(e.column()).unwrap_or(0);
+            (
+                Node {
+                    val: Val::Table(Vec::new()),
+                    span: None,
+                },
+                vec![d],
+            )
+        }
+    }
+}
+
 /// The spanned tree of a JSON text, or `None` if anything is unexpected.
 pub(crate) fn parse(src: &str) -> Option<Node> {
     let mut c = Cursor {

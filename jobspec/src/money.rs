@@ -18,6 +18,13 @@ pub fn yuan(fen: impl Into<i128>) -> String {
     format!("{sign}¥{grouped}.{:02}", fen % 100)
 }
 
+/// Fen for `cards` cards for `seconds` at a price per card-hour, rounded up:
+/// cards × seconds × price / 3600, in integers. The edge settles holds with this.
+pub fn cost_fen(price_fen_per_hour: u64, cards: u32, seconds: u64) -> u64 {
+    let numer = u128::from(cards) * u128::from(seconds) * u128::from(price_fen_per_hour);
+    u64::try_from(numer.div_ceil(3600)).unwrap_or(u64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::yuan;

@@ -124,33 +124,6 @@ fn de_val(v: &DeValue<'_>) -> Val {
     }
 }
 
-/// Parses JSON, with spans from `json_spans` (syntax errors carry serde_json's line and column).
-pub(crate) fn from_json(src: &str) -> (Node, Vec<Diagnostic>) {
-    match serde_json::from_str::<serde_json::Value>(src) {
-        Ok(v) => (
-            crate::json_spans::parse(src).unwrap_or_else(|| from_json_value(&v, 0)),
-            Vec::new(),
-        ),
-        Err(e) => {
-            let mut d = Diagnostic::error(
-                Code::Syntax,
-                "",
-                format!("JSON syntax error: {e}"),
-                format!("JSON 语法错误：{e}"),
-            );
-            d.line = u32::try_from(e.line()).unwrap_or(0);
-            d.column = u32::try_from(e.column()).unwrap_or(0);
-            (
-                Node {
-                    val: Val::Table(Vec::new()),
-                    span: None,
-                },
-                vec![d],
-            )
-        }
-    }
-}
-
 /// serde_json already bounds nesting (128 levels); the depth guard keeps this walk bounded even
 /// if that ever changes.
 pub(crate) fn from_json_value(v: &serde_json::Value, depth: usize) -> Node {

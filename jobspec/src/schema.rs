@@ -232,6 +232,63 @@ pub fn json_schema_text() -> String {
 
 #[cfg(test)]
 mod tests {
+    use crate::Lang;
+    use crate::schema_doc::*;
+
+    /// Every key of every table has an English description (from the types), a Chinese one
+    /// and an example, and the table names no key the schema does not have.
+    #[test]
+    fn every_key_is_documented_in_both_languages() {
+        let schema = json_schema();
+        let mut seen = 0;
+        for (def, _) in TABLES {
+            let props = node(&schema, def)["properties"].as_object().unwrap();
+            for (key, prop) in props {
+                let en = prop["description"]
+                    .as_str()
+                    .or_else(|| target(&schema, prop)["description"].as_str());
+                assert!(
+                    en.is_some_and(|d| !d.is_empty()),
+                    "{def}.{key}: no description"
+                );
+                let (zh, example) = key_doc(def, key).unwrap_or_else(|| panic!("{def}.{key}"));
+                assert!(
+                    !zh.is_empty() && example_json(example).is_some(),
+                    "{def}.{key}"
+                );
+                seen += 1;
+            }
+        }
+        assert_eq!(
+            seen,
+            KEY_DOCS.len(),
+            "KEY_DOCS names a key the schema lacks"
+        );
+    }
+
+    #[test]
+    fn the_reference_has_a_row_per_key_with_its_default() {
+        let en = reference_markdown(&json_schema(), Lang::En);
+        assert!(
+            en.contains("| `micro_batch` | integer 1–65536 | `1` | `4` |"),
+            "{en}"
+        );
+        assert!(
+            en.contains("| `card` | one of `a100-40g`, `a100-80g`"),
+            "{en}"
+        );
+        assert!(
+            en.contains("| `lora_rank` | integer 1–4096 | not set |"),
+            "{en}"
+        );
+        let zh = reference_markdown(&json_schema(), Lang::Zh);
+        assert!(
+            zh.contains("| `zero_stage` | 整数 0–3 | `0` | `3` | DeepSpeed ZeRO 阶段"),
+            "{zh}"
+        );
+        assert_eq!(en.matches("\n| `").count(), KEY_DOCS.len() - 7);
+    }
+
     use super::*;
     use crate::parse;
 

@@ -63,19 +63,11 @@ pub struct ServeArgs {
     /// The cards (CPU here) this runner declares to the edge: one job runs per card, later ones
     /// wait as queued (`--max-jobs` is its old name)
     #[arg(long, alias = "max-jobs", value_name = "N", default_value_t = DEFAULT_CARDS,
-          value_parser = positive)]
+          value_parser = crate::tiny_args::positive)]
     pub cards: usize,
     /// The shared reference data (models, corpora) [default: $ONRAMP_SHARED, else ../shared]
     #[arg(long, value_name = "DIR")]
     pub shared: Option<PathBuf>,
-}
-
-/// A count of at least one.
-pub fn positive(s: &str) -> Result<usize, String> {
-    s.parse()
-        .ok()
-        .filter(|n| *n > 0)
-        .ok_or_else(|| format!("`{s}` is not a positive number"))
 }
 
 impl ServeArgs {

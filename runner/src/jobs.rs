@@ -15,9 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::{Semaphore, mpsc, watch};
 
-/// Why a queued job waits on this runner, as a reason code the edge words in every language:
-/// all the cards it declares are taken by running jobs.
-pub const QUEUED_REASON: &str = "CardsInUse";
+pub use crate::store::QUEUED_REASON;
 
 /// One job in memory: its record, and while it is active, the way to stop it.
 struct Entry {
@@ -101,7 +99,9 @@ impl Runner {
     pub fn submit(self: &Arc<Self>, req: JobRequest) -> Result<JobRef, ApiError> {
         let argv = match req.task {
             Task::Command => req.command.clone(),
-            Task::TinyTrain => crate::tiny_args::runner_argv(self, &req.spec_toml)?,
+            Task::TinyTrain => {
+                crate::tiny_args::runner_argv(&self.exe, &self.assets, &req.spec_toml)?
+            }
         };
         let mut jobs = self.lock();
         if let Some(e) = jobs.values().find(|e| e.record.job_id == req.job_id) {
@@ -299,4 +299,31 @@ fn new_id() -> String {
     }
     let hex: String = buf.iter().map(|b| format!("{b:02x}")).collect();
     format!("rj-{hex}")
+}
+
+impl supervise::Host for Runner {
+    fn record(&self, id: &str) -> Option<JobRecord> {
+        Runner::record(self, id)
+    }
+    fn update(&self, id: &str, change: impl FnOnce(&mut JobRecord)) -> Option<JobRecord> {
+        Runner::update(self, id, change)
+    }
+    fn finished(&self, id: &str) {
+        Runner::finished(self, id);
+    }
+    fn report_state(&self, r: &JobRecord) {
+        Runner::report_state(self, r);
+    }
+    fn slots(&self) -> Arc<Semaphore> {
+        self.slots.clone()
+    }
+    fn job_dir(&self, id: &str) -> PathBuf {
+        self.store.job_dir(id)
+    }
+    fn assets(&self) -> &Assets {
+        &self.assets
+    }
+    fn folder_of_edge_job(&self, job_id: &str) -> Option<PathBuf> {
+        Runner::folder_of_edge_job(self, job_id)
+    }
 }

@@ -41,6 +41,10 @@ pub struct Store {
 const RECORD: &str = "job.json";
 pub const LOG: &str = "output.log";
 pub const CHECKPOINT_DIR: &str = "checkpoint";
+
+/// Why a queued job waits on this runner, as a reason code the edge words in every language:
+/// all the cards it declares are taken by running jobs.
+pub const QUEUED_REASON: &str = "CardsInUse";
 /// The file `GET /jobs/{id}/checkpoint` serves: model-tiny's safetensors with its config in the
 /// metadata, which `model_tiny::load_weights` (and so the playground) opens as is.
 pub const CHECKPOINT_FILE: &str = "model.safetensors";
@@ -143,7 +147,7 @@ impl Store {
             ended_at: r.ended_at.clone(),
             checkpoint: self.has_result(&r.id),
             message: r.message.clone(),
-            reason: (r.state == JobState::Queued).then(|| crate::jobs::QUEUED_REASON.to_string()),
+            reason: (r.state == JobState::Queued).then(|| QUEUED_REASON.to_string()),
         }
     }
 }

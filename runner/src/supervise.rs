@@ -2,18 +2,38 @@
 //! in the job's log, enforce the time limit, stop the whole group on cancel, and record and
 //! report how it ended.
 
+use crate::assets::Assets;
 use crate::clock::now_rfc3339;
-use crate::jobs::Runner;
 use crate::store::{JobRecord, LOG};
 use crate::wire::JobState;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
+
+/// What supervising a job needs of the runner that started it (`jobs::Runner` is the one): a
+/// narrow handle, so that this module names nothing of `jobs`, which alone drives it.
+pub trait Host: Send + Sync + 'static {
+    /// The job's record as it is now.
+    fn record(&self, id: &str) -> Option<JobRecord>;
+    /// Changes the job's record, stores it, and returns it as changed.
+    fn update(&self, id: &str, change: impl FnOnce(&mut JobRecord)) -> Option<JobRecord>;
+    /// The job stopped running: nothing can stop it any more.
+    fn finished(&self, id: &str);
+    /// Tells whoever submitted the job its state, when it asked to be told.
+    fn report_state(&self, r: &JobRecord);
+    /// One permit per card: a job holds one while it runs.
+    fn slots(&self) -> Arc<Semaphore>;
+    /// The job's folder.
+    fn job_dir(&self, id: &str) -> PathBuf;
+    fn assets(&self) -> &Assets;
+    /// The folder of the runner's job for the edge's job `job_id`, if this runner ran it.
+    fn folder_of_edge_job(&self, job_id: &str) -> Option<PathBuf>;
+}
 
 /// How long a stopped job gets between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -33,8 +53,8 @@ enum Outcome {
     Stopped(Stop),
 }
 
-pub async fn run(
-    runner: Arc<Runner>,
+pub async fn run<H: Host>(
+    runner: Arc<H>,
     id: String,
     mut stop: mpsc::UnboundedReceiver<Stop>,
     done: watch::Sender<bool>,
@@ -54,8 +74,8 @@ pub async fn run(
 }
 
 /// Runs the job to its end; returns its final state, exit code and message.
-async fn supervise(
-    runner: &Arc<Runner>,
+async fn supervise<H: Host>(
+    runner: &Arc<H>,
     id: &str,
     stop: &mut mpsc::UnboundedReceiver<Stop>,
 ) -> Ended {
@@ -64,13 +84,13 @@ async fn supervise(
     };
     // Queued until a slot frees up; a cancel while queued ends it without running anything.
     let permit = tokio::select! {
-        p = runner.slots.clone().acquire_owned() => match p {
+        p = runner.slots().acquire_owned() => match p {
             Ok(p) => p,
             Err(_) => return (JobState::Lost, None, Some("the runner is shutting down".into())),
         },
         s = stop.recv() => return stopped_state(s.unwrap_or(Stop::Shutdown), false),
     };
-    let dir = runner.store.job_dir(id);
+    let dir = runner.job_dir(id);
     let log_path = dir.join(LOG);
     let log = match std::fs::OpenOptions::new()
         .create(true)
@@ -80,7 +100,7 @@ async fn supervise(
         Ok(f) => f,
         Err(e) => return failed(format!("cannot open the log {}: {e}", log_path.display())),
     };
-    let mut cmd = match job_command(runner, &record, &dir, &log) {
+    let mut cmd = match job_command(runner.as_ref(), &record, &dir, &log) {
         Ok(cmd) => cmd,
         Err(msg) => return failed(msg),
     };
@@ -123,8 +143,8 @@ fn failed(msg: String) -> Ended {
 
 /// The job's process as the record says, in its own process group and folder, with a clean
 /// environment, its output into `log`.
-fn job_command(
-    runner: &Runner,
+fn job_command<H: Host>(
+    runner: &H,
     record: &JobRecord,
     dir: &Path,
     log: &std::fs::File,
@@ -152,7 +172,7 @@ fn job_command(
         cmd.envs(crate::trainer::prepare(
             dir,
             &record.spec_toml,
-            &runner.assets,
+            runner.assets(),
         )?);
     }
     if let Some(t) = &record.report {

@@ -5,9 +5,16 @@
 
 use crate::assets::Assets;
 use crate::error::ApiError;
-use crate::jobs::Runner;
 use jobspec::spec::{ModelRef, Task};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// A count of at least one.
+pub fn positive(s: &str) -> Result<usize, String> {
+    s.parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("`{s}` is not a positive number"))
+}
 
 /// What one tiny-train run does. Every flag but `--out`, `--assets` and `--seed` is required, so
 /// that a command line always says exactly what it trains.
@@ -21,13 +28,13 @@ pub struct TinyArgs {
     #[arg(long, value_name = "ID|PATH")]
     pub dataset: String,
     /// Optimizer steps
-    #[arg(long, value_name = "N", value_parser = crate::config::positive)]
+    #[arg(long, value_name = "N", value_parser = positive)]
     pub steps: usize,
     /// Sequences per step
-    #[arg(long, value_name = "N", value_parser = crate::config::positive)]
+    #[arg(long, value_name = "N", value_parser = positive)]
     pub micro_batch: usize,
     /// Tokens per sequence
-    #[arg(long, value_name = "N", value_parser = crate::config::positive)]
+    #[arg(long, value_name = "N", value_parser = positive)]
     pub seq_len: usize,
     /// Peak learning rate
     #[arg(long, value_name = "F", value_parser = positive_rate)]
@@ -187,11 +194,11 @@ fn valid_spec(spec_toml: &str) -> Result<jobspec::ValidSpec, ApiError> {
 }
 
 /// The child's argv for a tiny-train job: the runner itself with the spec's settings.
-pub fn runner_argv(runner: &Runner, spec_toml: &str) -> Result<Vec<String>, ApiError> {
-    let mut args = TinyArgs::from_spec(spec_toml, &runner.assets)?;
+pub fn runner_argv(exe: &Path, assets: &Assets, spec_toml: &str) -> Result<Vec<String>, ApiError> {
+    let mut args = TinyArgs::from_spec(spec_toml, assets)?;
     args.out = Some(PathBuf::from(crate::store::CHECKPOINT_DIR));
-    args.assets = Some(runner.assets.root.clone());
-    let mut argv = vec![runner.exe.display().to_string(), "tiny-train".into()];
+    args.assets = Some(assets.root.clone());
+    let mut argv = vec![exe.display().to_string(), "tiny-train".into()];
     argv.extend(args.to_args());
     Ok(argv)
 }

@@ -12,6 +12,7 @@ pub mod placeholder;
 pub mod plan;
 pub mod plan_explain;
 pub mod plan_parts;
+pub mod status;
 pub mod submit;
 pub mod try_page;
 pub mod verify;
@@ -24,7 +25,7 @@ pub fn page(route: Route) -> AnyView {
     match route {
         Route::Try => view! { <try_page::TryPage/> }.into_any(),
         Route::Plan => view! { <plan::PlanPage/> }.into_any(),
-        Route::Status => view! { <crate::ui::HealthPanel/> }.into_any(),
+        Route::Status => view! { <status::HealthPanel/> }.into_any(),
         Route::Account => view! { <account::AccountPage/> }.into_any(),
         Route::Verify => view! { <verify::VerifyPage/> }.into_any(),
         Route::Jobs => view! { <jobs::JobsPage/> }.into_any(),

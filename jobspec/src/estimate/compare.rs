@@ -32,7 +32,7 @@ pub fn compare_cards(v: &ValidSpec) -> Vec<CardRow> {
         .filter(|c| spec.resources.cards_per_node <= c.max_per_node)
         .map(|card| {
             let other = v.with_card(card);
-            let (m, t, c) = super::quick(&other);
+            let (m, t, c) = super::quick::quick(&other);
             CardRow {
                 card: card.id,
                 display: card.display,

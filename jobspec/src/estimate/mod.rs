@@ -4,12 +4,14 @@
 pub mod compare;
 pub mod memory;
 pub mod params;
+mod quick;
 pub mod suggest;
 pub mod time;
 
 pub use compare::{CardRow, compare_cards};
 pub use memory::{MemoryEstimate, PerGpu, ZeroStates, deepspeed_zero2, deepspeed_zero3};
 pub use params::ParamCount;
+pub use quick::parameters;
 pub use suggest::{OomAdvice, PatchOp, Suggestion, apply_patch, oom_advice, suggest_fixes};
 pub use time::{CostEstimate, PhysicsFinding, TimeEstimate, cost_fen};
 
@@ -38,16 +40,6 @@ pub struct Explanation {
     pub assumptions: Message,
 }
 
-/// Parameters of the model as this spec trains it (adapters counted for LoRA/QLoRA).
-pub fn parameters(v: &ValidSpec) -> ParamCount {
-    let mut pc = params::count(v.arch());
-    if v.spec().task.is_adapter() {
-        pc.adapter = params::lora_adapter(v.arch(), v.lora_rank(), v.lora_targets());
-        pc.trainable = pc.adapter;
-    }
-    pc
-}
-
 /// Runs every estimator.
 pub fn estimate(v: &ValidSpec) -> Estimate {
     let pc = parameters(v);
@@ -64,15 +56,6 @@ pub fn estimate(v: &ValidSpec) -> Estimate {
         physics,
         explain,
     }
-}
-
-/// Memory and time only: what the comparison table and the fix search need, without the prose.
-pub(crate) fn quick(v: &ValidSpec) -> (MemoryEstimate, TimeEstimate, CostEstimate) {
-    let pc = parameters(v);
-    let m = memory::estimate(v, &pc);
-    let t = time::estimate(v, &pc);
-    let c = time::cost(v, &t);
-    (m, t, c)
 }
 
 fn explain(

@@ -219,7 +219,7 @@ fn card_changes(v: &ValidSpec, out: &mut Vec<Change>) {
 /// The cheapest fixes (by estimated cost of the run, then by how little they change) that
 /// make the spec fit. Empty when it already fits.
 pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
-    let (m, _, _) = super::quick(v);
+    let (m, _, _) = super::quick::quick(v);
     if m.fits {
         return Vec::new();
     }
@@ -253,7 +253,7 @@ pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
             continue;
         };
         let pv = pv.with_prices(&prices);
-        let (m, t, c) = super::quick(&pv);
+        let (m, t, c) = super::quick::quick(&pv);
         if m.fits {
             found.push(Suggestion {
                 title,
@@ -300,7 +300,7 @@ pub struct OomAdvice {
 
 /// The advice for `v` (see [`OomAdvice`]).
 pub fn oom_advice(v: &ValidSpec) -> OomAdvice {
-    let (m, _, _) = super::quick(v);
+    let (m, _, _) = super::quick::quick(v);
     let mut fixes = suggest_fixes(v);
     if fixes.is_empty() {
         let prices: Vec<(&str, u64)> = v.price_overrides().to_vec();
@@ -312,7 +312,7 @@ pub fn oom_advice(v: &ValidSpec) -> OomAdvice {
                 continue;
             };
             let pv = pv.with_prices(&prices);
-            let (pm, t, cost) = super::quick(&pv);
+            let (pm, t, cost) = super::quick::quick(&pv);
             // Only changes that keep the same card count and lower the need per GPU.
             if pm.per_gpu.total_bytes < m.per_gpu.total_bytes && pv.world_size() == v.world_size() {
                 fixes.push(Suggestion {

@@ -74,12 +74,7 @@ pub fn estimate(v: &ValidSpec, pc: &ParamCount) -> TimeEstimate {
     }
 }
 
-/// Fen for `cards` cards for `seconds` at a price per card-hour, rounded up:
-/// cards × seconds × price / 3600, in integers. The edge settles holds with this.
-pub fn cost_fen(price_fen_per_hour: u64, cards: u32, seconds: u64) -> u64 {
-    let numer = u128::from(cards) * u128::from(seconds) * u128::from(price_fen_per_hour);
-    u64::try_from(numer.div_ceil(3600)).unwrap_or(u64::MAX)
-}
+pub use crate::money::cost_fen;
 
 pub fn cost(v: &ValidSpec, t: &TimeEstimate) -> CostEstimate {
     let secs = if t.seconds.is_finite() {

@@ -1,6 +1,6 @@
 //! The ranges the text reader enforces, checked again for a spec built in code (the form view).
 
-use super::Checker;
+use super::checker::Checker;
 use crate::diag::Code;
 use crate::spec::*;
 

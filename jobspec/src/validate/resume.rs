@@ -1,6 +1,6 @@
 //! `checkpoint.resume_from`: what a spec that continues an earlier job may say with it.
 
-use super::Checker;
+use super::checker::Checker;
 use crate::diag::Code;
 use crate::spec::{JobSpec, Task};
 

@@ -1,9 +1,10 @@
 //! The semantic rules: cluster shape, DeepSpeed's combinations, card and backend, run length,
 //! LoRA, and the ranges a form-built spec must respect.
 
+use super::checker::Checker;
 use super::ranges::check_ranges;
 use super::text::check_free_text;
-use super::{Checker, DEFAULT_MFU_CPU, DEFAULT_MFU_GPU, LORA_TARGETS, ValidSpec};
+use super::valid::{DEFAULT_MFU_CPU, DEFAULT_MFU_GPU, LORA_TARGETS, ValidSpec};
 use crate::catalog::{self, Arch};
 use crate::diag::{Code, Diagnostic, did_you_mean, hint};
 use crate::node::Node;

@@ -8,7 +8,7 @@
 //! paragraph separators, bidirectional overrides and isolates, and zero-width characters. A
 //! dataset, which becomes a path or an id on the cluster, is held to a narrower set still.
 
-use super::Checker;
+use super::checker::Checker;
 use crate::diag::Code;
 use crate::spec::{JobSpec, ModelRef};
 

@@ -213,6 +213,29 @@ fn resolve(path: &[String], here: &[String], modules: &BTreeSet<Module>) -> Opti
 /// names.
 pub fn graph(files: &[(String, String)]) -> BTreeMap<Module, BTreeSet<Module>> {
     let modules: BTreeSet<Module> = files.iter().map(|(rel, _)| module_of(rel)).collect();
+    // The root's re-exports (`pub use validate::ValidSpec;`): `crate::ValidSpec` names the module
+    // the item is in, not the root.
+    let mut reexports: BTreeMap<String, Module> = BTreeMap::new();
+    for (_, text) in files.iter().filter(|(rel, _)| module_of(rel).is_empty()) {
+        let code = code_only(text);
+        for item in code.split(';') {
+            let item = item.split_whitespace().collect::<Vec<_>>().join(" ");
+            let Some(at) = item.find("pub use ") else {
+                continue;
+            };
+            let mut paths = Vec::new();
+            use_paths(&item[at + "pub use ".len()..], "", &mut paths);
+            for path in paths {
+                let segs: Vec<String> = path.split("::").map(|s| s.trim().to_string()).collect();
+                if let (Some(name), Some(target)) = (
+                    segs.last(),
+                    resolve(&segs, &[], &modules).filter(|t| !t.is_empty()),
+                ) {
+                    reexports.insert(name.clone(), target);
+                }
+            }
+        }
+    }
     let mut graph = BTreeMap::new();
     for (rel, text) in files {
         let module = module_of(rel);
@@ -225,7 +248,13 @@ pub fn graph(files: &[(String, String)]) -> BTreeMap<Module, BTreeSet<Module>> {
                 around.get(line).map_or(&[][..], Vec::as_slice),
             ]
             .concat();
-            if let Some(target) = resolve(&path, &here, &modules).filter(|t| *t != module) {
+            let target = resolve(&path, &here, &modules).map(|t| {
+                match (t.is_empty(), path.first().map(String::as_str), path.get(1)) {
+                    (true, Some("crate"), Some(name)) => reexports.get(name).cloned().unwrap_or(t),
+                    _ => t,
+                }
+            });
+            if let Some(target) = target.filter(|t| *t != module) {
                 named.insert(target);
             }
         }
@@ -267,4 +296,39 @@ pub fn cycle(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Option<Vec<Module>> 
     graph
         .keys()
         .find_map(|start| visit(start, graph, &mut done, &mut Vec::new()))
+}
+
+/// Every two-way tie of the graph: each pair of modules that can reach each other, once, as
+/// the groups of modules that all reach each other (strongly connected components of more than
+/// one module), so that a count of cycles means the same thing from one change to the next.
+pub fn tangles(graph: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<Vec<Module>> {
+    let reach = |from: &Module| {
+        let mut seen: BTreeSet<&Module> = BTreeSet::new();
+        let mut todo = vec![from];
+        while let Some(m) = todo.pop() {
+            for next in graph.get(m).into_iter().flatten() {
+                if seen.insert(next) {
+                    todo.push(next);
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&Module, BTreeSet<&Module>> =
+        graph.keys().map(|m| (m, reach(m))).collect();
+    let mut placed: BTreeSet<&Module> = BTreeSet::new();
+    let mut out = Vec::new();
+    for m in graph.keys() {
+        if placed.contains(m) || !reached[m].contains(m) {
+            continue;
+        }
+        let group: Vec<Module> = reached[m]
+            .iter()
+            .filter(|o| reached.get(*o).is_some_and(|r| r.contains(m)))
+            .map(|o| o.to_vec())
+            .collect();
+        placed.extend(reached[m].iter().filter(|o| group.contains(o)));
+        out.push(group);
+    }
+    out
 }

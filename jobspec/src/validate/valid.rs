@@ -1,0 +1,140 @@
+//! A spec that passed validation, with everything the estimators need resolved (`rules.rs`
+//! builds it), and the defaults it resolves with.
+
+use crate::catalog::{self, Arch, Card};
+use crate::spec::*;
+
+/// Default model FLOPs utilisation on GPUs: a typical well-tuned dense-transformer figure
+/// (Megatron-LM and PaLM report 0.4–0.55; 0.4 is the conservative end).
+pub const DEFAULT_MFU_GPU: f64 = 0.40;
+/// Default utilisation of the local runner's CPU cores for candle training.
+pub const DEFAULT_MFU_CPU: f64 = 0.20;
+
+/// Module names that may carry LoRA adapters (Hugging Face PEFT names for llama-family models).
+pub const LORA_TARGETS: &[&str] = &[
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+    "all-linear",
+];
+
+/// A spec that passed validation, with everything the estimators need resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidSpec {
+    pub(super) spec: JobSpec,
+    pub(super) card: &'static Card,
+    pub(super) arch: Arch,
+    pub(super) model_name: String,
+    pub(super) model_max_seq_len: Option<u32>,
+    pub(super) world: u32,
+    pub(super) dp: u32,
+    pub(super) steps: u64,
+    pub(super) train_tokens: u64,
+    pub(super) time_limit_s: u64,
+    pub(super) claimed_s: Option<u64>,
+    pub(super) mfu: f64,
+    pub(super) lora_rank: u32,
+    pub(super) lora_alpha: u32,
+    pub(super) lora_targets: Vec<String>,
+    pub(super) price_overrides: Vec<(&'static str, u64)>,
+}
+
+impl ValidSpec {
+    pub fn spec(&self) -> &JobSpec {
+        &self.spec
+    }
+    pub fn card(&self) -> &'static Card {
+        self.card
+    }
+    pub fn arch(&self) -> &Arch {
+        &self.arch
+    }
+    pub fn model_name(&self) -> &str {
+        &self.model_name
+    }
+    /// Total cards: cards per node × nodes.
+    pub fn world_size(&self) -> u32 {
+        self.world
+    }
+    /// Data-parallel degree: world / (tp × pp × sp).
+    pub fn dp(&self) -> u32 {
+        self.dp
+    }
+    /// Sequences per optimizer step: micro-batch × accumulation × data-parallel degree.
+    pub fn global_batch(&self) -> u64 {
+        u64::from(self.spec.train.micro_batch)
+            * u64::from(self.spec.train.grad_accum)
+            * u64::from(self.dp)
+    }
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+    /// Tokens processed over the whole run.
+    pub fn train_tokens(&self) -> u64 {
+        self.train_tokens
+    }
+    pub fn time_limit_s(&self) -> u64 {
+        self.time_limit_s
+    }
+    pub fn claimed_s(&self) -> Option<u64> {
+        self.claimed_s
+    }
+    pub fn mfu(&self) -> f64 {
+        self.mfu
+    }
+    pub fn lora_rank(&self) -> u32 {
+        self.lora_rank
+    }
+    pub fn lora_alpha(&self) -> u32 {
+        self.lora_alpha
+    }
+    pub fn lora_targets(&self) -> &[String] {
+        &self.lora_targets
+    }
+    /// The same job on another card type, same cluster shape (clamped to what a node holds);
+    /// MFU follows the card type unless the spec fixed it.
+    pub(crate) fn with_card(&self, card: &'static Card) -> ValidSpec {
+        let mut v = self.clone();
+        v.card = card;
+        v.spec.resources.card = card.id.to_string();
+        if v.spec.estimate.mfu.is_none() {
+            v.mfu = if card.is_gpu {
+                DEFAULT_MFU_GPU
+            } else {
+                DEFAULT_MFU_CPU
+            };
+        }
+        v
+    }
+
+    /// Price per card-hour in fen: the deployment's override for this card, else the catalogue's.
+    pub fn price_fen_per_hour(&self) -> u64 {
+        self.price_overrides
+            .iter()
+            .find(|(id, _)| *id == self.card.id)
+            .map_or(self.card.price_fen_per_hour, |(_, fen)| *fen)
+    }
+
+    /// The same spec priced with a deployment's own prices (`(card id, fen per card-hour)`;
+    /// unknown ids are ignored). Every cost figure derived from it uses them.
+    pub fn with_prices(mut self, prices: &[(&str, u64)]) -> ValidSpec {
+        self.price_overrides = prices
+            .iter()
+            .filter_map(|(id, fen)| catalog::card(id).map(|c| (c.id, *fen)))
+            .collect();
+        self
+    }
+
+    pub(crate) fn price_overrides(&self) -> &[(&'static str, u64)] {
+        &self.price_overrides
+    }
+
+    /// The most this job can cost: every card for the whole time limit, in fen.
+    pub fn max_cost_fen(&self) -> u64 {
+        crate::money::cost_fen(self.price_fen_per_hour(), self.world, self.time_limit_s)
+    }
+}
