@@ -10,7 +10,7 @@
 //! - [`validate_toml`] / [`validate_json`] / [`validate_spec`]: spec → `(Option<ValidSpec>,
 //!   Vec<Diagnostic>)`, every problem with a stable code, line/column and zh-CN + en text.
 //! - [`estimate()`], [`estimate::compare_cards`], [`estimate::suggest_fixes`] and
-//!   [`estimate::apply_patch`] / [`estimate::suggest::apply_patch_toml`]: only on a `ValidSpec`.
+//!   [`patch::apply_patch`] / [`patch::apply_patch_toml`]: only on a `ValidSpec`.
 //! - [`deepspeed`] (ds_config export and import), [`launch`] (commands, sbatch), [`share`]
 //!   (URL-fragment codec), [`schema`] (JSON Schema), [`templates()`], [`report`] (terminal
 //!   text) and [`bench`](mod@bench) (the `cargo xtask bench` hook).
@@ -29,6 +29,7 @@ pub mod launch;
 pub mod money;
 mod node;
 mod parse;
+pub mod patch;
 pub mod plan;
 pub mod report;
 pub mod schema;

@@ -43,7 +43,7 @@ pub struct JobSpec {
 
 impl JobSpec {
     /// The spec as canonical TOML, every key written (comments are not kept; a patch that keeps
-    /// the user's text is `estimate::suggest::apply_patch_toml`). Reading it back gives the same
+    /// the user's text is `patch::apply_patch_toml`). Reading it back gives the same
     /// spec.
     pub fn to_toml(&self) -> String {
         toml::to_string(self).unwrap_or_default()

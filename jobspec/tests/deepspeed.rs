@@ -148,7 +148,7 @@ fn export_imports_cleanly() {
         assert_eq!(import.train_batch_size, Some(v.global_batch()));
         assert_eq!(import.zero_stage, v.spec().parallel.zero_stage);
         // And its patch leaves the spec as it was.
-        let patched = jobspec::estimate::apply_patch(v.spec(), &import.patch()).unwrap();
+        let patched = jobspec::patch::apply_patch(v.spec(), &import.patch()).unwrap();
         assert_eq!(&patched, v.spec(), "{}", t.id);
     }
 }

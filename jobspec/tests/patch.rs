@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used)]
 
 use expect_test::expect;
-use jobspec::estimate::suggest::apply_patch_toml;
-use jobspec::estimate::{PatchOp, apply_patch};
+use jobspec::patch::apply_patch_toml;
+use jobspec::patch::{PatchOp, apply_patch};
 use jobspec::{plan_toml, validate_toml};
 use serde_json::json;
 

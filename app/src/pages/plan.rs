@@ -197,12 +197,12 @@ fn Estimates(plan: Memo<Plan>) -> impl IntoView {
 fn Suggestions(plan: Memo<Plan>) -> impl IntoView {
     let i = use_i18n();
     let spec = use_shared().spec;
-    let apply = move |ops: Vec<jobspec::estimate::PatchOp>| {
+    let apply = move |ops: Vec<jobspec::patch::PatchOp>| {
         let src = spec.get_untracked();
-        let patched = jobspec::estimate::suggest::apply_patch_toml(&src, &ops).or_else(|| {
+        let patched = jobspec::patch::apply_patch_toml(&src, &ops).or_else(|| {
             // The text could not be patched in place: rebuild it from the patched spec.
             let (parsed, _) = jobspec::parse_text(&src, jobspec::Format::Toml);
-            let patched = jobspec::estimate::apply_patch(&parsed?, &ops).ok()?;
+            let patched = jobspec::patch::apply_patch(&parsed?, &ops).ok()?;
             Some(patched.to_toml())
         });
         if let Some(t) = patched {

@@ -3,7 +3,8 @@
 
 use crate::i18n::{Key, bytes};
 use crate::state::{use_i18n, use_shared};
-use jobspec::estimate::{MemoryEstimate, PatchOp};
+use jobspec::estimate::MemoryEstimate;
+use jobspec::patch::PatchOp;
 use jobspec::yuan;
 use jobspec::{Format, Plan};
 use leptos::prelude::*;
@@ -11,7 +12,7 @@ use serde_json::{Value, json};
 
 /// Applies a patch to the spec text in place (keeping comments); false when it cannot.
 fn patch_spec(spec: RwSignal<String>, ops: &[PatchOp]) -> bool {
-    match jobspec::estimate::suggest::apply_patch_toml(&spec.get_untracked(), ops) {
+    match jobspec::patch::apply_patch_toml(&spec.get_untracked(), ops) {
         Some(t) => {
             spec.set(t);
             true

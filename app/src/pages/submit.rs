@@ -13,7 +13,7 @@ use crate::router::{Link, use_router};
 use crate::session::use_session;
 use crate::state::{use_i18n, use_shared};
 use jobspec::Plan;
-use jobspec::estimate::PatchOp;
+use jobspec::patch::PatchOp;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
@@ -132,8 +132,7 @@ fn BackendChoice(plan: Memo<Plan>, backends: api::Fetched<BackendList>) -> impl 
             path: "backend".into(),
             value: serde_json::Value::String(kind),
         };
-        if let Some(t) = jobspec::estimate::suggest::apply_patch_toml(&spec.get_untracked(), &[op])
-        {
+        if let Some(t) = jobspec::patch::apply_patch_toml(&spec.get_untracked(), &[op]) {
             spec.set(t);
         }
     };

@@ -12,7 +12,7 @@ pub use compare::{CardRow, compare_cards};
 pub use memory::{MemoryEstimate, PerGpu, ZeroStates, deepspeed_zero2, deepspeed_zero3};
 pub use params::ParamCount;
 pub use quick::parameters;
-pub use suggest::{OomAdvice, PatchOp, Suggestion, apply_patch, oom_advice, suggest_fixes};
+pub use suggest::{OomAdvice, Suggestion, oom_advice, suggest_fixes};
 pub use time::{CostEstimate, PhysicsFinding, TimeEstimate, cost_fen};
 
 use crate::diag::Message;

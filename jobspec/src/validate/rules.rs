@@ -2,9 +2,10 @@
 //! LoRA, and the ranges a form-built spec must respect.
 
 use super::checker::Checker;
+use super::derive::{self, RunLength};
 use super::ranges::check_ranges;
 use super::text::check_free_text;
-use super::valid::{DEFAULT_MFU_CPU, DEFAULT_MFU_GPU, LORA_TARGETS, ValidSpec};
+use super::valid::{LORA_TARGETS, ValidSpec};
 use crate::catalog::{self, Arch};
 use crate::diag::{Code, Diagnostic, did_you_mean, hint};
 use crate::node::Node;
@@ -40,14 +41,7 @@ pub(super) fn check(
     check_schedule(&mut c, &spec, steps, model_max_seq_len, &model_name);
     let (lora_rank, lora_alpha, lora_targets) = check_adapter(&mut c, &spec);
     let (time_limit_s, claimed_s) = durations(&mut c, &spec);
-    let mfu = spec
-        .estimate
-        .mfu
-        .unwrap_or(if card.is_some_and(|k| !k.is_gpu) {
-            DEFAULT_MFU_CPU
-        } else {
-            DEFAULT_MFU_GPU
-        });
+    let mfu = derive::mfu(&spec, card);
 
     Some(ValidSpec {
         card: card?,
@@ -141,7 +135,7 @@ fn resolve_model(c: &mut Checker<'_>, spec: &JobSpec) -> (Option<Arch>, String, 
 /// returns the world size and the data-parallel degree.
 fn check_cluster(c: &mut Checker<'_>, spec: &JobSpec, card: Option<&catalog::Card>) -> (u32, u32) {
     let (p, r) = (&spec.parallel, &spec.resources);
-    let world = r.cards_per_node.saturating_mul(r.nodes);
+    let (world, dp) = derive::world_and_dp(spec);
     if let Some(card) = card
         && r.cards_per_node > card.max_per_node
     {
@@ -159,9 +153,7 @@ fn check_cluster(c: &mut Checker<'_>, spec: &JobSpec, card: Option<&catalog::Car
         );
     }
     let model_par = p.tp.saturating_mul(p.pp).saturating_mul(p.sp);
-    let dp = if model_par > 0 && world.is_multiple_of(model_par) {
-        world / model_par
-    } else {
+    let dp = dp.unwrap_or_else(|| {
         c.error(
             Code::Conflict,
             "parallel",
@@ -169,7 +161,7 @@ fn check_cluster(c: &mut Checker<'_>, spec: &JobSpec, card: Option<&catalog::Car
             format!("tp × pp × sp = {model_par} 必须整除总卡数 {world}"),
         );
         0
-    };
+    });
     if p.tp > r.cards_per_node {
         c.warn(
             Code::Suspicious,
@@ -355,11 +347,16 @@ fn check_card_and_task(
 
 /// The length of the run: its steps and the tokens it trains on, from epochs or steps.
 fn run_length(c: &mut Checker<'_>, spec: &JobSpec, dp: u32) -> (u64, u64) {
-    let t = &spec.train;
-    let global_batch = u64::from(t.micro_batch) * u64::from(t.grad_accum) * u64::from(dp);
-    let tokens_per_step = global_batch.saturating_mul(u64::from(spec.data.seq_len));
-    match (t.epochs, t.steps) {
-        (Some(_), Some(_)) => {
+    if spec.train.epochs.is_none() && spec.train.steps.is_none() {
+        c.info(
+            Code::Defaulted,
+            "train.epochs",
+            "neither epochs nor steps given: training for 1 epoch".into(),
+            "未给出 epochs 或 steps：默认训练 1 个 epoch".into(),
+        );
+    }
+    match derive::run_length(spec, dp) {
+        RunLength::BothGiven => {
             c.error(
                 Code::Conflict,
                 "train.steps",
@@ -368,38 +365,16 @@ fn run_length(c: &mut Checker<'_>, spec: &JobSpec, dp: u32) -> (u64, u64) {
             );
             (0, 0)
         }
-        (None, Some(s)) => (s, s.saturating_mul(tokens_per_step)),
-        (epochs, None) => {
-            if epochs.is_none() {
-                c.info(
-                    Code::Defaulted,
-                    "train.epochs",
-                    "neither epochs nor steps given: training for 1 epoch".into(),
-                    "未给出 epochs 或 steps：默认训练 1 个 epoch".into(),
-                );
-            }
-            let epochs = epochs.unwrap_or(1.0);
-            match spec.data.tokens {
-                Some(tokens) => {
-                    let total = (tokens as f64 * epochs).min(1e18) as u64;
-                    let steps = if tokens_per_step == 0 {
-                        0
-                    } else {
-                        total.div_ceil(tokens_per_step)
-                    };
-                    (steps, total)
-                }
-                None => {
-                    c.error(
-                        Code::MissingKey,
-                        "data.tokens",
-                        "training by epochs needs `data.tokens` (tokens in one epoch); or give `train.steps`".into(),
-                        "按 epoch 训练需要 `data.tokens`（每个 epoch 的 token 数）；或改为给出 `train.steps`".into(),
-                    );
-                    (0, 0)
-                }
-            }
+        RunLength::NoTokens => {
+            c.error(
+                Code::MissingKey,
+                "data.tokens",
+                "training by epochs needs `data.tokens` (tokens in one epoch); or give `train.steps`".into(),
+                "按 epoch 训练需要 `data.tokens`（每个 epoch 的 token 数）；或改为给出 `train.steps`".into(),
+            );
+            (0, 0)
         }
+        RunLength::Run { steps, tokens } => (steps, tokens),
     }
 }
 
@@ -547,21 +522,15 @@ fn check_lora(c: &mut Checker<'_>, spec: &JobSpec) -> (u32, u32, Vec<String>) {
         }
         return (0, 0, Vec::new());
     }
-    let rank = t.lora_rank.unwrap_or_else(|| {
+    if t.lora_rank.is_none() {
         c.info(
             Code::Defaulted,
             "train.lora_rank",
-            "lora_rank not given: using 16".into(),
-            "未给出 lora_rank：使用 16".into(),
+            format!("lora_rank not given: using {}", derive::DEFAULT_LORA_RANK),
+            format!("未给出 lora_rank：使用 {}", derive::DEFAULT_LORA_RANK),
         );
-        16
-    });
-    let alpha = t.lora_alpha.unwrap_or(rank.saturating_mul(2));
-    let targets = t.lora_targets.clone().unwrap_or_else(|| {
-        ["q_proj", "k_proj", "v_proj", "o_proj"]
-            .map(String::from)
-            .to_vec()
-    });
+    }
+    let (rank, alpha, targets) = derive::lora(spec);
     if targets.is_empty() {
         c.error(
             Code::BadValue,

@@ -1,0 +1,124 @@
+//! The ds_config jobspec writes for a spec: batch identity, precision, ZeRO and offload, the
+//! optimizer and its schedule, with the numbers the trainer's run shares.
+
+use crate::spec::{Offload, Optimizer, Precision, Schedule};
+use crate::validate::ValidSpec;
+use serde_json::{Map, Value, json};
+
+/// The ds_config for a valid spec.
+pub fn ds_config(v: &ValidSpec) -> Value {
+    let t = &v.spec().train;
+    let mut cfg = Map::new();
+    cfg.insert("train_batch_size".into(), json!(v.global_batch()));
+    cfg.insert(
+        "train_micro_batch_size_per_gpu".into(),
+        json!(t.micro_batch),
+    );
+    cfg.insert("gradient_accumulation_steps".into(), json!(t.grad_accum));
+    cfg.insert("gradient_clipping".into(), json!(GRAD_CLIP));
+    match t.precision {
+        Precision::Bf16 => {
+            cfg.insert("bf16".into(), json!({ "enabled": true }));
+        }
+        Precision::Fp16 => {
+            cfg.insert(
+                "fp16".into(),
+                json!({ "enabled": true, "loss_scale": 0, "initial_scale_power": 16,
+                        "loss_scale_window": 1000, "hysteresis": 2, "min_loss_scale": 1 }),
+            );
+        }
+        Precision::Fp32 => {}
+    }
+    cfg.insert("zero_optimization".into(), zero_optimization(v));
+    cfg.insert("optimizer".into(), optimizer(v));
+    cfg.insert("scheduler".into(), scheduler(v));
+    if v.spec().parallel.sp > 1 {
+        cfg.insert("sequence_parallel_size".into(), json!(v.spec().parallel.sp));
+    }
+    cfg.insert("steps_per_print".into(), json!(10));
+    cfg.insert("wall_clock_breakdown".into(), json!(false));
+    Value::Object(cfg)
+}
+
+/// The ZeRO stage with its buckets, and where optimizer states and parameters are offloaded.
+fn zero_optimization(v: &ValidSpec) -> Value {
+    let p = &v.spec().parallel;
+    let mut zero = Map::new();
+    zero.insert("stage".into(), json!(p.zero_stage));
+    if p.zero_stage > 0 {
+        zero.insert("overlap_comm".into(), json!(true));
+        zero.insert("contiguous_gradients".into(), json!(true));
+        zero.insert("reduce_bucket_size".into(), json!(500_000_000u64));
+    }
+    let offload = |o: Offload| match o {
+        Offload::None => None,
+        Offload::Cpu => Some(json!({ "device": "cpu", "pin_memory": true })),
+        Offload::Nvme => {
+            Some(json!({ "device": "nvme", "nvme_path": "/local_nvme", "pin_memory": true }))
+        }
+    };
+    if let Some(o) = offload(p.offload_optimizer) {
+        zero.insert("offload_optimizer".into(), o);
+    }
+    if let Some(o) = offload(p.offload_params) {
+        zero.insert("offload_param".into(), o);
+    }
+    if p.zero_stage == 3 {
+        zero.insert(
+            "stage3_gather_16bit_weights_on_model_save".into(),
+            json!(true),
+        );
+        zero.insert("stage3_prefetch_bucket_size".into(), json!(50_000_000u64));
+        zero.insert(
+            "stage3_param_persistence_threshold".into(),
+            json!(100_000u64),
+        );
+    }
+    Value::Object(zero)
+}
+
+/// AdamW's betas, epsilon and weight decay: the ds_config's and the trainer's run's
+/// (`crate::trainer::TrainerOptim`), one set of numbers.
+pub const ADAMW_BETAS: [f64; 2] = [0.9, 0.95];
+pub const ADAMW_EPS: f64 = 1e-8;
+pub const ADAMW_WEIGHT_DECAY: f64 = 0.1;
+/// SGD's momentum.
+pub const SGD_MOMENTUM: f64 = 0.9;
+/// The gradient norm every run clips to.
+pub const GRAD_CLIP: f64 = 1.0;
+
+fn optimizer(v: &ValidSpec) -> Value {
+    let t = &v.spec().train;
+    match t.optimizer {
+        Optimizer::Adamw => json!({
+            "type": "AdamW",
+            "params": { "lr": t.lr, "betas": ADAMW_BETAS, "eps": ADAMW_EPS,
+                        "weight_decay": ADAMW_WEIGHT_DECAY }
+        }),
+        Optimizer::Sgd => {
+            json!({ "type": "SGD", "params": { "lr": t.lr, "momentum": SGD_MOMENTUM } })
+        }
+    }
+}
+
+fn scheduler(v: &ValidSpec) -> Value {
+    let t = &v.spec().train;
+    // DeepSpeed 0.19.6 and newer reject `warmup_num_steps = 0` (older ones clamped it to 2), and
+    // the Hugging Face Trainer fills in at least 1: no warm-up is one step of it.
+    let warmup = t.warmup.max(1);
+    match t.schedule {
+        Schedule::Cosine => json!({
+            "type": "WarmupCosineLR",
+            "params": { "total_num_steps": v.steps(), "warmup_num_steps": warmup }
+        }),
+        Schedule::Linear => json!({
+            "type": "WarmupDecayLR",
+            "params": { "total_num_steps": v.steps(), "warmup_num_steps": warmup,
+                        "warmup_max_lr": t.lr, "warmup_min_lr": 0.0 }
+        }),
+        Schedule::Constant => json!({
+            "type": "WarmupLR",
+            "params": { "warmup_num_steps": warmup, "warmup_max_lr": t.lr, "warmup_min_lr": 0.0 }
+        }),
+    }
+}

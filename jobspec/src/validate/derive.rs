@@ -1,0 +1,144 @@
+//! What a spec means beyond what it says: the card count and data-parallel size, the run's
+//! length in steps and tokens, LoRA's defaults and the utilisation the estimators assume. Pure
+//! functions of the spec: the rules (`rules.rs`) check their results and word what is wrong,
+//! and `ValidSpec` carries them.
+
+use super::valid::{DEFAULT_MFU_CPU, DEFAULT_MFU_GPU};
+use crate::catalog::Card;
+use crate::spec::JobSpec;
+
+/// LoRA's rank when the spec gives none (alpha is twice the rank unless given).
+pub const DEFAULT_LORA_RANK: u32 = 16;
+
+/// The modules LoRA adapts when the spec names none.
+pub const DEFAULT_LORA_TARGETS: [&str; 4] = ["q_proj", "k_proj", "v_proj", "o_proj"];
+
+/// Total cards, and the data-parallel size (`None` when tp × pp × sp does not divide them).
+pub fn world_and_dp(spec: &JobSpec) -> (u32, Option<u32>) {
+    let (p, r) = (&spec.parallel, &spec.resources);
+    let world = r.cards_per_node.saturating_mul(r.nodes);
+    let model_par = p.tp.saturating_mul(p.pp).saturating_mul(p.sp);
+    let dp = (model_par > 0 && world.is_multiple_of(model_par)).then(|| world / model_par);
+    (world, dp)
+}
+
+/// How long a run is, or why the spec does not say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunLength {
+    /// Optimizer steps and the tokens they train on.
+    Run { steps: u64, tokens: u64 },
+    /// Both `train.epochs` and `train.steps`.
+    BothGiven,
+    /// Epochs (given, or the default one) without `data.tokens`.
+    NoTokens,
+}
+
+/// `train.steps`, or epochs (one when neither is given) × `data.tokens` over the tokens of one
+/// step (micro batch × accumulation × `dp` sequences of `seq_len`), rounded up.
+pub fn run_length(spec: &JobSpec, dp: u32) -> RunLength {
+    let t = &spec.train;
+    let global_batch = u64::from(t.micro_batch) * u64::from(t.grad_accum) * u64::from(dp);
+    let tokens_per_step = global_batch.saturating_mul(u64::from(spec.data.seq_len));
+    match (t.epochs, t.steps, spec.data.tokens) {
+        (Some(_), Some(_), _) => RunLength::BothGiven,
+        (None, Some(s), _) => RunLength::Run {
+            steps: s,
+            tokens: s.saturating_mul(tokens_per_step),
+        },
+        (_, None, None) => RunLength::NoTokens,
+        (epochs, None, Some(tokens)) => {
+            let total = (tokens as f64 * epochs.unwrap_or(1.0)).min(1e18) as u64;
+            let steps = if tokens_per_step == 0 {
+                0
+            } else {
+                total.div_ceil(tokens_per_step)
+            };
+            RunLength::Run {
+                steps,
+                tokens: total,
+            }
+        }
+    }
+}
+
+/// LoRA's rank, alpha and targets, the spec's or the defaults.
+pub fn lora(spec: &JobSpec) -> (u32, u32, Vec<String>) {
+    let t = &spec.train;
+    let rank = t.lora_rank.unwrap_or(DEFAULT_LORA_RANK);
+    let alpha = t.lora_alpha.unwrap_or(rank.saturating_mul(2));
+    let targets = t
+        .lora_targets
+        .clone()
+        .unwrap_or_else(|| DEFAULT_LORA_TARGETS.map(String::from).to_vec());
+    (rank, alpha, targets)
+}
+
+/// The model FLOPs utilisation the estimators assume: the spec's, else the card kind's default.
+pub fn mfu(spec: &JobSpec, card: Option<&Card>) -> f64 {
+    spec.estimate
+        .mfu
+        .unwrap_or(if card.is_some_and(|k| !k.is_gpu) {
+            DEFAULT_MFU_CPU
+        } else {
+            DEFAULT_MFU_GPU
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(extra_train: &str, data_tokens: &str, parallel: &str) -> JobSpec {
+        let src = format!(
+            "name = \"d\"\ntask = \"lora\"\nmodel = \"stories260K\"\n[data]\ndataset = \"x\"\n\
+             seq_len = 128\n{data_tokens}\n[train]\nmicro_batch = 2\ngrad_accum = 3\n\
+             {extra_train}\n[parallel]\n{parallel}\n[resources]\ncard = \"a100-80g\"\n\
+             cards_per_node = 8\nnodes = 2\n"
+        );
+        let (root, _) = crate::node::from_toml(&src);
+        crate::parse::Reader::new().spec(&root).expect("parses")
+    }
+
+    #[test]
+    fn the_run_length_follows_steps_or_epochs_of_the_data() {
+        let (world, dp) = world_and_dp(&spec("", "", "tp = 2"));
+        assert_eq!((world, dp), (16, Some(8)));
+        assert_eq!(world_and_dp(&spec("", "", "tp = 3")).1, None);
+        // 2 × 3 × 8 sequences of 128 tokens a step.
+        let per_step = 2 * 3 * 8 * 128;
+        assert_eq!(
+            run_length(&spec("steps = 10", "", "tp = 2"), 8),
+            RunLength::Run {
+                steps: 10,
+                tokens: 10 * per_step
+            }
+        );
+        let tokens = format!("tokens = {}", per_step * 5 + 1);
+        assert_eq!(
+            run_length(&spec("epochs = 2", &tokens, "tp = 2"), 8),
+            RunLength::Run {
+                steps: 11,
+                tokens: 2 * (per_step * 5 + 1)
+            }
+        );
+        assert_eq!(run_length(&spec("", "", ""), 8), RunLength::NoTokens);
+        assert_eq!(
+            run_length(&spec("steps = 1\nepochs = 1", "", ""), 8),
+            RunLength::BothGiven
+        );
+    }
+
+    #[test]
+    fn lora_defaults_are_rank_16_alpha_twice_and_the_attention_projections() {
+        assert_eq!(
+            lora(&spec("", "", "")),
+            (16, 32, DEFAULT_LORA_TARGETS.map(String::from).to_vec())
+        );
+        let (r, a, t) = lora(&spec(
+            "lora_rank = 4\nlora_targets = [\"all-linear\"]",
+            "",
+            "",
+        ));
+        assert_eq!((r, a, t), (4, 8, vec!["all-linear".to_string()]));
+    }
+}
