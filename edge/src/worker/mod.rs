@@ -26,7 +26,9 @@ use worker::{Context, Env, Request, Response, ScheduleContext, ScheduledEvent, e
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
-    let method = req.method().to_string();
+    // The method as sent: the worker crate's `Method` reads one it does not know (`QUERY`, say)
+    // as GET, which would answer it as if it were one.
+    let method = req.inner().method();
     let path = req.path();
     let matched = routes::find(&method, &path);
     // Read the whole body first, whatever the answer will be: see `http::buffered`.

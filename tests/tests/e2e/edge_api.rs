@@ -89,6 +89,22 @@ fn errors_and_limits(stack: &Stack) {
     assert!(a.json["error"]["details"].is_object(), "{:?}", a.json);
     let a = c.request("DELETE", "/api/me", None, &[]);
     assert_eq!((a.status, a.code()), (405, "method_not_allowed"));
+    // A method the runtime's own types do not know (QUERY, a draft standard) is not read as GET.
+    let addr = stack.url.trim_start_matches("http://").to_string();
+    for path in ["/api/me", "/api/jobs", "/api/ledger"] {
+        let (status, text) = raw_request(&addr, "QUERY", path, &[], false).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        assert_eq!(
+            (status, &json["error"]["code"]),
+            (405, &json!("method_not_allowed")),
+            "QUERY {path}: {text}"
+        );
+        let allowed = json["error"]["details"]["allowed"].as_array().cloned();
+        assert!(
+            allowed.is_some_and(|a| a.contains(&json!("GET"))),
+            "QUERY {path}: {text}"
+        );
+    }
     let a = c.request(
         "POST",
         "/api/auth/signup",
