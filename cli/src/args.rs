@@ -125,6 +125,9 @@ pub enum Command {
         /// Start at this byte of the log
         #[arg(long, value_name = "BYTES", default_value_t = 0)]
         offset: u64,
+        /// Print the log as the job wrote it, terminal control sequences included (by default they are shown escaped, so a job's output cannot drive your terminal)
+        #[arg(long)]
+        raw: bool,
         #[command(flatten)]
         remote: Remote,
     },

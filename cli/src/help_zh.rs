@@ -141,6 +141,10 @@ const ZH: &[(&str, &str)] = &[
         "输出 onramp-train 读取的运行文件（onramp-run.json，含 ds_config），而不是规划",
     ),
     (
+        "Print the log as the job wrote it, terminal control sequences included (by default they are shown escaped, so a job's output cannot drive your terminal)",
+        "按作业写出的原样打印日志，包括终端控制序列（默认会转义显示，作业输出无法操控你的终端）",
+    ),
+    (
         "The plan as JSON (the same shape the app reads)",
         "以 JSON 输出规划（与应用读取的格式相同）",
     ),

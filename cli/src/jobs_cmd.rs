@@ -20,6 +20,8 @@ pub struct Args {
     pub email: Option<String>,
     pub key: Option<String>,
     pub offset: u64,
+    /// `onramp logs --raw`: the log's bytes as they are, control sequences included.
+    pub raw: bool,
     pub positional: Vec<String>,
 }
 
@@ -449,8 +451,18 @@ pub fn cancel(args: Args) -> Result<ExitCode, String> {
     }))
 }
 
-/// `onramp logs ID [--follow] [--offset N]`: prints the log from a byte offset; with `--follow`
-/// keeps polling until the job has ended and its log is read to the end.
+/// A log's text for the terminal: control sequences made visible unless `--raw`.
+fn shown(text: &str, raw: bool) -> std::borrow::Cow<'_, str> {
+    if raw {
+        text.into()
+    } else {
+        crate::say::terminal_safe(text).into()
+    }
+}
+
+/// `onramp logs ID [--follow] [--offset N] [--raw]`: prints the log from a byte offset (its
+/// control sequences made visible, unless `--raw`); with `--follow` keeps polling until the job
+/// has ended and its log is read to the end.
 pub fn logs(args: Args) -> Result<ExitCode, String> {
     let id = one_id(&args, "logs")?;
     let edge = edge_for(&args)?;
@@ -460,7 +472,7 @@ pub fn logs(args: Args) -> Result<ExitCode, String> {
             let chunk: LogChunk = Edge::typed(
                 &edge.expect_ok(edge.get(&format!("/api/jobs/{id}/logs?offset={offset}")))?,
             )?;
-            print!("{}", chunk.text);
+            print!("{}", shown(&chunk.text, args.raw));
             use std::io::Write;
             let _ = std::io::stdout().flush();
             offset = chunk.next_offset;
@@ -477,7 +489,7 @@ pub fn logs(args: Args) -> Result<ExitCode, String> {
                         &edge
                             .expect_ok(edge.get(&format!("/api/jobs/{id}/logs?offset={offset}")))?,
                     )?;
-                    print!("{}", last.text);
+                    print!("{}", shown(&last.text, args.raw));
                     eprintln!(
                         "onramp: {}",
                         t(

@@ -108,11 +108,13 @@ fn run(command: Command) -> Result<ExitCode, String> {
             job,
             follow,
             offset,
+            raw,
             remote,
         } => jobs_cmd::logs(jobs_cmd::Args {
             edge: remote.edge,
             follow,
             offset,
+            raw,
             positional: vec![job.id],
             ..Default::default()
         }),

@@ -49,9 +49,68 @@ pub fn pad(s: &str, width: usize) -> String {
     format!("{s}{}", " ".repeat(width.saturating_sub(w)))
 }
 
+/// A job's output as a terminal may show it: whoever controls a job writes its log, so escape
+/// sequences (ESC, the C1 controls, CSI) must not set the terminal's title, write to its
+/// clipboard or move the cursor over earlier lines, and direction overrides must not reorder what
+/// is shown. Line breaks and tabs stay; a carriage return that is not part of `\r\n` (a progress
+/// bar redrawing its line) becomes a line break; every other control character is shown as an
+/// escape (`\x1b`, `\u{202e}`).
+pub fn terminal_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            '\r' => {
+                if chars.peek() != Some(&'\n') {
+                    out.push('\n');
+                }
+            }
+            c if c.is_control() || is_direction_control(c) => {
+                let n = u32::from(c);
+                if n < 0x80 {
+                    out.push_str(&format!("\\x{n:02x}"));
+                } else {
+                    out.push_str(&format!("\\u{{{n:x}}}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Unicode's explicit direction marks, embeddings, overrides and isolates.
+fn is_direction_control(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn job_output_cannot_drive_the_terminal() {
+        assert_eq!(
+            terminal_safe("step 1\tloss 2.5\n中文\r\n"),
+            "step 1\tloss 2.5\n中文\n"
+        );
+        // A title, a clipboard write (OSC 52), a cursor move, a C1 CSI, a bell, an override.
+        let hostile =
+            "\u{1b}]0;pwned\u{7}\u{1b}]52;c;ZWNobw==\u{7}\u{1b}[2A\u{9b}2J\u{202e}txt.exe";
+        let safe = terminal_safe(hostile);
+        assert!(
+            !safe
+                .chars()
+                .any(|c| c.is_control() || is_direction_control(c)),
+            "{safe:?}"
+        );
+        assert_eq!(
+            safe,
+            "\\x1b]0;pwned\\x07\\x1b]52;c;ZWNobw==\\x07\\x1b[2A\\u{9b}2J\\u{202e}txt.exe"
+        );
+        assert_eq!(terminal_safe("50%\r100%\n"), "50%\n100%\n");
+    }
 
     #[test]
     fn padding_counts_display_columns() {
