@@ -23,6 +23,7 @@ pub mod openapi;
 pub mod public_url;
 pub mod refunds;
 pub mod routes;
+pub mod tls;
 /// Time on the wire and in storage: the contract's one time module.
 pub use api::time;
 pub mod wire;

@@ -166,6 +166,18 @@ pub fn production_config(
         complete && mail_http,
         is_https,
     )?;
+    // Production sends secrets and job tokens only over TLS (the edge checks BACKENDS, a secret
+    // this build cannot see, when it reads it).
+    let tls = env
+        .get("vars")
+        .and_then(|v| v.get("REQUIRE_TLS"))
+        .and_then(toml::Value::as_str);
+    if tls != Some("true") {
+        return Err(format!(
+            "edge/wrangler.toml's [env.production.vars] must set REQUIRE_TLS = \"true\" (it has \
+             {tls:?}): without it the edge accepts http:// backends in production"
+        ));
+    }
     Ok(table)
 }
 

@@ -56,6 +56,10 @@ pub struct BackendConfig {
     /// duration (`"7d"`, `"36h"`); 7 days when absent.
     #[serde(default)]
     pub retention: Option<String>,
+    /// An `http://` URL on a private network, allowed where the deployment requires TLS
+    /// (`crate::tls`): the operator says so by name.
+    #[serde(default)]
+    pub insecure_private_network: bool,
 }
 
 impl BackendConfig {
@@ -71,6 +75,12 @@ impl BackendConfig {
 /// Parses `BACKENDS`. An absent or empty variable means no backends; a malformed one is an error
 /// that names what is wrong, so a deployment mistake is seen at once rather than as "no backends".
 pub fn parse(text: Option<&str>) -> Result<Vec<BackendConfig>, String> {
+    parse_with(text, false)
+}
+
+/// [`parse`], refusing an `http://` backend that is neither on this machine nor marked
+/// `insecure_private_network` when `require_tls` (`REQUIRE_TLS`, see `crate::tls`).
+pub fn parse_with(text: Option<&str>, require_tls: bool) -> Result<Vec<BackendConfig>, String> {
     let text = match text.map(str::trim) {
         None | Some("") => return Ok(Vec::new()),
         Some(t) => t,
@@ -90,6 +100,13 @@ pub fn parse(text: Option<&str>) -> Result<Vec<BackendConfig>, String> {
                 "BACKENDS: backend {:?} has url {:?}, which is not http(s)",
                 b.name, b.url
             ));
+        }
+        if !b.insecure_private_network {
+            crate::tls::check(
+                &format!("BACKENDS: backend {:?} has url", b.name),
+                &b.url,
+                require_tls,
+            )?;
         }
         if let Some(dir) = b.work_dir.as_ref().filter(|d| !d.starts_with('/')) {
             return Err(format!(
@@ -209,6 +226,27 @@ fn check_text_fields(b: &BackendConfig) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn where_tls_is_required_a_cleartext_backend_must_say_so_by_name() {
+        let one = |url: &str, extra: &str| {
+            format!(r#"[{{"name":"hpc","kind":"runner","url":"{url}","secret":"s"{extra}}}]"#)
+        };
+        for url in ["https://hpc.example.com", "http://127.0.0.1:8788"] {
+            assert!(parse_with(Some(&one(url, "")), true).is_ok(), "{url}");
+        }
+        let e = parse_with(Some(&one("http://10.0.0.5:8788", "")), true).unwrap_err();
+        assert!(e.contains("\"hpc\"") && e.contains("REQUIRE_TLS"), "{e}");
+        assert!(
+            parse(Some(&one("http://10.0.0.5:8788", ""))).is_ok(),
+            "not required"
+        );
+        let marked = one(
+            "http://10.0.0.5:8788",
+            r#","insecure_private_network":true"#,
+        );
+        assert!(parse_with(Some(&marked), true).unwrap()[0].insecure_private_network);
+    }
 
     /// The folder of a job is the edge's to name: no backend's env may move it, or its output.
     #[test]

@@ -13,7 +13,8 @@ use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit};
 
 pub fn configured(env: &Env) -> ApiResult<Vec<BackendConfig>> {
     let text = env.var("BACKENDS").ok().map(|v| v.to_string());
-    crate::backends::config::parse(text.as_deref()).map_err(ApiError::internal)
+    crate::backends::config::parse_with(text.as_deref(), super::http::require_tls(env))
+        .map_err(ApiError::internal)
 }
 
 pub fn named(env: &Env, name: &str) -> ApiResult<BackendConfig> {

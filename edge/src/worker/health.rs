@@ -27,7 +27,10 @@ pub async fn deep(_: Admin, env: &Env) -> ApiResult<Response> {
         kv: Check::from_result(check_kv(env).await),
         durable_object: Check::from_result(check_durable_object(env).await),
     };
-    let configured = config::parse(env.var("BACKENDS").ok().map(|v| v.to_string()).as_deref());
+    let configured = config::parse_with(
+        env.var("BACKENDS").ok().map(|v| v.to_string()).as_deref(),
+        super::http::require_tls(env),
+    );
     let backends = match configured {
         Ok(list) => join_all(list.iter().map(|b| check_backend(env, b))).await,
         Err(e) => vec![BackendHealth {

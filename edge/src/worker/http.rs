@@ -170,7 +170,17 @@ pub fn header(req: &Request, name: &str) -> Option<String> {
 /// `Host`: see `crate::public_url`.
 pub fn public_url(env: &worker::Env) -> ApiResult<String> {
     let var = env.var("PUBLIC_URL").ok().map(|v| v.to_string());
-    crate::public_url::parse(var.as_deref()).map_err(ApiError::internal)
+    crate::public_url::parse(var.as_deref(), require_tls(env)).map_err(ApiError::internal)
+}
+
+/// Whether this deployment refuses cleartext URLs (`REQUIRE_TLS`, see `crate::tls`).
+pub fn require_tls(env: &worker::Env) -> bool {
+    crate::tls::required(
+        env.var("REQUIRE_TLS")
+            .ok()
+            .map(|v| v.to_string())
+            .as_deref(),
+    )
 }
 
 /// `scheme://host[:port]` of this request: the only Origin a session may write from.

@@ -157,3 +157,15 @@ fn measures_a_bundle_and_refuses_one_over_the_limit() {
     assert!(e.contains("too big"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn production_must_require_tls() {
+    let off = committed().replace("REQUIRE_TLS = \"true\"", "REQUIRE_TLS = \"\"");
+    assert_ne!(
+        off,
+        committed(),
+        "the committed config sets REQUIRE_TLS in production"
+    );
+    let e = production_config(&off, &Deployment::default(), false).unwrap_err();
+    assert!(e.contains("REQUIRE_TLS"), "{e}");
+}
