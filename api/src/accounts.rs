@@ -3,11 +3,22 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// The fewest characters a password may have.
+pub const MIN_PASSWORD_CHARS: usize = 8;
+/// The most bytes a password may have (a long one is hashed, never stored).
+pub const MAX_PASSWORD_BYTES: usize = 256;
+/// The longest email address (RFC 5321's path limit).
+pub const MAX_EMAIL_BYTES: usize = 254;
+
 /// `POST /api/auth/signup` and `POST /api/auth/login`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
+    #[schemars(email, length(min = 3, max = MAX_EMAIL_BYTES))]
     pub email: String,
+    /// At least [`MIN_PASSWORD_CHARS`] characters and at most [`MAX_PASSWORD_BYTES`] bytes: the
+    /// schema says at most a quarter as many characters, which no UTF-8 text can take past it.
+    #[schemars(length(min = MIN_PASSWORD_CHARS, max = MAX_PASSWORD_BYTES / 4))]
     pub password: String,
 }
 

@@ -24,8 +24,8 @@ pub struct SubmitRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum SpecBody {
-    Toml(String),
-    Json(serde_json::Map<String, serde_json::Value>),
+    Toml(#[schemars(length(min = 1))] String),
+    Json(#[schemars(extend("minProperties" = 1))] serde_json::Map<String, serde_json::Value>),
 }
 
 /// A job as the API shows it to its owner (`GET /api/jobs/{id}`, an entry of `GET /api/jobs`,

@@ -9,8 +9,8 @@ use crate::error::{ApiError, ErrorCode};
 pub const SESSION_MAX_AGE_S: u64 = 30 * 24 * 3600;
 /// PBKDF2-SHA256 iterations (Cloudflare's WebCrypto allows at most 100,000).
 pub const PBKDF2_ITERATIONS: u32 = 100_000;
-pub const MIN_PASSWORD_CHARS: usize = 8;
-pub const MAX_PASSWORD_BYTES: usize = 256;
+pub use api::accounts::MAX_PASSWORD_BYTES;
+pub use api::accounts::MIN_PASSWORD_CHARS;
 
 /// Lower-cased, trimmed email if it is plausible: one `@`, something on both sides, a dot in the
 /// domain, at most 254 bytes, no spaces or control characters.
@@ -23,7 +23,9 @@ pub fn normalise_email(raw: &str) -> Result<String, ApiError> {
         )
         .with_details(serde_json::json!({"field": "email"}))
     };
-    if email.len() > 254 || email.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    if email.len() > api::accounts::MAX_EMAIL_BYTES
+        || email.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
         return Err(bad());
     }
     let (local, domain) = email.split_once('@').ok_or_else(bad)?;

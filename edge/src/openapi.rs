@@ -66,6 +66,25 @@ fn bodies(id: RouteId, s: &mut Schemas) -> (Option<Value>, Option<Value>) {
     }
 }
 
+/// A route's path and header parameters, if it has any.
+fn parameters(route: &crate::routes::Route) -> Option<Value> {
+    let mut parameters = Vec::new();
+    if route.path.contains("{id}") {
+        parameters.push(json!({
+            "name": "id", "in": "path", "required": true, "schema": {"type": "string"}
+        }));
+    }
+    if matches!(route.id, RouteId::SubmitJob | RouteId::AdminRefund) {
+        // What `wire::idempotency_key` accepts: one key, one job (or refund), whatever the retries.
+        parameters.push(json!({
+            "name": "Idempotency-Key", "in": "header", "required": true,
+            "description": "1-128 visible ASCII characters; a retry with the same key gets the same answer",
+            "schema": {"type": "string", "pattern": "^[!-~]{1,128}$"}
+        }));
+    }
+    (!parameters.is_empty()).then_some(Value::Array(parameters))
+}
+
 /// The whole document.
 pub fn document() -> Value {
     let mut paths = Map::new();
@@ -110,10 +129,8 @@ pub fn document() -> Value {
                 "content": {"application/json": {"schema": schema}}
             });
         }
-        if route.path.contains("{id}") {
-            op["parameters"] = json!([{
-                "name": "id", "in": "path", "required": true, "schema": {"type": "string"}
-            }]);
+        if let Some(p) = parameters(route) {
+            op["parameters"] = p;
         }
         let security = match route.access {
             // Anyone may call: a signed-in caller only sees more (their own unpublished things).
@@ -148,6 +165,31 @@ pub fn document() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The constraints the edge enforces are in the document, so that a client generated from
+    /// it (or a fuzzer reading it) sends what the edge accepts.
+    #[test]
+    fn the_document_declares_the_constraints_the_edge_enforces() {
+        let doc = document();
+        let schemas = &doc["components"]["schemas"];
+        let creds = &schemas["Credentials"]["properties"];
+        assert_eq!(creds["email"]["format"], "email", "{creds}");
+        assert_eq!(creds["email"]["maxLength"], 254);
+        assert_eq!(creds["password"]["minLength"], 8);
+        let spec = doc["components"]["schemas"]["SpecBody"].to_string();
+        assert!(
+            spec.contains("\"minLength\":1") && spec.contains("\"minProperties\":1"),
+            "{spec}"
+        );
+        for (path, method) in [("/api/jobs", "post"), ("/api/admin/refunds", "post")] {
+            let params = doc["paths"][path][method]["parameters"].to_string();
+            assert!(
+                params.contains("\"Idempotency-Key\"") && params.contains("\"required\":true"),
+                "{path}: {params}"
+            );
+        }
+        assert!(doc["paths"]["/api/me"]["get"]["parameters"].is_null());
+    }
 
     #[test]
     fn lists_exactly_the_routes() {
