@@ -94,5 +94,30 @@ pub struct NewToken {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TokenCreated {
     pub token: String,
+    /// What `GET /api/tokens` lists it by and `DELETE /api/tokens/{id}` revokes it by (16 hex
+    /// characters, derived from its hash: it cannot be turned back into the token).
+    pub id: String,
     pub name: String,
+}
+
+/// One API token of the account, as `GET /api/tokens` lists it: never the token itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenInfo {
+    pub id: String,
+    pub name: String,
+    /// RFC 3339.
+    pub created_at: String,
+}
+
+/// `GET /api/tokens`: the account's API tokens, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenList {
+    pub tokens: Vec<TokenInfo>,
+}
+
+/// `DELETE /api/tokens/{id}`: the token no longer signs anyone in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenRevoked {
+    pub id: String,
+    pub revoked: bool,
 }

@@ -23,8 +23,8 @@ pub mod schema;
 pub mod time;
 
 pub use accounts::{
-    Account, Credentials, NewToken, Outbox, OutboxMail, SignedOut, TokenCreated, VerificationSent,
-    Verified, VerifyRequest,
+    Account, Credentials, NewToken, Outbox, OutboxMail, SignedOut, TokenCreated, TokenInfo,
+    TokenList, TokenRevoked, VerificationSent, Verified, VerifyRequest,
 };
 pub use backends::{
     AdminBackend, AdminBackendList, BackendHealth, BackendKind, BackendList, Bindings, Check,

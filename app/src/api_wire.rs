@@ -7,7 +7,8 @@
 use crate::i18n::Key;
 pub use api::{
     BackendList, ErrorCode, Experiment, Job, JobList, JobState, Ledger, LedgerKind, LogChunk,
-    MetricPoint, MetricsPage, Redeemed, SavedExperiment, VerificationSent, Verified,
+    MetricPoint, MetricsPage, Redeemed, SavedExperiment, TokenList, TokenRevoked, VerificationSent,
+    Verified,
 };
 use serde::Deserialize;
 

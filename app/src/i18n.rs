@@ -158,6 +158,11 @@ messages! {
     Kind => "Kind", "类型";
     Reference => "Reference", "关联";
     NoEntries => "No movements yet.", "暂无记录。";
+    TokensTitle => "API tokens (for the onramp CLI)", "API 令牌（供 onramp 命令行使用）";
+    NoTokens => "No API tokens: `onramp login` makes one.", "没有 API 令牌：`onramp login` 会创建一个。";
+    TokenName => "Name", "名称";
+    TokenCreatedAt => "Made", "创建时间";
+    RevokeToken => "Revoke", "吊销";
     KindGrant => "sign-up grant", "注册赠送";
     KindRedeem => "promotion code", "优惠码兑换";
     KindHold => "hold for a job", "作业预扣";

@@ -99,6 +99,16 @@ pub enum Command {
         #[command(flatten)]
         json: Json,
     },
+    /// Your API tokens (id, when made, name), or revoke one
+    Tokens {
+        /// Revoke the token with this id: it signs nobody in any more
+        #[arg(long, value_name = "ID")]
+        revoke: Option<String>,
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        json: Json,
+    },
     /// Your jobs, newest first
     Jobs {
         #[command(flatten)]

@@ -150,6 +150,14 @@ const ZH: &[(&str, &str)] = &[
     ),
     ("Your jobs, newest first", "你的作业，最新的在前"),
     (
+        "Your API tokens (id, when made, name), or revoke one",
+        "你的 API 令牌（id、创建时间、名称），或吊销其中一个",
+    ),
+    (
+        "Revoke the token with this id: it signs nobody in any more",
+        "吊销此 id 的令牌：它不能再用于登录",
+    ),
+    (
         "The shell to write completions for",
         "要生成补全脚本的 shell",
     ),

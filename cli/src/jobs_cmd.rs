@@ -58,7 +58,7 @@ pub fn edge_url(flag: Option<&str>) -> Result<String, String> {
     Ok(edge_for(&args)?.base)
 }
 
-fn edge_for(args: &Args) -> Result<Edge, String> {
+pub(crate) fn edge_for(args: &Args) -> Result<Edge, String> {
     let saved = match credentials::path() {
         Some(p) => credentials::load(&p)?,
         None => None,
@@ -164,7 +164,7 @@ pub fn job_details(j: &Job) -> String {
     out
 }
 
-fn done(r: Result<(), Failure>) -> Result<ExitCode, String> {
+pub(crate) fn done(r: Result<(), Failure>) -> Result<ExitCode, String> {
     match r {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(Failure(msg)) => {
@@ -174,7 +174,7 @@ fn done(r: Result<(), Failure>) -> Result<ExitCode, String> {
     }
 }
 
-fn print_value(v: &Value) {
+pub(crate) fn print_value(v: &Value) {
     println!(
         "{}",
         serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())

@@ -10,6 +10,7 @@ mod input;
 mod jobs_cmd;
 mod remote;
 mod say;
+mod tokens_cmd;
 
 use args::{Cli, Command, exit};
 use clap::{CommandFactory, FromArgMatches};
@@ -93,6 +94,11 @@ fn run(command: Command) -> Result<ExitCode, String> {
             positional: vec![path],
             ..Default::default()
         }),
+        Command::Tokens {
+            revoke,
+            remote,
+            json,
+        } => tokens_cmd::run(revoke, remote, json),
         Command::Jobs { remote, json } => jobs_cmd::jobs(jobs_cmd::Args {
             edge: remote.edge,
             json: json.json,

@@ -30,6 +30,8 @@ fn bodies(id: RouteId, s: &mut Schemas) -> (Option<Value>, Option<Value>) {
             Some(s.of::<api::NewToken>()),
             Some(s.of::<api::TokenCreated>()),
         ),
+        ListTokens => (None, Some(s.of::<api::TokenList>())),
+        RevokeToken => (None, Some(s.of::<api::TokenRevoked>())),
         Ledger => (None, Some(s.of::<api::Ledger>())),
         Redeem => (
             Some(s.of::<api::RedeemRequest>()),
@@ -225,6 +227,8 @@ mod tests {
             ResendVerification => "verification_sent",
             AdminOutbox => "outbox",
             CreateToken => "token_created",
+            ListTokens => "token_list",
+            RevokeToken => "token_revoked",
             Ledger => "ledger",
             Redeem => "redeemed",
             AdminPromoCodes => "promo_code_created",

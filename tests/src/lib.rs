@@ -7,6 +7,7 @@ pub mod api;
 pub mod fake_backend;
 pub mod paths;
 pub mod process;
+pub mod raw_http;
 pub mod runner;
 pub mod slurm;
 pub mod specs;

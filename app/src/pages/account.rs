@@ -1,7 +1,8 @@
 //! `/account`: sign in or sign up when signed out; else, until the email is verified, a note
 //! that the trial credit waits for it (with a button that mails the link again), the balance in
 //! yuan, a box to redeem a promotion code (each refusal in its own words, the balance updated
-//! on success) and the ledger of every credit movement.
+//! on success), the ledger of every credit movement, and the account's API tokens
+//! (`account_tokens.rs`).
 
 use crate::api;
 use crate::api_wire::{ApiError, Ledger, Redeemed, VerificationSent, ledger_kind_key};
@@ -103,6 +104,7 @@ fn Credit() -> impl IntoView {
                 </div>
             }.into_any(),
         }}
+        <crate::pages::account_tokens::TokensList/>
     }
 }
 

@@ -15,7 +15,7 @@ use crate::accounts::{
 use crate::coordinator::{Balance, Counted, Op};
 use crate::error::{ApiError, ErrorCode};
 use crate::wire::{self, Credentials, NewToken};
-use api::{Account, SignedOut, TokenCreated};
+use api::{Account, SignedOut, TokenCreated, TokenInfo, TokenList, TokenRevoked};
 use js_sys::{Array, Uint8Array};
 use serde::Deserialize;
 use wasm_bindgen::{JsCast, JsValue};
@@ -270,5 +270,69 @@ pub async fn create_token(user: User, mut req: Request, env: &Env) -> ApiResult<
     if inserted == 0 {
         return Err(db::limit_reached("API tokens per account", limit));
     }
-    http::json(201, &TokenCreated { token, name }).map_err(http::internal("response"))
+    let id = token_id(&access::hash_token(&token));
+    http::json(201, &TokenCreated { token, id, name }).map_err(http::internal("response"))
+}
+
+/// A token's id: the first 16 hex characters of its hash (the hash is stored, never the token).
+fn token_id(hash: &str) -> String {
+    hash.chars().take(TOKEN_ID_CHARS).collect()
+}
+
+const TOKEN_ID_CHARS: usize = 16;
+
+/// `GET /api/tokens`: the account's API tokens, newest first, by id and name.
+pub async fn list_tokens(user: User, env: &Env) -> ApiResult<TokenList> {
+    #[derive(serde::Deserialize)]
+    struct Row {
+        token_hash: String,
+        name: String,
+        created_at: i64,
+    }
+    let rows: Vec<Row> = db::all(
+        env,
+        "SELECT token_hash, name, created_at FROM api_tokens WHERE user_id = ? \
+         ORDER BY created_at DESC, token_hash",
+        &[s(&user.id)],
+    )
+    .await?;
+    Ok(TokenList {
+        tokens: rows
+            .into_iter()
+            .map(|r| TokenInfo {
+                id: token_id(&r.token_hash),
+                name: r.name,
+                created_at: crate::time::format_rfc3339_ms(r.created_at),
+            })
+            .collect(),
+    })
+}
+
+/// `DELETE /api/tokens/{id}`: one of the account's tokens, revoked. Another account's token, or
+/// an id that names none, is "no such token" (404), whichever it is.
+pub async fn revoke_token(user: User, env: &Env, id: &str) -> ApiResult<TokenRevoked> {
+    let missing = || {
+        ApiError::not_found(format!("you have no API token {id:?}"))
+            .with_details(serde_json::json!({"field": "id"}))
+    };
+    let well_formed = id.len() == TOKEN_ID_CHARS
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if !well_formed {
+        return Err(missing());
+    }
+    let removed = db::run(
+        env,
+        "DELETE FROM api_tokens WHERE user_id = ? AND substr(token_hash, 1, 16) = ?",
+        &[s(&user.id), s(id)],
+    )
+    .await?;
+    if removed == 0 {
+        return Err(missing());
+    }
+    Ok(TokenRevoked {
+        id: id.to_string(),
+        revoked: true,
+    })
 }

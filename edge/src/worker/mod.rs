@@ -110,6 +110,8 @@ async fn handle(
         RouteId::Logout => accounts::logout(caller.user()?, req, env).await,
         RouteId::Me => accounts::me(caller.user()?, env).await,
         RouteId::CreateToken => accounts::create_token(caller.user()?, req, env).await,
+        RouteId::ListTokens => ok(status, accounts::list_tokens(caller.user()?, env).await),
+        RouteId::RevokeToken => ok(status, accounts::revoke_token(caller.user()?, env, p).await),
         RouteId::Ledger => ok(status, credits::ledger(caller.user()?, env).await),
         RouteId::Redeem => ok(status, credits::redeem(caller.user()?, req, env).await),
         RouteId::AdminPromoCodes => ok(

@@ -177,18 +177,66 @@ fn sign_up_redeem_refused_then_redeemed_and_sign_out() {
     // None of the refusals moved money.
     assert_eq!(api.balance(), 3500);
 
-    // Sign out, then a wrong password is refused as such.
-    click(&browser, "[data-testid=sign-out]");
+    tokens_are_listed_and_revoked_on_the_page(&stack, &browser, &api);
+
+    sign_out_then_in_again(&browser, &email);
+}
+
+/// Signing out, then a wrong password is refused as such and the right one shows the same balance.
+fn sign_out_then_in_again(browser: &Browser, email: &str) {
+    click(browser, "[data-testid=sign-out]");
     browser.wait_for("[data-testid=nav-sign-in]", WAIT).unwrap();
     browser
         .wait_for("[data-testid=auth-form][data-mode=login]", WAIT)
         .unwrap();
-    submit_auth(&browser, &email, "wrong horse battery");
-    assert!(refusal(&browser, "auth-error", "bad_credentials").contains("Wrong email or password"));
-    submit_auth(&browser, &email, "correct horse battery");
+    submit_auth(browser, email, "wrong horse battery");
+    assert!(refusal(browser, "auth-error", "bad_credentials").contains("Wrong email or password"));
+    submit_auth(browser, email, "correct horse battery");
     browser
         .wait_for("[data-testid=balance][data-fen=\"3500\"]", WAIT)
         .expect("signing in again shows the same balance");
+}
+
+/// An API token made elsewhere (as `onramp login` does) is listed on the account page, by name
+/// and id but never itself, and revoked from there: it signs nobody in any more.
+fn tokens_are_listed_and_revoked_on_the_page(
+    stack: &onramp_tests::stack::Stack,
+    browser: &Browser,
+    api: &Client,
+) {
+    browser
+        .wait_for("[data-testid=tokens-empty]", WAIT)
+        .unwrap();
+    let made = api.post("/api/tokens", &json!({"name": "laptop"}));
+    assert_eq!(made.status, 201, "{:?}", made.json);
+    let token = made.json["token"].as_str().unwrap().to_string();
+    let id = made.json["id"].as_str().unwrap().to_string();
+    browser.goto(&format!("{}/account", stack.url)).unwrap();
+    let row = format!("[data-testid=tokens] tr[data-token=\"{id}\"]");
+    browser
+        .wait_for(&row, WAIT)
+        .expect("the new token is listed");
+    let listed = text_content(browser, &row);
+    assert!(
+        listed.contains("laptop") && !listed.contains(&token),
+        "{listed}"
+    );
+    assert_eq!(
+        Client::with_bearer(&stack.url, &token)
+            .get("/api/me")
+            .status,
+        200
+    );
+    click(browser, &format!("{row} [data-testid=revoke-token]"));
+    browser
+        .wait_for("[data-testid=tokens-empty]", WAIT)
+        .expect("the list is empty once revoked");
+    assert_eq!(
+        Client::with_bearer(&stack.url, &token)
+            .get("/api/me")
+            .status,
+        401
+    );
 }
 
 #[test]

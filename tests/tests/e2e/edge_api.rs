@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::api::{Client, run_scenarios, unique_email, verification_token};
+use onramp_tests::raw_http;
 use onramp_tests::stack::{Stack, StackExtras, StackOptions};
 use serde_json::json;
 
@@ -92,7 +93,7 @@ fn errors_and_limits(stack: &Stack) {
     // A method the runtime's own types do not know (QUERY, a draft standard) is not read as GET.
     let addr = stack.url.trim_start_matches("http://").to_string();
     for path in ["/api/me", "/api/jobs", "/api/ledger"] {
-        let (status, text) = raw_request(&addr, "QUERY", path, &[], false).unwrap();
+        let (status, text) = raw_http::request(&addr, "QUERY", path, &[], false).unwrap();
         let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
         assert_eq!(
             (status, &json["error"]["code"]),
@@ -178,98 +179,6 @@ fn chunked_body_is_cut_at_the_limit(stack: &Stack) {
     assert!(text.starts_with("HTTP/1.1 413"), "{text}");
 }
 
-/// One request on a connection of its own, its body sent whole (chunked in 16 KiB chunks, or
-/// with its length), and its answer read to the end its framing gives (wrangler dev keeps a
-/// connection open for seconds after answering, `Connection: close` or not): `(status, body)`,
-/// or why there was none.
-fn raw_request(
-    addr: &str,
-    method: &str,
-    path: &str,
-    body: &[u8],
-    chunked: bool,
-) -> Result<(u16, String), String> {
-    use std::io::Write;
-    let mut tcp = std::net::TcpStream::connect(addr).map_err(|e| format!("connect: {e}"))?;
-    tcp.set_read_timeout(Some(std::time::Duration::from_secs(60)))
-        .map_err(|e| e.to_string())?;
-    let framing = if chunked {
-        "Transfer-Encoding: chunked".to_string()
-    } else {
-        format!("Content-Length: {}", body.len())
-    };
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Idempotency-Key: k-{}\r\n{framing}\r\n\r\n",
-        onramp_tests::stack::random_hex(6)
-    );
-    let mut out = head.into_bytes();
-    if chunked {
-        for part in body.chunks(16 * 1024) {
-            out.extend_from_slice(format!("{:x}\r\n", part.len()).as_bytes());
-            out.extend_from_slice(part);
-            out.extend_from_slice(b"\r\n");
-        }
-        out.extend_from_slice(b"0\r\n\r\n");
-    } else {
-        out.extend_from_slice(body);
-    }
-    // The edge may answer (and close) before it has all of it: a failed write is not the test.
-    let _ = tcp.write_all(&out);
-    read_answer(&mut tcp)
-}
-
-/// An HTTP/1.1 answer, read as far as its `Content-Length` or its last chunk.
-fn read_answer(tcp: &mut std::net::TcpStream) -> Result<(u16, String), String> {
-    use std::io::Read;
-    let mut data = Vec::new();
-    let mut buf = [0u8; 16 * 1024];
-    let mut more = |data: &mut Vec<u8>| -> Result<bool, String> {
-        let n = tcp
-            .read(&mut buf)
-            .map_err(|e| format!("no whole answer ({} bytes so far): {e}", data.len()))?;
-        data.extend_from_slice(&buf[..n]);
-        Ok(n > 0)
-    };
-    let end = loop {
-        if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i;
-        }
-        if !more(&mut data)? {
-            return Err(format!("the answer ended in its head: {data:?}"));
-        }
-    };
-    let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("no status in {head:?}"))?;
-    let length = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|n| n.trim().parse::<usize>().ok());
-    let done = |data: &[u8]| match length {
-        Some(n) => data.len() >= end + 4 + n,
-        None => data.ends_with(b"0\r\n\r\n"),
-    };
-    while !done(&data) {
-        if !more(&mut data)? {
-            return Err(format!(
-                "the answer ended early: {:?}",
-                String::from_utf8_lossy(&data)
-            ));
-        }
-    }
-    let rest = String::from_utf8_lossy(&data[end + 4..]).into_owned();
-    // A chunked answer has its JSON between the chunk sizes.
-    let body = match (rest.find('{'), rest.rfind('}')) {
-        (Some(a), Some(b)) if b >= a => rest[a..=b].to_string(),
-        _ => rest,
-    };
-    Ok((status, body))
-}
-
 /// The reproduction of a hang: a body past its route's limit (80 KiB chunked to the login,
 /// 320 KiB chunked to a redemption, a 300 KiB spec with its length to the jobs), each followed
 /// by ordinary requests, from four clients at once. Every one of the 400 requests gets its
@@ -298,7 +207,7 @@ fn oversized_bodies_never_hang_the_next_request(stack: &Stack) {
                             ("GET", "/api/health", Vec::new(), false, 200),
                         ];
                         for (method, path, body, chunked, status) in wanted {
-                            match raw_request(&addr, method, path, &body, chunked) {
+                            match raw_http::request(&addr, method, path, &body, chunked) {
                                 Ok((s, text)) => {
                                     let json: serde_json::Value =
                                         serde_json::from_str(&text).unwrap_or_default();
@@ -361,7 +270,7 @@ fn stalled_and_abandoned_uploads(stack: &Stack) {
         tcp
     };
     let health = || {
-        let (status, text) = raw_request(&addr, "GET", "/api/health", &[], false)
+        let (status, text) = raw_http::request(&addr, "GET", "/api/health", &[], false)
             .unwrap_or_else(|e| panic!("health after a broken upload: {e}"));
         assert_eq!(status, 200, "health after a broken upload: {text}");
     };
@@ -369,7 +278,7 @@ fn stalled_and_abandoned_uploads(stack: &Stack) {
     drop(abandoned);
     health();
     let mut stalled = open("/api/auth/login");
-    let (status, text) = read_answer(&mut stalled).expect("a stalled upload is answered");
+    let (status, text) = raw_http::read_answer(&mut stalled).expect("a stalled upload is answered");
     assert_eq!(status, 413, "{text}");
     let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     assert_eq!(json["error"]["code"], "body_too_large", "{text}");
@@ -520,9 +429,77 @@ fn csrf_and_tokens(stack: &Stack) {
     );
     let bogus = Client::with_bearer(&stack.url, "onr_0000");
     assert_eq!(bogus.get("/api/me").status, 401);
+    list_and_revoke_tokens(stack, &c, &t.json);
     // Logging out with a token revokes it.
     assert_eq!(cli.post("/api/auth/logout", &json!({})).status, 200);
     assert_eq!(cli.get("/api/me").status, 401);
+}
+
+/// The account's tokens are listed by id and name (never the tokens), and one revoked by id stops
+/// signing anyone in at once; another account cannot revoke it, nor can an id that names none.
+fn list_and_revoke_tokens(stack: &Stack, c: &Client, laptop: &serde_json::Value) {
+    let ci = c.post("/api/tokens", &json!({"name": "ci"}));
+    assert_eq!(ci.status, 201, "{:?}", ci.json);
+    let ci_token = ci.json["token"].as_str().unwrap().to_string();
+    let ci_id = ci.json["id"].as_str().unwrap().to_string();
+    let list = c.get("/api/tokens");
+    assert_eq!(list.status, 200, "{:?}", list.json);
+    assert!(
+        !list.json.to_string().contains("onr_"),
+        "no token in a list: {}",
+        list.json
+    );
+    let mut names: Vec<(String, String)> = list.json["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["id"].as_str().unwrap().into(),
+                k["name"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    names.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(
+        names,
+        vec![
+            (ci_id.clone(), "ci".to_string()),
+            (
+                laptop["id"].as_str().unwrap().to_string(),
+                "laptop".to_string()
+            )
+        ]
+    );
+    let other = Client::signup(&stack.url, &unique_email("other"), PASSWORD);
+    let path = format!("/api/tokens/{ci_id}");
+    let a = other.request("DELETE", &path, None, &[]);
+    assert_eq!((a.status, a.code()), (404, "not_found"), "{:?}", a.json);
+    let a = c.request("DELETE", "/api/tokens/not-an-id", None, &[]);
+    assert_eq!((a.status, a.code()), (404, "not_found"), "{:?}", a.json);
+    let ci_client = Client::with_bearer(&stack.url, &ci_token);
+    assert_eq!(ci_client.get("/api/me").status, 200);
+    let a = c.request("DELETE", &path, None, &[]);
+    assert_eq!(
+        (a.status, &a.json["revoked"]),
+        (200, &json!(true)),
+        "{:?}",
+        a.json
+    );
+    assert_eq!(
+        ci_client.get("/api/me").status,
+        401,
+        "a revoked token signs nobody in"
+    );
+    let a = c.request("DELETE", &path, None, &[]);
+    assert_eq!(a.status, 404, "revoked once: {:?}", a.json);
+    assert_eq!(
+        c.get("/api/tokens").json["tokens"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 fn login_rate_limit(stack: &Stack) {

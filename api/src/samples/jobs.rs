@@ -1,0 +1,269 @@
+//! Samples of backends, jobs and their progress, experiments, and the runner contract.
+
+use super::base::*;
+use crate::*;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// Backends, the reconcile sweep and health.
+pub(super) fn backends_samples() -> Vec<Sample> {
+    vec![
+        sample(
+            "backend_list",
+            BackendList {
+                backends: vec![PublicBackend {
+                    name: "hpc".into(),
+                    kind: BackendKind::Slurm,
+                    cards: cards(),
+                }],
+            },
+        ),
+        sample(
+            "admin_backend_list",
+            AdminBackendList {
+                backends: vec![AdminBackend {
+                    name: "local".into(),
+                    kind: BackendKind::Runner,
+                    url: "http://127.0.0.1:8788".into(),
+                    cards: [("cpu".to_string(), 1)].into(),
+                }],
+            },
+        ),
+        sample(
+            "reconciled",
+            Reconciled {
+                checked: 3,
+                finished: 1,
+                unreachable: 1,
+                resettled: 0,
+            },
+        ),
+        sample(
+            "liveness",
+            Liveness {
+                ok: true,
+                service: "onramp-edge".into(),
+                version: "0.1.0".into(),
+            },
+        ),
+        sample(
+            "health",
+            HealthReport {
+                ok: true,
+                service: "onramp-edge".into(),
+                version: "0.1.0".into(),
+                bindings: Bindings {
+                    d1: Check::from_result(Ok("4 migrations".into())),
+                    kv: Check::from_result(Ok("round trip".into())),
+                    durable_object: Check::from_result(Err("no answer".into())),
+                },
+                backends: vec![BackendHealth {
+                    name: "local".into(),
+                    kind: BackendKind::Runner,
+                    reachable: true,
+                    detail: "onramp-runner 0.1.0".into(),
+                }],
+            },
+        ),
+    ]
+}
+
+/// Jobs: submission, the job and its list, metrics, logs, reports, checkpoints.
+pub(super) fn jobs_samples() -> Vec<Sample> {
+    let finished = finished();
+    vec![
+        sample(
+            "submit_request_toml",
+            SubmitRequest {
+                spec: SpecBody::Toml("name = \"tiny\"\n".into()),
+            },
+        ),
+        sample(
+            "submit_request_json",
+            SubmitRequest {
+                spec: SpecBody::Json(
+                    json!({"name": "tiny", "task": "tiny-train"})
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                ),
+            },
+        ),
+        sample("job", job()),
+        sample(
+            "job_list",
+            JobList {
+                jobs: vec![finished.clone(), job()],
+            },
+        ),
+    ]
+}
+
+/// A running job's metrics, logs, reports and checkpoints.
+pub(super) fn job_progress_samples() -> Vec<Sample> {
+    vec![
+        sample(
+            "metrics_page",
+            MetricsPage {
+                job_id: "0f1e".into(),
+                state: JobState::Running,
+                metrics: vec![
+                    metric(),
+                    MetricPoint {
+                        step: 11,
+                        val_loss: None,
+                        lr: None,
+                        tokens_per_s: None,
+                        ..metric()
+                    },
+                ],
+                next_since: 12,
+            },
+        ),
+        sample(
+            "log_chunk",
+            LogChunk {
+                offset: 0,
+                next_offset: 12,
+                text: "step 1 loss\n".into(),
+                eof: false,
+            },
+        ),
+        sample(
+            "report",
+            Report {
+                state: Some(JobState::Running),
+                metrics: vec![metric()],
+                message: None,
+            },
+        ),
+        sample(
+            "report_accepted",
+            ReportAccepted {
+                state: JobState::Running,
+                metrics_stored: 1,
+            },
+        ),
+        sample(
+            "log_accepted",
+            LogAccepted {
+                next_offset: 12,
+                stored: 12,
+                dropped: 0,
+                limit_bytes: 4 << 20,
+            },
+        ),
+        sample(
+            "checkpoint_list",
+            CheckpointList {
+                checkpoints: vec![CheckpointEntry {
+                    job_id: "0f1e".into(),
+                    name: "tiny".into(),
+                    url: "/api/jobs/0f1e/checkpoint".into(),
+                    ended_at: Some(T1.into()),
+                }],
+            },
+        ),
+    ]
+}
+
+/// Saved experiments.
+pub(super) fn experiments_samples() -> Vec<Sample> {
+    let finished = finished();
+    vec![
+        sample(
+            "new_experiment",
+            NewExperiment {
+                spec: "name = \"tiny\"\n".into(),
+                job_id: Some("0f1e".into()),
+                published: true,
+                title: None,
+            },
+        ),
+        sample(
+            "saved_experiment",
+            SavedExperiment {
+                id: "ab12".into(),
+                url: "/e/ab12".into(),
+                published: true,
+            },
+        ),
+        sample(
+            "experiment",
+            Experiment {
+                id: "ab12".into(),
+                title: "tiny".into(),
+                created_at: T1.into(),
+                published: true,
+                spec: "name = \"tiny\"\n".into(),
+                plan: json!({"ok": true, "memory": {"per_gpu": {"total_bytes": 1024}, "card_bytes": 4096, "fits": true},
+                         "time": {"seconds": 12.5}, "cost": {"fen": 3, "max_fen": 9}}),
+                job: Some(ExperimentJob {
+                    state: finished.state,
+                    card: finished.card.clone(),
+                    cards: finished.cards,
+                    charged_fen: finished.charged_fen,
+                    started_at: finished.started_at.clone(),
+                    ended_at: finished.ended_at.clone(),
+                    message: None,
+                    metrics: vec![metric()],
+                }),
+            },
+        ),
+    ]
+}
+
+/// The runner contract.
+pub(super) fn runner_samples() -> Vec<Sample> {
+    vec![
+        sample(
+            "runner_submit",
+            runner::SubmitJob {
+                job_id: "0f1e".into(),
+                task: runner::RunnerTask::TinyTrain.as_str().into(),
+                spec_toml: "name = \"tiny\"\n".into(),
+                command: None,
+                env: BTreeMap::new(),
+                time_limit_s: 600,
+                report_url: Some("http://127.0.0.1:8787/api/jobs/0f1e/report".into()),
+                report_token: Some("t0k".into()),
+            },
+        ),
+        sample(
+            "runner_job_ref",
+            runner::JobRef {
+                id: "r-1".into(),
+                state: JobState::Running,
+            },
+        ),
+        sample(
+            "runner_job",
+            runner::RunnerJob {
+                id: "r-1".into(),
+                job_id: "0f1e".into(),
+                task: runner::RunnerTask::Command,
+                state: JobState::Failed,
+                exit_code: Some(2),
+                started_at: Some(T0.into()),
+                ended_at: Some(T1.into()),
+                checkpoint: false,
+                message: Some("exit code 2".into()),
+                reason: None,
+            },
+        ),
+        sample(
+            "runner_health",
+            runner::RunnerHealth {
+                ok: true,
+                service: "onramp-runner".into(),
+                version: "0.1.0".into(),
+                resources: runner::Resources {
+                    cpus: 2,
+                    gpus: 0,
+                    memory_bytes: 1 << 30,
+                    running_jobs: 0,
+                },
+            },
+        ),
+    ]
+}
