@@ -82,6 +82,17 @@ fn generated(i: usize) -> String {
     )
 }
 
+/// The run's schema, compiled by a validator that is not ours.
+fn compiled_run_schema() -> (boon::Schemas, boon::SchemaIndex) {
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler
+        .add_resource("run.schema.json", run_schema())
+        .unwrap();
+    let schema = compiler.compile("run.schema.json", &mut schemas).unwrap();
+    (schemas, schema)
+}
+
 #[test]
 fn the_run_schema_the_trainer_ships_is_current() {
     expect_file!["../../trainer/src/onramp_train/run.schema.json"]
@@ -104,12 +115,7 @@ fn every_run_matches_its_schema_and_the_corpus_is_current() {
         include_str!("../specs/7b-full-4090.toml").into(),
     ));
     sources.extend((0..120).map(|i| (format!("generated {i}"), generated(i))));
-    let mut schemas = boon::Schemas::new();
-    let mut compiler = boon::Compiler::new();
-    compiler
-        .add_resource("run.schema.json", run_schema())
-        .unwrap();
-    let schema = compiler.compile("run.schema.json", &mut schemas).unwrap();
+    let (schemas, schema) = compiled_run_schema();
     let mut lines = String::new();
     let mut tasks = Vec::new();
     for (source, toml) in sources {
@@ -147,12 +153,7 @@ fn every_run_matches_its_schema_and_the_corpus_is_current() {
 /// know, a key missing, a value of the wrong type.
 #[test]
 fn the_schema_refuses_another_version_an_unknown_key_and_a_missing_one() {
-    let mut schemas = boon::Schemas::new();
-    let mut compiler = boon::Compiler::new();
-    compiler
-        .add_resource("run.schema.json", run_schema())
-        .unwrap();
-    let schema = compiler.compile("run.schema.json", &mut schemas).unwrap();
+    let (schemas, schema) = compiled_run_schema();
     let (v, _) = validate_toml(include_str!("../specs/7b-lora-4090.toml"));
     let run: Value = serde_json::from_str(&run_json(&v.unwrap())).unwrap();
     assert!(schemas.validate(&run, schema).is_ok());
