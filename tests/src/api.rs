@@ -16,6 +16,16 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// The body for a message: its JSON, or its first 300 bytes as text when it is not JSON
+    /// (an answer that is not the edge's own, say), with its content type.
+    pub fn shown(&self) -> String {
+        if !self.json.is_null() {
+            return self.json.to_string();
+        }
+        let text = String::from_utf8_lossy(&self.bytes[..self.bytes.len().min(300)]).into_owned();
+        format!("{text:?} (not JSON; content-type {:?})", self.content_type)
+    }
+
     /// `error.code` of an error answer, or "" when there is none.
     pub fn code(&self) -> &str {
         self.json["error"]["code"].as_str().unwrap_or("")
@@ -65,7 +75,9 @@ impl Client {
         )
     }
 
-    /// Any request; `headers` are added to the client's own.
+    /// Any request; `headers` are added to the client's own. An answer that wrangler dev's proxy
+    /// made up for a request it dropped, and a GET it never answers, are sent again: see
+    /// [`crate::dev_proxy`].
     pub fn request(
         &self,
         method: &str,
@@ -74,7 +86,39 @@ impl Client {
         headers: &[(&str, &str)],
     ) -> Answer {
         let url = format!("{}{path}", self.base);
-        let mut builder = ureq::http::Request::builder().method(method).uri(&url);
+        let body = body.unwrap_or_default();
+        let mut attempt = 1;
+        loop {
+            let retry = match self.send_once(method, &url, &body, headers) {
+                Ok(answer) if crate::dev_proxy::dropped(answer.status, &answer.bytes) => {
+                    if attempt >= crate::dev_proxy::ATTEMPTS {
+                        return answer;
+                    }
+                    std::thread::sleep(crate::dev_proxy::pause_before_try(attempt));
+                    "or miniflare answered for a request that never reached the edge"
+                }
+                Ok(answer) => return answer,
+                Err(ureq::Error::Timeout(_))
+                    if method == "GET" && attempt < crate::dev_proxy::ATTEMPTS =>
+                {
+                    "never answered"
+                }
+                Err(e) => panic!("{method} {url} failed: {e}"),
+            };
+            eprintln!("{}", crate::dev_proxy::note(method, &url, retry, attempt));
+            attempt += 1;
+        }
+    }
+
+    /// One try of [`Client::request`].
+    fn send_once(
+        &self,
+        method: &str,
+        url: &str,
+        body: &[u8],
+        headers: &[(&str, &str)],
+    ) -> Result<Answer, ureq::Error> {
+        let mut builder = ureq::http::Request::builder().method(method).uri(url);
         if let Some(c) = &self.cookie {
             builder = builder.header("cookie", c);
         }
@@ -87,12 +131,15 @@ impl Client {
         for (k, v) in headers {
             builder = builder.header(*k, *v);
         }
-        let agent = crate::http();
-        let result = match builder.body(body.unwrap_or_default()) {
-            Ok(req) => agent.run(req),
-            Err(e) => panic!("bad request {method} {url}: {e}"),
+        let agent = if method == "GET" {
+            crate::http_with_timeout(crate::dev_proxy::GET_ATTEMPT_TIMEOUT)
+        } else {
+            crate::http()
         };
-        let resp = result.unwrap_or_else(|e| panic!("{method} {url} failed: {e}"));
+        let req = builder
+            .body(body.to_vec())
+            .unwrap_or_else(|e| panic!("bad request {method} {url}: {e}"));
+        let resp = agent.run(req)?;
         let status = resp.status().as_u16();
         let header = |name: &str| {
             resp.headers()
@@ -110,14 +157,14 @@ impl Client {
         let content_type = header("content-type");
         let bytes = resp.into_body().read_to_vec().unwrap_or_default();
         let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Answer {
+        Ok(Answer {
             status,
             json,
             bytes,
             set_cookie,
             retry_after,
             content_type,
-        }
+        })
     }
 
     /// Keeps the session cookie from an answer that set one.
@@ -154,7 +201,7 @@ impl Client {
             "/api/auth/signup",
             &serde_json::json!({"email": email, "password": password}),
         );
-        assert_eq!(a.status, 201, "signup {email}: {:?}", a.json);
+        assert_eq!(a.status, 201, "signup {email}: {}", a.shown());
         c.take_cookie(&a);
         assert!(
             c.cookie.is_some(),
@@ -171,7 +218,7 @@ impl Client {
 
     pub fn balance(&self) -> i64 {
         let a = self.get("/api/me");
-        assert_eq!(a.status, 200, "{:?}", a.json);
+        assert_eq!(a.status, 200, "{}", a.shown());
         a.json["balance_fen"].as_i64().unwrap_or(i64::MIN)
     }
 }
@@ -181,7 +228,7 @@ impl Client {
 pub fn verification_links(stack: &Stack, email: &str) -> Vec<String> {
     let admin = Client::with_bearer(&stack.url, &stack.admin_token);
     let a = admin.get(&format!("/api/admin/outbox?to={}", urlencode(email)));
-    assert_eq!(a.status, 200, "outbox of {email}: {:?}", a.json);
+    assert_eq!(a.status, 200, "outbox of {email}: {}", a.shown());
     let mails = a.json["mails"].as_array().cloned().unwrap_or_default();
     mails
         .iter()
@@ -224,7 +271,7 @@ impl Stack {
         let c = Client::signup(&self.url, email, password);
         let token = verification_token(self, email);
         let v = c.verify_email(&token);
-        assert_eq!(v.status, 200, "verify {email}: {:?}", v.json);
+        assert_eq!(v.status, 200, "verify {email}: {}", v.shown());
         c
     }
 }
@@ -238,36 +285,56 @@ pub fn unique_email(tag: &str) -> String {
 pub type Scenario<S> = (&'static str, fn(&S));
 
 /// Runs independent scenarios against one stack in parallel threads (each makes its own users
-/// and codes), then fails naming every scenario that failed. One stack per test file keeps
-/// the stack tests quick, and every process is stopped when the test's stack drops.
+/// and codes), then fails naming every scenario that failed, with how long it ran and the start
+/// of its panic message, so that the cause survives in a CI log that keeps only the end. One
+/// stack per test file keeps the stack tests quick, and every process is stopped when the test's
+/// stack drops.
 pub fn run_scenarios<S: Sync>(stack: &S, scenarios: &[Scenario<S>]) {
     let failed: Vec<String> = std::thread::scope(|scope| {
         let handles: Vec<_> = scenarios
             .iter()
             .map(|(name, f)| {
-                (
-                    name,
-                    scope.spawn(move || {
-                        let started = std::time::Instant::now();
-                        f(stack);
-                        started.elapsed()
-                    }),
-                )
+                let run = move || {
+                    let started = std::time::Instant::now();
+                    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(stack)));
+                    (ran, started.elapsed().as_secs_f64())
+                };
+                (name, scope.spawn(run))
             })
             .collect();
         handles
             .into_iter()
             .filter_map(|(name, h)| match h.join() {
-                Ok(took) => {
-                    eprintln!("scenario {name}: ok ({:.1} s)", took.as_secs_f64());
+                Ok((Ok(()), took)) => {
+                    eprintln!("scenario {name}: ok ({took:.1} s)");
                     None
                 }
-                Err(_) => {
-                    eprintln!("scenario {name}: FAILED");
-                    Some(name.to_string())
+                Ok((Err(payload), took)) => {
+                    eprintln!("scenario {name}: FAILED ({took:.1} s)");
+                    Some(format!("{name} ({took:.1} s): {}", panic_text(&*payload)))
                 }
+                Err(payload) => Some(format!("{name}: {}", panic_text(&*payload))),
             })
             .collect()
     });
-    assert!(failed.is_empty(), "failed scenarios: {failed:?}");
+    assert!(
+        failed.is_empty(),
+        "failed scenarios:\n{}",
+        failed.join("\n")
+    );
+}
+
+/// The first 400 characters of a panic's message.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    let text = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("(a panic without a message)");
+    let cut: String = text.chars().take(400).collect();
+    if cut.len() < text.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
 }

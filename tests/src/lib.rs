@@ -4,6 +4,7 @@
 //! handle is dropped, also when a test fails.
 
 pub mod api;
+pub mod dev_proxy;
 pub mod fake_backend;
 pub mod paths;
 pub mod process;
@@ -17,10 +18,15 @@ pub mod webdriver;
 
 /// An HTTP agent for tests: statuses are values to assert on, never errors.
 pub fn http() -> ureq::Agent {
+    http_with_timeout(std::time::Duration::from_secs(60))
+}
+
+/// [`http`] with another limit on each whole request.
+pub fn http_with_timeout(limit: std::time::Duration) -> ureq::Agent {
     ureq::Agent::new_with_config(
         ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(std::time::Duration::from_secs(60)))
+            .timeout_global(Some(limit))
             .build(),
     )
 }

@@ -259,7 +259,8 @@ impl Stack {
     pub fn stop(&mut self) {
         self.edge.take();
         self.runner.take();
-        if self.remove_state_on_drop {
+        // ONRAMP_KEEP_STATE=1 keeps every stack's logs and state, to read after a failure.
+        if self.remove_state_on_drop && std::env::var_os("ONRAMP_KEEP_STATE").is_none() {
             let _ = std::fs::remove_dir_all(&self.state_dir);
         }
     }
@@ -267,8 +268,44 @@ impl Stack {
 
 impl Drop for Stack {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("{}", edge_log_notes(&self.state_dir.join("edge.log")));
+        }
         self.stop();
     }
+}
+
+/// What a failed test's edge said besides its ordinary lines: the last 40 of its log's answers
+/// of 500 and above and its errors and warnings (wrangler's, workerd's, a panic), for the CI log.
+fn edge_log_notes(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    // A request line: `[wrangler:info] GET /api/me 200 OK (12ms)`.
+    let answered_5xx = |l: &str| {
+        let mut words = l.split_whitespace();
+        words.next() == Some("[wrangler:info]")
+            && words
+                .nth(2)
+                .and_then(|w| w.parse::<u16>().ok())
+                .is_some_and(|status| status >= 500)
+    };
+    let marks = [
+        "ERROR",
+        "Error",
+        "error:",
+        "[wrangler:warn]",
+        "panicked",
+        "restarted",
+    ];
+    let notes: Vec<&str> = text
+        .lines()
+        .filter(|l| answered_5xx(l) || marks.iter().any(|m| l.contains(m)))
+        .collect();
+    let tail = &notes[notes.len().saturating_sub(40)..];
+    format!(
+        "the edge's log ({}), its last notes:\n{}",
+        log.display(),
+        tail.join("\n")
+    )
 }
 
 /// Starts `onramp-runner` on `port` with its state in `state_dir/runner` and waits until it is
