@@ -5,8 +5,10 @@ use serde::{Deserialize, Serialize};
 
 /// The fewest characters a password may have.
 pub const MIN_PASSWORD_CHARS: usize = 8;
-/// The most bytes a password may have (a long one is hashed, never stored).
-pub const MAX_PASSWORD_BYTES: usize = 256;
+/// The most characters a password may have (a long one is hashed, never stored).
+pub const MAX_PASSWORD_CHARS: usize = 256;
+/// The longest name of an API token, in characters.
+pub const MAX_TOKEN_NAME_CHARS: usize = 64;
 /// The longest email address (RFC 5321's path limit).
 pub const MAX_EMAIL_BYTES: usize = 254;
 
@@ -16,9 +18,8 @@ pub const MAX_EMAIL_BYTES: usize = 254;
 pub struct Credentials {
     #[schemars(email, length(min = 3, max = MAX_EMAIL_BYTES))]
     pub email: String,
-    /// At least [`MIN_PASSWORD_CHARS`] characters and at most [`MAX_PASSWORD_BYTES`] bytes: the
-    /// schema says at most a quarter as many characters, which no UTF-8 text can take past it.
-    #[schemars(length(min = MIN_PASSWORD_CHARS, max = MAX_PASSWORD_BYTES / 4))]
+    /// At least [`MIN_PASSWORD_CHARS`] and at most [`MAX_PASSWORD_CHARS`] characters.
+    #[schemars(length(min = MIN_PASSWORD_CHARS, max = MAX_PASSWORD_CHARS))]
     pub password: String,
 }
 
@@ -84,9 +85,10 @@ pub struct SignedOut {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
-    /// What the token is for, shown in lists (at most 64 characters, none of them control or
-    /// invisible characters).
+    /// What the token is for, shown in lists (at most [`MAX_TOKEN_NAME_CHARS`] characters, none
+    /// of them control or invisible characters).
     #[serde(default)]
+    #[schemars(regex(pattern = jobspec::validate::LABEL_PATTERN), length(max = MAX_TOKEN_NAME_CHARS))]
     pub name: String,
 }
 

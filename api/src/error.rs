@@ -55,6 +55,11 @@ codes! {
     NotFound = "not_found", 404;
     /// The edge failed on its own account; the message says where.
     Internal = "internal", 500;
+    /// A store the edge depends on (its database, its coordinator objects) did not answer within
+    /// its deadline (`details`: request_id, retry_after_s, and the `Retry-After` header). The
+    /// request may or may not have taken effect: one with an Idempotency-Key is safe to send
+    /// again, and so is every read.
+    Unavailable = "unavailable", 503;
 
     // Accounts and access.
     InvalidEmail = "invalid_email", 400;

@@ -6,6 +6,9 @@ use crate::jobs::MetricPoint;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// The longest title of an experiment, in characters.
+pub const MAX_TITLE_CHARS: usize = 200;
+
 /// `POST /api/experiments`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -18,8 +21,10 @@ pub struct NewExperiment {
     /// Unpublished snapshots are visible to their owner only.
     #[serde(default = "yes")]
     pub published: bool,
-    /// The spec's name when absent (at most 200 characters are kept).
+    /// The spec's name when absent; at most [`MAX_TITLE_CHARS`] characters, none of them
+    /// control or invisible characters.
     #[serde(default)]
+    #[schemars(regex(pattern = jobspec::validate::LABEL_PATTERN), length(max = MAX_TITLE_CHARS))]
     pub title: Option<String>,
 }
 

@@ -190,6 +190,7 @@ pub fn code_key(code: ErrorCode) -> Key {
         C::BodyTooLarge | C::TooLarge => Key::ErrTooLarge,
         C::NotFound => Key::ErrNotFound,
         C::Internal => Key::ErrInternal,
+        C::Unavailable => Key::ErrUnavailable,
         C::InvalidJson
         | C::InvalidEncoding
         | C::InvalidField

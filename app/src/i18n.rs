@@ -257,6 +257,7 @@ messages! {
     ErrBackendRefused => "The backend will not run this job as asked (for example, no node has that many GPUs):", "后端不会按要求运行该作业（例如没有节点有这么多 GPU）：";
     ErrForbidden => "You may not do that with these credentials.", "当前凭据无权执行此操作。";
     ErrInternal => "The edge failed on its own side. Try again in a moment.", "服务端内部出错，请稍后重试。";
+    ErrUnavailable => "The edge's storage did not answer in time. Try again in a moment.", "服务端存储未能及时响应，请稍后重试。";
     ErrBadRequest => "The edge could not read that request.", "服务端无法识别该请求。";
     ErrConflict => "That conflicts with what was done before.", "该操作与之前的操作冲突。";
     ErrLimitReached => "You have reached the most of these you may keep.", "已达到可保留的数量上限。";

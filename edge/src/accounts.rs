@@ -9,7 +9,7 @@ use crate::error::{ApiError, ErrorCode};
 pub const SESSION_MAX_AGE_S: u64 = 30 * 24 * 3600;
 /// PBKDF2-SHA256 iterations (Cloudflare's WebCrypto allows at most 100,000).
 pub const PBKDF2_ITERATIONS: u32 = 100_000;
-pub use api::accounts::MAX_PASSWORD_BYTES;
+pub use api::accounts::MAX_PASSWORD_CHARS;
 pub use api::accounts::MIN_PASSWORD_CHARS;
 
 /// Lower-cased, trimmed email if it is plausible: one `@`, something on both sides, a dot in the
@@ -40,12 +40,12 @@ pub fn normalise_email(raw: &str) -> Result<String, ApiError> {
 
 pub fn check_password(password: &str) -> Result<(), ApiError> {
     let n = password.chars().count();
-    if n < MIN_PASSWORD_CHARS || password.len() > MAX_PASSWORD_BYTES {
+    if !(MIN_PASSWORD_CHARS..=MAX_PASSWORD_CHARS).contains(&n) {
         return Err(ApiError::new(
             ErrorCode::WeakPassword,
             format!(
-                "the password must have at least {MIN_PASSWORD_CHARS} characters and at most \
-                 {MAX_PASSWORD_BYTES} bytes (it has {n} characters)"
+                "the password must have {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters \
+                 (it has {n})"
             ),
         )
         .with_details(serde_json::json!({"field": "password"})));

@@ -47,6 +47,15 @@ impl ApiError {
         Self::new(ErrorCode::Internal, message)
     }
 
+    /// A store (`what`) that did not answer within `limit_s` seconds (`worker/deadline.rs`).
+    pub fn unavailable(what: &str, limit_s: u64) -> Self {
+        Self::new(
+            ErrorCode::Unavailable,
+            format!("{what} did not answer within {limit_s} s; try again in a moment"),
+        )
+        .with_details(serde_json::json!({ "retry_after_s": 1 }))
+    }
+
     /// The wire form.
     pub fn envelope(&self) -> api::ErrorEnvelope {
         api::ErrorEnvelope {
@@ -61,7 +70,18 @@ impl ApiError {
     /// What a client may see of this error. An internal error's message can hold what only
     /// the operator should read (SQL, bindings, runtime traces): the client gets a generic
     /// message and the request id under which the whole message is logged.
+    /// An `unavailable` answer keeps its message (it names only what was late) and gains the
+    /// request id in its details.
     pub fn public(&self, request_id: &str) -> ApiError {
+        if self.code == ErrorCode::Unavailable {
+            let mut shown = self.clone();
+            if let Some(details) = shown.details.as_object_mut() {
+                details.insert("request_id".into(), request_id.into());
+            } else {
+                shown.details = serde_json::json!({ "request_id": request_id });
+            }
+            return shown;
+        }
         if self.code != ErrorCode::Internal {
             return self.clone();
         }
@@ -112,5 +132,15 @@ mod tests {
         assert_eq!(shown.details["request_id"], "4f2a9c");
         let not_found = ApiError::not_found("no job j_1");
         assert_eq!(not_found.public("x"), not_found);
+    }
+
+    #[test]
+    fn a_late_store_keeps_its_words_and_gains_the_request_id() {
+        let late = ApiError::unavailable("the database", 10);
+        let shown = late.public("77aa");
+        assert_eq!(shown.status, 503);
+        assert_eq!(shown.message, late.message);
+        assert_eq!(shown.details["request_id"], "77aa");
+        assert_eq!(shown.details["retry_after_s"], 1);
     }
 }

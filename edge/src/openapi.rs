@@ -76,6 +76,13 @@ fn parameters(route: &crate::routes::Route) -> Option<Value> {
             "name": "id", "in": "path", "required": true, "schema": {"type": "string"}
         }));
     }
+    if route.id == RouteId::AdminOutbox {
+        parameters.push(json!({
+            "name": "to", "in": "query", "required": true,
+            "description": "the address whose mails to list",
+            "schema": {"type": "string", "format": "email", "maxLength": api::accounts::MAX_EMAIL_BYTES}
+        }));
+    }
     if matches!(route.id, RouteId::SubmitJob | RouteId::AdminRefund) {
         // What `wire::idempotency_key` accepts: one key, one job (or refund), whatever the retries.
         parameters.push(json!({
@@ -191,6 +198,48 @@ mod tests {
             );
         }
         assert!(doc["paths"]["/api/me"]["get"]["parameters"].is_null());
+        let outbox = doc["paths"]["/api/admin/outbox"]["get"]["parameters"].to_string();
+        assert!(
+            outbox.contains("\"to\"") && outbox.contains("\"required\":true"),
+            "{outbox}"
+        );
+        let code = &schemas["NewPromoCode"]["properties"];
+        assert_eq!(code["code"]["pattern"], api::credits::CODE_PATTERN);
+        assert_eq!(code["amount_fen"]["minimum"], 1);
+        assert_eq!(
+            code["max_redemptions"]["maximum"],
+            api::credits::MAX_REDEMPTIONS
+        );
+        let refund = &schemas["RefundRequest"]["properties"];
+        assert_eq!(refund["job_id"]["pattern"], api::credits::JOB_ID_PATTERN);
+        assert_eq!(refund["reason"]["maxLength"], 500);
+    }
+
+    /// The document's spelling of a promotion code is the edge's: what one accepts, so does the
+    /// other, around the edges of both.
+    #[test]
+    fn the_code_pattern_is_what_the_edge_accepts() {
+        let pattern = regex::Regex::new(api::credits::CODE_PATTERN).unwrap();
+        let long = "A".repeat(64);
+        let too_long = "A".repeat(65);
+        for code in [
+            "abc",
+            "WELCOME-2030",
+            "a_b",
+            " ABC ",
+            "ab",
+            "a b c",
+            "ab\u{e9}",
+            "",
+            &long,
+            &too_long,
+        ] {
+            assert_eq!(
+                pattern.is_match(code),
+                crate::wire::normalise_code(code).is_ok(),
+                "{code:?}"
+            );
+        }
     }
 
     #[test]

@@ -16,8 +16,8 @@ pub struct Refund {
     pub reason: String,
 }
 
-/// Longest reason kept, in characters.
-pub const MAX_REASON_CHARS: usize = 500;
+/// Longest reason kept, in characters (api's, which the API's document declares).
+pub use api::credits::MAX_REASON_CHARS;
 
 impl crate::wire::Check for RefundRequest {
     type Checked = Refund;
@@ -33,10 +33,11 @@ impl crate::wire::Check for RefundRequest {
                 format!("job_id {:?} is not a job id", self.job_id),
             )
         })?;
-        if !(1..=100_000_000).contains(&self.amount_fen) {
+        let most = api::credits::MAX_AMOUNT_FEN;
+        if !(1..=most).contains(&self.amount_fen) {
             return Err(field(
                 "amount_fen",
-                format!("amount_fen must be 1..=100000000, got {}", self.amount_fen),
+                format!("amount_fen must be 1..={most}, got {}", self.amount_fen),
             ));
         }
         let reason = self.reason.trim().to_string();

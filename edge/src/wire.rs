@@ -85,18 +85,21 @@ impl Check for NewPromoCode {
             ApiError::new(ErrorCode::InvalidField, msg)
                 .with_details(serde_json::json!({"field": f}))
         };
-        // An upper bound keeps every sum of the ledger far inside the exact range of a JS number.
-        if !(1..=100_000_000).contains(&self.amount_fen) {
+        use api::credits::{MAX_AMOUNT_FEN, MAX_REDEMPTIONS};
+        if !(1..=MAX_AMOUNT_FEN).contains(&self.amount_fen) {
             return Err(field(
                 "amount_fen",
-                format!("amount_fen must be 1..=100000000, got {}", self.amount_fen),
+                format!(
+                    "amount_fen must be 1..={MAX_AMOUNT_FEN}, got {}",
+                    self.amount_fen
+                ),
             ));
         }
-        if !(1..=1_000_000).contains(&self.max_redemptions) {
+        if !(1..=MAX_REDEMPTIONS).contains(&self.max_redemptions) {
             return Err(field(
                 "max_redemptions",
                 format!(
-                    "max_redemptions must be 1..=1000000, got {}",
+                    "max_redemptions must be 1..={MAX_REDEMPTIONS}, got {}",
                     self.max_redemptions
                 ),
             ));

@@ -24,6 +24,8 @@ pub struct Tools {
     pub chromedriver: PathBuf,
     /// The trainer's Python environment (PyTorch, Transformers, PEFT, DeepSpeed).
     pub trainer: crate::trainer_env::TrainerEnv,
+    /// The contract fuzzer, schemathesis's `st`.
+    pub schemathesis: PathBuf,
 }
 
 impl std::ops::Deref for Tools {
@@ -33,16 +35,19 @@ impl std::ops::Deref for Tools {
     }
 }
 
-/// Everything: the build tools, Chromium, the Slurm chroot and the trainer's environment.
+/// Everything: the build tools, Chromium, the Slurm chroot, the trainer's environment and the
+/// contract fuzzer's.
 pub fn run() -> Result<Tools, String> {
     chromium()?;
     let build = build_tools()?;
     crate::slurm::ensure()?;
     let trainer = crate::trainer_env::ensure()?;
+    let schemathesis = crate::trainer_env::schemathesis()?;
     Ok(Tools {
         build,
         chromedriver: PathBuf::from("/usr/bin/chromedriver"),
         trainer,
+        schemathesis,
     })
 }
 

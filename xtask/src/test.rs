@@ -246,7 +246,8 @@ fn stack_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
             ])
             .env("CHROMEDRIVER", &tools.chromedriver)
             // The runner runs every task but tiny-train with the trainer's environment.
-            .env("ONRAMP_PYTHON", &tools.trainer.python),
+            .env("ONRAMP_PYTHON", &tools.trainer.python)
+            .env("ONRAMP_SCHEMATHESIS", &tools.schemathesis),
     )
 }
 

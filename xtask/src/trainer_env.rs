@@ -1,8 +1,9 @@
-//! The trainer's Python environment: a virtual environment under
+//! The project's Python environments. The trainer's: a virtual environment under
 //! `~/.cache/onramp/tools/trainer-venv-<hash>`, keyed by `trainer/requirements.lock` and the
 //! interpreter, installed once per machine with exactly the locked versions and reused by every
 //! clone. The trainer itself is not installed into it: its source is on `PYTHONPATH`, so that
-//! every clone runs its own `trainer/src` with the shared packages.
+//! every clone runs its own `trainer/src` with the shared packages. The contract fuzzer's
+//! (schemathesis, `tests/contract/requirements.lock`) is made the same way.
 
 use crate::cmd::{self, repo_root, tools_dir};
 use std::path::{Path, PathBuf};
@@ -44,27 +45,47 @@ fn interpreter() -> Result<(PathBuf, String), String> {
 
 pub fn ensure() -> Result<TrainerEnv, String> {
     let root = repo_root();
-    let lock_path = root.join("trainer/requirements.lock");
-    let lock = std::fs::read(&lock_path)
+    let dir = locked_venv(
+        "trainer",
+        &root.join("trainer/requirements.lock"),
+        "PyTorch, Transformers, PEFT, DeepSpeed; once per machine, a few minutes",
+    )?;
+    Ok(TrainerEnv {
+        python: dir.join("bin/python"),
+        bin: dir.join("bin"),
+        src: root.join("trainer/src"),
+    })
+}
+
+/// The contract fuzzer's `st` (schemathesis, `tests/contract/requirements.lock`), in an
+/// environment of its own made the same way as the trainer's.
+pub fn schemathesis() -> Result<PathBuf, String> {
+    let dir = locked_venv(
+        "contract",
+        &repo_root().join("tests/contract/requirements.lock"),
+        "schemathesis; once per machine, under a minute",
+    )?;
+    Ok(dir.join("bin/st"))
+}
+
+/// `~/.cache/onramp/tools/<name>-venv-<hash>`, keyed by `lock` and the interpreter, holding
+/// exactly `lock`'s packages: installed when it is missing or was left half-made.
+fn locked_venv(name: &str, lock_path: &Path, what: &str) -> Result<PathBuf, String> {
+    let lock = std::fs::read(lock_path)
         .map_err(|e| format!("cannot read {}: {e}", lock_path.display()))?;
     let (python, version) = interpreter()?;
     let mut keyed = lock.clone();
     keyed.extend_from_slice(version.as_bytes());
     let key = &crate::models::sha256_hex(&keyed)[..16];
-    let dir = tools_dir().join(format!("trainer-venv-{key}"));
-    let env = TrainerEnv {
-        python: dir.join("bin/python"),
-        bin: dir.join("bin"),
-        src: root.join("trainer/src"),
-    };
-    if dir.join(STAMP).is_file() && env.python.exists() {
-        return Ok(env);
+    let dir = tools_dir().join(format!("{name}-venv-{key}"));
+    if dir.join(STAMP).is_file() && dir.join("bin/python").exists() {
+        return Ok(dir);
     }
-    install(&python, &dir, &lock_path)?;
-    Ok(env)
+    install(&python, &dir, lock_path, what)?;
+    Ok(dir)
 }
 
-fn install(python: &Path, dir: &Path, lock: &Path) -> Result<(), String> {
+fn install(python: &Path, dir: &Path, lock: &Path, what: &str) -> Result<(), String> {
     if dir.exists() {
         std::fs::remove_dir_all(dir)
             .map_err(|e| format!("cannot remove the broken {}: {e}", dir.display()))?;
@@ -75,7 +96,7 @@ fn install(python: &Path, dir: &Path, lock: &Path) -> Result<(), String> {
     )?;
     // --no-deps: the lock already lists every package of the environment, resolved once.
     cmd::run(
-        "pip install trainer/requirements.lock (PyTorch, Transformers, PEFT, DeepSpeed; once per machine, a few minutes)",
+        &format!("pip install {} ({what})", lock.display()),
         Command::new(dir.join("bin/pip"))
             .args([
                 "install",

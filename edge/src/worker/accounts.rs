@@ -248,7 +248,7 @@ pub async fn create_token(user: User, mut req: Request, env: &Env) -> ApiResult<
     } else {
         wire::parse_json(&body)?
     };
-    wire::check_label("name", &t.name, 64)?;
+    wire::check_label("name", &t.name, api::accounts::MAX_TOKEN_NAME_CHARS)?;
     let name = t.name;
     let token = format!("onr_{}", random_hex(32)?);
     // One statement counts and inserts, so parallel requests cannot pass the limit together.

@@ -1,5 +1,7 @@
-//! D1 access with every failure mapped to our error shape, plus the clock and randomness.
+//! D1 access with every failure mapped to our error shape and every call under a deadline
+//! (`deadline.rs`), plus the clock and randomness.
 
+use super::deadline::{store_limit, within};
 use super::http::ApiResult;
 use crate::error::ApiError;
 use serde::de::DeserializeOwned;
@@ -27,6 +29,9 @@ pub fn db(env: &Env) -> ApiResult<D1Database> {
         .map_err(|e| ApiError::internal(format!("binding DB: {e}")))
 }
 
+/// What [`within`] names when D1 is late.
+pub const DATABASE: &str = "the database";
+
 fn d1_err(sql: &str) -> impl Fn(worker::Error) -> ApiError + '_ {
     move |e| {
         let head: String = sql.chars().take(60).collect();
@@ -39,35 +44,23 @@ pub async fn first<T: DeserializeOwned>(
     sql: &str,
     args: &[JsValue],
 ) -> ApiResult<Option<T>> {
-    db(env)?
-        .prepare(sql)
-        .bind(args)
-        .map_err(d1_err(sql))?
-        .first::<T>(None)
-        .await
-        .map_err(d1_err(sql))
+    let statement = db(env)?.prepare(sql).bind(args).map_err(d1_err(sql))?;
+    let call = async { statement.first::<T>(None).await.map_err(d1_err(sql)) };
+    within(DATABASE, store_limit(env), call).await
 }
 
 pub async fn all<T: DeserializeOwned>(env: &Env, sql: &str, args: &[JsValue]) -> ApiResult<Vec<T>> {
-    let result = db(env)?
-        .prepare(sql)
-        .bind(args)
-        .map_err(d1_err(sql))?
-        .all()
-        .await
-        .map_err(d1_err(sql))?;
+    let statement = db(env)?.prepare(sql).bind(args).map_err(d1_err(sql))?;
+    let call = async { statement.all().await.map_err(d1_err(sql)) };
+    let result = within(DATABASE, store_limit(env), call).await?;
     result.results::<T>().map_err(d1_err(sql))
 }
 
 /// Runs a write and returns how many rows it changed.
 pub async fn run(env: &Env, sql: &str, args: &[JsValue]) -> ApiResult<u64> {
-    let result = db(env)?
-        .prepare(sql)
-        .bind(args)
-        .map_err(d1_err(sql))?
-        .run()
-        .await
-        .map_err(d1_err(sql))?;
+    let statement = db(env)?.prepare(sql).bind(args).map_err(d1_err(sql))?;
+    let call = async { statement.run().await.map_err(d1_err(sql)) };
+    let result = within(DATABASE, store_limit(env), call).await?;
     if let Some(e) = result.error() {
         return Err(ApiError::internal(format!("database error: {e}")));
     }

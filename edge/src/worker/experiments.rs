@@ -13,8 +13,7 @@ use api::{Experiment, ExperimentJob, SavedExperiment};
 use serde::Deserialize;
 use worker::{Env, Request};
 
-/// The longest title an experiment may have.
-const MAX_TITLE_CHARS: usize = 200;
+use api::experiments::MAX_TITLE_CHARS;
 
 pub async fn create(user: User, mut req: Request, env: &Env) -> ApiResult<SavedExperiment> {
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;

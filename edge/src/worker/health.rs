@@ -23,8 +23,8 @@ pub fn live() -> api::Liveness {
 /// The deep check, for operators.
 pub async fn deep(_: Admin, env: &Env) -> ApiResult<Response> {
     let bindings = Bindings {
-        d1: Check::from_result(check_d1(env).await),
-        kv: Check::from_result(check_kv(env).await),
+        d1: Check::from_result(bounded(env, "D1", check_d1(env)).await),
+        kv: Check::from_result(bounded(env, "KV", check_kv(env)).await),
         durable_object: Check::from_result(check_durable_object(env).await),
     };
     let configured = config::parse_with(
@@ -49,6 +49,19 @@ pub async fn deep(_: Admin, env: &Env) -> ApiResult<Response> {
         backends,
     };
     respond(if ok { 200 } else { 503 }, Ok(report)).map_err(http::internal("response"))
+}
+
+/// A probe under the storage deadline (`deadline.rs`): one that hangs is reported as failed.
+async fn bounded(
+    env: &Env,
+    what: &str,
+    probe: impl std::future::Future<Output = Result<String, String>>,
+) -> Result<String, String> {
+    let limit = super::deadline::store_limit(env);
+    let probe = async { Ok(probe.await) };
+    super::deadline::within(what, limit, probe)
+        .await
+        .unwrap_or_else(|e| Err(e.message))
 }
 
 async fn check_d1(env: &Env) -> Result<String, String> {

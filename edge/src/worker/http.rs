@@ -25,7 +25,12 @@ pub fn json<T: Serialize>(status: u16, value: &T) -> worker::Result<Response> {
 
 pub fn error_response(e: &ApiError) -> worker::Result<Response> {
     let mut request_id = None;
-    let shown = if e.code == crate::error::ErrorCode::Internal {
+    // The edge's own failures carry a request id, under which the operator's log has the cause.
+    let own = matches!(
+        e.code,
+        crate::error::ErrorCode::Internal | crate::error::ErrorCode::Unavailable
+    );
+    let shown = if own {
         let mut buf = [0u8; 8];
         let id = match getrandom::fill(&mut buf) {
             Ok(()) => hex::encode(buf),
@@ -79,11 +84,42 @@ pub const DRAIN_STALL: std::time::Duration = std::time::Duration::from_secs(10);
 /// `routes::body_limit`) is read on and dropped, up to [`DRAIN_BYTES`] and while the client
 /// keeps sending (a pause of [`DRAIN_STALL`] ends it), and refused with 413.
 pub async fn buffered(mut req: Request, limit: usize) -> Result<Request, ApiError> {
-    use futures_util::StreamExt;
     if req.inner().body().is_none() {
         return Ok(req);
     }
-    let declared = header(&req, "content-length").and_then(|l| l.parse::<u64>().ok());
+    let bytes = read_whole(&mut req, limit).await?;
+    let headers = req.headers().clone();
+    // The body is whole now: its length is known, and it is no longer chunked.
+    headers
+        .delete("transfer-encoding")
+        .map_err(internal("headers"))?;
+    headers
+        .set("content-length", &bytes.len().to_string())
+        .map_err(internal("headers"))?;
+    let mut init = worker::RequestInit::new();
+    init.with_method(req.method()).with_headers(headers);
+    if !bytes.is_empty() {
+        init.with_body(Some(js_sys::Uint8Array::from(bytes.as_slice()).into()));
+    }
+    let url = req.url().map_err(internal("request URL"))?;
+    Request::new_with_init(url.as_str(), &init).map_err(internal("rebuilding the request"))
+}
+
+/// Reads and drops the whole body as [`buffered`] does, for a request that is refused whatever
+/// it carries (no route, a method the path does not serve). It is not rebuilt: its method may
+/// be one the runtime cannot make a request with (`QUERY` is read as `GET`, which may not have
+/// a body).
+pub async fn drained(mut req: Request, limit: usize) -> Result<(), ApiError> {
+    if req.inner().body().is_some() {
+        read_whole(&mut req, limit).await?;
+    }
+    Ok(())
+}
+
+/// The body up to `limit`, or 413 after reading on past it as [`buffered`] says.
+async fn read_whole(req: &mut Request, limit: usize) -> Result<Vec<u8>, ApiError> {
+    use futures_util::StreamExt;
+    let declared = header(req, "content-length").and_then(|l| l.parse::<u64>().ok());
     let mut over = declared.is_some_and(|n| n > limit as u64);
     let mut stream = req.stream().map_err(internal("reading the body"))?;
     let (mut bytes, mut seen) = (Vec::new(), 0usize);
@@ -124,21 +160,7 @@ pub async fn buffered(mut req: Request, limit: usize) -> Result<Request, ApiErro
         )
         .with_details(serde_json::json!({"limit_bytes": limit})));
     }
-    let headers = req.headers().clone();
-    // The body is whole now: its length is known, and it is no longer chunked.
-    headers
-        .delete("transfer-encoding")
-        .map_err(internal("headers"))?;
-    headers
-        .set("content-length", &bytes.len().to_string())
-        .map_err(internal("headers"))?;
-    let mut init = worker::RequestInit::new();
-    init.with_method(req.method()).with_headers(headers);
-    if !bytes.is_empty() {
-        init.with_body(Some(js_sys::Uint8Array::from(bytes.as_slice()).into()));
-    }
-    let url = req.url().map_err(internal("request URL"))?;
-    Request::new_with_init(url.as_str(), &init).map_err(internal("rebuilding the request"))
+    Ok(bytes)
 }
 
 /// The body, refused with 413 when it is over `limit`: by its declared length first, so an

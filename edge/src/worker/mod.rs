@@ -9,6 +9,7 @@ mod backends;
 mod coordinator;
 mod credits;
 mod db;
+mod deadline;
 mod experiments;
 mod health;
 mod http;
@@ -32,35 +33,38 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
     let path = req.path();
     let matched = routes::find(&method, &path);
     // Read the whole body first, whatever the answer will be: see `http::buffered`.
-    let limit = match &matched {
-        Matched::Route(id, _) => routes::body_limit(*id),
-        Matched::WrongMethod(_) | Matched::NoRoute => crate::wire::MAX_JSON_BYTES,
-    };
-    let req = match http::buffered(req, limit).await {
-        Ok(req) => req,
-        Err(e) => return error_response(&e),
-    };
-    match matched {
-        Matched::Route(id, param) => match handle(id, param, req, &env).await {
-            Ok(resp) => Ok(resp),
-            Err(e) => error_response(&e),
-        },
-        Matched::WrongMethod(allowed) => {
-            let mut resp = error_response(
-                &ApiError::new(
-                    ErrorCode::MethodNotAllowed,
-                    format!("{method} is not allowed on {path}"),
-                )
-                .with_typed_details(&MethodNotAllowedDetails { allowed: &allowed }),
-            )?;
-            resp.headers_mut().set("allow", &allowed.join(", "))?;
-            Ok(resp)
+    let allowed = match matched {
+        Matched::Route(id, param) => {
+            let req = match http::buffered(req, routes::body_limit(id)).await {
+                Ok(req) => req,
+                Err(e) => return error_response(&e),
+            };
+            return match handle(id, param, req, &env).await {
+                Ok(resp) => Ok(resp),
+                Err(e) => error_response(&e),
+            };
         }
-        Matched::NoRoute => error_response(
+        Matched::WrongMethod(allowed) => Some(allowed),
+        Matched::NoRoute => None,
+    };
+    if let Err(e) = http::drained(req, crate::wire::MAX_JSON_BYTES).await {
+        return error_response(&e);
+    }
+    let Some(allowed) = allowed else {
+        return error_response(
             &ApiError::not_found(format!("no route for {method} {path}"))
                 .with_typed_details(&NoRouteDetails { path: &path }),
-        ),
-    }
+        );
+    };
+    let mut resp = error_response(
+        &ApiError::new(
+            ErrorCode::MethodNotAllowed,
+            format!("{method} is not allowed on {path}"),
+        )
+        .with_typed_details(&MethodNotAllowedDetails { allowed: &allowed }),
+    )?;
+    resp.headers_mut().set("allow", &allowed.join(", "))?;
+    Ok(resp)
 }
 
 #[derive(serde::Serialize)]

@@ -177,9 +177,12 @@ async fn store_metrics(env: &Env, job_id: &str, points: &[MetricPoint]) -> ApiRe
         );
     }
     // One batch is one transaction: a report's metrics are stored whole or not at all.
-    db.batch(stmts)
-        .await
-        .map_err(http::internal("storing metrics"))?;
+    let call = async {
+        db.batch(stmts)
+            .await
+            .map_err(http::internal("storing metrics"))
+    };
+    super::deadline::within(db::DATABASE, super::deadline::store_limit(env), call).await?;
     Ok(())
 }
 

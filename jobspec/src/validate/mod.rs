@@ -18,7 +18,7 @@ mod text;
 mod valid;
 use checker::span_at;
 use rules::check;
-pub use text::{is_clean_text, is_job_id};
+pub use text::{LABEL_PATTERN, is_clean_text, is_job_id};
 pub(crate) use text::{is_refused, not_a_job_id, one_line};
 pub use valid::{DEFAULT_MFU_CPU, DEFAULT_MFU_GPU, LORA_TARGETS, ValidSpec};
 

@@ -38,6 +38,14 @@ fn refused(c: char) -> Option<(&'static str, &'static str)> {
     }
 }
 
+/// A JSON Schema `pattern` (an ECMA-262 regular expression, one Python's `re` reads too) that a
+/// label holds exactly when [`is_clean_text`] takes it as one: none of the characters
+/// [`refused`] names.
+pub const LABEL_PATTERN: &str = concat!(
+    "^[^\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u180e\\u200b-\\u200f",
+    "\\u2028-\\u202e\\u2060-\\u2064\\u2066-\\u2069\\ufeff]*$"
+);
+
 /// Whether a character may appear in a dataset id or path.
 fn path_char(c: char) -> bool {
     c.is_alphanumeric() || "-_./:@+=~,%".contains(c)
@@ -178,6 +186,22 @@ pub(super) fn check_free_text(c: &mut Checker<'_>, spec: &JobSpec) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn the_label_pattern_refuses_exactly_the_refused_characters() {
+        let pattern = regex::Regex::new(LABEL_PATTERN).unwrap();
+        for c in (0..=0x3_0000u32).filter_map(char::from_u32) {
+            let s = format!("a{c}b");
+            assert_eq!(
+                pattern.is_match(&s),
+                is_clean_text(&s, true),
+                "U+{:04X}",
+                u32::from(c)
+            );
+        }
+        assert!(pattern.is_match(""));
+    }
 
     #[test]
     fn line_breaks_and_invisible_characters_are_refused() {

@@ -34,12 +34,18 @@ pub async fn call<T: serde::de::DeserializeOwned>(env: &Env, op: &Op) -> ApiResu
         .with_body(Some(body.into()));
     let req = Request::new_with_init("https://coordinator/op", &init)
         .map_err(|e| ApiError::internal(format!("coordinator request: {e}")))?;
-    let mut resp = stub
-        .fetch_with_request(req)
-        .await
-        .map_err(|e| ApiError::internal(format!("coordinator: {e}")))?;
-    let outcome: Outcome = resp.json().await.map_err(crate::coordinator::unreadable)?;
-    outcome.into_result()
+    let call = async {
+        let mut resp = stub
+            .fetch_with_request(req)
+            .await
+            .map_err(|e| ApiError::internal(format!("coordinator: {e}")))?;
+        let outcome: Outcome = resp.json().await.map_err(crate::coordinator::unreadable)?;
+        Ok(outcome)
+    };
+    let limit = super::deadline::store_limit(env);
+    super::deadline::within("a coordinator object", limit, call)
+        .await?
+        .into_result()
 }
 
 /// Counts one attempt against `key`; 429 with `retry_after_s` once `limit` is reached in the window.

@@ -34,6 +34,10 @@ pub struct Coordinator {
     /// A test's failpoint (`FAULT_INJECT_OP`, never set in a deployment): the named operation
     /// ends with a failing statement after all of its writes, to show that none of them remain.
     fault_op: Option<String>,
+    /// A test's failpoint (`FAULT_STALL_OP`, never set in a deployment): the named operation
+    /// waits a minute before it runs, as a store that does not answer would, to show that the
+    /// edge answers within its deadline all the same (`worker/deadline.rs`).
+    stall_op: Option<String>,
     /// For a code's object, which calls accounts' objects from its sweep (`code.rs`).
     env: Env,
     /// A code's object set its sweep's alarm since it was last started: later claims need not
@@ -57,15 +61,19 @@ fn schema(kind: ObjectKind) -> &'static [&'static str] {
 
 impl DurableObject for Coordinator {
     fn new(state: State, env: Env) -> Self {
-        let fault_op = env
-            .var("FAULT_INJECT_OP")
-            .ok()
-            .map(|v| v.to_string())
-            .filter(|v| !v.is_empty());
+        let var = |name: &str| {
+            env.var(name)
+                .ok()
+                .map(|v| v.to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let fault_op = var("FAULT_INJECT_OP");
+        let stall_op = var("FAULT_STALL_OP");
         Self {
             state,
             ready: Cell::new(false),
             fault_op,
+            stall_op,
             env,
             sweep_armed: Cell::new(false),
         }
@@ -73,6 +81,11 @@ impl DurableObject for Coordinator {
 
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
         let op: Result<Op, _> = req.json().await;
+        if let Ok(op) = &op
+            && self.stall_op.as_deref() == Some(op.name())
+        {
+            worker::Delay::from(std::time::Duration::from_secs(60)).await;
+        }
         let claim = matches!(op, Ok(Op::ClaimCode { .. }));
         // From here on nothing awaits: the whole operation is one synchronous step.
         let result = match op {
