@@ -61,14 +61,9 @@ fn schema(kind: ObjectKind) -> &'static [&'static str] {
 
 impl DurableObject for Coordinator {
     fn new(state: State, env: Env) -> Self {
-        let var = |name: &str| {
-            env.var(name)
-                .ok()
-                .map(|v| v.to_string())
-                .filter(|v| !v.is_empty())
-        };
-        let fault_op = var("FAULT_INJECT_OP");
-        let stall_op = var("FAULT_STALL_OP");
+        let set = |v: Option<worker::Var>| v.map(|v| v.to_string()).filter(|v| !v.is_empty());
+        let fault_op = set(env.var("FAULT_INJECT_OP").ok());
+        let stall_op = set(env.var("FAULT_STALL_OP").ok());
         Self {
             state,
             ready: Cell::new(false),
