@@ -50,16 +50,18 @@ pub const DROPPED_TEXT: &str = "Your worker restarted mid-request";
 pub const NOT_PASSED_ON_TEXT: &str = "TypeError: Cannot reconstruct a Request with a used body";
 
 /// Tries of one request in all.
-pub const ATTEMPTS: usize = 4;
+pub const ATTEMPTS: usize = 6;
 
 /// How long to wait before try `attempt + 1` of a request answered as dropped: such answers
-/// come in bursts (a whole burst's requests meet closed connections together), so the next try
-/// waits a little longer each time.
+/// come in bursts, and miniflare's can go on for several seconds (four tries over 4 s were seen
+/// to meet it each time), so the next try waits longer each time: 0.25, 1, 2, 4, then 8 s.
 pub fn pause_before_try(attempt: usize) -> Duration {
     Duration::from_millis(match attempt {
         0 | 1 => 250,
         2 => 1000,
-        _ => 3000,
+        3 => 2000,
+        4 => 4000,
+        _ => 8000,
     })
 }
 
