@@ -1,7 +1,7 @@
 //! D1 access with every failure mapped to our error shape and every call under a deadline
 //! (`deadline.rs`), plus the clock and randomness.
 
-use super::deadline::{store_limit, within};
+use super::deadline::within;
 use super::http::ApiResult;
 use crate::error::ApiError;
 use serde::de::DeserializeOwned;
@@ -14,6 +14,16 @@ pub fn setting(env: &Env, name: &str, default: i64) -> i64 {
         .ok()
         .and_then(|v| v.to_string().trim().parse().ok())
         .unwrap_or(default)
+}
+
+/// The default deadline of one database or coordinator call, in seconds (`STORE_TIMEOUT_S`).
+pub const STORE_TIMEOUT_S: i64 = 10;
+
+/// The deadline of one call to the database or a coordinator object (`deadline.rs`):
+/// `STORE_TIMEOUT_S`, between 1 and 60 s.
+pub fn store_limit(env: &Env) -> std::time::Duration {
+    let s = setting(env, "STORE_TIMEOUT_S", STORE_TIMEOUT_S).clamp(1, 60);
+    std::time::Duration::from_secs(s.unsigned_abs())
 }
 
 /// The answer when an account or a job already keeps `limit` of `what`.

@@ -1,4 +1,5 @@
-//! Deadlines on the edge's calls to what it depends on. Every call to the database (D1) and to a
+//! Deadlines on the edge's calls to what it depends on (the storage deadline itself is
+//! `db::store_limit`, `STORE_TIMEOUT_S`). Every call to the database (D1) and to a
 //! coordinator object goes through [`within`], and so do the health probe's; calls to backends
 //! and to the mail service have their own (`BACKEND_TIMEOUT_S` and `backends::TIMEOUT`, in
 //! `worker/backends.rs`). A call that has not answered by its deadline
@@ -12,22 +13,6 @@ use crate::error::ApiError;
 use futures_util::future::{Either, select};
 use std::future::Future;
 use std::time::Duration;
-use worker::Env;
-
-/// The default deadline of one database or coordinator call, in seconds (`STORE_TIMEOUT_S`).
-pub const STORE_TIMEOUT_S: i64 = 10;
-
-/// The deadline of one call to the database or a coordinator object: `STORE_TIMEOUT_S`, between
-/// 1 and 60 s.
-pub fn store_limit(env: &Env) -> Duration {
-    let s = env
-        .var("STORE_TIMEOUT_S")
-        .ok()
-        .and_then(|v| v.to_string().trim().parse::<i64>().ok())
-        .unwrap_or(STORE_TIMEOUT_S)
-        .clamp(1, 60);
-    Duration::from_secs(s.unsigned_abs())
-}
 
 /// `call`'s answer, or `unavailable` naming `what` once `limit` has passed without one.
 pub async fn within<T>(

@@ -57,7 +57,7 @@ async fn bounded(
     what: &str,
     probe: impl std::future::Future<Output = Result<String, String>>,
 ) -> Result<String, String> {
-    let limit = super::deadline::store_limit(env);
+    let limit = super::db::store_limit(env);
     let probe = async { Ok(probe.await) };
     super::deadline::within(what, limit, probe)
         .await

@@ -182,7 +182,7 @@ async fn store_metrics(env: &Env, job_id: &str, points: &[MetricPoint]) -> ApiRe
             .await
             .map_err(http::internal("storing metrics"))
     };
-    super::deadline::within(db::DATABASE, super::deadline::store_limit(env), call).await?;
+    super::deadline::within(db::DATABASE, db::store_limit(env), call).await?;
     Ok(())
 }
 

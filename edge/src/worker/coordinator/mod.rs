@@ -42,7 +42,7 @@ pub async fn call<T: serde::de::DeserializeOwned>(env: &Env, op: &Op) -> ApiResu
         let outcome: Outcome = resp.json().await.map_err(crate::coordinator::unreadable)?;
         Ok(outcome)
     };
-    let limit = super::deadline::store_limit(env);
+    let limit = super::db::store_limit(env);
     super::deadline::within("a coordinator object", limit, call)
         .await?
         .into_result()
