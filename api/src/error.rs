@@ -131,6 +131,17 @@ codes! {
     /// An account or a job has as many of something as it may keep (saved experiments, API
     /// tokens, metric points); the message names the limit.
     LimitReached = "limit_reached", 409;
+
+    // Artifacts.
+    /// A part whose number is past the upload's last, or whose size is not the one its number
+    /// must have (`details`: part, expected_bytes).
+    InvalidPart = "invalid_part", 400;
+    /// A part sent before the one that must come next (`details.next_part`).
+    PartOutOfOrder = "part_out_of_order", 409;
+    /// A part sent without its `Content-Length`.
+    LengthRequired = "length_required", 411;
+    /// A `Range` that starts past the end of the file (`details.size`).
+    RangeNotSatisfiable = "range_not_satisfiable", 416;
 }
 
 impl ErrorCode {

@@ -8,6 +8,7 @@
 //! their JSON.
 
 pub mod accounts;
+pub mod artifacts;
 pub mod backends;
 pub mod credits;
 pub mod error;
@@ -26,6 +27,7 @@ pub use accounts::{
     Account, Credentials, NewToken, Outbox, OutboxMail, SignedOut, TokenCreated, TokenInfo,
     TokenList, TokenRevoked, VerificationSent, Verified, VerifyRequest,
 };
+pub use artifacts::{Artifact, ArtifactDeleted, ArtifactList, NewUpload, Upload};
 pub use backends::{
     AdminBackend, AdminBackendList, BackendHealth, BackendKind, BackendList, Bindings, Check,
     HealthReport, Liveness, PublicBackend, Reconciled,

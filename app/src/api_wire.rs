@@ -200,13 +200,17 @@ pub fn code_key(code: ErrorCode) -> Key {
         | C::InvalidIdempotencyKey
         | C::InvalidState
         | C::TooManyMetrics
-        | C::InvalidMetric => Key::ErrBadRequest,
+        | C::InvalidMetric
+        | C::InvalidPart
+        | C::LengthRequired
+        | C::RangeNotSatisfiable => Key::ErrBadRequest,
         C::CodeExists
         | C::NotSettled
         | C::NothingCaptured
         | C::RefundExceedsCapture
         | C::IdempotencyConflict
-        | C::LogGap => Key::ErrConflict,
+        | C::LogGap
+        | C::PartOutOfOrder => Key::ErrConflict,
         C::LimitReached => Key::ErrLimitReached,
     }
 }

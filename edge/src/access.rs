@@ -400,8 +400,10 @@ mod tests {
                 r.access == Access::Admin,
                 "{r:?}"
             );
-            let job_write =
-                r.method == "POST" && ["/report", "/log"].iter().any(|e| r.path.ends_with(e));
+            // A job writes its reports, its log and its artifacts' parts; its owner reads them.
+            let job_write = (r.method == "POST"
+                && ["/report", "/log"].iter().any(|e| r.path.ends_with(e)))
+                || (matches!(r.method, "POST" | "PUT") && r.path.ends_with("/artifacts/{name}"));
             assert_eq!(job_write, r.access == Access::JobToken, "{r:?}");
         }
     }

@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod accounts;
+pub mod artifacts;
 pub mod backends;
 pub mod coordinator;
 pub mod credits;

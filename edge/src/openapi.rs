@@ -60,6 +60,11 @@ fn bodies(id: RouteId, s: &mut Schemas) -> (Option<Value>, Option<Value>) {
         JobLogPush => (None, Some(s.of::<api::LogAccepted>())),
         JobCheckpoint => (None, None),
         ListCheckpoints => (None, Some(s.of::<api::CheckpointList>())),
+        StartUpload => (Some(s.of::<api::NewUpload>()), Some(s.of::<api::Upload>())),
+        UploadPart => (None, Some(s.of::<api::Upload>())),
+        ListArtifacts => (None, Some(s.of::<api::ArtifactList>())),
+        GetArtifact => (None, None),
+        DeleteArtifact => (None, Some(s.of::<api::ArtifactDeleted>())),
         CreateExperiment => (
             Some(s.of::<api::NewExperiment>()),
             Some(s.of::<api::SavedExperiment>()),
@@ -74,6 +79,27 @@ fn parameters(route: &crate::routes::Route) -> Option<Value> {
     if route.path.contains("{id}") {
         parameters.push(json!({
             "name": "id", "in": "path", "required": true, "schema": {"type": "string"}
+        }));
+    }
+    if route.path.contains("{name}") {
+        parameters.push(json!({
+            "name": "name", "in": "path", "required": true,
+            "description": "the artifact's name; a '/' in it is sent as %2F",
+            "schema": {"type": "string", "pattern": api::artifacts::NAME_PATTERN, "maxLength": api::artifacts::MAX_NAME_BYTES}
+        }));
+    }
+    if route.id == RouteId::UploadPart {
+        parameters.push(json!({
+            "name": "part", "in": "query", "required": true,
+            "description": "the part's number, from 1; parts arrive in order",
+            "schema": {"type": "integer", "minimum": 1, "maximum": api::artifacts::MAX_PARTS}
+        }));
+    }
+    if route.id == RouteId::GetArtifact {
+        parameters.push(json!({
+            "name": "Range", "in": "header", "required": false,
+            "description": "one range of bytes (bytes=a-b, bytes=a-, bytes=-n): answered 206",
+            "schema": {"type": "string"}
         }));
     }
     if route.id == RouteId::AdminOutbox {
@@ -92,6 +118,21 @@ fn parameters(route: &crate::routes::Route) -> Option<Value> {
         }));
     }
     (!parameters.is_empty()).then_some(Value::Array(parameters))
+}
+
+/// An artifact's bytes: a part's request body, a download's answers (the whole file, or 206).
+fn bytes_on_the_wire(id: RouteId, op: &mut Value) {
+    let bytes =
+        json!({"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}});
+    match id {
+        RouteId::UploadPart => op["requestBody"] = json!({"required": true, "content": bytes}),
+        RouteId::GetArtifact => {
+            op["responses"]["200"] = json!({"description": "the whole file", "content": bytes});
+            op["responses"]["206"] =
+                json!({"description": "the range asked for", "content": bytes});
+        }
+        _ => {}
+    }
 }
 
 /// The whole document.
@@ -132,6 +173,7 @@ pub fn document() -> Value {
                 });
             }
         }
+        bytes_on_the_wire(route.id, &mut op);
         if let Some(schema) = request {
             op["requestBody"] = json!({
                 "required": route.id != RouteId::CreateToken,
@@ -292,9 +334,12 @@ mod tests {
             JobReport => "report_accepted",
             JobLogPush => "log_accepted",
             ListCheckpoints => "checkpoint_list",
+            StartUpload | UploadPart => "upload",
+            ListArtifacts => "artifact_list",
+            DeleteArtifact => "artifact_deleted",
             CreateExperiment => "saved_experiment",
             GetExperiment => "experiment",
-            OpenApi | JobCheckpoint => return None,
+            OpenApi | JobCheckpoint | GetArtifact => return None,
         })
     }
 

@@ -51,12 +51,17 @@ pub enum RouteId {
     JobLogPush,
     JobCheckpoint,
     ListCheckpoints,
+    StartUpload,
+    UploadPart,
+    ListArtifacts,
+    GetArtifact,
+    DeleteArtifact,
     CreateExperiment,
     GetExperiment,
 }
 
-/// One route: method, path template (`{name}` is one path segment), who may call it, and what it
-/// does (the OpenAPI summary).
+/// One route: method, path template (`{id}`, `{name}`: one path segment each), who may call it,
+/// and what it does (the OpenAPI summary).
 #[derive(Debug, Clone, Copy)]
 pub struct Route {
     pub id: RouteId,
@@ -76,8 +81,16 @@ pub const fn body_limit(id: RouteId) -> usize {
     match id {
         SubmitJob | JobReport | CreateExperiment => crate::wire::MAX_SPEC_BYTES,
         JobLogPush => crate::job_logs::MAX_CHUNK_BYTES,
+        UploadPart => api::artifacts::MAX_PART_BYTES as usize,
         _ => crate::wire::MAX_JSON_BYTES,
     }
+}
+
+/// Whether a route's handler reads its body as a stream (an artifact's part goes on to R2 as it
+/// arrives, never held whole): the entry does not buffer it, and drains it when the handler
+/// refused it unread.
+pub const fn streams_body(id: RouteId) -> bool {
+    matches!(id, UploadPart)
 }
 
 const fn r(
@@ -338,6 +351,46 @@ pub const ROUTES: &[Route] = &[
         "The account's jobs that have a checkpoint",
     ),
     r(
+        StartUpload,
+        "POST",
+        "/api/jobs/{id}/artifacts/{name}",
+        JobToken,
+        200,
+        "Start or resume the upload of one of the job's artifacts: which parts arrived",
+    ),
+    r(
+        UploadPart,
+        "PUT",
+        "/api/jobs/{id}/artifacts/{name}",
+        JobToken,
+        200,
+        "One part of an artifact (`?part=N`, the body is the part's bytes); the last completes it",
+    ),
+    r(
+        ListArtifacts,
+        "GET",
+        "/api/jobs/{id}/artifacts",
+        User,
+        200,
+        "The job's stored artifacts, and the account's use of its quota",
+    ),
+    r(
+        GetArtifact,
+        "GET",
+        "/api/jobs/{id}/artifacts/{name}",
+        User,
+        200,
+        "Download an artifact (honours `Range`: 206 with the part asked for)",
+    ),
+    r(
+        DeleteArtifact,
+        "DELETE",
+        "/api/jobs/{id}/artifacts/{name}",
+        User,
+        200,
+        "Delete an artifact, freeing its bytes from the account's quota",
+    ),
+    r(
         CreateExperiment,
         "POST",
         "/api/experiments",
@@ -358,8 +411,8 @@ pub const ROUTES: &[Route] = &[
 /// The outcome of matching a request against the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Matched {
-    /// A route, with the value of its `{id}` segment when it has one.
-    Route(RouteId, Option<String>),
+    /// A route, with the values of its `{…}` segments in order.
+    Route(RouteId, Vec<String>),
     /// The path exists with other methods (405, with these in `Allow`).
     WrongMethod(Vec<&'static str>),
     NoRoute,
@@ -383,19 +436,19 @@ pub fn find(method: &str, path: &str) -> Matched {
     }
 }
 
-/// `Some(param)` when `path` fits `template`; a `{…}` segment matches one non-empty segment.
-fn match_path(template: &str, path: &str) -> Option<Option<String>> {
+/// `Some(params)` when `path` fits `template`; a `{…}` segment matches one non-empty segment.
+fn match_path(template: &str, path: &str) -> Option<Vec<String>> {
     let mut t = template.split('/');
     let mut p = path.split('/');
-    let mut param = None;
+    let mut params = Vec::new();
     loop {
         match (t.next(), p.next()) {
-            (None, None) => return Some(param),
+            (None, None) => return Some(params),
             (Some(ts), Some(ps)) if ts.starts_with('{') => {
                 if ps.is_empty() {
                     return None;
                 }
-                param = Some(ps.to_string());
+                params.push(ps.to_string());
             }
             (Some(ts), Some(ps)) if ts == ps => {}
             _ => return None,
@@ -414,12 +467,17 @@ mod tests {
 
     #[test]
     fn matches_templates_and_methods() {
-        assert_eq!(find("GET", "/api/me"), Matched::Route(Me, None));
+        assert_eq!(find("GET", "/api/me"), Matched::Route(Me, vec![]));
         assert_eq!(
             find("GET", "/api/jobs/abc/logs"),
-            Matched::Route(JobLogs, Some("abc".into()))
+            Matched::Route(JobLogs, vec!["abc".into()])
         );
-        assert_eq!(find("POST", "/api/jobs"), Matched::Route(SubmitJob, None));
+        assert_eq!(
+            find("PUT", "/api/jobs/abc/artifacts/a%2Fb"),
+            Matched::Route(UploadPart, vec!["abc".into(), "a%2Fb".into()])
+        );
+        assert_eq!(find("GET", "/api/jobs/abc/artifacts/a/b"), Matched::NoRoute);
+        assert_eq!(find("POST", "/api/jobs"), Matched::Route(SubmitJob, vec![]));
         assert_eq!(find("DELETE", "/api/me"), Matched::WrongMethod(vec!["GET"]));
         assert_eq!(find("GET", "/api/jobs//logs"), Matched::NoRoute);
         assert_eq!(find("GET", "/api/nope"), Matched::NoRoute);
@@ -428,10 +486,19 @@ mod tests {
     #[test]
     fn every_route_is_unique_and_reachable() {
         for (i, a) in ROUTES.iter().enumerate() {
-            let concrete = a.path.replace("{id}", "x");
+            let concrete = a.path.replace("{id}", "x").replace("{name}", "n");
+            let params = a
+                .path
+                .split('/')
+                .filter_map(|seg| match seg {
+                    "{id}" => Some("x".to_string()),
+                    "{name}" => Some("n".to_string()),
+                    _ => None,
+                })
+                .collect();
             assert_eq!(
                 find(a.method, &concrete),
-                Matched::Route(a.id, a.path.contains('{').then(|| "x".to_string())),
+                Matched::Route(a.id, params),
                 "{a:?}"
             );
             for b in &ROUTES[i + 1..] {

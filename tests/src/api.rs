@@ -13,6 +13,8 @@ pub struct Answer {
     pub set_cookie: Vec<String>,
     pub retry_after: Option<String>,
     pub content_type: Option<String>,
+    /// Every header, names in lower case.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Answer {
@@ -24,6 +26,14 @@ impl Answer {
         }
         let text = String::from_utf8_lossy(&self.bytes[..self.bytes.len().min(300)]).into_owned();
         format!("{text:?} (not JSON; content-type {:?})", self.content_type)
+    }
+
+    /// The first value of a header (`name` in lower case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// `error.code` of an error answer, or "" when there is none.
@@ -155,7 +165,17 @@ impl Client {
             .collect();
         let retry_after = header("retry-after");
         let content_type = header("content-type");
-        let bytes = resp.into_body().read_to_vec().unwrap_or_default();
+        let headers = resp
+            .headers()
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+            .collect();
+        let bytes = resp
+            .into_body()
+            .with_config()
+            .limit(u64::MAX)
+            .read_to_vec()
+            .unwrap_or_default();
         let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         Ok(Answer {
             status,
@@ -164,6 +184,7 @@ impl Client {
             set_cookie,
             retry_after,
             content_type,
+            headers,
         })
     }
 

@@ -167,6 +167,56 @@ pub(super) fn job_progress_samples() -> Vec<Sample> {
     ]
 }
 
+/// A job's artifacts: an upload under way, the owner's list, a deletion.
+pub(super) fn artifact_samples() -> Vec<Sample> {
+    let sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    vec![
+        sample(
+            "new_upload",
+            NewUpload {
+                size: 20 << 20,
+                sha256: sha.into(),
+                part_size: Some(8 << 20),
+            },
+        ),
+        sample(
+            "upload",
+            Upload {
+                name: "adapter/adapter_model.safetensors".into(),
+                size: 20 << 20,
+                sha256: sha.into(),
+                part_size: 8 << 20,
+                parts: 3,
+                received: 2,
+                complete: false,
+            },
+        ),
+        sample(
+            "artifact_list",
+            ArtifactList {
+                job_id: "0f1e".into(),
+                artifacts: vec![Artifact {
+                    name: "adapter/adapter_model.safetensors".into(),
+                    size: 20 << 20,
+                    sha256: sha.into(),
+                    url: "/api/jobs/0f1e/artifacts/adapter%2Fadapter_model.safetensors".into(),
+                    stored_at: T1.into(),
+                }],
+                used_bytes: 20 << 20,
+                quota_bytes: 10 << 30,
+                retention_days: 30,
+            },
+        ),
+        sample(
+            "artifact_deleted",
+            ArtifactDeleted {
+                name: "log.txt".into(),
+                freed_bytes: 1234,
+            },
+        ),
+    ]
+}
+
 /// Saved experiments.
 pub(super) fn experiments_samples() -> Vec<Sample> {
     let finished = finished();

@@ -21,6 +21,7 @@ pub fn all() -> Vec<Sample> {
         jobs::job_progress_samples(),
         jobs::experiments_samples(),
         jobs::runner_samples(),
+        jobs::artifact_samples(),
     ]
     .into_iter()
     .flatten()

@@ -116,6 +116,34 @@ pub async fn drained(mut req: Request, limit: usize) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Reads a body to its end and drops it as it goes, keeping nothing (a streamed route's body that
+/// its handler refused unread): while the client keeps sending, up to [`DRAIN_BYTES`] past the
+/// route's largest body, a pause of [`DRAIN_STALL`] ending it.
+pub async fn discard(mut req: Request) -> Result<(), ApiError> {
+    use futures_util::StreamExt;
+    if req.inner().body().is_none() {
+        return Ok(());
+    }
+    let most = (api::artifacts::MAX_PART_BYTES as usize).saturating_add(DRAIN_BYTES);
+    let mut stream = req.stream().map_err(internal("reading the body"))?;
+    let mut seen = 0usize;
+    loop {
+        let delay = worker::Delay::from(DRAIN_STALL);
+        let next = match futures_util::future::select(stream.next(), delay).await {
+            futures_util::future::Either::Left((next, _)) => next,
+            futures_util::future::Either::Right(_) => break,
+        };
+        match next {
+            Some(Ok(chunk)) => seen = seen.saturating_add(chunk.len()),
+            _ => break,
+        }
+        if seen > most {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// The body up to `limit`, or 413 after reading on past it as [`buffered`] says.
 async fn read_whole(req: &mut Request, limit: usize) -> Result<Vec<u8>, ApiError> {
     use futures_util::StreamExt;

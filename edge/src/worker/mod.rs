@@ -5,6 +5,7 @@
 
 mod access;
 mod accounts;
+mod artifacts;
 mod backends;
 mod coordinator;
 mod credits;
@@ -34,12 +35,30 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
     let matched = routes::find(&method, &path);
     // Read the whole body first, whatever the answer will be: see `http::buffered`.
     let allowed = match matched {
-        Matched::Route(id, param) => {
+        Matched::Route(id, params) if routes::streams_body(id) => {
+            // The handler streams the body on; one it refused before reading is read to its end
+            // here, as `http::buffered` would have, so the connection is left at a boundary.
+            // A second handle on the same request (not the runtime's `Request.clone()`, which
+            // would tee its body).
+            let raw = Clone::clone(req.inner());
+            return match handle(id, params, req, &env).await {
+                Ok(resp) => Ok(resp),
+                Err(e) => {
+                    if !raw.body_used()
+                        && let Err(e) = http::discard(Request::from(raw)).await
+                    {
+                        return error_response(&e);
+                    }
+                    error_response(&e)
+                }
+            };
+        }
+        Matched::Route(id, params) => {
             let req = match http::buffered(req, routes::body_limit(id)).await {
                 Ok(req) => req,
                 Err(e) => return error_response(&e),
             };
-            return match handle(id, param, req, &env).await {
+            return match handle(id, params, req, &env).await {
                 Ok(resp) => Ok(resp),
                 Err(e) => error_response(&e),
             };
@@ -82,6 +101,7 @@ struct NoRouteDetails<'a> {
 async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     // A failed sweep is retried by the next tick; there is no caller to report to.
     let _ = report::reconcile(&env, None).await;
+    let _ = artifacts::sweep(&env, 100).await;
 }
 
 fn ok<T: serde::Serialize>(status: u16, v: ApiResult<T>) -> ApiResult<Response> {
@@ -91,17 +111,16 @@ fn ok<T: serde::Serialize>(status: u16, v: ApiResult<T>) -> ApiResult<Response> 
 /// Runs a route's handler once its caller is authenticated as the route's access says. Each
 /// handler takes the caller its route needs (`caller.user()?` and the like); a caller of another
 /// kind than the table's access gives is refused before the handler runs.
-async fn handle(
-    id: RouteId,
-    param: Option<String>,
-    req: Request,
-    env: &Env,
-) -> ApiResult<Response> {
+async fn handle(id: RouteId, params: Vec<String>, req: Request, env: &Env) -> ApiResult<Response> {
     let route = routes::route(id)
         .ok_or_else(|| ApiError::internal(format!("{id:?} is not in the route table")))?;
-    let (status, param) = (route.status, param.unwrap_or_default());
+    let status = route.status;
+    // `{id}`, then `{name}` where the path has one.
+    let mut params = params.into_iter();
+    let param = params.next().unwrap_or_default();
+    let name = params.next().unwrap_or_default();
     let caller = access::authenticate(route, &param, &req, env).await?;
-    let p = param.as_str();
+    let (p, name) = (param.as_str(), name.as_str());
     match id {
         RouteId::Health => ok(status, Ok(health::live())),
         RouteId::AdminHealth => health::deep(caller.admin()?, env).await,
@@ -142,6 +161,20 @@ async fn handle(
         RouteId::JobLogPush => ok(status, job_logs::push(caller.job()?, req, env).await),
         RouteId::JobCheckpoint => jobs::checkpoint(caller.user()?, env, p).await,
         RouteId::ListCheckpoints => ok(status, jobs::checkpoints(caller.user()?, env).await),
+        RouteId::StartUpload => ok(
+            status,
+            artifacts::start(caller.job()?, req, env, name).await,
+        ),
+        RouteId::UploadPart => ok(
+            status,
+            artifacts::put_part(caller.job()?, req, env, name).await,
+        ),
+        RouteId::ListArtifacts => ok(status, artifacts::list(caller.user()?, env, p).await),
+        RouteId::GetArtifact => artifacts::download(caller.user()?, req, env, p, name).await,
+        RouteId::DeleteArtifact => ok(
+            status,
+            artifacts::delete(caller.user()?, env, p, name).await,
+        ),
         RouteId::CreateExperiment => {
             ok(status, experiments::create(caller.user()?, req, env).await)
         }

@@ -18,6 +18,7 @@
 //! broken`.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
+mod artifacts;
 mod attack_support;
 mod inputs;
 use attack_support::{in_the_browser, races};
@@ -236,11 +237,15 @@ impl World {
     }
 }
 
-/// The document's path for a request path: the id segment of a job or an experiment is `{id}`.
+/// The document's path for a request path: the id segment of a job or an experiment is `{id}`,
+/// an artifact's name `{name}`.
 fn route_template(path: &str) -> String {
     let mut segs: Vec<&str> = path.split('/').collect();
     if segs.len() > 3 && matches!(segs[2], "jobs" | "experiments") {
         segs[3] = "{id}";
+    }
+    if segs.len() == 6 && segs[4] == "artifacts" {
+        segs[5] = "{name}";
     }
     segs.join("/")
 }
@@ -296,6 +301,7 @@ fn an_outsider_attacks_the_running_stack() {
         set_cookie: Vec::new(),
         retry_after: None,
         content_type: None,
+        headers: Vec::new(),
     };
     w.conform("GET /api/me", &wrong);
     w.conform(&format!("GET /api/jobs/{}", "a".repeat(32)), &wrong);
@@ -308,6 +314,7 @@ fn an_outsider_attacks_the_running_stack() {
 
     other_users(&w);
     stolen_tokens(&w);
+    artifacts::artifacts(&w);
     money_fields(&w);
     let rendered = hostile_strings(&w);
     malformed_bodies(&w);

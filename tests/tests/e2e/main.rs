@@ -21,6 +21,7 @@ mod attack;
 mod cli_edge;
 mod contract_fuzz;
 mod edge_api;
+mod edge_artifacts;
 mod edge_credits;
 mod edge_deadlines;
 mod edge_jobs;

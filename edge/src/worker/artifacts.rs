@@ -1,0 +1,465 @@
+//! A job's artifacts in R2 (`ARTIFACTS`): the job uploads each file in parts with its own token,
+//! every part streamed on to R2 as it arrives (never held whole); its owner lists, downloads
+//! (with `Range`) and deletes them. D1 keeps each artifact's declaration and the parts that
+//! arrived (R2's binding cannot list an upload's parts), so an upload cut off resumes. The
+//! decisions are `crate::artifacts`'s, tested natively.
+
+use super::access::{JobCaller, User};
+use super::db::{self, n, now_ms, s};
+use super::http::{self, ApiResult};
+use super::jobs;
+use crate::artifacts::{
+    Span, UploadState, check_part, check_quota, object_key, parse_name, parse_range,
+};
+use crate::error::{ApiError, ErrorCode};
+use crate::time::format_rfc3339_ms;
+use crate::wire;
+use api::artifacts::{artifact_path, choose_part_size, part_count};
+use api::{Artifact, ArtifactDeleted, ArtifactList, NewUpload, Upload};
+use serde::Deserialize;
+use worker::{Bucket, Env, Request, Response};
+
+/// Bytes an account's artifacts may take when `ARTIFACT_QUOTA_BYTES` is not set (10 GiB).
+const QUOTA_BYTES: i64 = 10 << 30;
+/// Days an artifact is kept when `ARTIFACT_RETENTION_DAYS` is not set.
+const RETENTION_DAYS: i64 = 30;
+
+#[derive(Debug, Deserialize)]
+struct Row {
+    job_id: String,
+    name: String,
+    size: i64,
+    sha256: String,
+    part_size: i64,
+    parts: i64,
+    upload_id: Option<String>,
+    state: String,
+    stored_at: Option<i64>,
+}
+
+const ROW: &str = "job_id, name, size, sha256, part_size, parts, upload_id, state, stored_at";
+
+impl Row {
+    fn stored(&self) -> bool {
+        self.state == "stored"
+    }
+
+    fn upload(&self, received: u64) -> Upload {
+        Upload {
+            name: self.name.clone(),
+            size: self.size as u64,
+            sha256: self.sha256.clone(),
+            part_size: self.part_size as u64,
+            parts: self.parts as u64,
+            received: if self.stored() {
+                self.parts as u64
+            } else {
+                received
+            },
+            complete: self.stored(),
+        }
+    }
+}
+
+fn bucket(env: &Env) -> ApiResult<Bucket> {
+    env.bucket("ARTIFACTS")
+        .map_err(|e| ApiError::internal(format!("binding ARTIFACTS: {e}")))
+}
+
+fn r2(what: &'static str) -> impl Fn(worker::Error) -> ApiError {
+    move |e| ApiError::internal(format!("R2 {what}: {e}"))
+}
+
+fn quota(env: &Env) -> u64 {
+    db::setting(env, "ARTIFACT_QUOTA_BYTES", QUOTA_BYTES).max(0) as u64
+}
+
+fn retention_days(env: &Env) -> u64 {
+    db::setting(env, "ARTIFACT_RETENTION_DAYS", RETENTION_DAYS).max(1) as u64
+}
+
+async fn row(env: &Env, job_id: &str, name: &str) -> ApiResult<Option<Row>> {
+    db::first(
+        env,
+        &format!("SELECT {ROW} FROM artifacts WHERE job_id = ? AND name = ?"),
+        &[s(job_id), s(name)],
+    )
+    .await
+}
+
+/// How many parts arrived in order: parts 1..=k are all stored.
+async fn received(env: &Env, job_id: &str, name: &str) -> ApiResult<u64> {
+    #[derive(Deserialize)]
+    struct Part {
+        part: i64,
+    }
+    let parts: Vec<Part> = db::all(
+        env,
+        "SELECT part FROM artifact_parts WHERE job_id = ? AND name = ? ORDER BY part",
+        &[s(job_id), s(name)],
+    )
+    .await?;
+    Ok(parts
+        .iter()
+        .zip(1i64..)
+        .take_while(|(p, want)| p.part == *want)
+        .count() as u64)
+}
+
+/// The bytes an account's artifacts take, uploads under way included.
+async fn used_bytes(env: &Env, user_id: &str) -> ApiResult<u64> {
+    #[derive(Deserialize)]
+    struct Used {
+        used: Option<i64>,
+    }
+    let used = db::first::<Used>(
+        env,
+        "SELECT SUM(size) AS used FROM artifacts WHERE user_id = ?",
+        &[s(user_id)],
+    )
+    .await?
+    .and_then(|u| u.used)
+    .unwrap_or(0);
+    Ok(used.max(0) as u64)
+}
+
+fn check_sha256(sha: &str) -> ApiResult<()> {
+    if sha.len() == 64 && sha.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::InvalidField,
+        "sha256 must be the file's SHA-256 as 64 lowercase hex digits",
+    )
+    .with_field("sha256"))
+}
+
+/// Forgets an artifact: its R2 object or unfinished upload, its parts and its row.
+async fn forget(env: &Env, r: &Row) -> ApiResult<()> {
+    let b = bucket(env)?;
+    let key = object_key(&r.job_id, &r.name);
+    match (&r.upload_id, r.stored()) {
+        (Some(upload), false) => {
+            // An upload R2 no longer knows (aborted, or expired) has nothing left to abort.
+            if let Ok(u) = b.resume_multipart_upload(&key, upload) {
+                let _ = u.abort().await;
+            }
+        }
+        _ => b.delete(&key).await.map_err(r2("delete"))?,
+    }
+    db::run(
+        env,
+        "DELETE FROM artifact_parts WHERE job_id = ? AND name = ?",
+        &[s(&r.job_id), s(&r.name)],
+    )
+    .await?;
+    db::run(
+        env,
+        "DELETE FROM artifacts WHERE job_id = ? AND name = ?",
+        &[s(&r.job_id), s(&r.name)],
+    )
+    .await?;
+    Ok(())
+}
+
+/// `POST /api/jobs/{id}/artifacts/{name}`: starts an upload, or resumes the one with the same
+/// declaration (size, sha256 and, when given, part size); another declaration starts it over.
+pub async fn start(
+    caller: JobCaller,
+    mut req: Request,
+    env: &Env,
+    segment: &str,
+) -> ApiResult<Upload> {
+    let job = caller.job();
+    let name = parse_name(segment)?;
+    let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
+    let d: NewUpload = wire::parse_json(&body)?;
+    check_sha256(&d.sha256)?;
+    let part_size = choose_part_size(d.size, d.part_size)
+        .map_err(|m| ApiError::new(ErrorCode::InvalidField, m).with_field("part_size"))?;
+    if let Some(r) = row(env, &job.id, &name).await? {
+        let same = r.size as u64 == d.size
+            && r.sha256 == d.sha256
+            && d.part_size.is_none_or(|p| p == r.part_size as u64);
+        if same {
+            let got = received(env, &job.id, &name).await?;
+            return Ok(r.upload(got));
+        }
+        forget(env, &r).await?;
+    }
+    check_quota(used_bytes(env, &job.user_id).await?, d.size, quota(env))?;
+    let key = object_key(&job.id, &name);
+    let upload = bucket(env)?
+        .create_multipart_upload(&key)
+        .execute()
+        .await
+        .map_err(r2("create multipart upload"))?;
+    let upload_id = upload.upload_id().await;
+    let parts = part_count(d.size, part_size);
+    db::run(
+        env,
+        "INSERT INTO artifacts (job_id, name, user_id, size, sha256, part_size, parts, upload_id, state, created_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'uploading', ?)",
+        &[
+            s(&job.id),
+            s(&name),
+            s(&job.user_id),
+            n(d.size as i64),
+            s(&d.sha256),
+            n(part_size as i64),
+            n(parts as i64),
+            s(&upload_id),
+            n(now_ms()),
+        ],
+    )
+    .await?;
+    Ok(Upload {
+        name,
+        size: d.size,
+        sha256: d.sha256,
+        part_size,
+        parts,
+        received: 0,
+        complete: false,
+    })
+}
+
+/// `PUT /api/jobs/{id}/artifacts/{name}?part=N`: one part, streamed on to R2; the last one
+/// completes the artifact. The entry does not buffer this route's body (`routes::streams_body`).
+pub async fn put_part(
+    caller: JobCaller,
+    req: Request,
+    env: &Env,
+    segment: &str,
+) -> ApiResult<Upload> {
+    let job = caller.job();
+    let name = parse_name(segment)?;
+    let query = req.url().ok();
+    let query = query.as_ref().and_then(|u| u.query());
+    if !query.is_some_and(|q| q.split('&').any(|kv| kv.starts_with("part="))) {
+        return Err(ApiError::new(
+            ErrorCode::InvalidQuery,
+            "say which part this is: ?part=N, from 1",
+        )
+        .with_details(serde_json::json!({"parameter": "part"})));
+    }
+    let part = wire::query_u64(query, "part", 0)?;
+    let r = row(env, &job.id, &name).await?.ok_or_else(|| {
+        ApiError::not_found(format!(
+            "job {} has no upload of {name:?}: start it with POST {} first",
+            job.id,
+            artifact_path(&job.id, &name)
+        ))
+    })?;
+    if r.stored() && (1..=r.parts as u64).contains(&part) {
+        // The answer to the last part was lost and the job sent it again: it is stored.
+        return Ok(r.upload(r.parts as u64));
+    }
+    let got = received(env, &job.id, &name).await?;
+    let state = UploadState {
+        size: r.size as u64,
+        part_size: r.part_size as u64,
+        parts: r.parts as u64,
+        received: got,
+    };
+    let length = http::header(&req, "content-length").and_then(|l| l.trim().parse::<u64>().ok());
+    check_part(&state, part, length)?;
+    let upload_id = r
+        .upload_id
+        .as_deref()
+        .ok_or_else(|| ApiError::internal("an upload without its id"))?;
+    let key = object_key(&job.id, &name);
+    let b = bucket(env)?;
+    let upload = b
+        .resume_multipart_upload(&key, upload_id)
+        .map_err(r2("resume upload"))?;
+    let data = match req.inner().body() {
+        Some(stream) if length != Some(0) => worker::Data::ReadableStream(stream),
+        _ => worker::Data::Bytes(Vec::new()),
+    };
+    let uploaded = upload.upload_part(part as u16, data).await.map_err(|e| {
+        ApiError::new(
+            ErrorCode::InvalidPart,
+            format!("part {part} did not arrive whole ({e}); send it again"),
+        )
+        .with_details(serde_json::json!({"part": part}))
+    })?;
+    db::run(
+        env,
+        "INSERT OR REPLACE INTO artifact_parts (job_id, name, part, etag, size) VALUES (?, ?, ?, ?, ?)",
+        &[s(&job.id), s(&name), n(part as i64), s(&uploaded.etag()), n(length.unwrap_or(0) as i64)],
+    )
+    .await?;
+    let got = got.max(part);
+    if got < state.parts {
+        return Ok(r.upload(got));
+    }
+    complete(env, &b, &r, upload_id).await?;
+    let done = row(env, &job.id, &name)
+        .await?
+        .ok_or_else(|| ApiError::internal("artifact row vanished"))?;
+    Ok(done.upload(state.parts))
+}
+
+/// Completes an upload whose parts all arrived: R2 joins them, and the artifact is stored.
+async fn complete(env: &Env, b: &Bucket, r: &Row, upload_id: &str) -> ApiResult<()> {
+    #[derive(Deserialize)]
+    struct Part {
+        part: i64,
+        etag: String,
+    }
+    let parts: Vec<Part> = db::all(
+        env,
+        "SELECT part, etag FROM artifact_parts WHERE job_id = ? AND name = ? ORDER BY part",
+        &[s(&r.job_id), s(&r.name)],
+    )
+    .await?;
+    let key = object_key(&r.job_id, &r.name);
+    let upload = b
+        .resume_multipart_upload(&key, upload_id)
+        .map_err(r2("resume upload"))?;
+    upload
+        .complete(
+            parts
+                .into_iter()
+                .map(|p| worker::UploadedPart::new(p.part as u16, p.etag)),
+        )
+        .await
+        .map_err(r2("complete upload"))?;
+    db::run(
+        env,
+        "UPDATE artifacts SET state = 'stored', stored_at = ?, upload_id = NULL WHERE job_id = ? AND name = ?",
+        &[n(now_ms()), s(&r.job_id), s(&r.name)],
+    )
+    .await?;
+    db::run(
+        env,
+        "DELETE FROM artifact_parts WHERE job_id = ? AND name = ?",
+        &[s(&r.job_id), s(&r.name)],
+    )
+    .await?;
+    Ok(())
+}
+
+/// `GET /api/jobs/{id}/artifacts`: the owner's stored artifacts of one job.
+pub async fn list(user: User, env: &Env, id: &str) -> ApiResult<ArtifactList> {
+    let job = jobs::owned(env, &user, id).await?;
+    let rows: Vec<Row> = db::all(
+        env,
+        &format!("SELECT {ROW} FROM artifacts WHERE job_id = ? AND state = 'stored' ORDER BY name"),
+        &[s(&job.id)],
+    )
+    .await?;
+    let used = used_bytes(env, &user.id).await?;
+    Ok(ArtifactList {
+        artifacts: rows
+            .into_iter()
+            .map(|r| Artifact {
+                url: artifact_path(&r.job_id, &r.name),
+                stored_at: format_rfc3339_ms(r.stored_at.unwrap_or(0)),
+                name: r.name,
+                size: r.size as u64,
+                sha256: r.sha256,
+            })
+            .collect(),
+        job_id: job.id,
+        used_bytes: used,
+        quota_bytes: quota(env),
+        retention_days: retention_days(env),
+    })
+}
+
+/// The owner's stored artifact, or 404 (another account's job is not found either).
+async fn owned(user: &User, env: &Env, id: &str, segment: &str) -> ApiResult<Row> {
+    let job = jobs::owned(env, user, id).await?;
+    let name = parse_name(segment)?;
+    row(env, &job.id, &name)
+        .await?
+        .filter(Row::stored)
+        .ok_or_else(|| ApiError::not_found(format!("job {id} has no artifact {name:?}")))
+}
+
+/// `GET /api/jobs/{id}/artifacts/{name}`: the file, streamed from R2 (one range when asked).
+pub async fn download(
+    user: User,
+    req: Request,
+    env: &Env,
+    id: &str,
+    segment: &str,
+) -> ApiResult<Response> {
+    let r = owned(&user, env, id, segment).await?;
+    let size = r.size as u64;
+    let span = parse_range(http::header(&req, "range").as_deref(), size)?;
+    let key = object_key(&r.job_id, &r.name);
+    let b = bucket(env)?;
+    let get = b.get(&key);
+    let get = match span {
+        Span::Whole => get,
+        Span::Part { start, end } => get.range(worker::Range::OffsetWithLength {
+            offset: start,
+            length: end - start + 1,
+        }),
+    };
+    let object = get
+        .execute()
+        .await
+        .map_err(r2("get"))?
+        .ok_or_else(|| ApiError::not_found(format!("job {id} has no artifact {:?}", r.name)))?;
+    let body = match object.body() {
+        Some(body) => body.response_body().map_err(r2("body"))?,
+        None => worker::ResponseBody::Empty,
+    };
+    let mut resp = Response::from_body(body).map_err(http::internal("response"))?;
+    let file = r.name.rsplit('/').next().unwrap_or("artifact");
+    let h = resp.headers_mut();
+    let set = |h: &worker::Headers, k: &str, v: &str| h.set(k, v).map_err(http::internal("header"));
+    set(h, "content-type", "application/octet-stream")?;
+    set(h, "accept-ranges", "bytes")?;
+    set(
+        h,
+        "content-disposition",
+        &format!("attachment; filename=\"{file}\""),
+    )?;
+    set(h, "etag", &format!("\"{}\"", r.sha256))?;
+    set(h, "x-onramp-sha256", &r.sha256)?;
+    set(h, "cache-control", "private, no-store")?;
+    // The length is R2's body's own, which the runtime sends as Content-Length.
+    let status = match span {
+        Span::Whole => 200,
+        Span::Part { start, end } => {
+            set(h, "content-range", &format!("bytes {start}-{end}/{size}"))?;
+            206
+        }
+    };
+    Ok(resp.with_status(status))
+}
+
+/// `DELETE /api/jobs/{id}/artifacts/{name}`.
+pub async fn delete(user: User, env: &Env, id: &str, segment: &str) -> ApiResult<ArtifactDeleted> {
+    let r = owned(&user, env, id, segment).await?;
+    forget(env, &r).await?;
+    Ok(ArtifactDeleted {
+        freed_bytes: r.size as u64,
+        name: r.name,
+    })
+}
+
+/// The cron sweep's share: artifacts stored longer ago than the retention, and uploads started
+/// that long ago and never finished, are deleted. At most `limit` per run; how many went.
+pub async fn sweep(env: &Env, limit: i64) -> ApiResult<u64> {
+    let cutoff = now_ms() - (retention_days(env) as i64) * 86_400_000;
+    let rows: Vec<Row> = db::all(
+        env,
+        &format!(
+            "SELECT {ROW} FROM artifacts WHERE (state = 'stored' AND stored_at < ?) OR (state = 'uploading' AND created_at < ?) LIMIT ?"
+        ),
+        &[n(cutoff), n(cutoff), n(limit)],
+    )
+    .await?;
+    let mut gone = 0;
+    for r in &rows {
+        forget(env, r).await?;
+        gone += 1;
+    }
+    Ok(gone)
+}

@@ -1,0 +1,404 @@
+//! A job's artifacts in R2 under `wrangler dev`: uploaded by the job in parts with its own token
+//! (one part, an empty file, more than three parts, a name with folders), an upload cut off and
+//! resumed, parts out of order, of the wrong size or after the job ended refused with a clear
+//! 4xx, the account's quota, and downloads by the owner with `Range`. Jobs come from a fake
+//! backend (the runner's contract) so that each scenario holds a live job token.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
+
+use onramp_tests::api::{Answer, Client, run_scenarios, unique_email};
+use onramp_tests::fake_backend::{Fake, start_fake};
+use onramp_tests::stack::{Stack, StackExtras, StackOptions, random_hex};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::sync::{Arc, Mutex};
+
+const PASSWORD: &str = "correct horse battery";
+const LORA: &str = include_str!("../../../jobspec/specs/7b-lora-4090.toml");
+const MIB: usize = 1 << 20;
+/// The account quota this stack runs with: room for the largest upload here and not much more.
+const QUOTA: usize = 24 * MIB;
+
+struct World {
+    stack: Stack,
+    fake: Arc<Mutex<Fake>>,
+}
+
+/// A running job: its owner, its id and a client with its token.
+struct Job {
+    owner: Client,
+    id: String,
+    job: Client,
+}
+
+impl World {
+    fn job(&self, tag: &str) -> Job {
+        let owner = self.stack.signup(&unique_email(tag), PASSWORD);
+        let a = owner.submit_spec(LORA, &random_hex(8));
+        assert_eq!(a.status, 201, "{}", a.shown());
+        let id = a.json["id"].as_str().unwrap().to_string();
+        let token = {
+            let f = self.fake.lock().unwrap();
+            f.jobs
+                .values()
+                .find(|j| j.edge_id == id)
+                .map(|j| j.report_token.clone())
+                .expect("the job reached the fake backend")
+        };
+        Job {
+            job: Client::with_bearer(&self.stack.url, &token),
+            owner,
+            id,
+        }
+    }
+}
+
+impl Job {
+    fn path(&self, name: &str) -> String {
+        format!(
+            "/api/jobs/{}/artifacts/{}",
+            self.id,
+            name.replace('/', "%2F")
+        )
+    }
+
+    fn start(&self, name: &str, data: &[u8], part_size: Option<usize>) -> Answer {
+        let mut body = json!({"size": data.len(), "sha256": sha256(data)});
+        if let Some(p) = part_size {
+            body["part_size"] = json!(p);
+        }
+        self.job.post(&self.path(name), &body)
+    }
+
+    fn part(&self, name: &str, n: u64, bytes: &[u8]) -> Answer {
+        self.job.request(
+            "PUT",
+            &format!("{}?part={n}", self.path(name)),
+            Some(bytes.to_vec()),
+            &[("content-type", "application/octet-stream")],
+        )
+    }
+
+    /// Uploads parts `from..=to` of `data` as the upload's part size cuts it.
+    fn parts(&self, name: &str, data: &[u8], part_size: usize, from: u64, to: u64) -> Answer {
+        let mut last = None;
+        for n in from..=to {
+            let start = (n as usize - 1) * part_size;
+            let end = (start + part_size).min(data.len());
+            let a = self.part(name, n, &data[start..end]);
+            assert_eq!(a.status, 200, "part {n} of {name}: {}", a.shown());
+            assert_eq!(a.json["received"], json!(n), "{}", a.shown());
+            last = Some(a);
+        }
+        last.expect("at least one part")
+    }
+
+    fn download(&self, name: &str, range: Option<&str>) -> Answer {
+        let headers: Vec<(&str, &str)> = range.map(|r| ("range", r)).into_iter().collect();
+        self.owner.request("GET", &self.path(name), None, &headers)
+    }
+}
+
+fn sha256(data: &[u8]) -> String {
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Bytes that are not all alike, so a part in the wrong place shows.
+fn data(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3] ^ seed)
+        .collect()
+}
+
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn edge_artifacts() {
+    let secret = random_hex(16);
+    let (fake_url, fake) = start_fake(secret.clone());
+    let stack = Stack::start_with(
+        StackOptions {
+            with_runner: false,
+            ..StackOptions::for_test("edge-artifacts")
+        },
+        StackExtras {
+            vars: vec![
+                ("SIGNUP_LIMIT_PER_HOUR".into(), "1000".into()),
+                ("SIGNUP_GRANT_FEN".into(), "10000".into()),
+                ("ARTIFACT_QUOTA_BYTES".into(), QUOTA.to_string()),
+            ],
+            extra_backends: vec![
+                json!({"name": "fake", "kind": "runner", "url": fake_url, "secret": secret, "cards": {"rtx-4090": 8}}),
+            ],
+        },
+    )
+    .expect("stack starts");
+    let world = World { stack, fake };
+    run_scenarios(
+        &world,
+        &[
+            (
+                "one part, an empty file, a name with folders; Range",
+                small_files,
+            ),
+            ("more than three parts, cut off and resumed", resumed_upload),
+            (
+                "parts out of order, of the wrong size, after the end",
+                refused_parts,
+            ),
+            ("the account's quota, and deleting to make room", quota),
+        ],
+    );
+}
+
+fn small_files(w: &World) {
+    let j = w.job("small");
+    let log = data(1000, 1);
+    let a = j.start("log.txt", &log, None);
+    assert_eq!(a.status, 200, "{}", a.shown());
+    assert_eq!(
+        (a.json["parts"].as_u64(), a.json["received"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(a.json["complete"], false);
+    let done = j.part("log.txt", 1, &log);
+    assert_eq!(
+        (done.status, &done.json["complete"]),
+        (200, &json!(true)),
+        "{}",
+        done.shown()
+    );
+    // The answer to the last part was lost: the same part again is answered the same.
+    assert_eq!(j.part("log.txt", 1, &log).json["complete"], true);
+    assert_eq!(
+        j.start("log.txt", &log, None).json["complete"],
+        true,
+        "declared again: stored"
+    );
+
+    let empty = j.start("empty.json", b"", None);
+    assert_eq!(empty.json["parts"], 1, "{}", empty.shown());
+    assert_eq!(j.part("empty.json", 1, b"").json["complete"], true);
+
+    let adapter = data(3 * MIB, 2);
+    let name = "adapter/adapter_model.safetensors";
+    assert_eq!(j.start(name, &adapter, None).status, 200);
+    assert_eq!(j.part(name, 1, &adapter).json["complete"], true);
+
+    let list = j.owner.get(&format!("/api/jobs/{}/artifacts", j.id));
+    assert_eq!(list.status, 200, "{}", list.shown());
+    let names: Vec<&str> = list.json["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["name"].as_str())
+        .collect();
+    assert_eq!(names, [name, "empty.json", "log.txt"]);
+    let entry = &list.json["artifacts"][0];
+    assert_eq!(entry["sha256"], sha256(&adapter));
+    assert_eq!(entry["size"], adapter.len());
+    assert_eq!(entry["url"], j.path(name));
+    assert_eq!(list.json["used_bytes"], adapter.len() + log.len());
+
+    downloads(&j, name, &adapter);
+}
+
+/// The owner's downloads of one stored artifact: whole, one range, the tail, past the end.
+fn downloads(j: &Job, name: &str, adapter: &[u8]) {
+    let whole = j.download(name, None);
+    assert_eq!(whole.status, 200);
+    assert_eq!(sha256(&whole.bytes), sha256(adapter));
+    assert_eq!(whole.header("accept-ranges"), Some("bytes"));
+    assert!(
+        whole
+            .header("content-disposition")
+            .is_some_and(|d| d.contains("adapter_model.safetensors")),
+        "{:?}",
+        whole.headers
+    );
+    let part = j.download(name, Some("bytes=100-199"));
+    assert_eq!(part.status, 206);
+    assert_eq!(part.bytes, adapter[100..200]);
+    let size = adapter.len();
+    assert_eq!(
+        part.header("content-range"),
+        Some(format!("bytes 100-199/{size}").as_str())
+    );
+    let tail = j.download(name, Some("bytes=-10"));
+    assert_eq!(
+        (tail.status, tail.bytes.as_slice()),
+        (206, &adapter[size - 10..])
+    );
+    let past = j.download(name, Some(&format!("bytes={size}-")));
+    assert_eq!(
+        (past.status, past.code()),
+        (416, "range_not_satisfiable"),
+        "{}",
+        past.shown()
+    );
+    assert_eq!(j.download("empty.json", None).bytes, b"");
+    assert_eq!(j.download("missing.bin", None).status, 404);
+}
+
+fn resumed_upload(w: &World) {
+    let j = w.job("resume");
+    let part = 5 * MIB;
+    let file = data(3 * part + 123_457, 3);
+    let a = j.start("model.safetensors", &file, Some(part));
+    assert_eq!(a.status, 200, "{}", a.shown());
+    assert_eq!(
+        (a.json["parts"].as_u64(), a.json["part_size"].as_u64()),
+        (Some(4), Some(part as u64))
+    );
+    j.parts("model.safetensors", &file, part, 1, 2);
+    // The job was cut off; started again, it declares the same file and is told where it was.
+    let again = j.start("model.safetensors", &file, Some(part));
+    assert_eq!(
+        (again.json["received"].as_u64(), &again.json["complete"]),
+        (Some(2), &json!(false))
+    );
+    // Part 2 sent again (its answer lost) replaces itself.
+    j.parts("model.safetensors", &file, part, 2, 2);
+    let done = j.parts("model.safetensors", &file, part, 3, 4);
+    assert_eq!(done.json["complete"], true, "{}", done.shown());
+    let got = j.download("model.safetensors", None);
+    assert_eq!(got.bytes.len(), file.len());
+    assert_eq!(
+        sha256(&got.bytes),
+        sha256(&file),
+        "the parts joined in order"
+    );
+    // A range across two parts.
+    let r = j.download(
+        "model.safetensors",
+        Some(&format!("bytes={}-{}", part - 5, part + 4)),
+    );
+    assert_eq!(
+        (r.status, r.bytes.as_slice()),
+        (206, &file[part - 5..part + 5])
+    );
+    // Another declaration of the same name starts it over.
+    let other = data(10, 4);
+    let a = j.start("model.safetensors", &other, None);
+    assert_eq!(
+        (a.json["received"].as_u64(), &a.json["complete"]),
+        (Some(0), &json!(false))
+    );
+    assert_eq!(
+        j.download("model.safetensors", None).status,
+        404,
+        "replaced, not yet stored"
+    );
+    assert_eq!(
+        j.part("model.safetensors", 1, &other).json["complete"],
+        true
+    );
+    assert_eq!(j.download("model.safetensors", None).bytes, other);
+}
+
+fn refused_parts(w: &World) {
+    let j = w.job("refuse");
+    let part = 5 * MIB;
+    let file = data(2 * part + 10, 5);
+    assert_eq!(j.start("ckpt.bin", &file, Some(part)).status, 200);
+    let early = j.part("ckpt.bin", 2, &file[part..2 * part]);
+    assert_eq!(
+        (early.status, early.code()),
+        (409, "part_out_of_order"),
+        "{}",
+        early.shown()
+    );
+    assert_eq!(early.json["error"]["details"]["next_part"], 1);
+    let short = j.part("ckpt.bin", 1, &file[..part - 1]);
+    assert_eq!(
+        (short.status, short.code()),
+        (400, "invalid_part"),
+        "{}",
+        short.shown()
+    );
+    assert_eq!(short.json["error"]["details"]["expected_bytes"], part);
+    let past = j.part("ckpt.bin", 4, b"x");
+    assert_eq!((past.status, past.code()), (400, "invalid_part"));
+    let unnumbered = j
+        .job
+        .request("PUT", &j.path("ckpt.bin"), Some(b"x".to_vec()), &[]);
+    assert_eq!(
+        (unnumbered.status, unnumbered.code()),
+        (400, "invalid_query")
+    );
+    let unstarted = j.part("never.bin", 1, b"x");
+    assert_eq!(unstarted.status, 404, "{}", unstarted.shown());
+    for (body, field) in [
+        (json!({"size": 1, "sha256": "ABC"}), "sha256"),
+        (
+            json!({"size": 1, "sha256": "0".repeat(64), "part_size": 1024}),
+            "part_size",
+        ),
+        (
+            json!({"size": 1u64 << 50, "sha256": "0".repeat(64)}),
+            "part_size",
+        ),
+    ] {
+        let a = j.job.post(&j.path("x.bin"), &body);
+        assert_eq!(
+            (a.status, &a.json["error"]["details"]["field"]),
+            (400, &json!(field)),
+            "{body}"
+        );
+    }
+    let bad: Value = j
+        .job
+        .post(&j.path("x.bin"), &json!({"size": -1, "sha256": "0"}))
+        .json;
+    assert_eq!(bad["error"]["code"], "invalid_json", "{bad}");
+    // Every refused part above left the connection usable: the next part is taken.
+    j.parts("ckpt.bin", &file, part, 1, 1);
+
+    // Once the job has ended, its token uploads nothing more; what it stored stays.
+    let c = j
+        .owner
+        .post(&format!("/api/jobs/{}/cancel", j.id), &json!({}));
+    assert_eq!(c.status, 200, "{}", c.shown());
+    let late = j.part("ckpt.bin", 2, &file[part..2 * part]);
+    assert_eq!(
+        (late.status, late.code()),
+        (409, "already_finished"),
+        "{}",
+        late.shown()
+    );
+    assert_eq!(j.start("late.txt", b"x", None).code(), "already_finished");
+}
+
+fn quota(w: &World) {
+    let j = w.job("quota");
+    let big = data(20 * MIB, 6);
+    assert_eq!(j.start("big.bin", &big, Some(20 * MIB)).status, 200);
+    j.parts("big.bin", &big, 20 * MIB, 1, 1);
+    let more = data(5 * MIB, 7);
+    let refused = j.start("more.bin", &more, None);
+    assert_eq!(
+        (refused.status, refused.code()),
+        (409, "limit_reached"),
+        "{}",
+        refused.shown()
+    );
+    let d = &refused.json["error"]["details"];
+    assert_eq!(
+        (d["limit"].as_str(), d["quota_bytes"].as_u64()),
+        (Some("artifact_bytes"), Some(QUOTA as u64))
+    );
+    assert!(
+        refused.json["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("delete")
+    );
+    let gone = j.owner.request("DELETE", &j.path("big.bin"), None, &[]);
+    assert_eq!(
+        (gone.status, gone.json["freed_bytes"].as_u64()),
+        (200, Some(big.len() as u64))
+    );
+    assert_eq!(j.download("big.bin", None).status, 404);
+    assert_eq!(j.start("more.bin", &more, None).status, 200, "room again");
+}
