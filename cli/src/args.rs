@@ -109,6 +109,8 @@ pub enum Command {
         #[command(flatten)]
         json: Json,
     },
+    /// A job's artifacts (name, size, sha256), or download or delete them
+    Artifacts(ArtifactsArgs),
     /// Your jobs, newest first
     Jobs {
         #[command(flatten)]
@@ -177,6 +179,50 @@ pub struct PlanArgs {
     /// Print the run onramp-train reads (onramp-run.json, its ds_config in it) instead of the plan
     #[arg(long, conflicts_with_all = ["json", "no_artifacts", "explain"])]
     pub trainer_run: bool,
+}
+
+/// `onramp artifacts JOB`, or one of its actions.
+#[derive(Debug, ClapArgs)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct ArtifactsArgs {
+    #[command(subcommand)]
+    pub action: Option<ArtifactsAction>,
+    /// The job's id (onramp jobs lists them)
+    #[arg(value_name = "JOB", value_parser = job_id, required = true)]
+    pub job: Option<String>,
+    #[command(flatten)]
+    pub remote: Remote,
+    #[command(flatten)]
+    pub json: Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ArtifactsAction {
+    /// Download a job's artifacts, resuming one cut off and checking each file's sha256
+    Download {
+        #[command(flatten)]
+        job: Job,
+        /// The artifact's name (else every artifact of the job)
+        #[arg(value_name = "NAME")]
+        name: Option<String>,
+        /// The folder to write into (else the current one)
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        output: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Delete one of a job's artifacts, freeing its bytes from your quota
+    Delete {
+        #[command(flatten)]
+        job: Job,
+        /// The artifact's name
+        #[arg(value_name = "NAME")]
+        name: String,
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        json: Json,
+    },
 }
 
 /// Where the edge is.

@@ -150,6 +150,27 @@ const ZH: &[(&str, &str)] = &[
     ),
     ("Your jobs, newest first", "你的作业，最新的在前"),
     (
+        "A job's artifacts (name, size, sha256), or download or delete them",
+        "作业的产物（名称、大小、sha256），或下载、删除它们",
+    ),
+    (
+        "Download a job's artifacts, resuming one cut off and checking each file's sha256",
+        "下载作业的产物：中断的下载会续传，并校验每个文件的 sha256",
+    ),
+    (
+        "The artifact's name (else every artifact of the job)",
+        "产物名称（省略则下载该作业的全部产物）",
+    ),
+    (
+        "The folder to write into (else the current one)",
+        "写入的文件夹（省略则为当前文件夹）",
+    ),
+    (
+        "Delete one of a job's artifacts, freeing its bytes from your quota",
+        "删除作业的一个产物，释放它占用的配额",
+    ),
+    ("The artifact's name", "产物名称"),
+    (
         "Your API tokens (id, when made, name), or revoke one",
         "你的 API 令牌（id、创建时间、名称），或吊销其中一个",
     ),

@@ -2,6 +2,7 @@
 //! `login`, `submit`, `jobs`, `status`, `logs` and `cancel` talk to the edge with an API token.
 
 mod args;
+mod artifacts_cmd;
 mod credentials;
 #[cfg(test)]
 mod guide;
@@ -99,6 +100,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             remote,
             json,
         } => tokens_cmd::run(revoke, remote, json),
+        Command::Artifacts(a) => artifacts_cmd::run(a),
         Command::Jobs { remote, json } => jobs_cmd::jobs(jobs_cmd::Args {
             edge: remote.edge,
             json: json.json,

@@ -162,6 +162,49 @@ impl Edge {
         })
     }
 
+    /// A GET whose successful body is read as it arrives (a download of any size): its status
+    /// and a reader. Any other answer is a failure worded by [`describe_error`].
+    pub fn stream(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<(u16, Box<dyn std::io::Read + Send>), Failure> {
+        let url = format!("{}{path}", self.base);
+        let mut builder = ureq::http::Request::builder().method("GET").uri(&url);
+        if let Some(t) = &self.token {
+            builder = builder.header("authorization", format!("Bearer {t}"));
+        }
+        for (k, v) in headers {
+            builder = builder.header(*k, *v);
+        }
+        let request = builder
+            .body(())
+            .map_err(|e| Failure(format!("cannot build the request to {url}: {e}")))?;
+        // No overall timeout (a large file takes what it takes); a silent edge is given up on.
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(std::time::Duration::from_secs(30)))
+            .timeout_recv_response(Some(std::time::Duration::from_secs(60)))
+            .build()
+            .into();
+        let response = agent.run(request).map_err(|e| {
+            Failure(t(
+                format!("cannot reach the edge at {}: {e}", self.base),
+                format!("无法连接边缘服务 {}：{e}", self.base),
+            ))
+        })?;
+        let status = response.status().as_u16();
+        if (200..300).contains(&status) {
+            return Ok((status, Box::new(response.into_body().into_reader())));
+        }
+        let bytes = response.into_body().read_to_vec().unwrap_or_default();
+        Err(describe_error(&Answer {
+            status,
+            json: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            session: None,
+        }))
+    }
+
     /// A successful answer read as the contract's type (`api`), or a failure that says the edge
     /// answered something else.
     pub fn typed<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, Failure> {

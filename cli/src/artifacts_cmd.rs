@@ -1,0 +1,308 @@
+//! `onramp artifacts`: a job's artifacts (name, size, sha256), downloading them (streamed to
+//! disk, resumed from where a download cut off with `Range`, a progress bar on a terminal, each
+//! file checked against its sha256 before it takes its name) and deleting one.
+
+use crate::args::{ArtifactsAction, ArtifactsArgs};
+use crate::jobs_cmd::{Args, done, edge_for, print_value};
+use crate::remote::{Edge, Failure};
+use crate::say::{pad, t};
+use api::artifacts::{artifact_path, name_problem};
+use api::{Artifact, ArtifactDeleted, ArtifactList};
+use sha2::{Digest, Sha256};
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+pub fn run(a: ArtifactsArgs) -> Result<ExitCode, String> {
+    match a.action {
+        None => {
+            let args = Args {
+                edge: a.remote.edge,
+                json: a.json.json,
+                ..Default::default()
+            };
+            let edge = edge_for(&args)?;
+            let job = a.job.unwrap_or_default();
+            done(list(&edge, &job).map(|(v, l)| show(&v, &l, args.json)))
+        }
+        Some(ArtifactsAction::Download {
+            job,
+            name,
+            output,
+            remote,
+        }) => {
+            let edge = edge_for(&Args {
+                edge: remote.edge,
+                ..Default::default()
+            })?;
+            let dir = output.unwrap_or_else(|| PathBuf::from("."));
+            done(download(&edge, &job.id, name.as_deref(), &dir))
+        }
+        Some(ArtifactsAction::Delete {
+            job,
+            name,
+            remote,
+            json,
+        }) => {
+            let edge = edge_for(&Args {
+                edge: remote.edge,
+                ..Default::default()
+            })?;
+            done(delete(&edge, &job.id, &name, json.json))
+        }
+    }
+}
+
+fn list(edge: &Edge, job: &str) -> Result<(serde_json::Value, ArtifactList), Failure> {
+    let v = edge.expect_ok(edge.get(&format!("/api/jobs/{job}/artifacts")))?;
+    let l = Edge::typed::<ArtifactList>(&v)?;
+    Ok((v, l))
+}
+
+fn show(v: &serde_json::Value, l: &ArtifactList, json: bool) {
+    if json {
+        print_value(v);
+        return;
+    }
+    if l.artifacts.is_empty() {
+        println!(
+            "{}",
+            t(
+                format!("job {} has no artifacts (yet)", l.job_id),
+                format!("作业 {} （还）没有产物", l.job_id),
+            )
+        );
+    }
+    for a in &l.artifacts {
+        println!(
+            "{}  {}  {}",
+            pad(&size(a.size), 10),
+            &a.sha256[..12.min(a.sha256.len())],
+            a.name
+        );
+    }
+    println!(
+        "{}",
+        t(
+            format!(
+                "account: {} of {} used; artifacts are kept {} days",
+                size(l.used_bytes),
+                size(l.quota_bytes),
+                l.retention_days
+            ),
+            format!(
+                "账户：已用 {} / {}；产物保留 {} 天",
+                size(l.used_bytes),
+                size(l.quota_bytes),
+                l.retention_days
+            ),
+        )
+    );
+}
+
+/// Bytes for people: B, KiB, MiB, GiB.
+fn size(n: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let (mut v, mut u) = (n as f64, 0);
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn download(edge: &Edge, job: &str, name: Option<&str>, dir: &Path) -> Result<(), Failure> {
+    let (_, l) = list(edge, job)?;
+    let chosen: Vec<&Artifact> = match name {
+        None => l.artifacts.iter().collect(),
+        Some(n) => {
+            let a = l.artifacts.iter().find(|a| a.name == n).ok_or_else(|| {
+                Failure(t(
+                    format!("job {job} has no artifact {n:?} (onramp artifacts {job} lists them)"),
+                    format!("作业 {job} 没有产物 {n:?}（onramp artifacts {job} 会列出它们）"),
+                ))
+            })?;
+            vec![a]
+        }
+    };
+    if chosen.is_empty() {
+        return Err(Failure(t(
+            format!("job {job} has no artifacts to download"),
+            format!("作业 {job} 没有可下载的产物"),
+        )));
+    }
+    for a in chosen {
+        let path = fetch(edge, job, a, dir)?;
+        println!("{}  {}", a.sha256, path.display());
+    }
+    Ok(())
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> Failure + '_ {
+    move |e| {
+        Failure(t(
+            format!("cannot write {}: {e}", path.display()),
+            format!("无法写入 {}：{e}", path.display()),
+        ))
+    }
+}
+
+/// Downloads one artifact into `dir` (its folders as folders): into `NAME.part` first, from
+/// where an earlier try stopped, then checked and renamed.
+fn fetch(edge: &Edge, job: &str, a: &Artifact, dir: &Path) -> Result<PathBuf, Failure> {
+    // The edge's names never leave their folder, and this checks again before writing.
+    if let Some(why) = name_problem(&a.name) {
+        return Err(Failure(format!(
+            "the edge listed an artifact name that is not safe to write ({why})"
+        )));
+    }
+    let path = dir.join(&a.name);
+    let part = path.with_file_name(format!(
+        "{}.part",
+        path.file_name()
+            .and_then(|f| f.to_str())
+            .unwrap_or("artifact")
+    ));
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    let mut have = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
+    if have > a.size {
+        have = 0;
+    }
+    if have < a.size {
+        let range = format!("bytes={have}-");
+        let headers: Vec<(&str, &str)> = if have > 0 {
+            vec![("range", range.as_str())]
+        } else {
+            vec![]
+        };
+        let (status, mut body) = edge.stream(&artifact_path(job, &a.name), &headers)?;
+        // 200: the whole file (the edge did not take the range): start over.
+        let append = status == 206;
+        if !append {
+            have = 0;
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(append)
+            .truncate(!append)
+            .open(&part)
+            .map_err(io(&part))?;
+        copy_with_progress(&mut body, &mut file, have, a.size, &a.name).map_err(|e| {
+            Failure(t(
+                format!(
+                    "the download of {} stopped ({e}); run the same command again to resume",
+                    a.name
+                ),
+                format!("{} 的下载中断（{e}）；再次运行同一命令即可续传", a.name),
+            ))
+        })?;
+    }
+    let sha = sha256_of(&part).map_err(io(&part))?;
+    if sha != a.sha256 {
+        let _ = std::fs::remove_file(&part);
+        return Err(Failure(t(
+            format!(
+                "{} does not match its sha256 ({sha}, expected {}); it was removed, download it again",
+                a.name, a.sha256
+            ),
+            format!(
+                "{} 与其 sha256 不符（{sha}，应为 {}）；已删除，请重新下载",
+                a.name, a.sha256
+            ),
+        )));
+    }
+    std::fs::rename(&part, &path).map_err(io(&path))?;
+    Ok(path)
+}
+
+/// Copies the body to the file, drawing a progress bar on stderr when it is a terminal.
+fn copy_with_progress(
+    body: &mut dyn Read,
+    file: &mut std::fs::File,
+    mut done: u64,
+    total: u64,
+    name: &str,
+) -> std::io::Result<()> {
+    let bar = std::io::stderr().is_terminal();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut shown = u64::MAX;
+    loop {
+        let n = body.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        file.write_all(&buf[..n])?;
+        done += n as u64;
+        let percent = (done * 100).checked_div(total).unwrap_or(100);
+        if bar && percent != shown {
+            shown = percent;
+            let filled = (percent as usize * 30 / 100).min(30);
+            eprint!(
+                "\r[{}{}] {percent:>3}% {} / {}  {name}",
+                "#".repeat(filled),
+                " ".repeat(30 - filled),
+                size(done),
+                size(total)
+            );
+        }
+    }
+    if bar {
+        eprintln!();
+    }
+    file.flush()?;
+    if done < total {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("{done} of {total} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+fn sha256_of(path: &Path) -> std::io::Result<String> {
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn delete(edge: &Edge, job: &str, name: &str, json: bool) -> Result<(), Failure> {
+    let v = edge.expect_ok(edge.call("DELETE", &artifact_path(job, name), None, &[]))?;
+    if json {
+        print_value(&v);
+        return Ok(());
+    }
+    let d: ArtifactDeleted = Edge::typed(&v)?;
+    println!(
+        "{}",
+        t(
+            format!("deleted {}: {} freed", d.name, size(d.freed_bytes)),
+            format!("已删除 {}：释放 {}", d.name, size(d.freed_bytes)),
+        )
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sizes() {
+        assert_eq!(super::size(5), "5 B");
+        assert_eq!(super::size(1536), "1.5 KiB");
+        assert_eq!(super::size(20 << 20), "20.0 MiB");
+    }
+}
