@@ -198,6 +198,12 @@ messages! {
     Logs => "Logs", "日志";
     NoLogsYet => "No log output yet.", "暂无日志输出。";
     LogTruncated => "(earlier lines are not shown)", "（更早的日志未显示）";
+    JobArtifacts => "Artifacts", "产物";
+    NoArtifactsYet => "No artifacts yet: a job pushes what it trained as it ends.", "暂无产物：作业结束时会上传训练结果。";
+    ArtifactName => "Name", "名称";
+    ArtifactSize => "Size", "大小";
+    ArtifactsUsed => "Your account's artifacts use", "账户的产物已用";
+    ArtifactsKeptDays => "kept for days:", "保留天数：";
     LossCurve => "Loss curve", "损失曲线";
     TrainLoss => "train loss", "训练损失";
     ValLoss => "validation loss", "验证损失";

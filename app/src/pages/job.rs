@@ -148,6 +148,7 @@ pub fn JobPage(id: String) -> impl IntoView {
             <crate::pages::job_notify::NotifyToggle live_job=live.job/>
             <h2>{tr(i, Key::LossCurve)}</h2>
             <LossChart points=live.points/>
+            <crate::pages::job_artifacts::JobArtifacts id=id.clone() live_job=live.job/>
             <h2>{tr(i, Key::Logs)}</h2>
             {move || live.logs.with(|l| l.truncated).then(|| view! { <p class="muted">{i.t(Key::LogTruncated)}</p> })}
             <pre class="output logs" data-testid="job-logs" data-offset=move || live.logs.with(|l| l.offset) tabindex="0"

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod bits;
 pub mod experiment;
 pub mod job;
+pub mod job_artifacts;
 pub mod job_notify;
 pub mod jobs;
 pub mod loss_chart;

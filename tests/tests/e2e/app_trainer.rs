@@ -89,6 +89,41 @@ fn a_lora_job_from_the_submit_button_trains_and_draws_its_loss_curve() {
         browser.find("[data-testid=loss-train]").unwrap().is_some(),
         "the curve is drawn"
     );
+    artifacts_listed(&browser);
+}
+
+/// The job page lists what the trainer pushed, and its links download the files.
+fn artifacts_listed(browser: &Browser) {
+    let links = onramp_tests::wait::until("the job's artifacts", WAIT, || {
+        let links = browser
+            .execute(
+                "return [...document.querySelectorAll('[data-testid=artifact-link]')]
+                   .map(a => [a.textContent, a.getAttribute('href')]);",
+                json!([]),
+            )
+            .map_err(|e| e.to_string())?;
+        let has = links.as_array().is_some_and(|l| {
+            l.iter()
+                .any(|p| p[0] == "adapter/adapter_model.safetensors")
+        });
+        Ok(has.then_some(links))
+    })
+    .unwrap();
+    let href = links
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p[0] == "adapter/adapter_model.safetensors")
+        .map(|p| p[1].clone())
+        .unwrap();
+    let got = browser
+        .execute(
+            "return fetch(arguments[0]).then(r => r.arrayBuffer().then(b => [r.status, b.byteLength]));",
+            json!([href]),
+        )
+        .unwrap();
+    assert_eq!(got[0], 200, "{got} for {href}");
+    assert!(got[1].as_u64().unwrap() > 1000, "{got}");
 }
 
 /// Signs up in the app and verifies the email elsewhere: the trial credit arrives.

@@ -1,0 +1,85 @@
+//! The job page's artifacts: the files the job pushed to the edge (name, size, sha256), each with
+//! its download link, and the account's use of its quota. Asked for when the page opens and
+//! again when the job ends (a job pushes what it trained as it finishes).
+
+use crate::api;
+use crate::api_wire::Job;
+use crate::i18n::Key;
+use crate::pages::bits::tr;
+use crate::state::use_i18n;
+use ::api::ArtifactList;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+/// Bytes for people: B, KiB, MiB, GiB.
+pub fn size(n: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let (mut v, mut u) = (n as f64, 0);
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[component]
+pub fn JobArtifacts(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoView {
+    let i = use_i18n();
+    let list = RwSignal::new(None::<ArtifactList>);
+    let ended = Memo::new(move |_| live_job.with(|j| j.as_ref().map(|j| j.state.is_terminal())));
+    Effect::new(move |_| {
+        let _ = ended.get();
+        let path = format!("/api/jobs/{id}/artifacts");
+        spawn_local(async move {
+            if let Ok(l) = api::get::<ArtifactList>(&path).await {
+                let _ = list.try_set(Some(l));
+            }
+        });
+    });
+    let rows = move || {
+        list.get().map(|l| {
+            if l.artifacts.is_empty() {
+                return view! { <p class="muted" data-testid="job-artifacts-none">{tr(i, Key::NoArtifactsYet)}</p> }
+                    .into_any();
+            }
+            let used = format!("{} / {}", size(l.used_bytes), size(l.quota_bytes));
+            let items = l
+                .artifacts
+                .into_iter()
+                .map(|a| {
+                    let file = a.name.rsplit('/').next().unwrap_or("artifact").to_string();
+                    let short: String = a.sha256.chars().take(12).collect();
+                    view! {
+                        <tr>
+                            <td><a href=a.url download=file data-testid="artifact-link">{a.name}</a></td>
+                            <td>{size(a.size)}</td>
+                            <td><code title=a.sha256>{short}</code></td>
+                        </tr>
+                    }
+                })
+                .collect_view();
+            view! {
+                <table class="artifacts" data-testid="job-artifacts">
+                    <thead><tr>
+                        <th scope="col">{tr(i, Key::ArtifactName)}</th>
+                        <th scope="col">{tr(i, Key::ArtifactSize)}</th>
+                        <th scope="col">"sha256"</th>
+                    </tr></thead>
+                    <tbody>{items}</tbody>
+                </table>
+                <p class="muted" data-testid="artifacts-quota">
+                    {tr(i, Key::ArtifactsUsed)}" "{used}" · "{tr(i, Key::ArtifactsKeptDays)}" "{l.retention_days}
+                </p>
+            }
+            .into_any()
+        })
+    };
+    view! {
+        <h2>{tr(i, Key::JobArtifacts)}</h2>
+        {rows}
+    }
+}

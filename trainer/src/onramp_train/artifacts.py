@@ -1,0 +1,136 @@
+"""Pushing what a job trained to the edge, which keeps it in R2 as the job's artifacts.
+
+Each file is declared (`POST /api/jobs/{id}/artifacts/{name}`: its size and sha256), then sent
+in parts of the size the edge answers, in order (`PUT …?part=N`); the last part completes it. A
+try cut off declares the file again and is told which parts arrived, so it sends only the rest.
+The job's own token is the credential; the URL is the report URL's job (`ONRAMP_REPORT_URL`,
+`…/api/jobs/{id}/report`). Standard library only: it runs wherever the trainer runs.
+
+By hand, or from a job script: `python -m onramp_train.artifacts FOLDER PREFIX` pushes every
+file of FOLDER as `PREFIX/<path>`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+#: How many times one request is tried before the push gives up.
+TRIES = 4
+
+
+class PushError(Exception):
+    pass
+
+
+def base_from_report_url(report_url: str) -> str:
+    """`…/api/jobs/{id}/report` → `…/api/jobs/{id}/artifacts`."""
+    if not report_url.endswith("/report"):
+        raise PushError(f"{report_url!r} is not a job's report URL")
+    return report_url[: -len("/report")] + "/artifacts"
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class Pusher:
+    def __init__(self, base: str, token: str, timeout: float = 120.0):
+        self.base, self.token, self.timeout = base.rstrip("/"), token, timeout
+
+    def _url(self, name: str, query: str = "") -> str:
+        return f"{self.base}/{urllib.parse.quote(name, safe='')}{query}"
+
+    def _call(self, method: str, url: str, body: bytes, ctype: str) -> dict:
+        """One request, tried again on a network failure or a 5xx; a 4xx is final."""
+        last = None
+        for attempt in range(TRIES):
+            req = urllib.request.Request(
+                url,
+                data=body,
+                method=method,
+                headers={"content-type": ctype, "authorization": f"Bearer {self.token}"},
+            )
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    return json.loads(resp.read() or b"{}")
+            except urllib.error.HTTPError as e:
+                text = e.read().decode("utf-8", "replace")
+                if e.code < 500:
+                    raise PushError(f"{method} {url}: {e.code} {text[:300]}") from e
+                last = f"{e.code} {text[:200]}"
+            except OSError as e:
+                last = str(e)
+            time.sleep(min(8.0, 0.5 * 2**attempt))
+        raise PushError(f"{method} {url} failed {TRIES} times: {last}")
+
+    def push_file(self, path: Path, name: str) -> dict:
+        """Uploads one file (resuming what arrived of it before); the edge's last answer."""
+        size, sha = path.stat().st_size, sha256_of(path)
+        declared = json.dumps({"size": size, "sha256": sha}).encode()
+        up = self._call("POST", self._url(name), declared, "application/json")
+        with path.open("rb") as f:
+            while not up.get("complete"):
+                n = int(up["received"]) + 1
+                part = int(up["part_size"])
+                f.seek((n - 1) * part)
+                chunk = f.read(part)
+                try:
+                    up = self._call("PUT", self._url(name, f"?part={n}"), chunk, "application/octet-stream")
+                except PushError:
+                    # Cut off mid-part: ask what arrived, then go on from there (once).
+                    up = self._call("POST", self._url(name), declared, "application/json")
+                    if int(up["received"]) + 1 != n:
+                        continue
+                    up = self._call("PUT", self._url(name, f"?part={n}"), chunk, "application/octet-stream")
+        return up
+
+    def push_folder(self, folder: Path, prefix: str) -> list[str]:
+        """Every file under `folder`, as `prefix/<relative path>`; the names pushed."""
+        names = []
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            rel = path.relative_to(folder).as_posix()
+            name = f"{prefix}/{rel}" if prefix else rel
+            self.push_file(path, name)
+            names.append(name)
+        return names
+
+
+def from_env() -> Pusher | None:
+    """The pusher this job's environment allows, or None (no report URL or token given)."""
+    url, token = os.environ.get("ONRAMP_REPORT_URL"), os.environ.get("ONRAMP_REPORT_TOKEN")
+    if not url or not token:
+        return None
+    return Pusher(base_from_report_url(url), token)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m onramp_train.artifacts FOLDER PREFIX", file=sys.stderr)
+        return 2
+    pusher = from_env()
+    if pusher is None:
+        print("onramp-train: ONRAMP_REPORT_URL and ONRAMP_REPORT_TOKEN are needed to push", file=sys.stderr)
+        return 2
+    try:
+        names = pusher.push_folder(Path(argv[0]), argv[1])
+    except (PushError, OSError) as e:
+        print(f"onramp-train: could not push the artifacts: {e}", file=sys.stderr)
+        return 1
+    print(f"onramp-train: pushed {len(names)} artifacts", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
