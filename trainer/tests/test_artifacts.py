@@ -19,7 +19,10 @@ def test_the_artifacts_url_is_the_report_urls_job():
 
 def test_names_are_one_path_segment(tmp_path):
     p = artifacts.Pusher("http://edge/api/jobs/j/artifacts/", "t")
-    assert p._url("adapter/a b.json", "?part=2") == "http://edge/api/jobs/j/artifacts/adapter%2Fa%20b.json?part=2"
+    assert (
+        p._url("adapter/a b.json", "?part=2")
+        == "http://edge/api/jobs/j/artifacts/adapter%2Fa%20b.json?part=2"
+    )
     f = tmp_path / "x"
     f.write_bytes(b"abc" * 1000)
     assert artifacts.sha256_of(f) == hashlib.sha256(b"abc" * 1000).hexdigest()

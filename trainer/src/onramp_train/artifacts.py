@@ -87,13 +87,17 @@ class Pusher:
                 f.seek((n - 1) * part)
                 chunk = f.read(part)
                 try:
-                    up = self._call("PUT", self._url(name, f"?part={n}"), chunk, "application/octet-stream")
+                    up = self._call(
+                        "PUT", self._url(name, f"?part={n}"), chunk, "application/octet-stream"
+                    )
                 except PushError:
                     # Cut off mid-part: ask what arrived, then go on from there (once).
                     up = self._call("POST", self._url(name), declared, "application/json")
                     if int(up["received"]) + 1 != n:
                         continue
-                    up = self._call("PUT", self._url(name, f"?part={n}"), chunk, "application/octet-stream")
+                    up = self._call(
+                        "PUT", self._url(name, f"?part={n}"), chunk, "application/octet-stream"
+                    )
         return up
 
     def push_folder(self, folder: Path, prefix: str) -> list[str]:
@@ -121,7 +125,10 @@ def main(argv: list[str]) -> int:
         return 2
     pusher = from_env()
     if pusher is None:
-        print("onramp-train: ONRAMP_REPORT_URL and ONRAMP_REPORT_TOKEN are needed to push", file=sys.stderr)
+        print(
+            "onramp-train: ONRAMP_REPORT_URL and ONRAMP_REPORT_TOKEN are needed to push",
+            file=sys.stderr,
+        )
         return 2
     try:
         names = pusher.push_folder(Path(argv[0]), argv[1])
