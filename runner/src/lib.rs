@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod http;
 pub mod jobs;
+pub mod push;
 pub mod report;
 pub mod store;
 pub mod supervise;

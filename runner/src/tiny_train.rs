@@ -68,8 +68,18 @@ pub fn run(args: TinyArgs) -> Result<(), String> {
         root: args.assets.clone().unwrap_or_else(Assets::shared_default),
     };
     let target = report_target();
-    let (tx, sender) = start_reporter(target);
+    let (tx, sender) = start_reporter(target.clone());
     let result = on_the_compute_threads(|| train(&args, &assets, &tx));
+    // The checkpoint goes to the edge as the job's artifact `model.safetensors` (what the
+    // playground opens and `onramp artifacts` downloads), while the job still runs. One that
+    // cannot go stays here, served by the runner as before: the training itself succeeded.
+    if let (Ok(()), Some(t), Some(dir)) = (&result, &target, args.out.as_deref()) {
+        let file = dir.join(crate::store::CHECKPOINT_FILE);
+        match crate::push::push_file(t, &file, crate::store::CHECKPOINT_FILE) {
+            Ok(_) => eprintln!("tiny-train: the checkpoint was pushed to the edge"),
+            Err(e) => eprintln!("tiny-train: the checkpoint could not be pushed to the edge: {e}"),
+        }
+    }
     if let Err(e) = &result {
         let _ = tx.send(Report {
             message: Some(format!("tiny-train failed: {e}")),

@@ -201,6 +201,41 @@ impl Client {
         }
     }
 
+    /// A job's artifacts, each downloaded and checked against the sha256 it is listed with;
+    /// panics unless every name in `wanted` is among them. Their names and bytes.
+    pub fn artifacts_checked(&self, job: &str, wanted: &[&str]) -> Vec<(String, Vec<u8>)> {
+        use sha2::Digest;
+        let list = self.get(&format!("/api/jobs/{job}/artifacts"));
+        assert_eq!(list.status, 200, "{}", list.shown());
+        let listed = list.json["artifacts"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let names: Vec<&str> = listed.iter().filter_map(|a| a["name"].as_str()).collect();
+        for want in wanted {
+            assert!(
+                names.contains(want),
+                "{want} not among job {job}'s artifacts {names:?}"
+            );
+        }
+        let mut files = Vec::new();
+        for a in &listed {
+            let url = a["url"].as_str().unwrap_or_default();
+            let got = self.get(url);
+            assert_eq!(got.status, 200, "{url}: {}", got.shown());
+            let sha: String = sha2::Sha256::digest(&got.bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert_eq!(a["sha256"].as_str(), Some(sha.as_str()), "{a}");
+            files.push((
+                a["name"].as_str().unwrap_or_default().to_string(),
+                got.bytes,
+            ));
+        }
+        files
+    }
+
     /// `POST /api/jobs` with a TOML job spec and the given Idempotency-Key.
     pub fn submit_spec(&self, spec: &str, key: &str) -> Answer {
         self.request(

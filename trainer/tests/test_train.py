@@ -391,10 +391,17 @@ def test_metrics_reach_the_report_url_the_runner_gives(tmp_path, models_dir):
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
     received: list[tuple[str, dict]] = []
+    pushes: list[str] = []
 
     class Edge(BaseHTTPRequestHandler):
         def do_POST(self):
             body = self.rfile.read(int(self.headers["content-length"]))
+            if not self.path.endswith("/report"):
+                # The trained model's push: this stand-in keeps no artifacts.
+                pushes.append(self.path)
+                self.send_response(404)
+                self.end_headers()
+                return
             received.append((self.headers["authorization"], json.loads(body)))
             self.send_response(200)
             self.end_headers()
@@ -423,3 +430,6 @@ def test_metrics_reach_the_report_url_the_runner_gives(tmp_path, models_dir):
     assert {auth for auth, _ in received} == {"Bearer job-token"}
     posted = [m for _, body in received for m in body["metrics"]]
     assert posted == run.metrics
+    # The model's push was tried at the job's artifacts; refused here, it did not fail the job.
+    assert pushes and pushes[0].startswith("/api/jobs/j/artifacts/model%2F"), pushes
+    assert "could not push the artifacts" in run.stderr, run.stderr[-2000:]

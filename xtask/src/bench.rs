@@ -1,4 +1,4 @@
-//! `cargo xtask bench [plan|model|app|all]`: benchmarks printed as ratios against a reference measured
+//! `cargo xtask bench [plan|model|train-tiny|app|edge|artifacts|train|all]`: benchmarks printed as ratios against a reference measured
 //! in the same run, never against a number remembered from another machine or day.
 //!
 //! - `plan`: one validate + full estimate of each starter spec (jobspec, native release), next to
@@ -15,6 +15,9 @@
 //!   same tokens (see `bench_app.rs`).
 //! - `edge`: requests/s and p50/p99 of sign-in, balance, redeem and submit with 8/32/128
 //!   concurrent clients against `wrangler dev`, next to `/api/health` (see `bench_edge.rs`).
+//! - `artifacts`: a job's artifact of 192 MiB uploaded in parts and downloaded through
+//!   `wrangler dev`'s local R2, next to a plain copy of the file, and the runtime's peak memory
+//!   while it streams (see `bench_artifacts.rs`).
 //! - `train`: onramp-train's training tokens/s on the CPU next to a plain Hugging Face Trainer
 //!   script on the same model, data and settings (`trainer/bench/bench_train.py`).
 
@@ -22,7 +25,16 @@ use crate::cmd::{self, cargo, shared_dir, target_dir};
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let which = args.first().map_or("all", String::as_str);
-    let known = ["plan", "model", "train-tiny", "app", "edge", "train", "all"];
+    let known = [
+        "plan",
+        "model",
+        "train-tiny",
+        "app",
+        "edge",
+        "artifacts",
+        "train",
+        "all",
+    ];
     if !known.contains(&which) || args.len() > 1 {
         return Err(format!("usage: cargo xtask bench [{}]", known.join("|")));
     }
@@ -51,6 +63,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
         crate::build::all(&tools)?;
         println!("\n== edge: money routes under concurrent clients, against wrangler dev ==");
         for line in crate::bench_edge::run()? {
+            println!("{line}");
+        }
+    }
+    if matches!(which, "artifacts" | "all") {
+        let tools = crate::setup::build_tools()?;
+        crate::build::all(&tools)?;
+        println!("\n== artifacts: a job's file through wrangler dev's local R2 ==");
+        for line in crate::bench_artifacts::run()? {
             println!("{line}");
         }
     }

@@ -178,7 +178,29 @@ pub fn production_config(
              {tls:?}): without it the edge accepts http:// backends in production"
         ));
     }
+    check_artifacts_bucket(env)?;
     Ok(table)
+}
+
+/// Jobs' artifacts live in R2: production binds its bucket too (bindings are not inherited).
+fn check_artifacts_bucket(env: &toml::Table) -> Result<(), String> {
+    let bucket = env
+        .get("r2_buckets")
+        .and_then(toml::Value::as_array)
+        .and_then(|a| {
+            a.iter()
+                .find(|b| b.get("binding").and_then(toml::Value::as_str) == Some("ARTIFACTS"))
+        })
+        .and_then(|b| b.get("bucket_name"))
+        .and_then(toml::Value::as_str);
+    if bucket.is_none_or(|b| b.trim().is_empty()) {
+        return Err(
+            "edge/wrangler.toml's [env.production] must bind the R2 bucket ARTIFACTS \
+             ([[env.production.r2_buckets]] with its bucket_name): jobs' artifacts live there"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 /// Fills one setting of `[env.production]` (`path`: the table or first array entry, and the

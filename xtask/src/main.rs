@@ -10,6 +10,7 @@
 
 mod bench;
 mod bench_app;
+mod bench_artifacts;
 mod bench_edge;
 mod bench_train;
 mod build;

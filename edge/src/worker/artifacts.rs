@@ -388,8 +388,31 @@ pub async fn download(
     segment: &str,
 ) -> ApiResult<Response> {
     let r = owned(&user, env, id, segment).await?;
+    let range = http::header(&req, "range");
+    let file = r.name.rsplit('/').next().unwrap_or("artifact").to_string();
+    serve(env, &r, range.as_deref(), &file).await
+}
+
+/// `GET /api/jobs/{id}/checkpoint`: the checkpoint a tiny-train job pushed
+/// (`model.safetensors`), streamed from R2 as `{id}.bin`; else the backend's, as it has it.
+pub async fn job_checkpoint(user: User, req: Request, env: &Env, id: &str) -> ApiResult<Response> {
+    let job = jobs::owned(env, &user, id).await?;
+    match row(env, &job.id, CHECKPOINT).await?.filter(Row::stored) {
+        Some(r) => {
+            let range = http::header(&req, "range");
+            serve(env, &r, range.as_deref(), &format!("{id}.bin")).await
+        }
+        None => jobs::checkpoint_from_backend(env, &job).await,
+    }
+}
+
+/// The artifact a tiny-train job pushes its checkpoint as (`runner/src/tiny_train.rs`).
+pub const CHECKPOINT: &str = "model.safetensors";
+
+/// One stored artifact's bytes from R2, whole or the range asked for, named `file`.
+async fn serve(env: &Env, r: &Row, range: Option<&str>, file: &str) -> ApiResult<Response> {
     let size = r.size as u64;
-    let span = parse_range(http::header(&req, "range").as_deref(), size)?;
+    let span = parse_range(range, size)?;
     let key = object_key(&r.job_id, &r.name);
     let b = bucket(env)?;
     let get = b.get(&key);
@@ -400,17 +423,14 @@ pub async fn download(
             length: end - start + 1,
         }),
     };
-    let object = get
-        .execute()
-        .await
-        .map_err(r2("get"))?
-        .ok_or_else(|| ApiError::not_found(format!("job {id} has no artifact {:?}", r.name)))?;
+    let object = get.execute().await.map_err(r2("get"))?.ok_or_else(|| {
+        ApiError::not_found(format!("job {} has no artifact {:?}", r.job_id, r.name))
+    })?;
     let body = match object.body() {
         Some(body) => body.response_body().map_err(r2("body"))?,
         None => worker::ResponseBody::Empty,
     };
     let mut resp = Response::from_body(body).map_err(http::internal("response"))?;
-    let file = r.name.rsplit('/').next().unwrap_or("artifact");
     let h = resp.headers_mut();
     let set = |h: &worker::Headers, k: &str, v: &str| h.set(k, v).map_err(http::internal("header"));
     set(h, "content-type", "application/octet-stream")?;

@@ -159,7 +159,7 @@ async fn handle(id: RouteId, params: Vec<String>, req: Request, env: &Env) -> Ap
         RouteId::CancelJob => ok(status, jobs::cancel(caller.user()?, env, p).await),
         RouteId::JobReport => ok(status, report::report(caller.job()?, req, env).await),
         RouteId::JobLogPush => ok(status, job_logs::push(caller.job()?, req, env).await),
-        RouteId::JobCheckpoint => jobs::checkpoint(caller.user()?, env, p).await,
+        RouteId::JobCheckpoint => artifacts::job_checkpoint(caller.user()?, req, env, p).await,
         RouteId::ListCheckpoints => ok(status, jobs::checkpoints(caller.user()?, env).await),
         RouteId::StartUpload => ok(
             status,

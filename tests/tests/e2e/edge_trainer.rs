@@ -9,7 +9,6 @@
 
 use onramp_tests::api::unique_email;
 use onramp_tests::stack::{Stack, StackExtras, StackOptions, random_hex};
-use sha2::Digest;
 use std::io::Read;
 use std::time::Duration;
 
@@ -144,37 +143,25 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
     assert_eq!(job["checkpoint"], false);
 }
 
-/// The job is listed among the account's checkpoints, and the trainer pushed what it trained to the edge's R2: the adapter's Hugging Face folder with
-/// the run beside it, and the final metrics; each downloads with the sha256 it is listed with.
+/// The job is listed among the account's checkpoints, and the trainer pushed what it trained
+/// to the edge's R2: the adapter's Hugging Face folder with the run beside it, and the final
+/// metrics; each downloads with the sha256 it is listed with.
 fn artifacts_pushed(u: &onramp_tests::api::Client, id: &str) {
     let listed = u.get("/api/checkpoints").json;
     assert_eq!(listed["checkpoints"][0]["job_id"], id, "{listed}");
-    let list = u.get(&format!("/api/jobs/{id}/artifacts"));
-    assert_eq!(list.status, 200, "{}", list.shown());
-    let artifacts = list.json["artifacts"].as_array().unwrap().clone();
-    let names: Vec<&str> = artifacts
+    let files = u.artifacts_checked(
+        id,
+        &[
+            "adapter/adapter_config.json",
+            "adapter/adapter_model.safetensors",
+            "adapter/onramp-run.json",
+            "metrics.json",
+        ],
+    );
+    let (_, config) = files
         .iter()
-        .filter_map(|a| a["name"].as_str())
-        .collect();
-    for want in [
-        "adapter/adapter_config.json",
-        "adapter/adapter_model.safetensors",
-        "adapter/onramp-run.json",
-        "metrics.json",
-    ] {
-        assert!(names.contains(&want), "{want} not in {names:?}");
-    }
-    for a in &artifacts {
-        let got = u.get(a["url"].as_str().unwrap());
-        assert_eq!(got.status, 200, "{a}");
-        let sha: String = sha2::Sha256::digest(&got.bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        assert_eq!(a["sha256"].as_str(), Some(sha.as_str()), "{a}");
-        if a["name"] == "adapter/adapter_config.json" {
-            let config: serde_json::Value = serde_json::from_slice(&got.bytes).unwrap();
-            assert_eq!(config["r"], 8, "{config}");
-        }
-    }
+        .find(|(n, _)| n == "adapter/adapter_config.json")
+        .unwrap();
+    let config: serde_json::Value = serde_json::from_slice(config).unwrap();
+    assert_eq!(config["r"], 8, "{config}");
 }

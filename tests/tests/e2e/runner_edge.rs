@@ -91,6 +91,27 @@ fn a_tiny_train_job_runs_on_the_runner_through_the_edge_and_settles() {
     let header_len = u64::from_le_bytes(ck.bytes[..8].try_into().expect("8 bytes")) as usize;
     let header: Value = serde_json::from_slice(&ck.bytes[8..8 + header_len]).expect("header");
     assert_eq!(header["__metadata__"]["format"], "onramp-model-tiny/1");
+    checkpoint_is_the_pushed_artifact(&u, &id, &ck.bytes);
+}
+
+/// The checkpoint the edge serves is the artifact tiny-train pushed to the edge's R2: the same
+/// bytes, a range of them too.
+fn checkpoint_is_the_pushed_artifact(u: &Client, id: &str, checkpoint: &[u8]) {
+    let files = u.artifacts_checked(id, &["model.safetensors"]);
+    assert_eq!(
+        files[0].1, checkpoint,
+        "the checkpoint is the pushed artifact"
+    );
+    let head = u.request(
+        "GET",
+        &format!("/api/jobs/{id}/checkpoint"),
+        None,
+        &[("range", "bytes=0-7")],
+    );
+    assert_eq!(
+        (head.status, head.bytes.as_slice()),
+        (206, &checkpoint[..8])
+    );
 }
 
 /// A tiny-train job that trains far longer than its time limit (or the test) waits, but not so

@@ -6,8 +6,9 @@ try cut off declares the file again and is told which parts arrived, so it sends
 The job's own token is the credential; the URL is the report URL's job (`ONRAMP_REPORT_URL`,
 `…/api/jobs/{id}/report`). Standard library only: it runs wherever the trainer runs.
 
-By hand, or from a job script: `python -m onramp_train.artifacts FOLDER PREFIX` pushes every
-file of FOLDER as `PREFIX/<path>`.
+From a job script (the Slurm wrapper, which keeps the token from the training itself):
+`python -m onramp_train.artifacts OUT` pushes what a training left in OUT; by hand,
+`python -m onramp_train.artifacts FOLDER PREFIX` pushes every file of FOLDER as `PREFIX/<path>`.
 """
 
 from __future__ import annotations
@@ -45,6 +46,19 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
+def _upload(url: str, text: bytes) -> dict:
+    """The edge's answer about an upload, checked: an answer of another shape (not the edge, or
+    not this contract) stops the push instead of being guessed at."""
+    try:
+        up = json.loads(text)
+    except ValueError as e:
+        raise PushError(f"{url} answered what is not JSON: {text[:200]!r}") from e
+    shape = {"received": int, "part_size": int, "parts": int, "complete": bool}
+    if not isinstance(up, dict) or any(not isinstance(up.get(k), t) for k, t in shape.items()):
+        raise PushError(f"{url} answered {text[:200]!r}, not the state of an upload")
+    return up
+
+
 class Pusher:
     def __init__(self, base: str, token: str, timeout: float = 120.0):
         self.base, self.token, self.timeout = base.rstrip("/"), token, timeout
@@ -64,7 +78,8 @@ class Pusher:
             )
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    return json.loads(resp.read() or b"{}")
+                    text = resp.read()
+                return _upload(url, text)
             except urllib.error.HTTPError as e:
                 text = e.read().decode("utf-8", "replace")
                 if e.code < 500:
@@ -111,6 +126,21 @@ class Pusher:
         return names
 
 
+def push_outputs(pusher: Pusher, out: Path) -> list[str]:
+    """What a training left in its `out/`: `final/` (an adapter, when it holds
+    `adapter_config.json`, else the model) with the run beside it, `merged/` when the adapter was
+    merged, and `metrics.json`. The names pushed."""
+    final = out / "final"
+    prefix = "adapter" if (final / "adapter_config.json").exists() else "model"
+    names = pusher.push_folder(final, prefix)
+    if (out / "merged").is_dir():
+        names += pusher.push_folder(out / "merged", "merged")
+    if (out / "metrics.json").is_file():
+        pusher.push_file(out / "metrics.json", "metrics.json")
+        names.append("metrics.json")
+    return names
+
+
 def from_env() -> Pusher | None:
     """The pusher this job's environment allows, or None (no report URL or token given)."""
     url, token = os.environ.get("ONRAMP_REPORT_URL"), os.environ.get("ONRAMP_REPORT_TOKEN")
@@ -120,8 +150,13 @@ def from_env() -> Pusher | None:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m onramp_train.artifacts FOLDER PREFIX", file=sys.stderr)
+    """`OUT`: a training's `out/` folder, pushed as `push_outputs` says; `FOLDER PREFIX`: every
+    file of FOLDER as `PREFIX/<path>`."""
+    if len(argv) not in (1, 2):
+        print(
+            "usage: python -m onramp_train.artifacts OUT | FOLDER PREFIX",
+            file=sys.stderr,
+        )
         return 2
     pusher = from_env()
     if pusher is None:
@@ -131,11 +166,14 @@ def main(argv: list[str]) -> int:
         )
         return 2
     try:
-        names = pusher.push_folder(Path(argv[0]), argv[1])
+        if len(argv) == 1:
+            names = push_outputs(pusher, Path(argv[0]))
+        else:
+            names = pusher.push_folder(Path(argv[0]), argv[1])
     except (PushError, OSError) as e:
         print(f"onramp-train: could not push the artifacts: {e}", file=sys.stderr)
         return 1
-    print(f"onramp-train: pushed {len(names)} artifacts", file=sys.stderr)
+    print(f"onramp-train: pushed {len(names)} artifacts to the edge", file=sys.stderr)
     return 0
 
 

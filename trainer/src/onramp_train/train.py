@@ -227,31 +227,28 @@ def run(the_run: TrainerRun, out: Path) -> Path:
         # The run it trained, with the model: what every number of it was.
         (final / RUN_FILE).write_text(json.dumps(the_run.export(), indent=2) + "\n")
         say(f"wrote the {'adapter' if plan.lora else 'model'} to {final}")
-        merged = None
         if plan.lora is not None and plan.merge_adapter:
             merged = merge(plan, source, final, out / "merged")
             say(f"wrote the merged model to {merged}")
         (out / "metrics.json").write_text(json.dumps(trainer.state.log_history, indent=1) + "\n")
-        push(plan, final, merged, out / "metrics.json")
+        push(out)
     return final
 
 
-def push(plan: Plan, final: Path, merged: Path | None, metrics: Path) -> None:
+def push(out: Path) -> None:
     """The trained adapter or model (Hugging Face folders, the run beside them), the merged model
     and the final metrics, pushed to the edge as the job's artifacts when the job was given its
-    report URL and token. A push that fails leaves the files in the job's folder and says so; the
-    training itself succeeded."""
+    report URL and token (the runner gives them; on Slurm the job's wrapper pushes, see
+    `artifacts.py`). A push that fails leaves the files in `out/` and says so; the training
+    itself succeeded."""
     pusher = artifacts.from_env()
     if pusher is None:
         return
     try:
-        names = pusher.push_folder(final, "adapter" if plan.lora is not None else "model")
-        if merged is not None:
-            names += pusher.push_folder(merged, "merged")
-        pusher.push_file(metrics, "metrics.json")
-        say(f"pushed {len(names) + 1} artifacts to the edge")
+        names = artifacts.push_outputs(pusher, out)
+        say(f"pushed {len(names)} artifacts to the edge")
     except (artifacts.PushError, OSError) as e:
-        say(f"could not push the artifacts to the edge ({e}); they stay in {final.parent}")
+        say(f"could not push the artifacts to the edge ({e}); they stay in {out}")
 
 
 def merge(plan: Plan, source, adapter: Path, dest: Path) -> Path:

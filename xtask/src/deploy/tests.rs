@@ -169,3 +169,13 @@ fn production_must_require_tls() {
     let e = production_config(&off, &Deployment::default(), false).unwrap_err();
     assert!(e.contains("REQUIRE_TLS"), "{e}");
 }
+
+#[test]
+fn production_binds_the_artifacts_bucket() {
+    let without = committed().replace(
+        "[[env.production.r2_buckets]]",
+        "[[env.production.r2_other]]",
+    );
+    let e = production_config(&without, &Deployment::default(), false).unwrap_err();
+    assert!(e.contains("ARTIFACTS"), "{e}");
+}

@@ -2,7 +2,9 @@
 //! command) wrapped so that the job reports to the edge by itself — `running` when it starts,
 //! every metrics line its training prints (`{"step": …, "loss": …}` JSON lines, as
 //! `onramp-runner tiny-train` and model-tiny print them), and `succeeded` or `failed` with the
-//! exit code at the end.
+//! exit code at the end. A training that ended well first pushes what it trained (`out/final`,
+//! `out/merged`, `out/metrics.json`) to the edge as the job's artifacts, with onramp-train's
+//! pusher (`python -m onramp_train.artifacts`), the one program the wrapper hands the token.
 //!
 //! Slurm serves no job output over HTTP, so the wrapper also sends its log to the edge
 //! (`POST <ONRAMP_LOG_URL>?offset=N`, raw bytes, in chunks of at most 64 KiB every 2 s), which
@@ -88,6 +90,14 @@ onramp_forward() {
     esac
   done
 }
+# What the training left in out/ (onramp-train's final/, merged/ and metrics.json) goes to the
+# edge as the job's artifacts, pushed by the trainer's own pusher: only it is handed the token.
+onramp_push() {
+  [ -n "$ONRAMP_URL" ] && [ -d "$ONRAMP_JOB_DIR/out/final" ] || return 0
+  ONRAMP_REPORT_URL="$ONRAMP_URL" ONRAMP_REPORT_TOKEN="$ONRAMP_TOKEN" \
+    "${ONRAMP_PYTHON:-python3}" -m onramp_train.artifacts "$ONRAMP_JOB_DIR/out" \
+    || echo "onramp: the trained model could not be pushed to the edge; it stays in $ONRAMP_JOB_DIR/out"
+}
 # Folders of jobs that ended more than the backend's retention ago go, with Slurm's log files
 # of the same age; a folder whose job runs (or was requeued) has no end mark.
 onramp_sweep() {
@@ -132,6 +142,9 @@ trap 'ONRAMP_STOPPED=1' TERM
 
 const WRAPPER_TAIL: &str = r#") 2>&1 | onramp_forward
 status=${PIPESTATUS[0]}
+# A training that ended well pushes its model while the job still runs (its token is good until
+# the job has ended); what the push prints is in the job's log.
+if [ -z "$ONRAMP_STOPPED" ] && [ "$status" -eq 0 ]; then onramp_push 2>&1 | onramp_forward; fi
 touch "$ONRAMP_LOG.done"
 # `wait` returns early when a signal comes in: wait until the shipper has really finished.
 while [ -n "$ONRAMP_SHIP" ] && kill -0 "$ONRAMP_SHIP" 2>/dev/null; do wait "$ONRAMP_SHIP"; done

@@ -124,6 +124,9 @@ fn wraps_the_tiny_train_command() {
             --warmup 10
         ) 2>&1 | onramp_forward
         status=${PIPESTATUS[0]}
+        # A training that ended well pushes its model while the job still runs (its token is good until
+        # the job has ended); what the push prints is in the job's log.
+        if [ -z "$ONRAMP_STOPPED" ] && [ "$status" -eq 0 ]; then onramp_push 2>&1 | onramp_forward; fi
         touch "$ONRAMP_LOG.done"
         # `wait` returns early when a signal comes in: wait until the shipper has really finished.
         while [ -n "$ONRAMP_SHIP" ] && kill -0 "$ONRAMP_SHIP" 2>/dev/null; do wait "$ONRAMP_SHIP"; done
@@ -191,6 +194,14 @@ fn the_tiny_train_script_reports_and_ships_its_log() {
                   || echo "onramp: a report to the edge failed" >&2 ;;
             esac
           done
+        }
+        # What the training left in out/ (onramp-train's final/, merged/ and metrics.json) goes to the
+        # edge as the job's artifacts, pushed by the trainer's own pusher: only it is handed the token.
+        onramp_push() {
+          [ -n "$ONRAMP_URL" ] && [ -d "$ONRAMP_JOB_DIR/out/final" ] || return 0
+          ONRAMP_REPORT_URL="$ONRAMP_URL" ONRAMP_REPORT_TOKEN="$ONRAMP_TOKEN" \
+            "${ONRAMP_PYTHON:-python3}" -m onramp_train.artifacts "$ONRAMP_JOB_DIR/out" \
+            || echo "onramp: the trained model could not be pushed to the edge; it stays in $ONRAMP_JOB_DIR/out"
         }
     "#]].assert_eq(&hooks);
 }
