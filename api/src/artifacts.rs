@@ -121,6 +121,10 @@ pub struct Artifact {
 pub struct ArtifactList {
     pub job_id: String,
     pub artifacts: Vec<Artifact>,
+    /// Uploads the job started and has not finished: they count towards the quota, and deleting
+    /// one frees its bytes.
+    #[serde(default)]
+    pub uploads: Vec<Upload>,
     /// Bytes the account's artifacts take, uploads under way included.
     pub used_bytes: u64,
     pub quota_bytes: u64,

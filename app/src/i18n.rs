@@ -202,6 +202,7 @@ messages! {
     NoArtifactsYet => "No artifacts yet: a job pushes what it trained as it ends.", "暂无产物：作业结束时会上传训练结果。";
     ArtifactName => "Name", "名称";
     ArtifactSize => "Size", "大小";
+    ArtifactUploading => "uploading, parts:", "上传中，分片：";
     ArtifactsUsed => "Your account's artifacts use", "账户的产物已用";
     ArtifactsKeptDays => "kept for days:", "保留天数：";
     LossCurve => "Loss curve", "损失曲线";

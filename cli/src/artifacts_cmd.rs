@@ -64,7 +64,7 @@ fn show(v: &serde_json::Value, l: &ArtifactList, json: bool) {
         print_value(v);
         return;
     }
-    if l.artifacts.is_empty() {
+    if l.artifacts.is_empty() && l.uploads.is_empty() {
         println!(
             "{}",
             t(
@@ -79,6 +79,19 @@ fn show(v: &serde_json::Value, l: &ArtifactList, json: bool) {
             pad(&size(a.size), 10),
             &a.sha256[..12.min(a.sha256.len())],
             a.name
+        );
+    }
+    for u in &l.uploads {
+        println!(
+            "{}  {}",
+            pad(&size(u.size), 10),
+            t(
+                format!(
+                    "{} (uploading: {} of {} parts)",
+                    u.name, u.received, u.parts
+                ),
+                format!("{}（上传中：{} / {} 个分片）", u.name, u.received, u.parts),
+            )
         );
     }
     println!(

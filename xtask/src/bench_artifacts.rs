@@ -12,57 +12,69 @@ use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 const MIB: u64 = 1 << 20;
-/// The file: larger than what one Worker may hold in memory.
-const FILE_BYTES: u64 = 192 * MIB;
+/// The file: larger than what one Worker may hold in memory (`ONRAMP_BENCH_ARTIFACT_MIB`
+/// chooses another size, a whole number of parts).
+fn file_bytes() -> u64 {
+    let mib = std::env::var("ONRAMP_BENCH_ARTIFACT_MIB")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(192);
+    (mib.div_ceil(PART_BYTES / MIB) * (PART_BYTES / MIB)).max(PART_BYTES / MIB) * MIB
+}
 const PART_BYTES: u64 = 16 * MIB;
 const LORA: &str = include_str!("../../jobspec/specs/7b-lora-4090.toml");
 
-/// The resident memory of every `workerd` process, in bytes.
-fn workerd_rss() -> u64 {
+/// The anonymous resident memory (what a process holds itself, without the files it maps,
+/// which the kernel may drop at any time) of each `workerd` process, by pid, in bytes.
+fn workerd_rss() -> std::collections::BTreeMap<u32, u64> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
+        return Default::default();
     };
     dir.filter_map(Result::ok)
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
+        .filter_map(|e| Some((e.file_name().to_str()?.parse::<u32>().ok()?, e.path())))
+        .filter(|(_, p)| {
+            std::fs::read_to_string(p.join("comm")).is_ok_and(|c| c.trim() == "workerd")
         })
-        .filter(|e| {
-            std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.trim() == "workerd")
+        .filter_map(|(pid, p)| {
+            let status = std::fs::read_to_string(p.join("status")).ok()?;
+            let kib = status
+                .lines()
+                .find(|l| l.starts_with("RssAnon:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())?;
+            Some((pid, kib * 1024))
         })
-        .filter_map(|e| std::fs::read_to_string(e.path().join("status")).ok())
-        .filter_map(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .sum::<u64>()
-        * 1024
+        .collect()
 }
 
-/// Samples [`workerd_rss`] every 50 ms until stopped; the peak.
+fn total(m: &std::collections::BTreeMap<u32, u64>) -> u64 {
+    m.values().sum()
+}
+
+/// Samples [`workerd_rss`] every 50 ms until stopped; the peak of each process.
 struct Peak {
     stop: Arc<AtomicBool>,
-    peak: Arc<AtomicU64>,
+    peak: Arc<std::sync::Mutex<std::collections::BTreeMap<u32, u64>>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Peak {
     fn start() -> Peak {
-        let (stop, peak) = (
-            Arc::new(AtomicBool::new(false)),
-            Arc::new(AtomicU64::new(0)),
-        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
         let (s, p) = (stop.clone(), peak.clone());
         let thread = std::thread::spawn(move || {
             while !s.load(Ordering::Relaxed) {
-                p.fetch_max(workerd_rss(), Ordering::Relaxed);
+                let now = workerd_rss();
+                if let Ok(mut m) = p.lock() {
+                    for (pid, rss) in now {
+                        let e = m.entry(pid).or_insert(0);
+                        *e = (*e).max(rss);
+                    }
+                }
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
@@ -73,12 +85,12 @@ impl Peak {
         }
     }
 
-    fn end(mut self) -> u64 {
+    fn end(mut self) -> std::collections::BTreeMap<u32, u64> {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        self.peak.load(Ordering::Relaxed)
+        self.peak.lock().map(|m| m.clone()).unwrap_or_default()
     }
 }
 
@@ -86,7 +98,7 @@ fn write_file(path: &Path) -> Result<String, String> {
     let mut f = std::fs::File::create(path).map_err(|e| e.to_string())?;
     let mut h = Sha256::new();
     let mut block = vec![0u8; MIB as usize];
-    for i in 0..FILE_BYTES / MIB {
+    for i in 0..file_bytes() / MIB {
         for (j, b) in block.iter_mut().enumerate() {
             *b = (j as u64).wrapping_mul(2_654_435_761).wrapping_add(i) as u8;
         }
@@ -112,7 +124,10 @@ fn start() -> Result<(Stack, Client, String, String), String> {
         StackExtras {
             vars: vec![
                 ("SIGNUP_GRANT_FEN".into(), "100000".into()),
-                ("ARTIFACT_QUOTA_BYTES".into(), (8 * FILE_BYTES).to_string()),
+                (
+                    "ARTIFACT_QUOTA_BYTES".into(),
+                    (8 * file_bytes()).to_string(),
+                ),
             ],
             extra_backends: vec![json!({
                 "name": "fake", "kind": "runner", "url": fake_url, "secret": secret,
@@ -141,13 +156,14 @@ fn start() -> Result<(Stack, Client, String, String), String> {
 pub fn run() -> Result<Vec<String>, String> {
     let (stack, owner, id, token) = start()?;
     let dir = onramp_tests::stack::unique_temp_dir("bench-artifacts");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let src = dir.join("model.bin");
     let sha = write_file(&src)?;
 
     // The reference: a plain copy of the same file on this machine.
     let t = Instant::now();
     std::fs::copy(&src, dir.join("copy.bin")).map_err(|e| e.to_string())?;
-    let copy = mb_per_s(FILE_BYTES, t.elapsed());
+    let copy = mb_per_s(file_bytes(), t.elapsed());
     let _ = std::fs::remove_file(dir.join("copy.bin"));
 
     let idle = workerd_rss();
@@ -155,7 +171,7 @@ pub fn run() -> Result<Vec<String>, String> {
     let path = format!("/api/jobs/{id}/artifacts/model.bin");
     let up = job.post(
         &path,
-        &json!({"size": FILE_BYTES, "sha256": sha, "part_size": PART_BYTES}),
+        &json!({"size": file_bytes(), "sha256": sha, "part_size": PART_BYTES}),
     );
     if up.status != 200 {
         return Err(format!("declaring the upload: {}", up.shown()));
@@ -163,13 +179,13 @@ pub fn run() -> Result<Vec<String>, String> {
     let peak = Peak::start();
     let t = Instant::now();
     upload(&job, &path, &src)?;
-    let up_rate = mb_per_s(FILE_BYTES, t.elapsed());
+    let up_rate = mb_per_s(file_bytes(), t.elapsed());
     let up_peak = peak.end();
 
     let peak = Peak::start();
     let t = Instant::now();
     let got = download(&stack.url, &owner, &path, &dir.join("down.bin"))?;
-    let down_rate = mb_per_s(FILE_BYTES, t.elapsed());
+    let down_rate = mb_per_s(file_bytes(), t.elapsed());
     let down_peak = peak.end();
     if got != sha {
         return Err(format!("the download's sha256 is {got}, not {sha}"));
@@ -179,7 +195,7 @@ pub fn run() -> Result<Vec<String>, String> {
     Ok(vec![
         format!(
             "file {} MiB in parts of {} MiB; plain copy here {copy:.0} MiB/s (the reference)",
-            FILE_BYTES / MIB,
+            file_bytes() / MIB,
             PART_BYTES / MIB
         ),
         format!(
@@ -191,13 +207,25 @@ pub fn run() -> Result<Vec<String>, String> {
             down_rate / copy
         ),
         format!(
-            "workerd memory: idle {:.0} MiB, peak {:.0} MiB uploading (+{:.0}), {:.0} MiB downloading (+{:.0}); the file is {} MiB",
-            mib(idle),
-            mib(up_peak),
-            mib(up_peak.saturating_sub(idle)),
-            mib(down_peak),
-            mib(down_peak.saturating_sub(idle)),
-            FILE_BYTES / MIB
+            "workerd memory (anonymous resident, all processes): idle {:.0} MiB, peak {:.0} MiB uploading (+{:.0}), {:.0} MiB downloading (+{:.0}); the file is {} MiB",
+            mib(total(&idle)),
+            mib(total(&up_peak)),
+            mib(total(&up_peak).saturating_sub(total(&idle))),
+            mib(total(&down_peak)),
+            mib(total(&down_peak).saturating_sub(total(&idle))),
+            file_bytes() / MIB
+        ),
+        format!(
+            "  by process (idle → peak up / peak down, MiB): {}",
+            idle.iter()
+                .map(|(pid, i)| format!(
+                    "{pid}: {:.0} → {:.0} / {:.0}",
+                    mib(*i),
+                    mib(up_peak.get(pid).copied().unwrap_or(0)),
+                    mib(down_peak.get(pid).copied().unwrap_or(0))
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     ])
 }
@@ -206,7 +234,7 @@ pub fn run() -> Result<Vec<String>, String> {
 fn upload(job: &Client, path: &str, src: &Path) -> Result<(), String> {
     let mut f = std::fs::File::open(src).map_err(|e| e.to_string())?;
     let mut part = vec![0u8; PART_BYTES as usize];
-    for n in 1..=FILE_BYTES / PART_BYTES {
+    for n in 1..=file_bytes() / PART_BYTES {
         f.read_exact(&mut part).map_err(|e| e.to_string())?;
         let a = job.request(
             "PUT",

@@ -42,7 +42,7 @@ pub fn JobArtifacts(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoVie
     });
     let rows = move || {
         list.get().map(|l| {
-            if l.artifacts.is_empty() {
+            if l.artifacts.is_empty() && l.uploads.is_empty() {
                 return view! { <p class="muted" data-testid="job-artifacts-none">{tr(i, Key::NoArtifactsYet)}</p> }
                     .into_any();
             }
@@ -62,6 +62,20 @@ pub fn JobArtifacts(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoVie
                     }
                 })
                 .collect_view();
+            // Uploads under way: no link yet, and where they are.
+            let under_way = l
+                .uploads
+                .into_iter()
+                .map(|u| {
+                    view! {
+                        <tr data-testid="artifact-uploading">
+                            <td>{u.name}</td>
+                            <td>{size(u.size)}</td>
+                            <td>{tr(i, Key::ArtifactUploading)}" "{u.received}" / "{u.parts}</td>
+                        </tr>
+                    }
+                })
+                .collect_view();
             view! {
                 <table class="artifacts" data-testid="job-artifacts">
                     <thead><tr>
@@ -69,7 +83,7 @@ pub fn JobArtifacts(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoVie
                         <th scope="col">{tr(i, Key::ArtifactSize)}</th>
                         <th scope="col">"sha256"</th>
                     </tr></thead>
-                    <tbody>{items}</tbody>
+                    <tbody>{items}{under_way}</tbody>
                 </table>
                 <p class="muted" data-testid="artifacts-quota">
                     {tr(i, Key::ArtifactsUsed)}" "{used}" · "{tr(i, Key::ArtifactsKeptDays)}" "{l.retention_days}

@@ -346,13 +346,19 @@ pub async fn list(user: User, env: &Env, id: &str) -> ApiResult<ArtifactList> {
     let job = jobs::owned(env, &user, id).await?;
     let rows: Vec<Row> = db::all(
         env,
-        &format!("SELECT {ROW} FROM artifacts WHERE job_id = ? AND state = 'stored' ORDER BY name"),
+        &format!("SELECT {ROW} FROM artifacts WHERE job_id = ? ORDER BY name"),
         &[s(&job.id)],
     )
     .await?;
     let used = used_bytes(env, &user.id).await?;
+    let (stored, under_way): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(Row::stored);
+    let mut uploads = Vec::new();
+    for r in under_way {
+        let got = received(env, &r.job_id, &r.name).await?;
+        uploads.push(r.upload(got));
+    }
     Ok(ArtifactList {
-        artifacts: rows
+        artifacts: stored
             .into_iter()
             .map(|r| Artifact {
                 url: artifact_path(&r.job_id, &r.name),
@@ -362,6 +368,7 @@ pub async fn list(user: User, env: &Env, id: &str) -> ApiResult<ArtifactList> {
                 sha256: r.sha256,
             })
             .collect(),
+        uploads,
         job_id: job.id,
         used_bytes: used,
         quota_bytes: quota(env),
@@ -369,14 +376,26 @@ pub async fn list(user: User, env: &Env, id: &str) -> ApiResult<ArtifactList> {
     })
 }
 
-/// The owner's stored artifact, or 404 (another account's job is not found either).
-async fn owned(user: &User, env: &Env, id: &str, segment: &str) -> ApiResult<Row> {
+/// The owner's artifact, stored or under way, or 404 (another account's job is not found
+/// either).
+async fn owned_any(user: &User, env: &Env, id: &str, segment: &str) -> ApiResult<Row> {
     let job = jobs::owned(env, user, id).await?;
     let name = parse_name(segment)?;
     row(env, &job.id, &name)
         .await?
-        .filter(Row::stored)
         .ok_or_else(|| ApiError::not_found(format!("job {id} has no artifact {name:?}")))
+}
+
+/// The owner's stored artifact, or 404.
+async fn owned(user: &User, env: &Env, id: &str, segment: &str) -> ApiResult<Row> {
+    let r = owned_any(user, env, id, segment).await?;
+    if r.stored() {
+        return Ok(r);
+    }
+    Err(ApiError::not_found(format!(
+        "job {id}'s artifact {:?} is still uploading",
+        r.name
+    )))
 }
 
 /// `GET /api/jobs/{id}/artifacts/{name}`: the file, streamed from R2 (one range when asked).
@@ -409,26 +428,63 @@ pub async fn job_checkpoint(user: User, req: Request, env: &Env, id: &str) -> Ap
 /// The artifact a tiny-train job pushes its checkpoint as (`runner/src/tiny_train.rs`).
 pub const CHECKPOINT: &str = "model.safetensors";
 
+/// How much of an object one read from R2 takes while a download streams.
+const READ_BYTES: u64 = 4 << 20;
+
+/// Bytes `start..=end` of an object as a body of that fixed length (the runtime sends it as
+/// Content-Length), read from R2 one range of [`READ_BYTES`] at a time, each only when the
+/// client has taken the one before: however large the file and however slow the client, the
+/// edge holds about one range of it. (Handing on R2's own stream of the whole object held what
+/// the client had not yet read: under `wrangler dev`, 300 MiB of a 512 MiB download.)
+fn ranged_body(b: Bucket, key: String, start: u64, end: u64) -> worker::ResponseBody {
+    use futures_util::StreamExt;
+    let reads = futures_util::stream::unfold(start, move |at| {
+        let (b, key) = (b.clone(), key.clone());
+        async move {
+            if at > end {
+                return None;
+            }
+            let length = (end - at + 1).min(READ_BYTES);
+            let read = async {
+                let object = b
+                    .get(&key)
+                    .range(worker::Range::OffsetWithLength { offset: at, length })
+                    .execute()
+                    .await?
+                    .ok_or_else(|| worker::Error::RustError(format!("{key} is gone")))?;
+                match object.body() {
+                    Some(body) => body.bytes().await,
+                    None => Ok(Vec::new()),
+                }
+            };
+            Some((read.await, at + length))
+        }
+    });
+    let fixed: worker::worker_sys::FixedLengthStream =
+        worker::FixedLengthStream::wrap(reads.boxed_local(), end - start + 1).into();
+    worker::ResponseBody::Stream(web_sys::TransformStream::readable(&fixed))
+}
+
 /// One stored artifact's bytes from R2, whole or the range asked for, named `file`.
 async fn serve(env: &Env, r: &Row, range: Option<&str>, file: &str) -> ApiResult<Response> {
     let size = r.size as u64;
     let span = parse_range(range, size)?;
-    let key = object_key(&r.job_id, &r.name);
-    let b = bucket(env)?;
-    let get = b.get(&key);
-    let get = match span {
-        Span::Whole => get,
-        Span::Part { start, end } => get.range(worker::Range::OffsetWithLength {
-            offset: start,
-            length: end - start + 1,
-        }),
+    let (start, end) = match span {
+        Span::Whole => (0, size.saturating_sub(1)),
+        Span::Part { start, end } => (start, end),
     };
-    let object = get.execute().await.map_err(r2("get"))?.ok_or_else(|| {
-        ApiError::not_found(format!("job {} has no artifact {:?}", r.job_id, r.name))
-    })?;
-    let body = match object.body() {
-        Some(body) => body.response_body().map_err(r2("body"))?,
-        None => worker::ResponseBody::Empty,
+    let (b, key) = (bucket(env)?, object_key(&r.job_id, &r.name));
+    // A row whose object is gone (deleted under it) is a 404, not a download cut short.
+    if b.head(&key).await.map_err(r2("head"))?.is_none() {
+        return Err(ApiError::not_found(format!(
+            "job {} has no artifact {:?}",
+            r.job_id, r.name
+        )));
+    }
+    let body = if size == 0 {
+        worker::ResponseBody::Empty
+    } else {
+        ranged_body(b, key, start, end)
     };
     let mut resp = Response::from_body(body).map_err(http::internal("response"))?;
     let h = resp.headers_mut();
@@ -443,7 +499,6 @@ async fn serve(env: &Env, r: &Row, range: Option<&str>, file: &str) -> ApiResult
     set(h, "etag", &format!("\"{}\"", r.sha256))?;
     set(h, "x-onramp-sha256", &r.sha256)?;
     set(h, "cache-control", "private, no-store")?;
-    // The length is R2's body's own, which the runtime sends as Content-Length.
     let status = match span {
         Span::Whole => 200,
         Span::Part { start, end } => {
@@ -456,7 +511,8 @@ async fn serve(env: &Env, r: &Row, range: Option<&str>, file: &str) -> ApiResult
 
 /// `DELETE /api/jobs/{id}/artifacts/{name}`.
 pub async fn delete(user: User, env: &Env, id: &str, segment: &str) -> ApiResult<ArtifactDeleted> {
-    let r = owned(&user, env, id, segment).await?;
+    // An upload the job never finished is deleted too: it counts towards the quota.
+    let r = owned_any(&user, env, id, segment).await?;
     forget(env, &r).await?;
     Ok(ArtifactDeleted {
         freed_bytes: r.size as u64,

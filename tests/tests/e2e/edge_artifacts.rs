@@ -17,7 +17,9 @@ const PASSWORD: &str = "correct horse battery";
 const LORA: &str = include_str!("../../../jobspec/specs/7b-lora-4090.toml");
 const MIB: usize = 1 << 20;
 /// The account quota this stack runs with: room for the largest upload here and not much more.
-const QUOTA: usize = 24 * MIB;
+const QUOTA: usize = 160 * MIB;
+/// A file larger than a Worker may hold in memory (128 MB).
+const LARGE: usize = 136 * MIB;
 
 struct World {
     stack: Stack,
@@ -152,6 +154,10 @@ fn edge_artifacts() {
             (
                 "onramp artifacts: list, a download resumed and checked, delete",
                 cli,
+            ),
+            (
+                "a file larger than a Worker's memory, whole and by Range",
+                larger_than_a_worker,
             ),
         ],
     );
@@ -377,11 +383,28 @@ fn refused_parts(w: &World) {
 
 fn quota(w: &World) {
     let j = w.job("quota");
+    // An upload the job started and never finished counts, is listed, and can be deleted.
+    let declare = |name: &str, size: usize| {
+        j.job.post(
+            &j.path(name),
+            &json!({"size": size, "sha256": "0".repeat(64)}),
+        )
+    };
+    assert_eq!(declare("unfinished.bin", 150 * MIB).status, 200);
+    let refused = declare("more.bin", 20 * MIB);
+    assert_eq!(refused.code(), "limit_reached", "{}", refused.shown());
+    let list = j.owner.get(&format!("/api/jobs/{}/artifacts", j.id)).json;
+    assert_eq!(list["uploads"][0]["name"], "unfinished.bin", "{list}");
+    assert_eq!(list["uploads"][0]["received"], 0, "{list}");
+    assert_eq!(list["used_bytes"], 150 * MIB, "{list}");
+    let gone = j
+        .owner
+        .request("DELETE", &j.path("unfinished.bin"), None, &[]);
+    assert_eq!(gone.json["freed_bytes"], 150 * MIB, "{}", gone.shown());
     let big = data(20 * MIB, 6);
     assert_eq!(j.start("big.bin", &big, Some(20 * MIB)).status, 200);
     j.parts("big.bin", &big, 20 * MIB, 1, 1);
-    let more = data(5 * MIB, 7);
-    let refused = j.start("more.bin", &more, None);
+    let refused = declare("more.bin", 150 * MIB);
     assert_eq!(
         (refused.status, refused.code()),
         (409, "limit_reached"),
@@ -405,7 +428,28 @@ fn quota(w: &World) {
         (200, Some(big.len() as u64))
     );
     assert_eq!(j.download("big.bin", None).status, 404);
-    assert_eq!(j.start("more.bin", &more, None).status, 200, "room again");
+    assert_eq!(declare("more.bin", 150 * MIB).status, 200, "room again");
+}
+
+/// A file larger than a Worker may hold in memory goes up in parts and comes down whole, and a
+/// range from its middle (the edge streams it from R2 a range at a time).
+fn larger_than_a_worker(w: &World) {
+    let j = w.job("large");
+    let part = 32 * MIB;
+    let file = data(LARGE, 10);
+    let a = j.start("large.bin", &file, Some(part));
+    assert_eq!(a.json["parts"], 5, "{}", a.shown());
+    j.parts("large.bin", &file, part, 1, 5);
+    let got = j.download("large.bin", None);
+    assert_eq!(got.bytes.len(), LARGE);
+    assert_eq!(sha256(&got.bytes), sha256(&file));
+    let from = 100 * MIB + 12_345;
+    let r = j.download(
+        "large.bin",
+        Some(&format!("bytes={from}-{}", from + 9 * MIB)),
+    );
+    assert_eq!(r.status, 206);
+    assert_eq!(r.bytes, file[from..=from + 9 * MIB]);
 }
 
 /// `onramp artifacts` with an API token of the job's owner.

@@ -6,7 +6,7 @@
 //! `cargo test`, run by `cargo xtask test`.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-use onramp_tests::runner::{ReportSink, TestRunner};
+use onramp_tests::runner::{Received, ReportSink, TestRunner};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -53,16 +53,7 @@ fn a_tiny_train_job_trains_reports_metrics_and_writes_a_checkpoint() {
         got.iter()
             .all(|g| g.authorization.as_deref() == Some("Bearer tok-123"))
     );
-    // Besides its reports, the job pushed its checkpoint as the artifact `model.safetensors`
-    // (this sink keeps none: the push fails, which does not fail the job).
-    let (got, pushed): (Vec<_>, Vec<_>) = got.into_iter().partition(|g| g.path == "/report");
-    assert!(
-        !pushed.is_empty()
-            && pushed
-                .iter()
-                .all(|g| g.path.starts_with("/artifacts/model.safetensors")),
-        "{pushed:?}"
-    );
+    let got = reports_apart_from_the_push(got);
     let states: Vec<&str> = got
         .iter()
         .filter_map(|g| g.body["state"].as_str())
@@ -142,4 +133,19 @@ fn a_tiny_train_job_that_cannot_report_still_trains() {
         "{log}"
     );
     assert_eq!(v["checkpoint"], true);
+}
+
+/// What the sink received, less the job's push of its checkpoint as the artifact
+/// `model.safetensors`, which it must have tried (this sink keeps none: the push fails, which
+/// does not fail the job).
+fn reports_apart_from_the_push(got: Vec<Received>) -> Vec<Received> {
+    let (reports, pushed): (Vec<_>, Vec<_>) = got.into_iter().partition(|g| g.path == "/report");
+    assert!(
+        !pushed.is_empty()
+            && pushed
+                .iter()
+                .all(|g| g.path.starts_with("/artifacts/model.safetensors")),
+        "{pushed:?}"
+    );
+    reports
 }
