@@ -32,6 +32,9 @@ pub struct Account {
     /// then, not at sign-up. (Absent from older edges' answers: read as not verified.)
     #[serde(default)]
     pub email_verified: bool,
+    /// What the account's artifacts take of their quota (absent from older edges' answers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<crate::artifacts::ArtifactUsage>,
 }
 
 /// `POST /api/auth/verify`: the token of the link in the verification mail.

@@ -132,6 +132,16 @@ pub struct ArtifactList {
     pub retention_days: u64,
 }
 
+/// An account's use of its artifact quota.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ArtifactUsage {
+    /// Bytes the account's artifacts take, uploads under way included.
+    pub used_bytes: u64,
+    pub quota_bytes: u64,
+    /// How long an artifact is kept after it is stored, in days.
+    pub retention_days: u64,
+}
+
 /// `DELETE /api/jobs/{id}/artifacts/{name}`: the artifact is gone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ArtifactDeleted {

@@ -27,7 +27,7 @@ pub use accounts::{
     Account, Credentials, NewToken, Outbox, OutboxMail, SignedOut, TokenCreated, TokenInfo,
     TokenList, TokenRevoked, VerificationSent, Verified, VerifyRequest,
 };
-pub use artifacts::{Artifact, ArtifactDeleted, ArtifactList, NewUpload, Upload};
+pub use artifacts::{Artifact, ArtifactDeleted, ArtifactList, ArtifactUsage, NewUpload, Upload};
 pub use backends::{
     AdminBackend, AdminBackendList, BackendHealth, BackendKind, BackendList, Bindings, Check,
     HealthReport, Liveness, PublicBackend, Reconciled,

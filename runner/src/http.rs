@@ -197,26 +197,6 @@ async fn checkpoint(
         .record(&id)
         .ok_or_else(|| ApiError::not_found(format!("no job {id:?} on this runner")))?;
     let path = s.runner.store.checkpoint_path(&id);
-    let final_dir = s.runner.store.final_dir(&id);
-    if !path.is_file() && final_dir.is_dir() {
-        // onramp-train's result is a folder: it goes as one tar archive (`final/...`).
-        let tarball =
-            tokio::task::spawn_blocking(move || crate::archive::tar_dir(&final_dir, "final"))
-                .await
-                .map_err(|e| ApiError::internal(format!("archiving the result failed: {e}")))?
-                .map_err(|e| ApiError::internal(format!("cannot archive the result: {e}")))?;
-        return Ok((
-            [
-                (header::CONTENT_TYPE, "application/x-tar".to_string()),
-                (
-                    header::CONTENT_DISPOSITION,
-                    format!("attachment; filename=\"{id}-final.tar\""),
-                ),
-            ],
-            tarball,
-        )
-            .into_response());
-    }
     match tokio::fs::read(&path).await {
         Ok(bytes) => Ok((
             [

@@ -3,7 +3,6 @@
 //! secret. Its built-in task, tiny-train, is the runner itself started as
 //! `onramp-runner tiny-train`, training model-tiny on this machine's cores.
 
-pub mod archive;
 pub mod assets;
 pub mod clock;
 pub mod config;

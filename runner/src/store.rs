@@ -48,8 +48,6 @@ pub const QUEUED_REASON: &str = "CardsInUse";
 /// The file `GET /jobs/{id}/checkpoint` serves: model-tiny's safetensors with its config in the
 /// metadata, which `model_tiny::load_weights` (and so the playground) opens as is.
 pub const CHECKPOINT_FILE: &str = "model.safetensors";
-/// What onramp-train writes at the end, relative to the job's folder (its `out` default).
-pub const FINAL_DIR: &str = "out/final";
 
 impl Store {
     pub fn open(state_dir: &Path) -> Result<Store, String> {
@@ -71,15 +69,11 @@ impl Store {
         self.job_dir(id).join(CHECKPOINT_DIR).join(CHECKPOINT_FILE)
     }
 
-    /// Where onramp-train leaves what a job trained (the LoRA adapter or the whole model, in
-    /// Hugging Face's layout): `out/final` in the job's folder, its working directory.
-    pub fn final_dir(&self, id: &str) -> PathBuf {
-        self.job_dir(id).join(FINAL_DIR)
-    }
-
-    /// Whether the job left anything to download.
+    /// Whether the job left a model-tiny checkpoint: what `GET /jobs/{id}/checkpoint` serves and
+    /// the playground opens. (onramp-train's result, a folder, goes to the edge as the job's
+    /// artifacts: `trainer/src/onramp_train/artifacts.py`.)
     pub fn has_result(&self, id: &str) -> bool {
-        self.checkpoint_path(id).is_file() || self.final_dir(id).is_dir()
+        self.checkpoint_path(id).is_file()
     }
 
     /// Creates the job's folder and writes its first record.

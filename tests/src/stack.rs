@@ -97,14 +97,35 @@ impl Stack {
 
     /// `start` with extra variables and backends. A free port is found before the service
     /// binds it, so another process may take it in between: a start that failed on a port in
-    /// use starts again on new ports (three tries).
+    /// use starts again (three tries), on new ports, or on the port asked for once it is free
+    /// (a stack started again on its predecessor's port and state). A try that failed keeps the
+    /// state folder: the next one starts on the same state (its database, its link key).
     pub fn start_with(opts: StackOptions, extras: StackExtras) -> Result<Stack, String> {
         let mut tries = 0;
         loop {
             tries += 1;
             match Stack::start_once(opts.clone(), extras.clone()) {
-                Err(e) if tries < 3 && e.contains("Address already in use") => continue,
-                result => return result,
+                Err(e) if tries < 3 && e.contains("Address already in use") => {
+                    if let Some(port) = opts.port {
+                        let _ = crate::wait::until(
+                            "the port to be free",
+                            Duration::from_secs(30),
+                            || {
+                                Ok(std::net::TcpListener::bind(("127.0.0.1", port))
+                                    .is_ok()
+                                    .then_some(()))
+                            },
+                        );
+                    }
+                }
+                Err(e) => {
+                    if opts.remove_state_on_drop && std::env::var_os("ONRAMP_KEEP_STATE").is_none()
+                    {
+                        let _ = std::fs::remove_dir_all(&opts.state_dir);
+                    }
+                    return Err(e);
+                }
+                ok => return ok,
             }
         }
     }
@@ -118,7 +139,7 @@ impl Stack {
             runner_url: None,
             runner_secret: random_hex(32),
             state_dir: opts.state_dir.clone(),
-            remove_state_on_drop: opts.remove_state_on_drop,
+            remove_state_on_drop: false, // until it is up: see `start_with`
             runner_bin: opts.runner_bin.clone(),
             edge: None,
             runner: None,
@@ -201,15 +222,21 @@ impl Stack {
             &log,
             opts.inherit_output,
         )?);
-        let health = format!("{}/api/health", stack.url);
-        let edge = stack.edge.as_mut();
+        stack.wait_edge_healthy()?;
+        stack.remove_state_on_drop = opts.remove_state_on_drop;
+        Ok(stack)
+    }
+
+    /// Waits until `wrangler dev` answers `/api/health` (200, or 503 while a backend is down).
+    fn wait_edge_healthy(&mut self) -> Result<(), String> {
+        let health = format!("{}/api/health", self.url);
+        let edge = self.edge.as_mut();
         wait_healthy("wrangler dev", edge, Duration::from_secs(90), || {
             Ok(crate::http()
                 .get(&health)
                 .call()
                 .is_ok_and(|r| r.status() == 200 || r.status() == 503))
-        })?;
-        Ok(stack)
+        })
     }
 
     /// Kills the runner with SIGKILL, as a crash would (its jobs, in their own process groups,

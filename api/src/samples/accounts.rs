@@ -42,6 +42,11 @@ pub(super) fn accounts_samples() -> Vec<Sample> {
                 email: "ada@example.com".into(),
                 balance_fen: 1000,
                 email_verified: true,
+                artifacts: Some(ArtifactUsage {
+                    used_bytes: 20 << 20,
+                    quota_bytes: 10 << 30,
+                    retention_days: 30,
+                }),
             },
         ),
         sample(

@@ -68,6 +68,15 @@ fn Credit() -> impl IntoView {
             {tr(i, Key::Balance)}": "
             <strong data-testid="balance" data-fen=move || balance().to_string()>{move || jobspec::yuan(balance())}</strong>
         </p>
+        {move || session.me.get().and_then(|m| m.artifacts).map(|a| {
+            let size = crate::pages::job_artifacts::size;
+            view! {
+                <p class="muted" data-testid="artifact-usage" data-used=a.used_bytes.to_string()>
+                    {tr(i, Key::ArtifactsUsed)}" "{format!("{} / {}", size(a.used_bytes), size(a.quota_bytes))}
+                    " · "{tr(i, Key::ArtifactsKeptDays)}" "{a.retention_days}
+                </p>
+            }
+        })}
         <RedeemBox on_redeemed=move |r: Redeemed| {
             session.set_balance(r.balance_fen);
             // Read the ledger again: it has a new entry.

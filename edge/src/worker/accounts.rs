@@ -150,6 +150,7 @@ pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
         email,
         balance_fen: 0,
         email_verified: false,
+        artifacts: Some(super::artifacts::usage(env, &id).await?),
     };
     let resp = http::json(201, &answer)?;
     with_cookie(resp, &session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
@@ -211,6 +212,7 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
             balance_fen: balance(env, &user.id).await?,
             email,
             email_verified: user.email_verified_at.is_some(),
+            artifacts: Some(super::artifacts::usage(env, &user.id).await?),
         },
     )?;
     with_cookie(resp, &session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
@@ -236,6 +238,7 @@ pub async fn me(user: User, env: &Env) -> ApiResult<Response> {
             email: user.email,
             balance_fen,
             email_verified: user.email_verified,
+            artifacts: Some(super::artifacts::usage(env, &user.id).await?),
         },
     )
     .map_err(http::internal("response"))

@@ -106,6 +106,15 @@ async fn received(env: &Env, job_id: &str, name: &str) -> ApiResult<u64> {
         .count() as u64)
 }
 
+/// An account's use of its artifact quota (`GET /api/me`).
+pub async fn usage(env: &Env, user_id: &str) -> ApiResult<api::ArtifactUsage> {
+    Ok(api::ArtifactUsage {
+        used_bytes: used_bytes(env, user_id).await?,
+        quota_bytes: quota(env),
+        retention_days: retention_days(env),
+    })
+}
+
 /// The bytes an account's artifacts take, uploads under way included.
 async fn used_bytes(env: &Env, user_id: &str) -> ApiResult<u64> {
     #[derive(Deserialize)]

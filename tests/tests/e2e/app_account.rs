@@ -195,6 +195,12 @@ fn sign_out_then_in_again(browser: &Browser, email: &str) {
     browser
         .wait_for("[data-testid=balance][data-fen=\"3500\"]", WAIT)
         .expect("signing in again shows the same balance");
+    // And what the account's artifacts take of its quota (none yet).
+    browser
+        .wait_for("[data-testid=artifact-usage][data-used=\"0\"]", WAIT)
+        .expect("the account page shows the artifact quota");
+    let usage = text_content(browser, "[data-testid=artifact-usage]");
+    assert!(usage.contains("0 B / 10.0 GiB"), "{usage}");
 }
 
 /// An API token made elsewhere (as `onramp login` does) is listed on the account page, by name

@@ -363,7 +363,14 @@ fn trainer(w: &World) {
     );
     assert_eq!(u.balance(), GRANT - charged);
     // What it trained left the cluster: the wrapper pushed it to the edge's R2.
-    u.artifacts_checked(&id, &["adapter/adapter_model.safetensors", "metrics.json"]);
+    u.artifacts_checked(
+        &id,
+        &[
+            "adapter/adapter_model.safetensors",
+            "metrics.json",
+            "spec.toml",
+        ],
+    );
     trainer_jobs_continue_only_what_they_name(w, &u, &id);
 
     // A dataset the cluster does not have: the job fails, and its page says why (the trainer's

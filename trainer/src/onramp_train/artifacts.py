@@ -129,15 +129,20 @@ class Pusher:
 def push_outputs(pusher: Pusher, out: Path) -> list[str]:
     """What a training left in its `out/`: `final/` (an adapter, when it holds
     `adapter_config.json`, else the model) with the run beside it, `merged/` when the adapter was
-    merged, and `metrics.json`. The names pushed."""
+    merged, `metrics.json`, and the spec the job ran (`spec.toml` beside `out/`, where the runner
+    and the Slurm script write it). The names pushed."""
     final = out / "final"
     prefix = "adapter" if (final / "adapter_config.json").exists() else "model"
     names = pusher.push_folder(final, prefix)
     if (out / "merged").is_dir():
         names += pusher.push_folder(out / "merged", "merged")
-    if (out / "metrics.json").is_file():
-        pusher.push_file(out / "metrics.json", "metrics.json")
-        names.append("metrics.json")
+    for path, name in [
+        (out / "metrics.json", "metrics.json"),
+        (out.parent / "spec.toml", "spec.toml"),
+    ]:
+        if path.is_file():
+            pusher.push_file(path, name)
+            names.append(name)
     return names
 
 

@@ -232,14 +232,8 @@ pub async fn checkpoint_from_backend(env: &Env, job: &JobRow) -> ApiResult<Respo
                 e
             }
         })?;
-    // A trainer's result is a folder, which the runner sends as a tar archive ("ustar" at byte
-    // 257); tiny-train's is one safetensors file.
-    let tar = body.get(257..262) == Some(b"ustar".as_slice());
-    let (ctype, name) = if tar {
-        ("application/x-tar", format!("{id}.tar"))
-    } else {
-        ("application/octet-stream", format!("{id}.bin"))
-    };
+    // tiny-train's checkpoint: one safetensors file (a trainer's result is the job's artifacts).
+    let (ctype, name) = ("application/octet-stream", format!("{id}.bin"));
     let mut resp = Response::from_bytes(body).map_err(http::internal("response"))?;
     let h = resp.headers_mut();
     h.set("content-type", ctype)
