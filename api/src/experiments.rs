@@ -26,6 +26,10 @@ pub struct NewExperiment {
     #[serde(default)]
     #[schemars(regex(pattern = jobspec::validate::LABEL_PATTERN), length(max = MAX_TITLE_CHARS))]
     pub title: Option<String>,
+    /// Share the job's artifacts with the link: whoever may see the snapshot may download them.
+    /// Off unless asked for; needs `job_id`.
+    #[serde(default)]
+    pub share_artifacts: bool,
 }
 
 fn yes() -> bool {
@@ -57,6 +61,10 @@ pub struct Experiment {
     pub plan: serde_json::Value,
     #[serde(default)]
     pub job: Option<ExperimentJob>,
+    /// The job's artifacts as they were when the snapshot was saved, when its owner shared them
+    /// with the link: each downloads from its `url` (`/api/experiments/{id}/artifacts/{name}`).
+    #[serde(default)]
+    pub artifacts: Vec<crate::Artifact>,
 }
 
 impl Experiment {

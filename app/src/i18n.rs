@@ -203,6 +203,7 @@ messages! {
     ArtifactName => "Name", "名称";
     ArtifactSize => "Size", "大小";
     ArtifactUploading => "uploading, parts:", "上传中，分片：";
+    ShareArtifacts => "Share its artifacts with the link", "通过链接共享其产物";
     ArtifactsUsed => "Your account's artifacts use", "账户的产物已用";
     ArtifactsKeptDays => "kept for days:", "保留天数：";
     LossCurve => "Loss curve", "损失曲线";

@@ -70,6 +70,7 @@ fn bodies(id: RouteId, s: &mut Schemas) -> (Option<Value>, Option<Value>) {
             Some(s.of::<api::SavedExperiment>()),
         ),
         GetExperiment => (None, Some(s.of::<api::Experiment>())),
+        GetExperimentArtifact => (None, None),
     }
 }
 
@@ -95,7 +96,10 @@ fn parameters(route: &crate::routes::Route) -> Option<Value> {
             "schema": {"type": "integer", "minimum": 1, "maximum": api::artifacts::MAX_PARTS}
         }));
     }
-    if route.id == RouteId::GetArtifact {
+    if matches!(
+        route.id,
+        RouteId::GetArtifact | RouteId::GetExperimentArtifact
+    ) {
         parameters.push(json!({
             "name": "Range", "in": "header", "required": false,
             "description": "one range of bytes (bytes=a-b, bytes=a-, bytes=-n): answered 206",
@@ -126,7 +130,7 @@ fn bytes_on_the_wire(id: RouteId, op: &mut Value) {
         json!({"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}});
     match id {
         RouteId::UploadPart => op["requestBody"] = json!({"required": true, "content": bytes}),
-        RouteId::GetArtifact => {
+        RouteId::GetArtifact | RouteId::GetExperimentArtifact => {
             op["responses"]["200"] = json!({"description": "the whole file", "content": bytes});
             op["responses"]["206"] =
                 json!({"description": "the range asked for", "content": bytes});
@@ -339,7 +343,7 @@ mod tests {
             DeleteArtifact => "artifact_deleted",
             CreateExperiment => "saved_experiment",
             GetExperiment => "experiment",
-            OpenApi | JobCheckpoint | GetArtifact => return None,
+            OpenApi | JobCheckpoint | GetArtifact | GetExperimentArtifact => return None,
         })
     }
 

@@ -58,6 +58,7 @@ pub enum RouteId {
     DeleteArtifact,
     CreateExperiment,
     GetExperiment,
+    GetExperimentArtifact,
 }
 
 /// One route: method, path template (`{id}`, `{name}`: one path segment each), who may call it,
@@ -405,6 +406,14 @@ pub const ROUTES: &[Route] = &[
         MaybeUser,
         200,
         "A saved experiment (owner only when unpublished)",
+    ),
+    r(
+        GetExperimentArtifact,
+        "GET",
+        "/api/experiments/{id}/artifacts/{name}",
+        MaybeUser,
+        200,
+        "Download an artifact its job's owner shared with the experiment (honours `Range`)",
     ),
 ];
 

@@ -237,6 +237,7 @@ pub(super) fn experiments_samples() -> Vec<Sample> {
                 job_id: Some("0f1e".into()),
                 published: true,
                 title: None,
+                share_artifacts: true,
             },
         ),
         sample(
@@ -267,6 +268,15 @@ pub(super) fn experiments_samples() -> Vec<Sample> {
                     message: None,
                     metrics: vec![metric()],
                 }),
+                artifacts: vec![Artifact {
+                    name: "adapter/adapter_model.safetensors".into(),
+                    size: 20 << 20,
+                    sha256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+                        .into(),
+                    url: "/api/experiments/ab12/artifacts/adapter%2Fadapter_model.safetensors"
+                        .into(),
+                    stored_at: T1.into(),
+                }],
             },
         ),
     ]

@@ -69,6 +69,17 @@ fn Snapshot(x: Experiment) -> impl IntoView {
                 <LossChart points=Signal::stored(metrics.clone())/>
             }
         })}
+        {(!x.artifacts.is_empty()).then(|| view! {
+            <h2>{i.t(Key::JobArtifacts)}</h2>
+            <table class="artifacts" data-testid="experiment-artifacts">
+                <thead><tr>
+                    <th scope="col">{i.t(Key::ArtifactName)}</th>
+                    <th scope="col">{i.t(Key::ArtifactSize)}</th>
+                    <th scope="col">"sha256"</th>
+                </tr></thead>
+                <tbody>{crate::pages::job_artifacts::artifact_rows(x.artifacts.clone())}</tbody>
+            </table>
+        })}
         <h2>{i.t(Key::SpecTitle)}</h2>
         <pre class="output spec" data-testid="experiment-spec" tabindex="0">{x.spec}</pre>
     }

@@ -235,6 +235,35 @@ fn JobFacts(job: Job) -> impl IntoView {
     }
 }
 
+/// What "save as experiment" sends: a finished job's snapshot carries its result and metrics
+/// (and its artifacts, when `share` says so); a running one's only the plan.
+fn snapshot_body(job: &Job, share: bool) -> serde_json::Value {
+    if job.state.is_terminal() {
+        serde_json::json!({"spec": job.spec, "job_id": job.id, "share_artifacts": share})
+    } else {
+        serde_json::json!({"spec": job.spec})
+    }
+}
+
+/// "Share its artifacts with the link", next to "save as experiment" once the job has ended:
+/// off unless the owner ticks it; the link then lets whoever sees it download the artifacts.
+#[component]
+fn ShareArtifacts(checked: RwSignal<bool>, terminal: Memo<Option<bool>>) -> impl IntoView {
+    let i = use_i18n();
+    move || {
+        (terminal.get() == Some(true)).then(|| {
+            view! {
+                <label class="check">
+                    <input type="checkbox" data-testid="job-share-artifacts"
+                        prop:checked=move || checked.get()
+                        on:change=move |ev| checked.set(event_target_checked(&ev))/>
+                    " "{tr(i, Key::ShareArtifacts)}
+                </label>
+            }
+        })
+    }
+}
+
 /// Cancel, save as experiment, open in playground. Rendered once: the buttons change only when
 /// the job's state does, so a poll never takes the keyboard focus away.
 #[component]
@@ -264,16 +293,12 @@ fn JobActions(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoView {
             busy.set(false);
         });
     };
+    let share_artifacts = RwSignal::new(false);
     let save = move |_| {
         let Some(job) = live_job.get_untracked() else {
             return;
         };
-        // A finished job's snapshot carries its result and metrics; a running one's only the plan.
-        let body = if job.state.is_terminal() {
-            serde_json::json!({"spec": job.spec, "job_id": job.id})
-        } else {
-            serde_json::json!({"spec": job.spec})
-        };
+        let body = snapshot_body(&job, share_artifacts.get_untracked());
         busy.set(true);
         error.set(None);
         spawn_local(async move {
@@ -297,6 +322,7 @@ fn JobActions(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoView {
             <button type="button" data-testid="job-save" prop:disabled=move || busy.get() || terminal.get().is_none() on:click=save>
                 {tr(i, Key::SaveExperiment)}
             </button>
+            <ShareArtifacts checked=share_artifacts terminal=terminal/>
             {move || playground.get().map(|href| view! {
                 <Link href=href testid="job-playground">{tr(i, Key::OpenInPlayground)}</Link>
             })}

@@ -26,6 +26,24 @@ pub fn size(n: u64) -> String {
     }
 }
 
+/// A table of artifacts with their download links (the job page's, an experiment's shared ones).
+pub fn artifact_rows(artifacts: Vec<::api::Artifact>) -> impl IntoView {
+    artifacts
+        .into_iter()
+        .map(|a| {
+            let file = a.name.rsplit('/').next().unwrap_or("artifact").to_string();
+            let short: String = a.sha256.chars().take(12).collect();
+            view! {
+                <tr>
+                    <td><a href=a.url download=file data-testid="artifact-link">{a.name}</a></td>
+                    <td>{size(a.size)}</td>
+                    <td><code title=a.sha256>{short}</code></td>
+                </tr>
+            }
+        })
+        .collect_view()
+}
+
 #[component]
 pub fn JobArtifacts(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoView {
     let i = use_i18n();
@@ -47,21 +65,7 @@ pub fn JobArtifacts(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoVie
                     .into_any();
             }
             let used = format!("{} / {}", size(l.used_bytes), size(l.quota_bytes));
-            let items = l
-                .artifacts
-                .into_iter()
-                .map(|a| {
-                    let file = a.name.rsplit('/').next().unwrap_or("artifact").to_string();
-                    let short: String = a.sha256.chars().take(12).collect();
-                    view! {
-                        <tr>
-                            <td><a href=a.url download=file data-testid="artifact-link">{a.name}</a></td>
-                            <td>{size(a.size)}</td>
-                            <td><code title=a.sha256>{short}</code></td>
-                        </tr>
-                    }
-                })
-                .collect_view();
+            let items = artifact_rows(l.artifacts);
             // Uploads under way: no link yet, and where they are.
             let under_way = l
                 .uploads

@@ -385,6 +385,52 @@ pub async fn list(user: User, env: &Env, id: &str) -> ApiResult<ArtifactList> {
     })
 }
 
+/// A job's stored artifacts, with the URLs `url_of(name)` gives them (an experiment's link
+/// shares them under its own).
+pub async fn stored_of(
+    env: &Env,
+    job_id: &str,
+    url_of: impl Fn(&str) -> String,
+) -> ApiResult<Vec<Artifact>> {
+    let rows: Vec<Row> = db::all(
+        env,
+        &format!("SELECT {ROW} FROM artifacts WHERE job_id = ? AND state = 'stored' ORDER BY name"),
+        &[s(job_id)],
+    )
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Artifact {
+            url: url_of(&r.name),
+            stored_at: format_rfc3339_ms(r.stored_at.unwrap_or(0)),
+            name: r.name,
+            size: r.size as u64,
+            sha256: r.sha256,
+        })
+        .collect())
+}
+
+/// One artifact an experiment shares: served while the job still has it with the same bytes
+/// (`sha256`) as when the snapshot was saved, else 404.
+pub async fn serve_shared(
+    env: &Env,
+    job_id: &str,
+    name: &str,
+    sha256: &str,
+    range: Option<&str>,
+) -> ApiResult<Response> {
+    let r = row(env, job_id, name)
+        .await?
+        .filter(|r| r.stored() && r.sha256 == sha256)
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "the artifact {name:?} is no longer kept as it was when the experiment was saved"
+            ))
+        })?;
+    let file = r.name.rsplit('/').next().unwrap_or("artifact").to_string();
+    serve(env, &r, range, &file).await
+}
+
 /// The owner's artifact, stored or under way, or 404 (another account's job is not found
 /// either).
 async fn owned_any(user: &User, env: &Env, id: &str, segment: &str) -> ApiResult<Row> {

@@ -26,6 +26,13 @@ pub async fn create(user: User, mut req: Request, env: &Env) -> ApiResult<SavedE
         None => None,
         Some(id) => Some(finished_job(env, &user, id).await?),
     };
+    if e.share_artifacts && e.job_id.is_none() {
+        return Err(ApiError::new(
+            ErrorCode::InvalidField,
+            "share_artifacts shares a job's artifacts: name the job in job_id",
+        )
+        .with_field("share_artifacts"));
+    }
     let title: String = e
         .title
         .unwrap_or(name)
@@ -34,6 +41,19 @@ pub async fn create(user: User, mut req: Request, env: &Env) -> ApiResult<SavedE
         .collect();
     let id = random_hex(16)?;
     let now = now_ms();
+    let shared = e.job_id.as_deref().filter(|_| e.share_artifacts);
+    let artifacts = match shared {
+        Some(job) => {
+            super::artifacts::stored_of(env, job, |name| {
+                format!(
+                    "/api/experiments/{id}/artifacts/{}",
+                    name.replace('/', "%2F")
+                )
+            })
+            .await?
+        }
+        None => Vec::new(),
+    };
     let snapshot = Experiment {
         id: id.clone(),
         title,
@@ -42,8 +62,9 @@ pub async fn create(user: User, mut req: Request, env: &Env) -> ApiResult<SavedE
         spec: e.spec,
         plan,
         job,
+        artifacts,
     };
-    store(env, &user, &snapshot, now).await?;
+    store(env, &user, &snapshot, shared, now).await?;
     Ok(SavedExperiment {
         url: format!("/e/{id}"),
         id,
@@ -101,20 +122,27 @@ async fn finished_job(env: &Env, user: &User, id: &str) -> ApiResult<ExperimentJ
 }
 
 /// Stores a snapshot under the account's limit of saved experiments.
-async fn store(env: &Env, user: &User, snapshot: &Experiment, now: i64) -> ApiResult<()> {
+async fn store(
+    env: &Env,
+    user: &User,
+    snapshot: &Experiment,
+    artifacts_job: Option<&str>,
+    now: i64,
+) -> ApiResult<()> {
     let text = serde_json::to_string(snapshot).map_err(|e| ApiError::internal(e.to_string()))?;
     // One statement counts and inserts, so parallel saves cannot pass the limit together.
     let limit = db::setting(env, "EXPERIMENTS_PER_USER", 1000);
     let inserted = db::run(
         env,
-        "INSERT INTO experiments (id, user_id, published, snapshot, created_at) SELECT ?, ?, ?, ?, ? \
-         WHERE (SELECT COUNT(*) FROM experiments WHERE user_id = ?) < ?",
+        "INSERT INTO experiments (id, user_id, published, snapshot, created_at, artifacts_job_id) \
+         SELECT ?, ?, ?, ?, ?, ? WHERE (SELECT COUNT(*) FROM experiments WHERE user_id = ?) < ?",
         &[
             s(&snapshot.id),
             s(&user.id),
             n(i64::from(snapshot.published)),
             s(&text),
             n(now),
+            db::opt_s(artifacts_job),
             s(&user.id),
             n(limit),
         ],
@@ -126,19 +154,27 @@ async fn store(env: &Env, user: &User, snapshot: &Experiment, now: i64) -> ApiRe
     Ok(())
 }
 
-/// A saved experiment; `viewer` is the signed-in caller, if any.
-pub async fn get(viewer: Option<User>, env: &Env, id: &str) -> ApiResult<Experiment> {
+/// An experiment's row as the caller may see it: 404 for a missing one, and for an unpublished
+/// one unless the caller owns it.
+struct Visible {
+    snapshot: String,
+    artifacts_job_id: Option<String>,
+}
+
+async fn visible(viewer: Option<User>, env: &Env, id: &str) -> ApiResult<Visible> {
     wire::check_id(id)?;
     #[derive(Deserialize)]
     struct Row {
         user_id: String,
         published: i64,
         snapshot: String,
+        #[serde(default)]
+        artifacts_job_id: Option<String>,
     }
     let not_found = || ApiError::not_found(format!("no experiment {id}"));
     let row: Row = db::first(
         env,
-        "SELECT user_id, published, snapshot FROM experiments WHERE id = ?",
+        "SELECT user_id, published, snapshot, artifacts_job_id FROM experiments WHERE id = ?",
         &[s(id)],
     )
     .await?
@@ -149,6 +185,39 @@ pub async fn get(viewer: Option<User>, env: &Env, id: &str) -> ApiResult<Experim
             return Err(not_found());
         }
     }
-    serde_json::from_str(&row.snapshot)
+    Ok(Visible {
+        snapshot: row.snapshot,
+        artifacts_job_id: row.artifacts_job_id,
+    })
+}
+
+fn snapshot(v: &Visible) -> ApiResult<Experiment> {
+    serde_json::from_str(&v.snapshot)
         .map_err(|e| ApiError::internal(format!("stored snapshot: {e}")))
+}
+
+/// A saved experiment; `viewer` is the signed-in caller, if any.
+pub async fn get(viewer: Option<User>, env: &Env, id: &str) -> ApiResult<Experiment> {
+    snapshot(&visible(viewer, env, id).await?)
+}
+
+/// `GET /api/experiments/{id}/artifacts/{name}`: one of the artifacts the snapshot shares, for
+/// whoever may see the snapshot; 404 for a name it does not share.
+pub async fn artifact(
+    viewer: Option<User>,
+    req: Request,
+    env: &Env,
+    id: &str,
+    segment: &str,
+) -> ApiResult<worker::Response> {
+    let v = visible(viewer, env, id).await?;
+    let name = crate::artifacts::parse_name(segment)?;
+    let shared = snapshot(&v)?.artifacts.into_iter().find(|a| a.name == name);
+    let (Some(job), Some(a)) = (v.artifacts_job_id.as_deref(), shared) else {
+        return Err(ApiError::not_found(format!(
+            "experiment {id} shares no artifact {name:?}"
+        )));
+    };
+    let range = http::header(&req, "range");
+    super::artifacts::serve_shared(env, job, &a.name, &a.sha256, range.as_deref()).await
 }

@@ -179,5 +179,8 @@ async fn handle(id: RouteId, params: Vec<String>, req: Request, env: &Env) -> Ap
             ok(status, experiments::create(caller.user()?, req, env).await)
         }
         RouteId::GetExperiment => ok(status, experiments::get(caller.maybe_user()?, env, p).await),
+        RouteId::GetExperimentArtifact => {
+            experiments::artifact(caller.maybe_user()?, req, env, p, name).await
+        }
     }
 }

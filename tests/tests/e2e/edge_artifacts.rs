@@ -7,11 +7,13 @@
 
 use onramp_tests::api::{Answer, Client, run_scenarios, unique_email};
 use onramp_tests::fake_backend::{Fake, start_fake};
-use onramp_tests::paths;
 use onramp_tests::stack::{Stack, StackExtras, StackOptions, random_hex};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::sync::{Arc, Mutex};
+
+mod cli;
+use cli::cli;
 
 const PASSWORD: &str = "correct horse battery";
 const LORA: &str = include_str!("../../../jobspec/specs/7b-lora-4090.toml");
@@ -158,6 +160,10 @@ fn edge_artifacts() {
             (
                 "a file larger than a Worker's memory, whole and by Range",
                 larger_than_a_worker,
+            ),
+            (
+                "an experiment link shares them only when the owner says so",
+                shared_by_an_experiment,
             ),
         ],
     );
@@ -452,84 +458,71 @@ fn larger_than_a_worker(w: &World) {
     assert_eq!(r.bytes, file[from..=from + 9 * MIB]);
 }
 
-/// `onramp artifacts` with an API token of the job's owner.
-fn onramp(w: &World, token: &str, args: &[&str]) -> (bool, String, String) {
-    let config = std::env::temp_dir().join(format!("onramp-artifacts-cli-{}", random_hex(6)));
-    let out = std::process::Command::new(paths::cli_bin())
-        .args(args)
-        .args(["--edge", &w.stack.url, "--lang", "en"])
-        .env("ONRAMP_CONFIG_DIR", &config)
-        .env("ONRAMP_TOKEN", token)
-        .env_remove("ONRAMP_EDGE")
-        .output()
-        .expect("onramp runs");
-    let _ = std::fs::remove_dir_all(&config);
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+/// An experiment's link shares the job's artifacts only when its owner asked (`share_artifacts`),
+/// with whoever may see the link, and only while the job keeps them as they were.
+fn shared_by_an_experiment(w: &World) {
+    let j = w.job("share");
+    let file = data(2 * MIB + 5, 11);
+    assert_eq!(j.start("adapter/model.bin", &file, None).status, 200);
+    assert_eq!(j.part("adapter/model.bin", 1, &file).json["complete"], true);
+    let c = j
+        .owner
+        .post(&format!("/api/jobs/{}/cancel", j.id), &json!({}));
+    assert_eq!(c.status, 200, "{}", c.shown());
+    let save = |extra: Value| {
+        let mut body = json!({"spec": LORA, "job_id": j.id});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let a = j.owner.post("/api/experiments", &body);
+        assert_eq!(a.status, 201, "{}", a.shown());
+        a.json["id"].as_str().unwrap().to_string()
+    };
+    let anyone = Client::new(&w.stack.url);
+    let link = |id: &str| format!("/api/experiments/{id}/artifacts/adapter%2Fmodel.bin");
 
-fn cli(w: &World) {
-    let j = w.job("cli");
-    let part = 5 * MIB;
-    let file = data(3 * part + 77, 8);
-    let name = "merged/model.safetensors";
-    assert_eq!(j.start(name, &file, Some(part)).status, 200);
-    j.parts(name, &file, part, 1, 4);
-    assert_eq!(j.start("log.txt", b"hello\n", None).status, 200);
-    j.part("log.txt", 1, b"hello\n");
-    let token = j.owner.post("/api/tokens", &json!({"name": "cli"})).json["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
-
-    let (ok, out, err) = onramp(w, &token, &["artifacts", &j.id, "--json"]);
-    assert!(ok, "{err}");
-    let listed: Value = serde_json::from_str(&out).unwrap();
-    let first = &listed["artifacts"][1];
+    let plain = save(json!({}));
     assert_eq!(
-        (first["name"].as_str(), first["size"].as_u64()),
-        (Some(name), Some(file.len() as u64))
+        anyone.get(&format!("/api/experiments/{plain}")).json["artifacts"],
+        json!([])
     );
-    assert_eq!(first["sha256"], sha256(&file));
-    assert_eq!(first["url"], j.path(name));
-    let (ok, out, _) = onramp(w, &token, &["artifacts", &j.id]);
-    assert!(
-        ok && out.contains(name) && out.contains("15.0 MiB"),
-        "{out}"
+    assert_eq!(
+        anyone.get(&link(&plain)).status,
+        404,
+        "not shared unless asked"
     );
 
-    // A download cut off after 7 MiB resumes from there (the .part file), and is checked.
-    let dir = std::env::temp_dir().join(format!("onramp-artifacts-dl-{}", random_hex(6)));
-    std::fs::create_dir_all(dir.join("merged")).unwrap();
-    std::fs::write(dir.join("merged/model.safetensors.part"), &file[..7 * MIB]).unwrap();
-    let d = dir.to_str().unwrap();
-    let (ok, out, err) = onramp(w, &token, &["artifacts", "download", &j.id, name, "-o", d]);
-    assert!(ok, "{out}{err}");
-    assert_eq!(std::fs::read(dir.join(name)).unwrap(), file);
-    assert!(!dir.join("merged/model.safetensors.part").exists());
-    // A .part that does not match what the edge has is caught by the sha256, and removed.
-    std::fs::write(dir.join("log.txt.part"), b"HELL").unwrap();
-    let (ok, _, err) = onramp(
-        w,
-        &token,
-        &["artifacts", "download", &j.id, "log.txt", "-o", d],
-    );
-    assert!(!ok && err.contains("sha256"), "{err}");
-    let (ok, _, err) = onramp(w, &token, &["artifacts", "download", &j.id, "-o", d]);
-    assert!(ok, "{err}");
-    assert_eq!(std::fs::read(dir.join("log.txt")).unwrap(), b"hello\n");
-    let (ok, _, err) = onramp(
-        w,
-        &token,
-        &["artifacts", "download", &j.id, "nope.bin", "-o", d],
-    );
-    assert!(!ok && err.contains("no artifact"), "{err}");
+    let shared = save(json!({"share_artifacts": true}));
+    let x = anyone.get(&format!("/api/experiments/{shared}")).json;
+    assert_eq!(x["artifacts"][0]["name"], "adapter/model.bin", "{x}");
+    assert_eq!(x["artifacts"][0]["url"], link(&shared), "{x}");
+    assert_eq!(x["artifacts"][0]["sha256"], sha256(&file), "{x}");
+    let got = anyone.get(&link(&shared));
+    assert_eq!((got.status, got.bytes.len()), (200, file.len()));
+    assert_eq!(got.bytes, file);
+    let part = anyone.request("GET", &link(&shared), None, &[("range", "bytes=10-19")]);
+    assert_eq!((part.status, part.bytes.as_slice()), (206, &file[10..20]));
 
-    let (ok, out, err) = onramp(w, &token, &["artifacts", "delete", &j.id, "log.txt"]);
-    assert!(ok && out.contains("deleted log.txt"), "{out}{err}");
-    assert_eq!(j.download("log.txt", None).status, 404);
-    let _ = std::fs::remove_dir_all(&dir);
+    let private = save(json!({"share_artifacts": true, "published": false}));
+    assert_eq!(
+        anyone.get(&link(&private)).status,
+        404,
+        "unpublished: the owner only"
+    );
+    assert_eq!(j.owner.get(&link(&private)).status, 200);
+
+    let none = j.owner.post(
+        "/api/experiments",
+        &json!({"spec": LORA, "share_artifacts": true}),
+    );
+    assert_eq!(
+        (none.status, &none.json["error"]["details"]["field"]),
+        (400, &json!("share_artifacts"))
+    );
+    // Deleted by its owner, it is gone from every link too.
+    let gone = j
+        .owner
+        .request("DELETE", &j.path("adapter/model.bin"), None, &[]);
+    assert_eq!(gone.status, 200, "{}", gone.shown());
+    assert_eq!(anyone.get(&link(&shared)).status, 404);
 }
