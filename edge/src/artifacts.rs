@@ -147,6 +147,18 @@ pub fn parse_range(header: Option<&str>, size: u64) -> Result<Span, ApiError> {
     })
 }
 
+/// A declared SHA-256: 64 lowercase hex digits.
+pub fn check_sha256(sha: &str) -> Result<(), ApiError> {
+    if sha.len() == 64 && sha.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::InvalidField,
+        "sha256 must be the file's SHA-256 as 64 lowercase hex digits",
+    )
+    .with_field("sha256"))
+}
+
 /// Refuses an upload of `asked` bytes when the account's artifacts (`used`, uploads under way
 /// included, less what the upload replaces) would pass `quota`: 409 `limit_reached`, saying
 /// which limit and what to delete.

@@ -9,7 +9,7 @@ use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
 use super::jobs;
 use crate::artifacts::{
-    Span, UploadState, check_part, check_quota, object_key, parse_name, parse_range,
+    Span, UploadState, check_part, check_quota, check_sha256, object_key, parse_name, parse_range,
 };
 use crate::error::{ApiError, ErrorCode};
 use crate::time::format_rfc3339_ms;
@@ -132,17 +132,6 @@ async fn used_bytes(env: &Env, user_id: &str) -> ApiResult<u64> {
     Ok(used.max(0) as u64)
 }
 
-fn check_sha256(sha: &str) -> ApiResult<()> {
-    if sha.len() == 64 && sha.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-        return Ok(());
-    }
-    Err(ApiError::new(
-        ErrorCode::InvalidField,
-        "sha256 must be the file's SHA-256 as 64 lowercase hex digits",
-    )
-    .with_field("sha256"))
-}
-
 /// Forgets an artifact: its R2 object or unfinished upload, its parts and its row.
 async fn forget(env: &Env, r: &Row) -> ApiResult<()> {
     let b = bucket(env)?;
@@ -186,7 +175,8 @@ pub async fn start(
     check_sha256(&d.sha256)?;
     let part_size = choose_part_size(d.size, d.part_size)
         .map_err(|m| ApiError::new(ErrorCode::InvalidField, m).with_field("part_size"))?;
-    if let Some(r) = row(env, &job.id, &name).await? {
+    let existing = row(env, &job.id, &name).await?;
+    if let Some(r) = &existing {
         let same = r.size as u64 == d.size
             && r.sha256 == d.sha256
             && d.part_size.is_none_or(|p| p == r.part_size as u64);
@@ -194,9 +184,16 @@ pub async fn start(
             let got = received(env, &job.id, &name).await?;
             return Ok(r.upload(got));
         }
-        forget(env, &r).await?;
     }
-    check_quota(used_bytes(env, &job.user_id).await?, d.size, quota(env))?;
+    // The file this one replaces stays until the new one is known to fit: a refusal loses nothing.
+    let replaced = existing.as_ref().map_or(0, |r| r.size.max(0) as u64);
+    let used = used_bytes(env, &job.user_id)
+        .await?
+        .saturating_sub(replaced);
+    check_quota(used, d.size, quota(env))?;
+    if let Some(r) = &existing {
+        forget(env, r).await?;
+    }
     let key = object_key(&job.id, &name);
     let upload = bucket(env)?
         .create_multipart_upload(&key)

@@ -428,6 +428,10 @@ fn quota(w: &World) {
             .unwrap()
             .contains("delete")
     );
+    // Another file under a stored file's name that does not fit is refused, and loses nothing.
+    let replace = declare("big.bin", QUOTA + MIB);
+    assert_eq!(replace.code(), "limit_reached", "{}", replace.shown());
+    assert!(j.download("big.bin", None).bytes == big, "big.bin kept");
     let gone = j.owner.request("DELETE", &j.path("big.bin"), None, &[]);
     assert_eq!(
         (gone.status, gone.json["freed_bytes"].as_u64()),
