@@ -363,16 +363,25 @@ fn printable_but_hostile_text_stays_in_its_slot() {
             );
         }
     }
-    for value in [
-        "/shared/data/zh-instruct.jsonl",
-        "hf:org/set@v1",
-        "数据/训练集",
-    ] {
+    for value in ["data/zh-instruct.jsonl", "hf:org/set@v1", "数据/训练集"] {
         for field in fields().iter().filter(|f| !f.label) {
             check(field, value).unwrap();
             assert!(
                 artifacts_of(&(field.spec)(value)).is_some(),
                 "{value} refused"
+            );
+        }
+    }
+    // A dataset reaches only the datasets root or the job's own folder.
+    for value in [
+        "/shared/data/zh-instruct.jsonl",
+        "../other-job/out",
+        "~/data",
+    ] {
+        for field in fields().iter().filter(|f| !f.label) {
+            assert!(
+                artifacts_of(&(field.spec)(value)).is_none(),
+                "{value} accepted"
             );
         }
     }

@@ -130,6 +130,7 @@ def environment(models: Path | None, extra: dict[str, str] | None = None) -> dic
     env.pop("ONRAMP_HUB", None)
     if models is not None:
         env["ONRAMP_MODELS"] = str(models)
+    env["ONRAMP_DATASETS"] = str(DATA)
     env.update(extra or {})
     return env
 

@@ -38,6 +38,8 @@ def spec_text(
     seq_len: int = 64,
     lr: float = 3e-3,
 ) -> str:
+    if isinstance(dataset, Path):  # the tests' data folder is the datasets root (conftest)
+        dataset = dataset.relative_to(DATA).as_posix()
     return f"""name = "test-{task}"
 task = "{task}"
 {model}

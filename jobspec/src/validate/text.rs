@@ -181,11 +181,67 @@ pub(super) fn check_free_text(c: &mut Checker<'_>, spec: &JobSpec) {
         );
     }
     check_text(c, "data.dataset", &spec.data.dataset, TextKind::Path);
+    if let Some((en, zh)) = dataset_escape(&spec.data.dataset) {
+        c.error(
+            Code::BadValue,
+            "data.dataset",
+            format!(
+                "`data.dataset` = {:?} {en}; a job reads only a dataset the cluster holds, named by its id \
+                 (such as `alpaca-zh`), or a file inside its own folder, named relative to it: put the file \
+                 in the cluster's datasets folder and give its name",
+                one_line(&spec.data.dataset)
+            ),
+            format!(
+                "`data.dataset` = {:?} {zh}；作业只能读取集群已有的数据集（用 id 指定，例如 `alpaca-zh`）\
+                 或自己文件夹内的文件（用相对路径）：请把文件放进集群的数据集文件夹，再写它的名字",
+                one_line(&spec.data.dataset)
+            ),
+        );
+    }
+}
+
+/// Why a dataset path would reach outside the datasets root or the job's folder, if it would: an
+/// absolute path, a home folder, or a `..` component.
+fn dataset_escape(dataset: &str) -> Option<(&'static str, &'static str)> {
+    if dataset.starts_with('/') || dataset.starts_with('\\') {
+        Some(("is an absolute path", "是绝对路径"))
+    } else if dataset.starts_with('~') {
+        Some(("names a home folder", "指向主目录"))
+    } else if dataset.split(['/', '\\']).any(|part| part == "..") {
+        Some(("leaves its folder through `..`", "用 `..` 跳出了所在文件夹"))
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dataset_may_not_leave_the_datasets_root_or_the_job_folder() {
+        for bad in [
+            "/etc/passwd",
+            "~/data.jsonl",
+            "~root/x",
+            "../x",
+            "a/../../b",
+            "data/..",
+            "..",
+        ] {
+            assert!(dataset_escape(bad).is_some(), "{bad}");
+        }
+        for good in [
+            "alpaca-zh",
+            "data/train.jsonl",
+            "a..b/c",
+            "./x.txt",
+            "hf:org/set",
+            "x~",
+        ] {
+            assert_eq!(dataset_escape(good), None, "{good}");
+        }
+    }
 
     #[cfg(not(target_arch = "wasm32"))]
     #[test]

@@ -2,8 +2,9 @@
 formats rendered with the model's chat template, or plain text packed to `seq_len`.
 
 A dataset id resolves under `ONRAMP_DATASETS` (`<id>`, `<id>.jsonl`, `<id>.txt`), else the value
-is a path. Bad lines are reported with their line numbers; a dataset with no usable example is
-refused before training.
+is a path inside the job's folder; an absolute path, a home folder or `..` is refused. Bad lines
+are reported with their line numbers; a dataset with no usable example is refused before
+training.
 """
 
 from __future__ import annotations
@@ -30,19 +31,45 @@ class Examples:
     tokens: int = 0
 
 
+def escapes(dataset: str) -> str | None:
+    """Why `dataset` would reach outside the datasets root or the job's folder (jobspec refuses
+    the same: an absolute path, a home folder, a `..` component), or None."""
+    if dataset.startswith(("/", "\\")):
+        return "is an absolute path"
+    if dataset.startswith("~"):
+        return "names a home folder"
+    if ".." in dataset.replace("\\", "/").split("/"):
+        return "leaves its folder through `..`"
+    return None
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Whether `path`, links followed, is a file inside `root`."""
+    try:
+        return path.is_file() and path.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return False
+
+
 def resolve(dataset: str) -> Path:
+    why = escapes(dataset)
+    if why:
+        raise DataError(
+            f"dataset `{dataset}` {why}; a job reads a dataset the cluster holds, by its id, "
+            "or a file inside its own folder, by a relative path"
+        )
     looked = []
     root = os.environ.get("ONRAMP_DATASETS")
     if root:
         for name in (dataset, f"{dataset}.jsonl", f"{dataset}.txt"):
             p = Path(root) / name
-            if p.is_file():
+            if p.is_file():  # the operator's folder: its links are the operator's
                 return p
         looked.append(f"{Path(root) / dataset}[.jsonl|.txt]")
     else:
         looked.append("ONRAMP_DATASETS/<id> (ONRAMP_DATASETS is not set)")
     p = Path(dataset)
-    if p.is_file():
+    if inside(p, Path.cwd()):
         return p
     looked.append(f"the path {p.resolve()}")
     raise DataError(f"dataset `{dataset}` not found; looked in: " + "; ".join(looked))
