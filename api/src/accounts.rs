@@ -35,6 +35,9 @@ pub struct Account {
     /// What the account's artifacts take of their quota (absent from older edges' answers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifacts: Option<crate::artifacts::ArtifactUsage>,
+    /// The account's saved experiments against their limits (absent from older edges' answers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiments: Option<crate::experiments::ExperimentUsage>,
 }
 
 /// `POST /api/auth/verify`: the token of the link in the verification mail.

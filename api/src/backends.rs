@@ -64,7 +64,7 @@ pub struct AdminBackend {
     pub cards: BTreeMap<String, u32>,
 }
 
-/// `POST /api/admin/reconcile?silent_after_s=`: what the sweep did.
+/// `POST /api/admin/reconcile?silent_after_s=&recheck_after_s=`: what the sweep did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Reconciled {
     /// Silent jobs asked about.

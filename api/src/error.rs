@@ -82,6 +82,8 @@ codes! {
     AlreadyVerified = "already_verified", 409;
     /// The trial credit of this mailbox (the address without a `+tag`) went to another account.
     TrialTaken = "trial_taken", 409;
+    /// Something that persists (a saved experiment) needs an account whose email is verified.
+    EmailNotVerified = "email_not_verified", 403;
 
     // Credits.
     /// Not a promotion code's spelling (3-64 letters, digits, '-' or '_').

@@ -65,6 +65,34 @@ pub struct Experiment {
     /// with the link: each downloads from its `url` (`/api/experiments/{id}/artifacts/{name}`).
     #[serde(default)]
     pub artifacts: Vec<crate::Artifact>,
+    /// Whether the signed-in caller saved it (so a page offers to unpublish or delete it);
+    /// worked out for each answer, never stored in the snapshot (absent when false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub yours: bool,
+}
+
+/// `PATCH /api/experiments/{id}`: publishes the snapshot, or takes its link back (the owner only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentChange {
+    pub published: bool,
+}
+
+/// `DELETE /api/experiments/{id}`: the snapshot is gone, and its link with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ExperimentDeleted {
+    pub id: String,
+    /// What it took of the account's experiment quota.
+    pub freed_bytes: u64,
+}
+
+/// An account's saved experiments against its limits (`GET /api/me`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ExperimentUsage {
+    pub count: u64,
+    pub max_count: u64,
+    pub used_bytes: u64,
+    pub quota_bytes: u64,
 }
 
 impl Experiment {

@@ -37,7 +37,10 @@ pub use credits::{
     Refund, RefundAnswer, RefundRequest,
 };
 pub use error::{ErrorBody, ErrorCode, ErrorEnvelope, InvalidSpecDetails};
-pub use experiments::{Experiment, ExperimentJob, NewExperiment, PlanSummary, SavedExperiment};
+pub use experiments::{
+    Experiment, ExperimentChange, ExperimentDeleted, ExperimentJob, ExperimentUsage, NewExperiment,
+    PlanSummary, SavedExperiment,
+};
 pub use job_state::JobState;
 pub use jobs::{
     CheckpointEntry, CheckpointList, Job, JobList, LogAccepted, LogChunk, Messages, MetricPoint,

@@ -6,9 +6,9 @@
 
 use crate::i18n::Key;
 pub use api::{
-    BackendList, ErrorCode, Experiment, Job, JobList, JobState, Ledger, LedgerKind, LogChunk,
-    MetricPoint, MetricsPage, Redeemed, SavedExperiment, TokenList, TokenRevoked, VerificationSent,
-    Verified,
+    BackendList, ErrorCode, Experiment, ExperimentDeleted, Job, JobList, JobState, Ledger,
+    LedgerKind, LogChunk, MetricPoint, MetricsPage, Redeemed, SavedExperiment, TokenList,
+    TokenRevoked, VerificationSent, Verified,
 };
 use serde::Deserialize;
 
@@ -170,6 +170,7 @@ pub fn code_key(code: ErrorCode) -> Key {
         C::LinkExpired => Key::ErrLinkExpired,
         C::AlreadyVerified => Key::ErrAlreadyVerified,
         C::TrialTaken => Key::ErrTrialTaken,
+        C::EmailNotVerified => Key::ErrEmailNotVerified,
         C::Unauthenticated => Key::ErrSignInFirst,
         C::Forbidden => Key::ErrForbidden,
         C::BadOrigin => Key::ErrBadOrigin,

@@ -205,6 +205,14 @@ messages! {
     ArtifactUploading => "uploading, parts:", "上传中，分片：";
     ShareArtifacts => "Share its artifacts with the link", "通过链接共享其产物";
     ArtifactsUsed => "Your account's artifacts use", "账户的产物已用";
+    ExperimentsUsed => "Your saved experiments", "已保存的实验";
+    ExperimentIsPublic => "Anyone with the link can see this experiment.", "任何拿到链接的人都能查看这个实验。";
+    ExperimentIsPrivate => "Only you can see this experiment: its link shows nothing to anyone else.", "只有你能查看这个实验：别人打开链接什么也看不到。";
+    ExperimentUnpublish => "Take the link back", "收回链接";
+    ExperimentPublish => "Publish the link", "公开链接";
+    ExperimentDelete => "Delete the experiment", "删除实验";
+    ExperimentDeleteConfirm => "Click again to delete it for good", "再点一次即永久删除";
+    ExperimentDeletedNote => "Deleted: the experiment and its link are gone.", "已删除：实验和它的链接都已不存在。";
     ArtifactsKeptDays => "kept for days:", "保留天数：";
     LossCurve => "Loss curve", "损失曲线";
     TrainLoss => "train loss", "训练损失";
@@ -242,6 +250,7 @@ messages! {
     ErrInvalidLink => "This verification link is not valid. Open the link from the newest mail, or send a new one from your account page.", "该验证链接无效。请打开最新邮件中的链接，或在账户页重新发送。";
     ErrLinkExpired => "This verification link has expired. Send a new one from your account page.", "该验证链接已过期。请在账户页重新发送。";
     ErrAlreadyVerified => "Your email is verified already.", "你的邮箱已经验证过了。";
+    ErrEmailNotVerified => "Verify your email first: open the link in the mail we sent you.", "请先验证邮箱：打开我们发给你的邮件中的链接。";
     ErrTrialTaken => "Your email is verified, but this mailbox's trial credit went to another account (an address of the same mailbox, for example with a +tag).", "邮箱已验证，但该邮箱的试用额度已发放给另一个账户（同一邮箱的其他地址，例如带 +标签 的地址）。";
     ErrSignInFirst => "You are not signed in.", "你尚未登录。";
     ErrBadOrigin => "This request came from another site and was refused.", "该请求来自其他网站，已被拒绝。";

@@ -149,20 +149,22 @@ fn admin(authorization: Option<&str>, configured: &str) -> Result<(), ApiError> 
     }
 }
 
-/// A job's own token, once the job is looked up (`hash_and_state` reads its token hash and
-/// state): the job must exist (404), the token must be its own (403, compared in constant time),
-/// and a job that has ended takes nothing more from its token: no state, message, metric or log
-/// (409). The job, when its token may act for it.
+/// A job's own token, once the job is looked up (`view` reads its token hash, its state and when
+/// its token stops, [`token_expires_at`]): the job must exist (404), the token must be its own
+/// (403, compared in constant time), and a job that has ended, or has run past its time limit
+/// and the grace after it, takes nothing more from its token: no state, message, metric, log or
+/// artifact (409). The job, when its token may act for it at `now`.
 pub fn check_job_token<J>(
     id: &str,
     token: &str,
     job: Option<J>,
-    hash_and_state: impl Fn(&J) -> (&str, JobState),
+    now: i64,
+    view: impl Fn(&J) -> (&str, JobState, Option<i64>),
 ) -> Result<J, ApiError> {
     let Some(job) = job else {
         return Err(ApiError::not_found(format!("no job {id}")));
     };
-    let (token_hash, state) = hash_and_state(&job);
+    let (token_hash, state, expires_at) = view(&job);
     if !same_secret(&hash_token(token), token_hash) {
         return Err(ApiError::new(
             ErrorCode::Forbidden,
@@ -178,7 +180,29 @@ pub fn check_job_token<J>(
             ),
         ));
     }
+    if let Some(at) = expires_at.filter(|at| now > *at) {
+        return Err(ApiError::new(
+            ErrorCode::AlreadyFinished,
+            format!(
+                "job {id} has run past its time limit and the grace after it (its token stopped at {}); \
+                 its token can no longer report",
+                crate::time::format_rfc3339_ms(at)
+            ),
+        ));
+    }
     Ok(job)
+}
+
+/// When a job's token stops: `grace_s` after the job's time limit has run out since it started,
+/// whatever it reports meanwhile; `None` while it has not started (or its row predates time
+/// limits), when only its state ends the token.
+pub fn token_expires_at(
+    started_at: Option<i64>,
+    time_limit_s: Option<i64>,
+    grace_s: i64,
+) -> Option<i64> {
+    let limit_ms = time_limit_s?.saturating_add(grace_s).saturating_mul(1000);
+    Some(started_at?.saturating_add(limit_ms))
 }
 
 #[cfg(test)]
@@ -353,15 +377,16 @@ mod tests {
     #[test]
     fn a_job_token_is_its_own_jobs_while_the_job_lives() {
         let hash = hash_token("t1");
-        fn check<'a>(
-            token: &str,
-            job: Option<(&'a str, JobState)>,
-        ) -> Result<(&'a str, JobState), ApiError> {
-            check_job_token("ab12", token, job, |j| *j)
+        type View<'a> = (&'a str, JobState, Option<i64>);
+        fn check<'a>(token: &str, job: Option<View<'a>>) -> Result<View<'a>, ApiError> {
+            check_job_token("ab12", token, job, 5_000, |j| *j)
         }
-        let running = Some((hash.as_str(), JobState::Running));
-        assert_eq!(check("t1", running), Ok((hash.as_str(), JobState::Running)));
-        assert!(check("t1", Some((&hash, JobState::Dispatching))).is_ok());
+        let running = Some((hash.as_str(), JobState::Running, None));
+        assert_eq!(
+            check("t1", running),
+            Ok((hash.as_str(), JobState::Running, None))
+        );
+        assert!(check("t1", Some((&hash, JobState::Dispatching, None))).is_ok());
         let e = check("t1", None).unwrap_err();
         assert_eq!((e.status, e.message.as_str()), (404, "no job ab12"));
         let e = check("t2", running).unwrap_err();
@@ -372,15 +397,33 @@ mod tests {
                 "this token does not belong to this job"
             )
         );
-        let e = check("t1", Some((&hash, JobState::Succeeded))).unwrap_err();
+        let e = check("t1", Some((&hash, JobState::Succeeded, None))).unwrap_err();
         assert_eq!(e.code, ErrorCode::AlreadyFinished);
         assert_eq!(
             e.message,
             "job ab12 has ended (succeeded); its token can no longer report"
         );
         // The token is checked before the state: another job's token learns nothing.
-        let e = check("t2", Some((&hash, JobState::Failed))).unwrap_err();
+        let e = check("t2", Some((&hash, JobState::Failed, None))).unwrap_err();
         assert_eq!(e.code, ErrorCode::Forbidden);
+        // A running job's token stops once its time limit and grace are over, reports or not.
+        assert!(check("t1", Some((&hash, JobState::Running, Some(5_000)))).is_ok());
+        let e = check("t1", Some((&hash, JobState::Running, Some(4_999)))).unwrap_err();
+        assert_eq!((e.status, e.code), (409, ErrorCode::AlreadyFinished));
+        assert!(e.message.contains("past its time limit"), "{}", e.message);
+        let e = check("t2", Some((&hash, JobState::Running, Some(0)))).unwrap_err();
+        assert_eq!(e.code, ErrorCode::Forbidden);
+    }
+
+    #[test]
+    fn a_token_stops_after_the_time_limit_and_grace_from_the_start() {
+        assert_eq!(token_expires_at(Some(1_000), Some(60), 30), Some(91_000));
+        assert_eq!(token_expires_at(None, Some(60), 30), None, "not started");
+        assert_eq!(token_expires_at(Some(1_000), None, 30), None, "an old row");
+        assert_eq!(
+            token_expires_at(Some(i64::MAX - 1), Some(i64::MAX), 30),
+            Some(i64::MAX)
+        );
     }
 
     /// The route table is the gate: no route but the public ones lets a request without

@@ -16,6 +16,16 @@ pub const MAX_LOG_BYTES: u64 = 4 * 1024 * 1024;
 /// The most one read returns.
 pub const MAX_READ_BYTES: usize = 64 * 1024;
 
+/// A stored piece takes more pushed bytes while it stays at most this long: pushes of a few bytes
+/// each join one row instead of a row each (a log's rows stay under 2 × MAX_LOG_BYTES / this).
+pub const JOIN_UP_TO_BYTES: u64 = 16 * 1024;
+
+/// Whether `take` pushed bytes join the last stored piece of `last_bytes` rather than start a new
+/// one: while the two together stay within [`JOIN_UP_TO_BYTES`].
+pub fn joins_last(last_bytes: u64, take: usize) -> bool {
+    last_bytes.saturating_add(take as u64) <= JOIN_UP_TO_BYTES
+}
+
 /// What to store of a pushed chunk: `skip` bytes the edge already has (a retry), then `take`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Append {
@@ -124,6 +134,26 @@ pub fn read(pieces: &[(u64, String)], offset: u64, job_ended: bool) -> LogChunk 
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn tiny_pushes_join_one_row() {
+        assert!(joins_last(0, 1));
+        assert!(joins_last(JOIN_UP_TO_BYTES - 1, 1));
+        assert!(!joins_last(JOIN_UP_TO_BYTES, 1));
+        assert!(!joins_last(10, MAX_CHUNK_BYTES));
+        // A whole log pushed a byte at a time makes one row per JOIN_UP_TO_BYTES.
+        let (mut rows, mut last) = (0u64, None::<u64>);
+        for _ in 0..MAX_LOG_BYTES / 64 {
+            match last {
+                Some(b) if joins_last(b, 64) => last = Some(b + 64),
+                _ => {
+                    rows += 1;
+                    last = Some(64);
+                }
+            }
+        }
+        assert_eq!(rows, MAX_LOG_BYTES / JOIN_UP_TO_BYTES);
+    }
 
     #[test]
     fn retries_overlap_and_gaps_are_refused() {

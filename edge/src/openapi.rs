@@ -71,6 +71,11 @@ fn bodies(id: RouteId, s: &mut Schemas) -> (Option<Value>, Option<Value>) {
         ),
         GetExperiment => (None, Some(s.of::<api::Experiment>())),
         GetExperimentArtifact => (None, None),
+        ChangeExperiment => (
+            Some(s.of::<api::ExperimentChange>()),
+            Some(s.of::<api::SavedExperiment>()),
+        ),
+        DeleteExperiment => (None, Some(s.of::<api::ExperimentDeleted>())),
     }
 }
 
@@ -341,7 +346,8 @@ mod tests {
             StartUpload | UploadPart => "upload",
             ListArtifacts => "artifact_list",
             DeleteArtifact => "artifact_deleted",
-            CreateExperiment => "saved_experiment",
+            CreateExperiment | ChangeExperiment => "saved_experiment",
+            DeleteExperiment => "experiment_deleted",
             GetExperiment => "experiment",
             OpenApi | JobCheckpoint | GetArtifact | GetExperimentArtifact => return None,
         })

@@ -59,6 +59,8 @@ pub enum RouteId {
     CreateExperiment,
     GetExperiment,
     GetExperimentArtifact,
+    ChangeExperiment,
+    DeleteExperiment,
 }
 
 /// One route: method, path template (`{id}`, `{name}`: one path segment each), who may call it,
@@ -414,6 +416,22 @@ pub const ROUTES: &[Route] = &[
         MaybeUser,
         200,
         "Download an artifact its job's owner shared with the experiment (honours `Range`)",
+    ),
+    r(
+        ChangeExperiment,
+        "PATCH",
+        "/api/experiments/{id}",
+        User,
+        200,
+        "Publish a saved experiment, or take its link back (the owner only)",
+    ),
+    r(
+        DeleteExperiment,
+        "DELETE",
+        "/api/experiments/{id}",
+        User,
+        200,
+        "Delete a saved experiment and its link (the owner only)",
     ),
 ];
 

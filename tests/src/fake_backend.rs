@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex};
 
 /// A spec whose submission the fake accepts but answers only after the edge gave up waiting.
 pub const SLOW_NAME: &str = "slow-accept";
+/// A job whose name starts with this waits in the fake's queue until a test says otherwise.
+pub const QUEUED_NAME: &str = "waits-in-queue";
 /// A spec whose submission the fake never answers and never keeps.
 pub const LOST_NAME: &str = "lost-submit";
 /// How long the fake stalls the two kinds of submission above (a test sets the edge's
@@ -136,7 +138,12 @@ fn route(
             let slow = spec.contains(&format!("name = \"{SLOW_NAME}"));
             f.submissions += 1;
             let id = format!("r{}", f.submissions);
-            f.jobs.insert(id.clone(), FakeJob::submitted(&b));
+            let mut job = FakeJob::submitted(&b);
+            if spec.contains(&format!("name = \"{QUEUED_NAME}")) {
+                job.state = "queued".into();
+            }
+            let state = job.state.clone();
+            f.jobs.insert(id.clone(), job);
             if slow {
                 drop(f);
                 std::thread::sleep(STALL);
@@ -144,9 +151,7 @@ fn route(
             (
                 201,
                 "application/json",
-                json!({"id": id, "state": "running"})
-                    .to_string()
-                    .into_bytes(),
+                json!({"id": id, "state": state}).to_string().into_bytes(),
             )
         }
         ("GET", ["jobs"]) => {

@@ -47,6 +47,12 @@ pub(super) fn accounts_samples() -> Vec<Sample> {
                     quota_bytes: 10 << 30,
                     retention_days: 30,
                 }),
+                experiments: Some(crate::ExperimentUsage {
+                    count: 3,
+                    max_count: 1000,
+                    used_bytes: 48 << 10,
+                    quota_bytes: 64 << 20,
+                }),
             },
         ),
         sample(

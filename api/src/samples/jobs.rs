@@ -277,6 +277,15 @@ pub(super) fn experiments_samples() -> Vec<Sample> {
                         .into(),
                     stored_at: T1.into(),
                 }],
+                yours: false,
+            },
+        ),
+        sample("experiment_change", ExperimentChange { published: false }),
+        sample(
+            "experiment_deleted",
+            ExperimentDeleted {
+                id: "ab12".into(),
+                freed_bytes: 16 << 10,
             },
         ),
     ]

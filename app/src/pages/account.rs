@@ -68,15 +68,7 @@ fn Credit() -> impl IntoView {
             {tr(i, Key::Balance)}": "
             <strong data-testid="balance" data-fen=move || balance().to_string()>{move || jobspec::yuan(balance())}</strong>
         </p>
-        {move || session.me.get().and_then(|m| m.artifacts).map(|a| {
-            let size = crate::pages::job_artifacts::size;
-            view! {
-                <p class="muted" data-testid="artifact-usage" data-used=a.used_bytes.to_string()>
-                    {tr(i, Key::ArtifactsUsed)}" "{format!("{} / {}", size(a.used_bytes), size(a.quota_bytes))}
-                    " · "{tr(i, Key::ArtifactsKeptDays)}" "{a.retention_days}
-                </p>
-            }
-        })}
+        <Usage/>
         <RedeemBox on_redeemed=move |r: Redeemed| {
             session.set_balance(r.balance_fen);
             // Read the ledger again: it has a new entry.
@@ -118,6 +110,31 @@ fn Credit() -> impl IntoView {
 }
 
 /// The trial credit waits for a verified email: say so, and offer to mail the link again.
+/// What the account's artifacts and saved experiments take of their limits.
+#[component]
+fn Usage() -> impl IntoView {
+    let i = use_i18n();
+    let session = use_session();
+    let size = crate::pages::job_artifacts::size;
+    view! {
+        {move || session.me.get().and_then(|m| m.artifacts).map(|a| {
+            view! {
+                <p class="muted" data-testid="artifact-usage" data-used=a.used_bytes.to_string()>
+                    {tr(i, Key::ArtifactsUsed)}" "{format!("{} / {}", size(a.used_bytes), size(a.quota_bytes))}
+                    " · "{tr(i, Key::ArtifactsKeptDays)}" "{a.retention_days}
+                </p>
+            }
+        })}
+        {move || session.me.get().and_then(|m| m.experiments).map(|x| {
+            view! {
+                <p class="muted" data-testid="experiment-usage" data-count=x.count.to_string()>
+                    {tr(i, Key::ExperimentsUsed)}" "{format!("{} / {} · {} / {}", x.count, x.max_count, size(x.used_bytes), size(x.quota_bytes))}
+                </p>
+            }
+        })}
+    }
+}
+
 #[component]
 fn VerifyNote(email: String) -> impl IntoView {
     let i = use_i18n();

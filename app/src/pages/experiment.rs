@@ -39,9 +39,13 @@ fn Snapshot(x: Experiment) -> impl IntoView {
         .as_ref()
         .map(|j| j.metrics.clone())
         .unwrap_or_default();
+    let owner = x.yours.then(|| {
+        view! { <crate::pages::experiment_owner::OwnerControls id=x.id.clone() published=x.published/> }
+    });
     view! {
         <h1 data-testid="experiment-title">{x.title}</h1>
         <p class="muted">{i.t(Key::ExperimentTitle)}" · "{short_utc(&x.created_at)}" · "{i.t(Key::ReadOnly)}</p>
+        {owner}
         <h2>{i.t(Key::Estimates)}</h2>
         <dl class="facts" data-testid="experiment-estimates">
             {p.memory.map(|m| {

@@ -5,6 +5,7 @@ pub mod account_tokens;
 pub mod auth;
 pub mod bits;
 pub mod experiment;
+pub mod experiment_owner;
 pub mod job;
 pub mod job_artifacts;
 pub mod job_notify;

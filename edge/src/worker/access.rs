@@ -43,7 +43,7 @@ pub struct Admin(());
 
 /// The live job whose own token the request carried (`JobToken` routes).
 #[derive(Debug)]
-pub struct JobCaller(JobRow);
+pub struct JobCaller(Box<JobRow>);
 
 impl JobCaller {
     pub fn job(&self) -> &JobRow {
@@ -146,10 +146,12 @@ pub async fn authenticate(
         Lookup::Admin => Caller::Admin(Admin(())),
         Lookup::Job { id, token } => {
             let job = row::by_id(env, id).await?;
-            let job = access::check_job_token(id, token, job, |j: &JobRow| {
-                (j.token_hash.as_str(), j.state())
+            let grace_s = db::setting(env, "TOKEN_GRACE_S", 900);
+            let job = access::check_job_token(id, token, job, now_ms(), |j: &JobRow| {
+                let expires_at = access::token_expires_at(j.started_at, j.time_limit_s, grace_s);
+                (j.token_hash.as_str(), j.state(), expires_at)
             })?;
-            Caller::Job(JobCaller(job))
+            Caller::Job(JobCaller(Box::new(job)))
         }
     })
 }

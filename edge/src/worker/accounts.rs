@@ -151,6 +151,7 @@ pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
         balance_fen: 0,
         email_verified: false,
         artifacts: Some(super::artifacts::usage(env, &id).await?),
+        experiments: Some(super::experiments::usage(env, &id).await?),
     };
     let resp = http::json(201, &answer)?;
     with_cookie(resp, &session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
@@ -213,6 +214,7 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
             email,
             email_verified: user.email_verified_at.is_some(),
             artifacts: Some(super::artifacts::usage(env, &user.id).await?),
+            experiments: Some(super::experiments::usage(env, &user.id).await?),
         },
     )?;
     with_cookie(resp, &session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
@@ -239,6 +241,7 @@ pub async fn me(user: User, env: &Env) -> ApiResult<Response> {
             balance_fen,
             email_verified: user.email_verified,
             artifacts: Some(super::artifacts::usage(env, &user.id).await?),
+            experiments: Some(super::experiments::usage(env, &user.id).await?),
         },
     )
     .map_err(http::internal("response"))

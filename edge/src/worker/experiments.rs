@@ -17,6 +17,15 @@ use api::experiments::MAX_TITLE_CHARS;
 
 pub async fn create(user: User, mut req: Request, env: &Env) -> ApiResult<SavedExperiment> {
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
+    // What persists under a link is for accounts whose owner opened their verification mail, so
+    // sign-ups by the hundred cannot fill the database.
+    if !user.email_verified {
+        return Err(ApiError::new(
+            ErrorCode::EmailNotVerified,
+            "verify the account's email first (the link is in the mail sent at sign-up): only a \
+             verified account can save experiments",
+        ));
+    }
     let e: NewExperiment = wire::parse_json(&body)?;
     if let Some(t) = &e.title {
         wire::check_label("title", t, MAX_TITLE_CHARS)?;
@@ -63,6 +72,7 @@ pub async fn create(user: User, mut req: Request, env: &Env) -> ApiResult<SavedE
         plan,
         job,
         artifacts,
+        yours: false,
     };
     store(env, &user, &snapshot, shared, now).await?;
     Ok(SavedExperiment {
@@ -121,7 +131,39 @@ async fn finished_job(env: &Env, user: &User, id: &str) -> ApiResult<ExperimentJ
     })
 }
 
-/// Stores a snapshot under the account's limit of saved experiments.
+fn limits(env: &Env) -> (i64, i64) {
+    (
+        db::setting(env, "EXPERIMENTS_PER_USER", 1000),
+        db::setting(env, "EXPERIMENT_BYTES_PER_USER", 64 << 20),
+    )
+}
+
+/// An account's saved experiments against its limits (`GET /api/me`).
+pub async fn usage(env: &Env, user_id: &str) -> ApiResult<api::ExperimentUsage> {
+    #[derive(Deserialize)]
+    struct Used {
+        count: i64,
+        bytes: Option<i64>,
+    }
+    let used = db::first::<Used>(
+        env,
+        "SELECT COUNT(*) AS count, SUM(LENGTH(CAST(snapshot AS BLOB))) AS bytes FROM experiments WHERE user_id = ?",
+        &[s(user_id)],
+    )
+    .await?;
+    let (count, bytes) = used.map_or((0, 0), |u| (u.count, u.bytes.unwrap_or(0)));
+    let (max_count, quota_bytes) = limits(env);
+    let u = |v: i64| u64::try_from(v).unwrap_or(0);
+    Ok(api::ExperimentUsage {
+        count: u(count),
+        max_count: u(max_count),
+        used_bytes: u(bytes),
+        quota_bytes: u(quota_bytes),
+    })
+}
+
+/// Stores a snapshot under the account's limits of saved experiments: how many, and how many
+/// bytes all of them take.
 async fn store(
     env: &Env,
     user: &User,
@@ -130,12 +172,14 @@ async fn store(
     now: i64,
 ) -> ApiResult<()> {
     let text = serde_json::to_string(snapshot).map_err(|e| ApiError::internal(e.to_string()))?;
-    // One statement counts and inserts, so parallel saves cannot pass the limit together.
-    let limit = db::setting(env, "EXPERIMENTS_PER_USER", 1000);
+    // One statement counts and inserts, so parallel saves cannot pass the limits together.
+    let (limit, quota) = limits(env);
     let inserted = db::run(
         env,
         "INSERT INTO experiments (id, user_id, published, snapshot, created_at, artifacts_job_id) \
-         SELECT ?, ?, ?, ?, ?, ? WHERE (SELECT COUNT(*) FROM experiments WHERE user_id = ?) < ?",
+         SELECT ?, ?, ?, ?, ?, ? WHERE (SELECT COUNT(*) FROM experiments WHERE user_id = ?) < ? \
+         AND (SELECT COALESCE(SUM(LENGTH(CAST(snapshot AS BLOB))), 0) FROM experiments WHERE user_id = ?) \
+         + LENGTH(CAST(? AS BLOB)) <= ?",
         &[
             s(&snapshot.id),
             s(&user.id),
@@ -145,13 +189,95 @@ async fn store(
             db::opt_s(artifacts_job),
             s(&user.id),
             n(limit),
+            s(&user.id),
+            s(&text),
+            n(quota),
         ],
     )
     .await?;
-    if inserted == 0 {
+    if inserted != 0 {
+        return Ok(());
+    }
+    let used = usage(env, &user.id).await?;
+    if used.count >= used.max_count {
         return Err(db::limit_reached("saved experiments per account", limit));
     }
-    Ok(())
+    Err(ApiError::new(
+        ErrorCode::LimitReached,
+        format!(
+            "the account's saved experiments may take {quota} bytes and {} are in use, so this one \
+             ({} bytes) does not fit; delete experiments you no longer need",
+            used.used_bytes,
+            text.len()
+        ),
+    )
+    .with_details(serde_json::json!({
+        "limit": "experiment_bytes",
+        "quota_bytes": quota,
+        "used_bytes": used.used_bytes,
+    })))
+}
+
+/// The caller's own experiment `id`: 404 for one that is missing or someone else's alike.
+async fn owned_row(user: &User, env: &Env, id: &str) -> ApiResult<i64> {
+    wire::check_id(id)?;
+    #[derive(Deserialize)]
+    struct Row {
+        bytes: i64,
+    }
+    db::first::<Row>(
+        env,
+        "SELECT LENGTH(CAST(snapshot AS BLOB)) AS bytes FROM experiments WHERE id = ? AND user_id = ?",
+        &[s(id), s(&user.id)],
+    )
+    .await?
+    .map(|r| r.bytes)
+    .ok_or_else(|| ApiError::not_found(format!("no experiment {id}")))
+}
+
+/// `PATCH /api/experiments/{id}`: the owner publishes the snapshot or takes its link back
+/// (anyone else then gets 404); the snapshot itself stays as it was saved.
+pub async fn change(
+    user: User,
+    mut req: Request,
+    env: &Env,
+    id: &str,
+) -> ApiResult<SavedExperiment> {
+    let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
+    let c: api::ExperimentChange = wire::parse_json(&body)?;
+    owned_row(&user, env, id).await?;
+    db::run(
+        env,
+        "UPDATE experiments SET published = ?, snapshot = json_set(snapshot, '$.published', json(?)) \
+         WHERE id = ? AND user_id = ?",
+        &[
+            n(i64::from(c.published)),
+            s(if c.published { "true" } else { "false" }),
+            s(id),
+            s(&user.id),
+        ],
+    )
+    .await?;
+    Ok(SavedExperiment {
+        id: id.to_string(),
+        url: format!("/e/{id}"),
+        published: c.published,
+    })
+}
+
+/// `DELETE /api/experiments/{id}`: the owner deletes the snapshot; its link then finds nothing.
+pub async fn delete(user: User, env: &Env, id: &str) -> ApiResult<api::ExperimentDeleted> {
+    let bytes = owned_row(&user, env, id).await?;
+    db::run(
+        env,
+        "DELETE FROM experiments WHERE id = ? AND user_id = ?",
+        &[s(id), s(&user.id)],
+    )
+    .await?;
+    Ok(api::ExperimentDeleted {
+        id: id.to_string(),
+        freed_bytes: u64::try_from(bytes).unwrap_or(0),
+    })
 }
 
 /// An experiment's row as the caller may see it: 404 for a missing one, and for an unpublished
@@ -159,6 +285,8 @@ async fn store(
 struct Visible {
     snapshot: String,
     artifacts_job_id: Option<String>,
+    /// The viewer saved it.
+    yours: bool,
 }
 
 async fn visible(viewer: Option<User>, env: &Env, id: &str) -> ApiResult<Visible> {
@@ -179,15 +307,15 @@ async fn visible(viewer: Option<User>, env: &Env, id: &str) -> ApiResult<Visible
     )
     .await?
     .ok_or_else(not_found)?;
-    if row.published == 0 {
-        // Unpublished: the owner only; everyone else is told it does not exist.
-        if viewer.is_none_or(|user| user.id != row.user_id) {
-            return Err(not_found());
-        }
+    let yours = viewer.is_some_and(|user| user.id == row.user_id);
+    // Unpublished: the owner only; everyone else is told it does not exist.
+    if row.published == 0 && !yours {
+        return Err(not_found());
     }
     Ok(Visible {
         snapshot: row.snapshot,
         artifacts_job_id: row.artifacts_job_id,
+        yours,
     })
 }
 
@@ -198,7 +326,11 @@ fn snapshot(v: &Visible) -> ApiResult<Experiment> {
 
 /// A saved experiment; `viewer` is the signed-in caller, if any.
 pub async fn get(viewer: Option<User>, env: &Env, id: &str) -> ApiResult<Experiment> {
-    snapshot(&visible(viewer, env, id).await?)
+    let v = visible(viewer, env, id).await?;
+    Ok(Experiment {
+        yours: v.yours,
+        ..snapshot(&v)?
+    })
 }
 
 /// `GET /api/experiments/{id}/artifacts/{name}`: one of the artifacts the snapshot shares, for

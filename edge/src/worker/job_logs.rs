@@ -12,44 +12,76 @@ use api::LogAccepted;
 use serde::Deserialize;
 use worker::{Env, Request};
 
+/// The log's last stored piece, found by the primary key's order (pieces are contiguous, so it
+/// ends where the log ends) without reading the others.
 #[derive(Deserialize)]
-struct Stored {
-    stored: Option<i64>,
+struct Last {
+    offset: i64,
+    bytes: i64,
 }
 
-async fn stored_bytes(env: &Env, job_id: &str) -> ApiResult<u64> {
-    let row: Option<Stored> = db::first(
+async fn last_piece(env: &Env, job_id: &str) -> ApiResult<Option<(u64, u64)>> {
+    let row: Option<Last> = db::first(
         env,
-        "SELECT MAX(offset + bytes) AS stored FROM job_logs WHERE job_id = ?",
+        "SELECT offset, bytes FROM job_logs WHERE job_id = ? ORDER BY offset DESC LIMIT 1",
         &[s(job_id)],
     )
     .await?;
-    Ok(row
-        .and_then(|r| r.stored)
-        .and_then(|v| u64::try_from(v).ok())
-        .unwrap_or(0))
+    Ok(row.map(|r| {
+        let at = u64::try_from(r.offset).unwrap_or(0);
+        (at, u64::try_from(r.bytes).unwrap_or(0))
+    }))
+}
+
+async fn stored_bytes(env: &Env, job_id: &str) -> ApiResult<u64> {
+    Ok(last_piece(env, job_id)
+        .await?
+        .map_or(0, |(at, bytes)| at + bytes))
 }
 
 pub async fn push(caller: JobCaller, mut req: Request, env: &Env) -> ApiResult<LogAccepted> {
     let job = caller.job();
     let offset = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "offset", 0)?;
     let body = http::body(&mut req, MAX_CHUNK_BYTES).await?;
-    let stored = stored_bytes(env, &job.id).await?;
+    let last = last_piece(env, &job.id).await?;
+    let stored = last.map_or(0, |(at, bytes)| at + bytes);
     let plan = job_logs::plan_append(stored, offset, body.len())?;
     if plan.take > 0 {
-        let piece = &body[plan.skip..plan.skip + plan.take];
-        // The primary key (job, offset) makes a racing duplicate of this piece a no-op.
-        db::run(
-            env,
-            "INSERT OR IGNORE INTO job_logs (job_id, offset, bytes, text) VALUES (?, ?, ?, ?)",
-            &[
-                s(&job.id),
-                n(i64::try_from(plan.offset).unwrap_or(i64::MAX)),
-                n(i64::try_from(plan.take).unwrap_or(i64::MAX)),
-                s(&job_logs::to_text(piece)),
-            ],
-        )
-        .await?;
+        let text = job_logs::to_text(&body[plan.skip..plan.skip + plan.take]);
+        let take = i64::try_from(plan.take).unwrap_or(i64::MAX);
+        match last.filter(|(_, bytes)| job_logs::joins_last(*bytes, plan.take)) {
+            // A small push joins the last piece, so tiny pushes do not make a row each. The
+            // piece must still be as long as it was read: a racing duplicate changes nothing.
+            Some((at, bytes)) => {
+                db::run(
+                    env,
+                    "UPDATE job_logs SET text = text || ?, bytes = bytes + ? \
+                     WHERE job_id = ? AND offset = ? AND bytes = ?",
+                    &[
+                        s(&text),
+                        n(take),
+                        s(&job.id),
+                        n(i64::try_from(at).unwrap_or(i64::MAX)),
+                        n(i64::try_from(bytes).unwrap_or(i64::MAX)),
+                    ],
+                )
+                .await?;
+            }
+            // The primary key (job, offset) makes a racing duplicate of this piece a no-op.
+            None => {
+                db::run(
+                    env,
+                    "INSERT OR IGNORE INTO job_logs (job_id, offset, bytes, text) VALUES (?, ?, ?, ?)",
+                    &[
+                        s(&job.id),
+                        n(i64::try_from(plan.offset).unwrap_or(i64::MAX)),
+                        n(take),
+                        s(&text),
+                    ],
+                )
+                .await?;
+            }
+        }
     }
     let next = plan.offset + plan.take as u64;
     Ok(LogAccepted {

@@ -100,7 +100,7 @@ struct NoRouteDetails<'a> {
 #[event(scheduled)]
 async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     // A failed sweep is retried by the next tick; there is no caller to report to.
-    let _ = report::reconcile(&env, None).await;
+    let _ = report::reconcile(&env, None, None).await;
     let _ = artifacts::sweep(&env, 100).await;
 }
 
@@ -182,5 +182,10 @@ async fn handle(id: RouteId, params: Vec<String>, req: Request, env: &Env) -> Ap
         RouteId::GetExperimentArtifact => {
             experiments::artifact(caller.maybe_user()?, req, env, p, name).await
         }
+        RouteId::ChangeExperiment => ok(
+            status,
+            experiments::change(caller.user()?, req, env, p).await,
+        ),
+        RouteId::DeleteExperiment => ok(status, experiments::delete(caller.user()?, env, p).await),
     }
 }

@@ -154,12 +154,14 @@ async fn store_metrics(env: &Env, job_id: &str, points: &[MetricPoint]) -> ApiRe
         let step = n(i64::try_from(p.step).unwrap_or(i64::MAX));
         // A point never rewrites the past: it goes after the last step stored, or, for that
         // last step itself, only adds the validation loss it did not have (the trainer sends
-        // a step's line again with its eval loss); one for an earlier step is dropped.
+        // a step's line again with its eval loss); one for an earlier step is dropped. The cap
+        // holds in the statement itself, so reports racing past the count above cannot pass it.
         stmts.push(
             db.prepare(
                 "INSERT INTO job_metrics (job_id, step, loss, val_loss, lr, tokens_per_s, elapsed_s) \
                  SELECT ?, ?, ?, ?, ?, ?, ? \
                  WHERE ? >= COALESCE((SELECT MAX(step) FROM job_metrics WHERE job_id = ?), -1) \
+                 AND (SELECT COUNT(*) FROM job_metrics WHERE job_id = ?) < ? \
                  ON CONFLICT (job_id, step) DO UPDATE SET val_loss = COALESCE(job_metrics.val_loss, excluded.val_loss)",
             )
             .bind(&[
@@ -172,6 +174,8 @@ async fn store_metrics(env: &Env, job_id: &str, points: &[MetricPoint]) -> ApiRe
                 wasm_bindgen::JsValue::from_f64(p.elapsed_s),
                 step,
                 s(job_id),
+                s(job_id),
+                n(limit),
             ])
             .map_err(http::internal("metrics"))?,
         );
@@ -462,44 +466,53 @@ async fn settle(env: &Env, user_id: &str, job_id: &str, capture: i64) -> ApiResu
 }
 
 pub async fn admin_reconcile(_: Admin, req: Request, env: &Env) -> ApiResult<Reconciled> {
-    let silent = wire::query_u64(
-        req.url().ok().as_ref().and_then(|u| u.query()),
-        "silent_after_s",
-        u64::MAX,
-    )?;
-    reconcile(
-        env,
-        (silent != u64::MAX).then(|| i64::try_from(silent).unwrap_or(i64::MAX)),
-    )
-    .await
+    let url = req.url().ok();
+    let query = url.as_ref().and_then(|u| u.query());
+    let seconds = |name| -> ApiResult<Option<i64>> {
+        let v = wire::query_u64(query, name, u64::MAX)?;
+        Ok((v != u64::MAX).then(|| i64::try_from(v).unwrap_or(i64::MAX)))
+    };
+    reconcile(env, seconds("silent_after_s")?, seconds("recheck_after_s")?).await
 }
 
 /// Asks backends about running jobs with no report for `silent_after_s` (the SILENT_AFTER_S var,
-/// default 120 s), finishes the ones that ended, and retries settlements that failed.
-pub async fn reconcile(env: &Env, silent_after_s: Option<i64>) -> ApiResult<Reconciled> {
-    let silent_s = silent_after_s.unwrap_or_else(|| {
-        env.var("SILENT_AFTER_S")
-            .ok()
-            .and_then(|v| v.to_string().parse().ok())
-            .unwrap_or(120)
-    });
+/// default 120 s) and about every running job not asked about for `recheck_after_s`
+/// (RECHECK_AFTER_S, 600 s), the
+/// longest unasked first, so a job that keeps reporting after its backend ended it is caught;
+/// finishes the ones that ended, and retries settlements that failed.
+pub async fn reconcile(
+    env: &Env,
+    silent_after_s: Option<i64>,
+    recheck_after_s: Option<i64>,
+) -> ApiResult<Reconciled> {
+    let silent_s = silent_after_s.unwrap_or_else(|| db::setting(env, "SILENT_AFTER_S", 120));
+    let recheck_s = recheck_after_s.unwrap_or_else(|| db::setting(env, "RECHECK_AFTER_S", 600));
     let now = now_ms();
     let cutoff = now.saturating_sub(silent_s.saturating_mul(1000));
-    // Silent jobs, jobs their backend never confirmed, and jobs that claimed an end.
+    let recheck = now.saturating_sub(recheck_s.saturating_mul(1000));
+    // Silent jobs, jobs not asked about for long, jobs their backend never confirmed, and jobs
+    // that claimed an end.
     let live: Vec<JobRow> = db::all(
         env,
         &format!(
             "SELECT {} FROM jobs WHERE state IN ('dispatching', 'queued', 'running') \
-             AND (COALESCE(last_report_at, created_at) <= ? OR remote_id IS NULL OR ending IS NOT NULL) LIMIT 100",
+             AND (COALESCE(last_report_at, created_at) <= ? OR COALESCE(checked_at, created_at) <= ? \
+             OR remote_id IS NULL OR ending IS NOT NULL) ORDER BY COALESCE(checked_at, 0) LIMIT 100",
             row::COLUMNS
         ),
-        &[n(cutoff)],
+        &[n(cutoff), n(recheck)],
     )
     .await?;
     let (mut checked, mut finished, mut unreachable) = (0, 0, 0);
     let timeout = backends::timeout(env);
     for job in &live {
         checked += 1;
+        db::run(
+            env,
+            "UPDATE jobs SET checked_at = ? WHERE id = ?",
+            &[n(now), s(&job.id)],
+        )
+        .await?;
         match check(env, job, timeout).await? {
             Checked::Finished => finished += 1,
             Checked::Unreachable => unreachable += 1,

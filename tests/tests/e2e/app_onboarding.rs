@@ -55,6 +55,70 @@ fn wait_job_state(browser: &Browser, stack: &Stack, wanted: &[&str], timeout: Du
     .unwrap()
 }
 
+/// Step 7: the job saved as an experiment, whose link shows the same curve and no email to a
+/// stranger, and which its owner alone takes back and publishes again; ends on the job's page.
+fn save_and_share(browser: &Browser, stack: &Stack, email: &str, job_id: &str) {
+    click(browser, "[data-testid=job-save]:not([disabled])");
+    let saved = browser.wait_for("[data-testid=job-saved]", WAIT).unwrap();
+    let exp_id = browser.attribute(&saved, "data-id").unwrap().unwrap();
+    let anonymous = Browser::start(Some("zh-CN")).expect("a second browser");
+    anonymous
+        .goto(&format!("{}/e/{exp_id}", stack.url))
+        .unwrap();
+    anonymous
+        .wait_for(
+            "[data-testid=experiment-result][data-state=succeeded]",
+            WAIT,
+        )
+        .expect("the shared page shows the result");
+    anonymous
+        .wait_for("[data-testid=loss-chart][data-train-points=\"30\"]", WAIT)
+        .expect("the shared page draws the loss curve");
+    let shared = text_content(&anonymous, "[data-testid=page-experiment]");
+    assert!(
+        anonymous
+            .find("[data-testid=experiment-owner]")
+            .unwrap()
+            .is_none(),
+        "only its owner sees the controls"
+    );
+    assert!(!shared.contains(email) && !shared.contains('@'), "{shared}");
+    assert!(
+        shared.contains("已成功"),
+        "the page speaks Chinese: {shared}"
+    );
+    anonymous
+        .goto(&format!("{}/e/ffffffff", stack.url))
+        .unwrap();
+    anonymous
+        .wait_for("[data-testid=experiment-unknown]", WAIT)
+        .expect("an unknown id says so");
+    // Its owner alone may take the link back, and publish it again.
+    let exp_url = format!("{}/e/{exp_id}", stack.url);
+    browser.goto(&exp_url).unwrap();
+    click(
+        browser,
+        "[data-testid=experiment-owner][data-published=true] [data-testid=experiment-publish]",
+    );
+    browser
+        .wait_for("[data-testid=experiment-owner][data-published=false]", WAIT)
+        .expect("the link is taken back");
+    anonymous.goto(&exp_url).unwrap();
+    anonymous
+        .wait_for("[data-testid=experiment-unknown]", WAIT)
+        .expect("a link taken back shows nothing");
+    click(browser, "[data-testid=experiment-publish]:not([disabled])");
+    browser
+        .wait_for("[data-testid=experiment-owner][data-published=true]", WAIT)
+        .expect("published again");
+    browser
+        .goto(&format!("{}/jobs/{job_id}", stack.url))
+        .unwrap();
+    browser
+        .wait_for("[data-testid=job-playground]", WAIT)
+        .unwrap();
+}
+
 #[test]
 #[ignore = "needs the built stack and ../shared: run through `cargo xtask test`"]
 fn first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve() {
@@ -186,37 +250,7 @@ fn first_token_plan_sign_up_redeem_submit_and_watch_the_loss_curve() {
     step("job succeeded", &mut t);
 
     // 7. Saved as an experiment: a share link whose page shows the same curve and no email.
-    click(&browser, "[data-testid=job-save]:not([disabled])");
-    let saved = browser.wait_for("[data-testid=job-saved]", WAIT).unwrap();
-    let exp_id = browser.attribute(&saved, "data-id").unwrap().unwrap();
-    let anonymous = Browser::start(Some("zh-CN")).expect("a second browser");
-    anonymous
-        .goto(&format!("{}/e/{exp_id}", stack.url))
-        .unwrap();
-    anonymous
-        .wait_for(
-            "[data-testid=experiment-result][data-state=succeeded]",
-            WAIT,
-        )
-        .expect("the shared page shows the result");
-    anonymous
-        .wait_for("[data-testid=loss-chart][data-train-points=\"30\"]", WAIT)
-        .expect("the shared page draws the loss curve");
-    let shared = text_content(&anonymous, "[data-testid=page-experiment]");
-    assert!(
-        !shared.contains(&email) && !shared.contains('@'),
-        "{shared}"
-    );
-    assert!(
-        shared.contains("已成功"),
-        "the page speaks Chinese: {shared}"
-    );
-    anonymous
-        .goto(&format!("{}/e/ffffffff", stack.url))
-        .unwrap();
-    anonymous
-        .wait_for("[data-testid=experiment-unknown]", WAIT)
-        .expect("an unknown id says so");
+    save_and_share(&browser, &stack, &email, &job_id);
     step("saved and shared", &mut t);
 
     // 8. The trained checkpoint in the playground.

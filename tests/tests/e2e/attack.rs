@@ -21,6 +21,7 @@
 mod artifacts;
 mod attack_support;
 mod inputs;
+mod job_writes;
 use attack_support::{in_the_browser, races};
 use inputs::{hostile_strings, malformed_bodies};
 
@@ -314,6 +315,7 @@ fn an_outsider_attacks_the_running_stack() {
 
     other_users(&w);
     stolen_tokens(&w);
+    job_writes::job_writes(&w);
     artifacts::artifacts(&w);
     money_fields(&w);
     let rendered = hostile_strings(&w);

@@ -14,8 +14,10 @@ use std::sync::{Arc, Mutex};
 
 mod access;
 mod ending;
-use access::{authorization, experiments, report_url_is_configured};
+mod owners;
+use access::{authorization, report_url_is_configured};
 use ending::{cancel_against_the_sweep, resume_from};
+use owners::{EXPERIMENT_BYTES, experiments};
 
 /// How long the edge waits for a backend here (`BACKEND_TIMEOUT_S`): less than the fake stalls.
 const EDGE_WAIT_S: f64 = 1.5;
@@ -70,6 +72,7 @@ fn edge_jobs() {
                 ("DISPATCH_GRACE_S".into(), "3".into()),
                 ("TOKENS_PER_USER".into(), "3".into()),
                 ("EXPERIMENTS_PER_USER".into(), "10".into()),
+                ("EXPERIMENT_BYTES_PER_USER".into(), EXPERIMENT_BYTES.to_string()),
                 ("METRICS_PER_JOB".into(), "5".into()),
             ],
             extra_backends: vec![
@@ -116,7 +119,7 @@ fn edge_jobs() {
                 report_url_is_configured,
             ),
             (
-                "experiments: immutable, unguessable, private data never shown",
+                "experiments: immutable, unguessable, private, their owner's",
                 experiments,
             ),
         ],

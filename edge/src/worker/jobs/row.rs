@@ -37,6 +37,9 @@ pub struct JobRow {
     pub ending: Option<String>,
     pub checkpoint: i64,
     pub token_hash: String,
+    /// The spec's time limit (absent on rows from before it was kept).
+    #[serde(default)]
+    pub time_limit_s: Option<i64>,
 }
 
 impl JobRow {
@@ -67,7 +70,7 @@ impl JobRow {
 }
 
 pub const COLUMNS: &str = "id, user_id, name, spec, state, backend, remote_id, card, cards, price_fen_per_hour, hold_fen, \
-     charged_fen, created_at, started_at, ended_at, last_report_at, message, reason, ending, checkpoint, token_hash";
+     charged_fen, created_at, started_at, ended_at, last_report_at, message, reason, ending, checkpoint, token_hash, time_limit_s";
 
 /// The job with this id, whoever owns it.
 pub async fn by_id(env: &Env, id: &str) -> ApiResult<Option<JobRow>> {

@@ -87,12 +87,21 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
         hold_fen,
         created_at: now_ms(),
     };
-    if !store(env, &user, &job).await? {
-        // A concurrent request with the same key won the insert: answer with its job.
-        let won = by_key(env, &user, &job.key)
-            .await?
-            .ok_or_else(|| ApiError::internal("idempotent job vanished"))?;
-        return created(200, &won);
+    let waiting_limit = db::setting(env, "WAITING_JOBS_PER_USER", 20);
+    if !store(env, &user, &job, waiting_limit).await? {
+        // A concurrent request with the same key won the insert: answer with its job. Without
+        // one, the account has as many jobs waiting to start as it may.
+        return match by_key(env, &user, &job.key).await? {
+            Some(won) => created(200, &won),
+            None => Err(ApiError::new(
+                ErrorCode::LimitReached,
+                format!(
+                    "the account has {waiting_limit} jobs waiting to start, as many as it may; \
+                     cancel one or wait until one starts, then submit again"
+                ),
+            )
+            .with_details(serde_json::json!({"limit": "waiting_jobs", "max": waiting_limit}))),
+        };
     }
     hold(env, &user, &job).await?;
     let id = job.id.clone();
@@ -176,13 +185,17 @@ fn submittable(content_type: Option<&str>, body: &[u8]) -> ApiResult<(ValidSpec,
     Ok((valid, spec_toml))
 }
 
-/// Stores the job as `dispatching`; false when a request with the same key stored its job first.
-async fn store(env: &Env, user: &User, job: &NewJob) -> ApiResult<bool> {
+/// Stores the job as `dispatching`; false when a request with the same key stored its job first,
+/// or when the account already has `waiting_limit` jobs waiting to start (checked in the insert
+/// itself, so racing submissions cannot pass it).
+async fn store(env: &Env, user: &User, job: &NewJob, waiting_limit: i64) -> ApiResult<bool> {
     let valid = &job.valid;
     let inserted = db::run(
         env,
         "INSERT INTO jobs (id, user_id, idempotency_key, name, spec, state, backend, card, cards, price_fen_per_hour, \
-         hold_fen, created_at, token_hash, checkpoint) VALUES (?, ?, ?, ?, ?, 'dispatching', ?, ?, ?, ?, ?, ?, ?, 0) \
+         hold_fen, created_at, token_hash, checkpoint, time_limit_s) \
+         SELECT ?, ?, ?, ?, ?, 'dispatching', ?, ?, ?, ?, ?, ?, ?, 0, ? \
+         WHERE (SELECT COUNT(*) FROM jobs WHERE user_id = ? AND state IN ('dispatching', 'queued')) < ? \
          ON CONFLICT(user_id, idempotency_key) DO NOTHING",
         &[
             s(&job.id),
@@ -197,6 +210,9 @@ async fn store(env: &Env, user: &User, job: &NewJob) -> ApiResult<bool> {
             n(job.hold_fen),
             n(job.created_at),
             s(&crate::access::hash_token(&job.token)),
+            n(i64::try_from(valid.time_limit_s()).unwrap_or(i64::MAX)),
+            s(&user.id),
+            n(waiting_limit),
         ],
     )
     .await?;
