@@ -65,6 +65,34 @@ pub struct VerificationSent {
     pub expires_at: String,
 }
 
+/// `POST /api/auth/reset/request`: mail a password reset link to this email, if an account has it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResetRequest {
+    #[schemars(email, length(min = 3, max = MAX_EMAIL_BYTES))]
+    pub email: String,
+}
+
+/// The answer of `POST /api/auth/reset/request`, the same whether or not an account has the
+/// email (so it does not tell who has an account): where a link would go, and for how long it
+/// would work.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ResetRequested {
+    pub to: String,
+    pub expires_in_s: u64,
+}
+
+/// `POST /api/auth/reset`: the token of the mailed link and the new password. Signs in, and
+/// signs out every other session and API token of the account.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewPassword {
+    pub token: String,
+    /// At least [`MIN_PASSWORD_CHARS`] and at most [`MAX_PASSWORD_CHARS`] characters.
+    #[schemars(length(min = MIN_PASSWORD_CHARS, max = MAX_PASSWORD_CHARS))]
+    pub password: String,
+}
+
 /// One mail the edge sent, as the local outbox keeps it (`MAIL_SENDER=outbox`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct OutboxMail {

@@ -24,8 +24,9 @@ pub mod schema;
 pub mod time;
 
 pub use accounts::{
-    Account, Credentials, NewToken, Outbox, OutboxMail, SignedOut, TokenCreated, TokenInfo,
-    TokenList, TokenRevoked, VerificationSent, Verified, VerifyRequest,
+    Account, Credentials, NewPassword, NewToken, Outbox, OutboxMail, ResetRequest, ResetRequested,
+    SignedOut, TokenCreated, TokenInfo, TokenList, TokenRevoked, VerificationSent, Verified,
+    VerifyRequest,
 };
 pub use artifacts::{Artifact, ArtifactDeleted, ArtifactList, ArtifactUsage, NewUpload, Upload};
 pub use backends::{

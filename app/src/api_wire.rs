@@ -7,8 +7,8 @@
 use crate::i18n::Key;
 pub use api::{
     BackendList, ErrorCode, Experiment, ExperimentDeleted, Job, JobList, JobState, Ledger,
-    LedgerKind, LogChunk, MetricPoint, MetricsPage, Redeemed, SavedExperiment, TokenList,
-    TokenRevoked, VerificationSent, Verified,
+    LedgerKind, LogChunk, MetricPoint, MetricsPage, Redeemed, ResetRequested, SavedExperiment,
+    TokenList, TokenRevoked, VerificationSent, Verified,
 };
 use serde::Deserialize;
 

@@ -290,6 +290,15 @@ messages! {
     VerifiedAlready => "Your email is verified.", "邮箱已验证。";
     NoVerifyToken => "This page needs the link from the verification mail.", "请通过验证邮件中的链接打开此页面。";
     GoToAccount => "Go to your account", "前往账户页";
+    ForgotPassword => "Forgot your password?", "忘记密码？";
+    ForgotHint => "We mail a link to the email above that sets a new password; it works once, for an hour.", "我们会向上面的邮箱发送一个设置新密码的链接，只能使用一次，一小时内有效。";
+    ForgotSend => "Mail me a reset link", "发送重置链接";
+    ForgotSent => "If an account has {email}, a reset link is on its way there.", "如果 {email} 有账户，重置链接已发往该邮箱。";
+    ResetTitle => "Set a new password", "设置新密码";
+    NewPassword => "New password", "新密码";
+    ResetSubmit => "Set the password and sign in", "设置密码并登录";
+    ResetDone => "Your new password is set and you are signed in; every other session and API token of the account is signed out.", "新密码已设置，你已登录；该账户的其他会话和 API 令牌都已退出。";
+    NoResetToken => "This page needs the link from the password reset mail.", "请通过密码重置邮件中的链接打开此页面。";
 }
 
 /// Formats a byte count for people: `1.5 GiB`, `12.0 MiB`.

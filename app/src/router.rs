@@ -14,6 +14,8 @@ pub enum Route {
     Account,
     /// `/verify?token=…`, the link of the verification mail.
     Verify,
+    /// `/reset?token=…`, the link of the password reset mail.
+    Reset,
     Jobs,
     Job(String),
     Experiment(String),
@@ -30,6 +32,7 @@ impl Route {
             ["status"] => Route::Status,
             ["account"] => Route::Account,
             ["verify"] => Route::Verify,
+            ["reset"] => Route::Reset,
             ["jobs"] => Route::Jobs,
             ["jobs", id] => Route::Job((*id).to_string()),
             ["e", id] => Route::Experiment((*id).to_string()),
@@ -46,6 +49,7 @@ impl Route {
             Route::Status => Key::NavStatus,
             Route::Account => Key::NavAccount,
             Route::Verify => Key::VerifyTitle,
+            Route::Reset => Key::ResetTitle,
             Route::Jobs => Key::NavJobs,
             Route::Job(_) => Key::JobTitle,
             Route::Experiment(_) => Key::ExperimentTitle,

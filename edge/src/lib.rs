@@ -21,6 +21,7 @@ pub mod limits;
 pub mod mail;
 pub mod metric_points;
 pub mod openapi;
+pub mod password_reset;
 pub mod public_url;
 pub mod refunds;
 pub mod routes;

@@ -81,6 +81,27 @@ pub fn verification(to: &str, link: &str, expires_at: &str) -> Mail {
     }
 }
 
+/// The page that sets a new password: the app's `/reset`, which posts the token to the API.
+pub fn reset_link(public_url: &str, token: &str) -> String {
+    format!("{}/reset?token={token}", public_url.trim_end_matches('/'))
+}
+
+/// The password reset mail, in English and Chinese.
+pub fn password_reset(to: &str, link: &str, expires_at: &str) -> Mail {
+    Mail {
+        to: to.to_string(),
+        subject: "Reset your Onramp password / 重置您的 Onramp 密码".into(),
+        text: format!(
+            "Open this link to choose a new password for your Onramp account:\n\n{link}\n\n\
+             It works once, until {expires_at} (UTC), and signs out every other session and API token. \
+             If you did not ask for it, ignore this mail: your password stays as it is.\n\n\
+             打开以下链接为您的 Onramp 账户设置新密码：\n\n{link}\n\n\
+             链接只能使用一次，在 {expires_at}（UTC）前有效，并会退出其他所有会话、撤销所有 API 令牌。\
+             如果不是您本人申请，请忽略此邮件，密码不会改变。\n"
+        ),
+    }
+}
+
 /// The request that hands `mail` to the `http` sender, as data (the backends' `HttpCall`, sent
 /// by the same code).
 pub fn http_request(mail: &Mail, url: &str, token: &str) -> HttpCall {

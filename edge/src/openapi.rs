@@ -23,6 +23,14 @@ fn bodies(id: RouteId, s: &mut Schemas) -> (Option<Value>, Option<Value>) {
             Some(s.of::<api::Verified>()),
         ),
         ResendVerification => (None, Some(s.of::<api::VerificationSent>())),
+        RequestPasswordReset => (
+            Some(s.of::<api::ResetRequest>()),
+            Some(s.of::<api::ResetRequested>()),
+        ),
+        ResetPassword => (
+            Some(s.of::<api::NewPassword>()),
+            Some(s.of::<api::Account>()),
+        ),
         AdminOutbox => (None, Some(s.of::<api::Outbox>())),
         Logout => (None, Some(s.of::<api::SignedOut>())),
         Me => (None, Some(s.of::<api::Account>())),
@@ -321,7 +329,8 @@ mod tests {
         Some(match id {
             Health => "liveness",
             AdminHealth => "health",
-            Signup | Login | Me => "account",
+            Signup | Login | Me | ResetPassword => "account",
+            RequestPasswordReset => "reset_requested",
             Logout => "signed_out",
             VerifyEmail => "verified",
             ResendVerification => "verification_sent",

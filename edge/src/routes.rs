@@ -28,6 +28,8 @@ pub enum RouteId {
     Login,
     VerifyEmail,
     ResendVerification,
+    RequestPasswordReset,
+    ResetPassword,
     Logout,
     Me,
     CreateToken,
@@ -173,6 +175,23 @@ pub const ROUTES: &[Route] = &[
         User,
         200,
         "Mail a new verification link to the account's email (limited per account)",
+    ),
+    r(
+        RequestPasswordReset,
+        "POST",
+        "/api/auth/reset/request",
+        Public,
+        202,
+        "Mail a password reset link to the email if an account has it; the same answer either way",
+    ),
+    r(
+        ResetPassword,
+        "POST",
+        "/api/auth/reset",
+        Public,
+        200,
+        "Set a new password with the token of the mailed link; signs in, and signs out every other \
+         session and API token of the account",
     ),
     r(
         Logout,

@@ -282,6 +282,12 @@ impl Client {
 /// The verification links mailed to `email`, newest first, read from the stack's outbox
 /// (`MAIL_SENDER=outbox`) with the admin token.
 pub fn verification_links(stack: &Stack, email: &str) -> Vec<String> {
+    mailed_links(stack, email, "/verify?token=")
+}
+
+/// The links holding `marker` (`/verify?token=`, `/reset?token=`) in the mails the outbox holds
+/// for `email`, newest first.
+pub fn mailed_links(stack: &Stack, email: &str, marker: &str) -> Vec<String> {
     let admin = Client::with_bearer(&stack.url, &stack.admin_token);
     let a = admin.get(&format!("/api/admin/outbox?to={}", urlencode(email)));
     assert_eq!(a.status, 200, "outbox of {email}: {}", a.shown());
@@ -292,7 +298,7 @@ pub fn verification_links(stack: &Stack, email: &str) -> Vec<String> {
             let text = m["text"].as_str()?;
             let start = text.find("http")?;
             let link = text[start..].split_whitespace().next()?;
-            link.contains("/verify?token=").then(|| link.to_string())
+            link.contains(marker).then(|| link.to_string())
         })
         .collect()
 }

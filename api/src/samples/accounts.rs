@@ -217,3 +217,29 @@ pub(super) fn refund_samples() -> Vec<Sample> {
         ),
     ]
 }
+
+/// A forgotten password.
+pub(super) fn reset_samples() -> Vec<Sample> {
+    vec![
+        sample(
+            "reset_request",
+            ResetRequest {
+                email: "ada@example.com".into(),
+            },
+        ),
+        sample(
+            "reset_requested",
+            ResetRequested {
+                to: "ada@example.com".into(),
+                expires_in_s: 3600,
+            },
+        ),
+        sample(
+            "new_password",
+            NewPassword {
+                token: "v1.00ff.1767225600.6164614065.4f2a".into(),
+                password: "a new horse battery".into(),
+            },
+        ),
+    ]
+}

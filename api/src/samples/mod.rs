@@ -13,6 +13,7 @@ pub fn all() -> Vec<Sample> {
     [
         accounts::errors(),
         accounts::accounts_samples(),
+        accounts::reset_samples(),
         accounts::token_samples(),
         accounts::credits_samples(),
         accounts::refund_samples(),

@@ -1,8 +1,10 @@
 //! Sign-in and sign-up: one form with two modes, the edge's refusal shown in the user's words
-//! (bad email, weak password, taken email, wrong password, rate limited) with its own detail.
+//! (bad email, weak password, taken email, wrong password, rate limited) with its own detail,
+//! and in sign-in mode the request for a password reset link (its answer is the same whether or
+//! not the email has an account).
 
 use crate::api;
-use crate::api_wire::{ApiError, Me};
+use crate::api_wire::{ApiError, Me, ResetRequested};
 use crate::i18n::Key;
 use crate::pages::bits::tr;
 use crate::session::use_session;
@@ -91,6 +93,12 @@ pub fn AuthForm() -> impl IntoView {
                 <span id="auth-password-hint" class="muted">{tr(i, Key::PasswordHint)}</span>
             </label>
             {move || signing_up.get().then(|| view! { <p class="muted">{i.t(Key::SignUpGrant)}</p> })}
+            {move || (!signing_up.get()).then(|| view! {
+                <details class="forgot-box" data-testid="forgot-toggle">
+                    <summary>{i.t(Key::ForgotPassword)}</summary>
+                    <ForgotPassword email=email/>
+                </details>
+            })}
             <div class="actions">
                 <button type="submit" class="primary" data-testid="auth-submit" prop:disabled=move || busy.get()>
                     {move || i.t(if signing_up.get() { Key::SignUp } else { Key::SignIn })}
@@ -106,5 +114,42 @@ pub fn AuthForm() -> impl IntoView {
                 {move || error.get().map(|e| view! { <Refusal error=e testid="auth-error"/> })}
             </div>
         </form>
+    }
+}
+
+/// Asks for a reset link for `email` (the sign-in form's field, which this form shares).
+#[component]
+pub fn ForgotPassword(email: RwSignal<String>) -> impl IntoView {
+    let i = use_i18n();
+    let sent = RwSignal::new(None::<Result<ResetRequested, ApiError>>);
+    let busy = RwSignal::new(false);
+    let ask = move |_| {
+        busy.set(true);
+        let body = serde_json::json!({ "email": email.get_untracked() });
+        spawn_local(async move {
+            sent.set(Some(
+                api::post::<ResetRequested>("/api/auth/reset/request", &body).await,
+            ));
+            busy.set(false);
+        });
+    };
+    view! {
+        <div class="forgot" data-testid="forgot">
+            <p class="muted">{tr(i, Key::ForgotHint)}</p>
+            <button type="button" data-testid="forgot-send" prop:disabled=move || busy.get() on:click=ask>
+                {tr(i, Key::ForgotSend)}
+            </button>
+            <div aria-live="polite">
+                {move || match sent.get() {
+                    None => ().into_any(),
+                    Some(Ok(r)) => view! {
+                        <p class="ok" role="status" data-testid="forgot-sent">
+                            {move || i.t(Key::ForgotSent).replace("{email}", &r.to)}
+                        </p>
+                    }.into_any(),
+                    Some(Err(e)) => view! { <Refusal error=e testid="forgot-error"/> }.into_any(),
+                }}
+            </div>
+        </div>
     }
 }

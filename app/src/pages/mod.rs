@@ -15,6 +15,7 @@ pub mod placeholder;
 pub mod plan;
 pub mod plan_explain;
 pub mod plan_parts;
+pub mod reset;
 pub mod status;
 pub mod submit;
 pub mod try_page;
@@ -31,6 +32,7 @@ pub fn page(route: Route) -> AnyView {
         Route::Status => view! { <status::HealthPanel/> }.into_any(),
         Route::Account => view! { <account::AccountPage/> }.into_any(),
         Route::Verify => view! { <verify::VerifyPage/> }.into_any(),
+        Route::Reset => view! { <reset::ResetPage/> }.into_any(),
         Route::Jobs => view! { <jobs::JobsPage/> }.into_any(),
         Route::Job(id) => view! { <job::JobPage id=id/> }.into_any(),
         Route::Experiment(id) => view! { <experiment::ExperimentPage id=id/> }.into_any(),

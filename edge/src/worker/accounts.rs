@@ -27,7 +27,7 @@ fn js_err(what: &'static str) -> impl Fn(JsValue) -> ApiError {
 }
 
 /// PBKDF2-SHA256 of the password, 256 bits, through WebCrypto.
-async fn pbkdf2(password: &str, salt: &[u8], iterations: u32) -> ApiResult<Vec<u8>> {
+pub(super) async fn pbkdf2(password: &str, salt: &[u8], iterations: u32) -> ApiResult<Vec<u8>> {
     let crypto: web_sys::Crypto =
         js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("crypto"))
             .map_err(js_err("crypto"))?
@@ -60,13 +60,13 @@ async fn pbkdf2(password: &str, salt: &[u8], iterations: u32) -> ApiResult<Vec<u
     Ok(Uint8Array::new(&bits).to_vec())
 }
 
-fn client_ip(req: &Request) -> String {
+pub(super) fn client_ip(req: &Request) -> String {
     http::header(req, "cf-connecting-ip").unwrap_or_else(|| "local".into())
 }
 
 /// Sign-up and login are not cookie-authenticated, but a cross-site form could still sign a
 /// victim into an attacker's account; refuse a foreign Origin when one is sent.
-fn check_login_origin(req: &Request) -> ApiResult<()> {
+pub(super) fn check_login_origin(req: &Request) -> ApiResult<()> {
     match http::header(req, "origin") {
         Some(o) => access::check_origin(Some(&o), &http::own_origin(req)?.0),
         None => Ok(()),
@@ -95,7 +95,7 @@ fn with_cookie(mut resp: Response, cookie: &str) -> worker::Result<Response> {
     Ok(resp)
 }
 
-async fn balance(env: &Env, user_id: &str) -> ApiResult<i64> {
+pub(super) async fn balance(env: &Env, user_id: &str) -> ApiResult<i64> {
     let op = Op::Balance {
         user_id: user_id.to_string(),
     };
@@ -205,16 +205,29 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
         ));
     };
     coordinator::call::<Counted>(env, &Op::LoginSucceeded { key }).await?;
-    let token = new_session(env, &user.id).await?;
-    let host = http::own_origin(&req)?.1;
+    let verified = user.email_verified_at.is_some();
+    signed_in(&req, env, &user.id, email, verified).await
+}
+
+/// A new session for the account, answered with the account and the session cookie (login, and
+/// a new password).
+pub(super) async fn signed_in(
+    req: &Request,
+    env: &Env,
+    user_id: &str,
+    email: String,
+    email_verified: bool,
+) -> ApiResult<Response> {
+    let token = new_session(env, user_id).await?;
+    let host = http::own_origin(req)?.1;
     let resp = http::json(
         200,
         &Account {
-            balance_fen: balance(env, &user.id).await?,
+            balance_fen: balance(env, user_id).await?,
             email,
-            email_verified: user.email_verified_at.is_some(),
-            artifacts: Some(super::artifacts::usage(env, &user.id).await?),
-            experiments: Some(super::experiments::usage(env, &user.id).await?),
+            email_verified,
+            artifacts: Some(super::artifacts::usage(env, user_id).await?),
+            experiments: Some(super::experiments::usage(env, user_id).await?),
         },
     )?;
     with_cookie(resp, &session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))

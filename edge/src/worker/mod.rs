@@ -4,6 +4,7 @@
 //! hands the handler who is calling; a handler's signature says which caller it takes.
 
 mod access;
+mod account_sweep;
 mod accounts;
 mod artifacts;
 mod backends;
@@ -19,6 +20,7 @@ mod jobs;
 mod mail;
 mod refunds;
 mod report;
+mod reset;
 mod verify;
 
 use crate::error::{ApiError, ErrorCode};
@@ -102,6 +104,13 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     // A failed sweep is retried by the next tick; there is no caller to report to.
     let _ = report::reconcile(&env, None, None).await;
     let _ = artifacts::sweep(&env, 100).await;
+    if let Ok(swept) = account_sweep::sweep(&env, 50).await {
+        worker::console_log!(
+            "sweep: {} expired sessions and {} unverified accounts cleared",
+            swept.sessions,
+            swept.accounts
+        );
+    }
 }
 
 fn ok<T: serde::Serialize>(status: u16, v: ApiResult<T>) -> ApiResult<Response> {
@@ -129,6 +138,8 @@ async fn handle(id: RouteId, params: Vec<String>, req: Request, env: &Env) -> Ap
         RouteId::Login => accounts::login(req, env).await,
         RouteId::VerifyEmail => ok(status, verify::verify(req, env).await),
         RouteId::ResendVerification => ok(status, verify::resend(caller.user()?, env).await),
+        RouteId::RequestPasswordReset => ok(status, reset::request(req, env).await),
+        RouteId::ResetPassword => reset::reset(req, env).await,
         RouteId::AdminOutbox => ok(status, mail::admin_outbox(caller.admin()?, req, env).await),
         RouteId::Logout => accounts::logout(caller.user()?, req, env).await,
         RouteId::Me => accounts::me(caller.user()?, env).await,

@@ -13,6 +13,8 @@ use onramp_tests::api::{
 use onramp_tests::stack::{Stack, StackExtras, StackOptions};
 use serde_json::json;
 
+mod reset;
+
 const PASSWORD: &str = "correct horse battery";
 const GRANT: i64 = 1000;
 
@@ -45,6 +47,18 @@ fn edge_verify() {
                 one_trial_per_mailbox,
             ),
             ("a new link on request, a few per hour", resend),
+            (
+                "a forgotten password: a link that works once",
+                reset::password_reset,
+            ),
+            (
+                "the owner of a mailbox takes back an account signed up with it",
+                reset::the_owner_of_the_mailbox_takes_it_back,
+            ),
+            (
+                "reset mails are limited per email",
+                reset::reset_mails_are_limited,
+            ),
             (
                 "a class of 40 signs up from one address",
                 class_behind_one_address,

@@ -14,6 +14,7 @@ mod app_onboarding;
 mod app_plan;
 mod app_plan_layout;
 mod app_plan_tools;
+mod app_reset;
 mod app_share;
 mod app_trainer;
 mod app_try;
