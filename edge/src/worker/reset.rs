@@ -10,6 +10,7 @@ use super::coordinator;
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
 use super::mail;
+use super::verify::link_key;
 use crate::accounts::{PBKDF2_ITERATIONS, check_password, normalise_email};
 use crate::error::ApiError;
 use crate::password_reset::{self, RESET_LIFETIME_S};
@@ -17,13 +18,6 @@ use crate::wire;
 use api::{NewPassword, ResetRequest, ResetRequested};
 use serde::Deserialize;
 use worker::{Env, Request, Response};
-
-fn link_key(env: &Env) -> ApiResult<String> {
-    let key = mail::setting(env, "EMAIL_LINK_KEY");
-    crate::email_link::check_key(key.as_deref())
-        .map(str::to_string)
-        .map_err(ApiError::internal)
-}
 
 #[derive(Deserialize)]
 struct Row {

@@ -19,7 +19,8 @@ use api::{VerificationSent, Verified, VerifyRequest};
 use serde::Deserialize;
 use worker::{Env, Request};
 
-fn link_key(env: &Env) -> ApiResult<String> {
+/// The configured `EMAIL_LINK_KEY` (verification and reset links).
+pub(super) fn link_key(env: &Env) -> ApiResult<String> {
     let key = mail::setting(env, "EMAIL_LINK_KEY");
     email_link::check_key(key.as_deref())
         .map(str::to_string)
