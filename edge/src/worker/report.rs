@@ -477,9 +477,8 @@ pub async fn admin_reconcile(_: Admin, req: Request, env: &Env) -> ApiResult<Rec
 
 /// Asks backends about running jobs with no report for `silent_after_s` (the SILENT_AFTER_S var,
 /// default 120 s) and about every running job not asked about for `recheck_after_s`
-/// (RECHECK_AFTER_S, 600 s), the
-/// longest unasked first, so a job that keeps reporting after its backend ended it is caught;
-/// finishes the ones that ended, and retries settlements that failed.
+/// (RECHECK_AFTER_S, 600 s), the longest unasked first, so a job that keeps reporting after its
+/// backend ended it is caught; finishes the ones that ended, and retries settlements that failed.
 pub async fn reconcile(
     env: &Env,
     silent_after_s: Option<i64>,
