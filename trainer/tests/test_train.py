@@ -168,8 +168,10 @@ def test_pretrain_a_custom_architecture_on_plain_text(tmp_path, models_dir):
     # The [model] table must close before [data]: spec_text puts the model line first.
     run = run_trainer(
         tmp_path,
-        spec_text("pretrain", model, shared_dir() / "data" / "tinyshakespeare.txt", steps),
+        spec_text("pretrain", model, "tinyshakespeare", steps),
         models=models_dir,
+        # The corpus by its id, as a cluster's datasets root holds it.
+        extra_env={"ONRAMP_DATASETS": str(shared_dir() / "data")},
     )
     assert_learns(run, steps)
     assert "(config: mini)" in run.stderr
