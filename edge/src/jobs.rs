@@ -19,7 +19,6 @@ pub fn pick_backend<'a>(
         Pref::Auto => true,
         Pref::Runner => b.kind == BackendKind::Runner,
         Pref::Slurm => b.kind == BackendKind::Slurm,
-        Pref::Ray => false,
     };
     backends
         .iter()

@@ -104,19 +104,16 @@ pub enum Backend {
     Runner,
     /// A Slurm cluster through slurmrestd.
     Slurm,
-    /// A Ray cluster through the Ray Jobs API.
-    Ray,
 }
 
 impl Backend {
-    pub const ALL: [&'static str; 4] = ["auto", "runner", "slurm", "ray"];
+    pub const ALL: [&'static str; 3] = ["auto", "runner", "slurm"];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Backend::Auto => "auto",
             Backend::Runner => "runner",
             Backend::Slurm => "slurm",
-            Backend::Ray => "ray",
         }
     }
 
@@ -125,7 +122,6 @@ impl Backend {
             "auto" => Backend::Auto,
             "runner" => Backend::Runner,
             "slurm" => Backend::Slurm,
-            "ray" => Backend::Ray,
             _ => return None,
         })
     }

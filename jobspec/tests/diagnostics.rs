@@ -204,3 +204,38 @@ fn json_diagnostics_have_line_and_column() {
         "{diags:#?}"
     );
 }
+
+/// Names from other tools get the key they mean: bare in their own table, qualified elsewhere.
+#[test]
+fn names_people_bring_get_a_hint() {
+    let src = MINIMAL.replace("[data]", "sequence_length = 2048\ngpus = 2\n[data]")
+        + "[train]\nlearning_rate = 1e-4\nbatch_size = 4\n";
+    let (_, diags) = validate_toml(&src);
+    let help = |path: &str| {
+        diags
+            .iter()
+            .find(|d| d.path == path)
+            .and_then(|d| d.help.as_ref())
+            .map(|h| h.en.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(help("sequence_length"), "did you mean `data.seq_len`?");
+    assert_eq!(help("gpus"), "did you mean `resources.cards_per_node`?");
+    assert_eq!(help("train.learning_rate"), "did you mean `lr`?");
+    assert_eq!(help("train.batch_size"), "did you mean `micro_batch`?");
+}
+
+/// `backend = "ray"` is refused by name: there is no Ray backend.
+#[test]
+fn ray_is_refused_until_it_exists() {
+    let src = MINIMAL.replace("[data]", "backend = \"ray\"\n[data]");
+    let (valid, diags) = validate_toml(&src);
+    assert!(valid.is_none());
+    let d = diags.iter().find(|d| d.path == "backend").unwrap();
+    assert!(
+        d.is_error() && d.message.en.contains("no Ray backend"),
+        "{d:?}"
+    );
+    assert!(d.message.zh.contains("Ray 后端"), "{d:?}");
+    assert!(!jobspec::schema::json_schema_text().contains("\"ray\""));
+}

@@ -23,7 +23,6 @@ fn spec_backend(plan: &Plan) -> &'static str {
     match plan.valid.as_ref().map(|v| &v.spec().backend) {
         Some(B::Runner) => "runner",
         Some(B::Slurm) => "slurm",
-        Some(B::Ray) => "ray",
         _ => "auto",
     }
 }
