@@ -84,6 +84,10 @@ messages! {
     Activations => "activations", "激活值";
     Buffers => "buffers", "缓冲区";
     CardMemory => "card memory", "卡显存";
+    HostRamPerNode => "Offloaded states, host RAM per node", "卸载的状态，每节点主机内存";
+    NvmePerNode => "Offloaded states, NVMe per node", "卸载的状态，每节点 NVMe";
+    FitsOnCards => "fits on", "可放下于";
+    OffloadTime => "of which offload traffic and CPU optimizer", "其中卸载传输与 CPU 优化器";
     Fits => "Fits", "放得下";
     HowComputed => "How these figures are computed", "这些数字是怎么算的";
     HowIsThisComputed => "How is this computed?", "这是怎么算的？";
@@ -93,6 +97,8 @@ messages! {
     FigModelStates => "Model states (parameters, gradients, optimizer)", "模型状态（参数、梯度、优化器）";
     FigActivations => "Activations", "激活值";
     FigBuffers => "Buffers", "缓冲区";
+    FigHostMemory => "Host RAM and NVMe per node", "每节点主机内存与 NVMe";
+    FigOffloadTime => "Offload traffic and the CPU optimizer", "卸载传输与 CPU 优化器";
     FigTime => "Time", "时间";
     FigCost => "Cost", "费用";
     DoesNotFit => "Does not fit", "放不下";
@@ -340,7 +346,9 @@ pub const EXPLAINED_FIGURES: &[(&str, Key)] = &[
     ("model_states", Key::FigModelStates),
     ("activations", Key::FigActivations),
     ("buffers", Key::FigBuffers),
+    ("host_memory", Key::FigHostMemory),
     ("time", Key::FigTime),
+    ("offload_time", Key::FigOffloadTime),
     ("cost", Key::FigCost),
 ];
 

@@ -173,6 +173,15 @@ pub struct PlanArgs {
     /// Leave out the DeepSpeed JSON, the launch commands and the sbatch script
     #[arg(long)]
     pub no_artifacts: bool,
+    /// Print the launch artifacts even when the spec has errors (by default only a plan without errors shows them)
+    #[arg(long, conflicts_with = "no_artifacts")]
+    pub artifacts: bool,
+    /// Apply fix N (numbered as the plan lists them) to the spec, keeping its comments, and show the new plan
+    #[arg(long, value_name = "N", conflicts_with_all = ["json", "trainer_run"])]
+    pub fix: Option<usize>,
+    /// With --fix: write the patched spec here instead of over SPEC (- for stdout)
+    #[arg(short = 'o', long, value_name = "OUT", requires = "fix")]
+    pub output: Option<String>,
     /// Add the formula and assumptions behind every figure
     #[arg(long)]
     pub explain: bool,

@@ -8,6 +8,18 @@ use clap::Command;
 /// English text (as clap has it) → Chinese.
 const ZH: &[(&str, &str)] = &[
     (
+        "Apply fix N (numbered as the plan lists them) to the spec, keeping its comments, and show the new plan",
+        "把第 N 条修复建议（按计划列出的编号）应用到规格上，保留注释，并显示新的计划",
+    ),
+    (
+        "Print the launch artifacts even when the spec has errors (by default only a plan without errors shows them)",
+        "即使规格有错误也打印启动文件（默认只有没有错误的计划才显示）",
+    ),
+    (
+        "With --fix: write the patched spec here instead of over SPEC (- for stdout)",
+        "与 --fix 一起用：把修改后的规格写到这里，而不是覆盖 SPEC（- 表示标准输出）",
+    ),
+    (
         "A job's log from a byte offset; --follow keeps reading until the job ends",
         "作业日志，从某个字节偏移开始；加 --follow 会一直读到作业结束",
     ),

@@ -9,6 +9,7 @@ mod guide;
 mod help_zh;
 mod input;
 mod jobs_cmd;
+mod plan_cmd;
 mod remote;
 mod say;
 mod tokens_cmd;
@@ -61,7 +62,7 @@ fn lang_flag(argv: &[std::ffi::OsString]) -> Option<String> {
 
 fn run(command: Command) -> Result<ExitCode, String> {
     match command {
-        Command::Plan(a) => plan(&a),
+        Command::Plan(a) => plan_cmd::run(&a),
         Command::DsCheck { path, dp } => ds_check(&path, dp),
         Command::Schema => {
             println!("{}", jobspec::schema::json_schema_text());
@@ -133,64 +134,6 @@ fn run(command: Command) -> Result<ExitCode, String> {
             ..Default::default()
         }),
     }
-}
-
-fn plan(args: &args::PlanArgs) -> Result<ExitCode, String> {
-    let src = input::read(&args.path)?;
-    let format = if args.path.ends_with(".json") {
-        jobspec::Format::Json
-    } else {
-        jobspec::Format::Toml
-    };
-    let plan = jobspec::plan_text(&src, format);
-    if args.trainer_run {
-        return trainer_run(&plan, &args.path);
-    }
-    if args.json {
-        let wire = jobspec::PlanWire::from(&plan);
-        let text =
-            serde_json::to_string_pretty(&wire).map_err(|e| format!("cannot write JSON: {e}"))?;
-        println!("{text}");
-    } else {
-        let lang = say::lang();
-        print!(
-            "{}",
-            jobspec::report::render_text_for(&plan, lang, !args.no_artifacts, &args.path)
-        );
-        if args.explain {
-            print!("\n{}", jobspec::report::render_explain(&plan, lang));
-        }
-    }
-    Ok(if plan.has_errors() {
-        ExitCode::from(exit::REFUSED)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// `onramp plan --trainer-run`: the run to stdout, or the spec's errors (as `onramp plan` says
-/// them) to stderr with the refusal's exit code.
-fn trainer_run(plan: &jobspec::Plan, path: &str) -> Result<ExitCode, String> {
-    let lang = say::lang();
-    let Some(v) = plan.valid.as_ref().filter(|_| !plan.has_errors()) else {
-        eprint!(
-            "{}",
-            jobspec::report::render_text_for(plan, lang, false, path)
-        );
-        return Ok(ExitCode::from(exit::REFUSED));
-    };
-    if v.spec().task == jobspec::spec::Task::TinyTrain {
-        eprintln!(
-            "{}",
-            say::t(
-                "task = \"tiny-train\" is trained by onramp-runner tiny-train, not onramp-train: it has no trainer run".into(),
-                "task = \"tiny-train\" 由 onramp-runner tiny-train 训练，不经过 onramp-train，因此没有训练运行文件".into(),
-            )
-        );
-        return Ok(ExitCode::from(exit::REFUSED));
-    }
-    print!("{}", jobspec::trainer::run_json(v));
-    Ok(ExitCode::SUCCESS)
 }
 
 fn ds_check(path: &str, dp: Option<u32>) -> Result<ExitCode, String> {

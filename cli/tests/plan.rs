@@ -166,6 +166,9 @@ fn plan_help_snapshot() {
               --json          The plan as JSON (the same shape the app reads)
               --lang <LANG>   Language of the output: en or zh (else LC_ALL, LC_MESSAGES or LANG starting with zh) [possible values: en, zh]
               --no-artifacts  Leave out the DeepSpeed JSON, the launch commands and the sbatch script
+              --artifacts     Print the launch artifacts even when the spec has errors (by default only a plan without errors shows them)
+              --fix <N>       Apply fix N (numbered as the plan lists them) to the spec, keeping its comments, and show the new plan
+          -o, --output <OUT>  With --fix: write the patched spec here instead of over SPEC (- for stdout)
               --explain       Add the formula and assumptions behind every figure
               --trainer-run   Print the run onramp-train reads (onramp-run.json, its ds_config in it) instead of the plan
           -h, --help          Print help (see more with '--help')
@@ -351,4 +354,74 @@ fn trainer_run_prints_the_run_the_trainer_reads() {
         &["plan", "7b-lora-4090.toml", "--trainer-run", "--json"],
     );
     assert_eq!(code, 2, "the flags conflict: {err}");
+}
+
+/// `--fix N -o OUT` writes the spec with fix N applied, comments and all, and the new spec
+/// plans without that error; a number the plan does not list is a usage error that writes
+/// nothing; the fixes print as TOML under their tables.
+#[test]
+fn fix_writes_the_patched_spec_keeping_comments() {
+    let dir = std::env::temp_dir().join(format!("onramp-fix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = dir.join("spec.toml");
+    let original = include_str!("../../jobspec/specs/7b-full-4090.toml");
+    std::fs::write(&spec, original).unwrap();
+    let out = dir.join("fixed.toml");
+    let (code, text) = onramp(&["plan", "--no-artifacts", spec.to_str().unwrap()]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("  1. ") && text.contains("      [train]\n"),
+        "{text}"
+    );
+    assert!(!text.contains("train.micro_batch = "), "{text}");
+    let (code, text) = onramp(&[
+        "plan",
+        spec.to_str().unwrap(),
+        "--fix",
+        "1",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.starts_with("applied fix 1 to "), "{text}");
+    let fixed = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        fixed.contains("# A 7B full fine-tune on one RTX 4090"),
+        "{fixed}"
+    );
+    assert_ne!(fixed, original);
+    assert_eq!(
+        std::fs::read_to_string(&spec).unwrap(),
+        original,
+        "SPEC untouched with -o"
+    );
+    let (code, again) = onramp(&["plan", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{again}");
+    // Without -o the spec itself is rewritten.
+    let (code, _) = onramp(&["plan", spec.to_str().unwrap(), "--fix", "2"]);
+    assert_eq!(code, 0);
+    assert_ne!(std::fs::read_to_string(&spec).unwrap(), original);
+    let (code, _, err) = onramp_in(None, &["plan", out.to_str().unwrap(), "--fix", "1"]);
+    assert_eq!(code, 2, "a spec that fits has no fixes: {err}");
+    assert!(err.contains("lists no fixes"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A plan with errors leaves the launch artifacts out unless asked for.
+#[test]
+fn artifacts_only_on_request_when_the_spec_does_not_fit() {
+    let (code, text) = onramp(&["plan", "7b-full-4090.toml"]);
+    assert_eq!(code, 1);
+    assert!(
+        !text.contains("ds_config.json:") && text.contains("--artifacts"),
+        "{text}"
+    );
+    let (_, text) = onramp(&["plan", "7b-full-4090.toml", "--artifacts"]);
+    assert!(
+        text.contains("ds_config.json:") && text.contains("sbatch:"),
+        "{text}"
+    );
+    let (code, text) = onramp(&["plan", "7b-lora-4090.toml"]);
+    assert_eq!(code, 0);
+    assert!(text.contains("ds_config.json:"), "{text}");
 }

@@ -82,6 +82,8 @@ pub enum Code {
     BadDuration,
     /// The job does not fit in the memory of one card.
     DoesNotFit,
+    /// The states it offloads do not fit in one node's RAM (or NVMe).
+    HostDoesNotFit,
     /// Even at 100% of peak FLOPS the job cannot finish in the stated time.
     PhysicallyImpossible,
     /// At the assumed MFU the job will not finish within its time limit.
@@ -109,6 +111,7 @@ impl Code {
             Code::BadText => "bad-text",
             Code::BadDuration => "bad-duration",
             Code::DoesNotFit => "does-not-fit",
+            Code::HostDoesNotFit => "host-does-not-fit",
             Code::PhysicallyImpossible => "physically-impossible",
             Code::TimeLimitTooShort => "time-limit-too-short",
             Code::BatchMismatch => "batch-mismatch",

@@ -48,5 +48,6 @@ pub use plan::{Plan, PlanWire, plan_json, plan_spec, plan_text, plan_text_with, 
 pub use spec::JobSpec;
 pub use templates::{Template, templates};
 pub use validate::{
-    Format, ValidSpec, parse_text, validate_json, validate_spec, validate_text, validate_toml,
+    Format, NodeOverride, ValidSpec, parse_text, validate_json, validate_spec, validate_text,
+    validate_toml,
 };

@@ -47,6 +47,7 @@ pub(crate) fn apply_patch_fast(spec: &JobSpec, ops: &[PatchOp]) -> Option<JobSpe
             }
             "parallel.sp" => s.parallel.sp = u32v()?,
             "resources.cards_per_node" => s.resources.cards_per_node = u32v()?,
+            "resources.nodes" => s.resources.nodes = u32v()?,
             "resources.card" => s.resources.card = catalog::card(v.as_str()?)?.id.to_string(),
             _ => return None,
         }

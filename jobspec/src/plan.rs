@@ -91,7 +91,8 @@ pub fn finish(valid: Option<ValidSpec>, mut diagnostics: Vec<Diagnostic>) -> Pla
 /// An error when the job does not fit in the card's memory, by how much.
 fn fit_finding(v: &ValidSpec, est: &Estimate, diagnostics: &mut Vec<Diagnostic>) {
     let m = &est.memory;
-    if !m.fits {
+    host_fit_finding(v, est, diagnostics);
+    if !m.gpu_fits {
         let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
         diagnostics.push(Diagnostic::error(
             Code::DoesNotFit,
@@ -112,6 +113,45 @@ fn fit_finding(v: &ValidSpec, est: &Estimate, diagnostics: &mut Vec<Diagnostic>)
             ),
         ));
     }
+}
+
+/// An error when the offloaded states do not fit in one node's RAM or NVMe, by how much.
+fn host_fit_finding(v: &ValidSpec, est: &Estimate, diagnostics: &mut Vec<Diagnostic>) {
+    let m = &est.memory;
+    if m.host_fits {
+        return;
+    }
+    let p = &v.spec().parallel;
+    let path = if p.offload_params != crate::spec::Offload::None && p.zero_stage >= 3 {
+        "parallel.offload_params"
+    } else {
+        "parallel.offload_optimizer"
+    };
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let (what_en, what_zh, need, have) = if m.cpu_bytes_per_node > m.node_ram_bytes {
+        ("RAM", "内存", m.cpu_bytes_per_node, m.node_ram_bytes)
+    } else {
+        ("NVMe", "NVMe", m.nvme_bytes_per_node, m.node_nvme_bytes)
+    };
+    let nodes = v.spec().resources.nodes.max(1);
+    diagnostics.push(Diagnostic::error(
+        Code::HostDoesNotFit,
+        path,
+        format!(
+            "the offloaded states do not fit in host {what_en}: they need {:.1} GiB per node, a {} node has {:.1} GiB ({:.1} GiB short, over {nodes} node(s)); use more nodes, offload less, or a backend whose nodes have more",
+            gib(need),
+            v.card().display,
+            gib(have),
+            gib(need.saturating_sub(have))
+        ),
+        format!(
+            "卸载的状态放不进主机{what_zh}：每节点需要 {:.1} GiB，{} 节点只有 {:.1} GiB（差 {:.1} GiB，共 {nodes} 个节点）；请增加节点、少卸载一些，或换用节点更大的后端",
+            gib(need),
+            v.card().display,
+            gib(have),
+            gib(need.saturating_sub(have))
+        ),
+    ));
 }
 
 /// The physics check's findings: an impossible claim or limit, a limit too short for the run, a
@@ -198,6 +238,11 @@ pub struct MemoryWire {
     pub fits: bool,
     pub headroom_bytes: i64,
     pub cpu_bytes_per_node: u64,
+    pub nvme_bytes_per_node: u64,
+    pub node_ram_bytes: u64,
+    pub node_nvme_bytes: u64,
+    pub gpu_fits: bool,
+    pub host_fits: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deepspeed_gpu_bytes: Option<u64>,
 }
@@ -210,6 +255,9 @@ pub struct TimeWire {
     pub min_seconds: f64,
     pub tokens: u64,
     pub steps: u64,
+    pub compute_seconds: f64,
+    pub offload_seconds: f64,
+    pub cpu_optimizer_seconds: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -246,6 +294,11 @@ impl From<&Plan> for PlanWire {
                 fits: e.memory.fits,
                 headroom_bytes: e.memory.headroom_bytes,
                 cpu_bytes_per_node: e.memory.cpu_bytes_per_node,
+                nvme_bytes_per_node: e.memory.nvme_bytes_per_node,
+                node_ram_bytes: e.memory.node_ram_bytes,
+                node_nvme_bytes: e.memory.node_nvme_bytes,
+                gpu_fits: e.memory.gpu_fits,
+                host_fits: e.memory.host_fits,
                 deepspeed_gpu_bytes: e.memory.deepspeed_gpu_bytes,
             }),
             time: e.zip(p.valid.as_ref()).map(|(e, v)| TimeWire {
@@ -255,6 +308,9 @@ impl From<&Plan> for PlanWire {
                 min_seconds: finite(e.time.min_seconds),
                 tokens: e.time.tokens,
                 steps: v.steps(),
+                compute_seconds: finite(e.time.compute_seconds),
+                offload_seconds: finite(e.time.offload_seconds),
+                cpu_optimizer_seconds: finite(e.time.cpu_optimizer_seconds),
             }),
             cost: e.map(|e| CostWire {
                 card_hours: finite(e.cost.card_hours),

@@ -56,6 +56,8 @@ pub fn figure_name(figure: &str, lang: Lang) -> &str {
         "activations" => "激活",
         "buffers" => "缓冲",
         "time" => "时间",
+        "offload_time" => "卸载耗时",
+        "host_memory" => "主机内存",
         "cost" => "费用",
         other => other,
     }
@@ -230,12 +232,46 @@ fn memory_text(o: &mut String, v: &ValidSpec, e: &Estimate, zh: bool) {
     } else {
         writeln!(o, "  model states (ZeRO-{stage}): {states}")
     };
-    if m.cpu_bytes_per_node > 0 {
-        let cpu = gib(m.cpu_bytes_per_node);
+    host_text(o, m, zh);
+}
+
+/// Host RAM (and NVMe) per node for the offloaded states, against what a node has.
+fn host_text(o: &mut String, m: &crate::estimate::MemoryEstimate, zh: bool) {
+    let lines = [
+        (
+            m.cpu_bytes_per_node,
+            m.node_ram_bytes,
+            "host RAM per node",
+            "每节点主机内存",
+        ),
+        (
+            m.nvme_bytes_per_node,
+            m.node_nvme_bytes,
+            "NVMe per node",
+            "每节点 NVMe",
+        ),
+    ];
+    for (need, have, en, zh_label) in lines.into_iter().filter(|l| l.0 > 0) {
+        let verdict = match (need <= have, zh) {
+            (true, false) => "fits".to_string(),
+            (true, true) => "放得下".to_string(),
+            (false, false) => format!("DOES NOT FIT, {} over", gib(need - have)),
+            (false, true) => format!("放不下，超出 {}", gib(need - have)),
+        };
         let _ = if zh {
-            writeln!(o, "  卸载到 CPU 的状态，每节点内存：{cpu}")
+            writeln!(
+                o,
+                "  卸载的状态，{zh_label}：{} / {} — {verdict}",
+                gib(need),
+                gib(have)
+            )
         } else {
-            writeln!(o, "  offloaded states, CPU RAM per node: {cpu}")
+            writeln!(
+                o,
+                "  offloaded states, {en}: {} / {} — {verdict}",
+                gib(need),
+                gib(have)
+            )
         };
     }
 }
@@ -263,6 +299,21 @@ fn time_and_cost_text(o: &mut String, v: &ValidSpec, e: &Estimate, zh: bool) {
             t.flops
         )
     };
+    if t.offload_seconds + t.cpu_optimizer_seconds > 0.0 {
+        let (c, l, cpu) = (
+            duration(t.compute_seconds, zh),
+            duration(t.offload_seconds, zh),
+            duration(t.cpu_optimizer_seconds, zh),
+        );
+        let _ = if zh {
+            writeln!(o, "  其中：GPU 计算 {c}，卸载传输 {l}，CPU 优化器 {cpu}")
+        } else {
+            writeln!(
+                o,
+                "  of which: GPU compute {c}, offload traffic {l}, CPU optimizer {cpu}"
+            )
+        };
+    }
     let (fen, price, max) = (
         yuan(e.cost.fen),
         yuan(e.cost.price_fen_per_hour),
@@ -297,10 +348,11 @@ fn suggestions_text(o: &mut String, plan: &Plan, lang: Lang) {
                 "fixes (cheapest first):"
             }
         );
-        for sg in &plan.suggestions {
+        for (i, sg) in plan.suggestions.iter().enumerate() {
             let _ = writeln!(
                 o,
-                "  - {}{colon}{} / {}{sep}{}{sep}{}",
+                "  {}. {}{colon}{} / {}{sep}{}{sep}{}",
+                i + 1,
                 sg.title.get(lang),
                 gib(sg.per_gpu_bytes),
                 gib(sg.card_bytes),
@@ -320,22 +372,88 @@ fn suggestions_text(o: &mut String, plan: &Plan, lang: Lang) {
                     gib(sg.cpu_bytes_per_node)
                 );
             }
-            for op in &sg.patch {
-                let _ = writeln!(o, "      {} = {}", op.path, op.value);
+            for line in patch_toml(&sg.patch).lines() {
+                let _ = writeln!(o, "      {line}");
             }
         }
+        let _ = writeln!(
+            o,
+            "  {}",
+            if zh {
+                "应用其中一条：onramp plan SPEC --fix N（保留注释；-o OUT 写到另一个文件）"
+            } else {
+                "apply one: onramp plan SPEC --fix N (comments kept; -o OUT writes another file)"
+            }
+        );
+    }
+}
+
+/// A fix as TOML that pastes into a spec as it stands: top-level keys first, then each table's
+/// keys under its header (`[train]` then `micro_batch = 1`), never `train.micro_batch = 1`,
+/// which under another table's header would land in that table.
+pub fn patch_toml(ops: &[crate::patch::PatchOp]) -> String {
+    let mut top = String::new();
+    let mut tables: Vec<(&str, String)> = Vec::new();
+    for op in ops {
+        let value = toml_value(&op.value);
+        match op.path.split_once('.') {
+            None => {
+                let _ = writeln!(top, "{} = {value}", op.path);
+            }
+            Some((table, key)) => {
+                let at = match tables.iter().position(|(t, _)| *t == table) {
+                    Some(i) => i,
+                    None => {
+                        tables.push((table, String::new()));
+                        tables.len() - 1
+                    }
+                };
+                let _ = writeln!(tables[at].1, "{key} = {value}");
+            }
+        }
+    }
+    for (table, keys) in tables {
+        let _ = write!(top, "[{table}]\n{keys}");
+    }
+    top
+}
+
+/// A JSON value of a fix as TOML (strings, numbers, booleans and arrays of them).
+fn toml_value(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(toml_value).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
     }
 }
 
 /// The per-card comparison, its columns aligned by display width.
 fn card_table(o: &mut String, plan: &Plan, zh: bool) {
     // At least the widths English has always had; wider cells widen their column.
-    const WIDTHS: [usize; 7] = [20, 5, 12, 10, 5, 12, 14];
+    const WIDTHS: [usize; 8] = [20, 5, 12, 10, 5, 12, 14, 10];
     let header = if zh {
-        ["显卡", "卡数", "每卡需要", "显存", "放得下", "时间", "费用"]
+        [
+            "显卡",
+            "卡数",
+            "每卡需要",
+            "显存",
+            "放得下",
+            "时间",
+            "费用",
+            "放得下的卡数",
+        ]
     } else {
         [
-            "card", "cards", "per card", "memory", "fits", "time", "cost",
+            "card",
+            "cards",
+            "per card",
+            "memory",
+            "fits",
+            "time",
+            "cost",
+            "fits with",
         ]
     };
     let mut rows = vec![(" ", header.map(String::from))];
@@ -356,6 +474,11 @@ fn card_table(o: &mut String, plan: &Plan, zh: bool) {
                 fits.to_string(),
                 duration(r.seconds, zh),
                 yuan(r.fen),
+                match (&r.fits_with, r.fits) {
+                    (_, true) => String::new(),
+                    (Some(f), false) => format!("{} × {}", f.cards, r.display),
+                    (None, false) => "—".to_string(),
+                },
             ],
         ));
     }
@@ -365,13 +488,19 @@ fn card_table(o: &mut String, plan: &Plan, zh: bool) {
             *w = (*w).max(unicode_width::UnicodeWidthStr::width(cell.as_str()));
         }
     }
+    // "fits with" only where some row needs it.
+    let columns = if plan.cards.iter().all(|r| r.fits) {
+        7
+    } else {
+        8
+    };
     for (mark, cells) in rows {
         let mut line = format!("{mark} {}", pad_end(&cells[0], widths[0]));
-        for (cell, width) in cells.iter().zip(widths).skip(1) {
+        for (cell, width) in cells.iter().zip(widths).skip(1).take(columns - 1) {
             line.push(' ');
             line.push_str(&pad_start(cell, width));
         }
-        let _ = writeln!(o, "{line}");
+        let _ = writeln!(o, "{}", line.trim_end());
     }
 }
 

@@ -179,9 +179,16 @@ fn Estimates(plan: Memo<Plan>) -> impl IntoView {
                             <span class=fits_class data-testid="plan-fits" data-fits=m.fits.to_string()>{i.t(fits_key)}</span>
                             {format!(": {} / {} ({})", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes), i.t(Key::CardMemory))}
                         </p>
+                        <HostLines memory=m/>
                         <p data-testid="plan-time-cost">
                             {format!("{}: {}", i.t(Key::Time), jobspec::spec::format_duration(e.time.seconds))}
                             <ExplainLink figure="time"/>
+                            {(e.time.offload_seconds + e.time.cpu_optimizer_seconds > 0.0).then(|| view! {
+                                <span data-testid="plan-offload-time">
+                                    {format!(" ({}: {})", i.t(Key::OffloadTime), jobspec::spec::format_duration(e.time.offload_seconds + e.time.cpu_optimizer_seconds))}
+                                </span>
+                                <ExplainLink figure="offload_time"/>
+                            })}
                             {format!(" · {}: {}", i.t(Key::Cost), yuan(e.cost.fen))}
                             <ExplainLink figure="cost"/>
                         </p>
@@ -191,6 +198,46 @@ fn Estimates(plan: Memo<Plan>) -> impl IntoView {
         </div>
         <CardTable plan=plan/>
     }
+}
+
+/// Host RAM and NVMe per node for what the spec offloads, against what one node has.
+#[component]
+fn HostLines(memory: jobspec::estimate::MemoryEstimate) -> impl IntoView {
+    let i = use_i18n();
+    let m = memory;
+    let lines = [
+        (
+            Key::HostRamPerNode,
+            m.cpu_bytes_per_node,
+            m.node_ram_bytes,
+            "ram",
+        ),
+        (
+            Key::NvmePerNode,
+            m.nvme_bytes_per_node,
+            m.node_nvme_bytes,
+            "nvme",
+        ),
+    ];
+    lines
+        .into_iter()
+        .filter(|l| l.1 > 0)
+        .map(|(key, need, have, what)| {
+            let fits = need <= have;
+            let (fits_key, class) = if fits {
+                (Key::Fits, "fits yes")
+            } else {
+                (Key::DoesNotFit, "fits no")
+            };
+            view! {
+                <p data-testid="plan-host" data-host=what data-fits=fits.to_string()>
+                    {format!("{}: {} / {} · ", i.t(key), bytes(need), bytes(have))}
+                    <span class=class>{i.t(fits_key)}</span>
+                    <ExplainLink figure="host_memory"/>
+                </p>
+            }
+        })
+        .collect_view()
 }
 
 #[component]

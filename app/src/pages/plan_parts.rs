@@ -88,7 +88,14 @@ pub fn CardTable(plan: Memo<Plan>) -> impl IntoView {
                                     <tr class:current=c.current data-card=c.card data-fits=c.fits.to_string()>
                                         <td>{c.display}</td>
                                         <td>{c.cards}</td>
-                                        <td>{format!("{} / {} · {fit}", bytes(c.per_gpu_bytes), bytes(c.card_bytes))}</td>
+                                        <td>
+                                            {format!("{} / {} · {fit}", bytes(c.per_gpu_bytes), bytes(c.card_bytes))}
+                                            {c.fits_with.as_ref().map(|f| view! {
+                                                <span class="muted" data-testid="fits-with" data-cards=f.cards.to_string()>
+                                                    {format!(" · {} {} × {}", i.t(Key::FitsOnCards), f.cards, c.display)}
+                                                </span>
+                                            })}
+                                        </td>
                                         <td>{jobspec::spec::format_duration(c.seconds)}</td>
                                         <td>{yuan(c.fen)}</td>
                                     </tr>

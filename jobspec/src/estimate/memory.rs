@@ -102,8 +102,18 @@ pub struct MemoryEstimate {
     pub activations_per_layer_bytes: u64,
     pub logits_bytes: u64,
     pub runtime_overhead_bytes: u64,
-    /// CPU memory per node the offloaded states need (DeepSpeed's `cpu_mem`), when offloading.
+    /// Host RAM per node the offloaded states need (DeepSpeed's `cpu_mem` for CPU offload),
+    /// 0 without offload.
     pub cpu_bytes_per_node: u64,
+    /// NVMe per node the states offloaded there need (ZeRO-Infinity), 0 without NVMe offload.
+    pub nvme_bytes_per_node: u64,
+    /// Host RAM and NVMe of one node (the catalogue's for the card type, or the backend's).
+    pub node_ram_bytes: u64,
+    pub node_nvme_bytes: u64,
+    /// The per-card total fits in the card's memory.
+    pub gpu_fits: bool,
+    /// The offloaded states fit in the node's RAM and NVMe.
+    pub host_fits: bool,
     /// DeepSpeed's own figure for the same inputs, for stages 2 and 3.
     pub deepspeed_gpu_bytes: Option<u64>,
 }
@@ -128,6 +138,7 @@ pub fn estimate(v: &ValidSpec, pc: &ParamCount) -> MemoryEstimate {
         full_states(v, pc, model_par, zero_n)
     };
     let gather = states.unwrap_or(0);
+    let (cpu_b, nvme_b) = host_placement(v, pc, model_par, cpu_b);
 
     let act = activations(v);
     let logits = logits_bytes(v);
@@ -143,6 +154,8 @@ pub fn estimate(v: &ValidSpec, pc: &ParamCount) -> MemoryEstimate {
     let total = sum(&[params_b, grads_b, opt_b, act.total, buffers]);
     let card = v.card().mem_bytes;
     let headroom = i128::from(card) - i128::from(total);
+    let (ram, nvme) = (v.node_ram_bytes(), v.node_nvme_bytes());
+    let host_fits = cpu_b <= ram && nvme_b <= nvme;
     MemoryEstimate {
         per_gpu: PerGpu {
             params_bytes: params_b,
@@ -154,14 +167,58 @@ pub fn estimate(v: &ValidSpec, pc: &ParamCount) -> MemoryEstimate {
             total_bytes: total,
         },
         card_bytes: card,
-        fits: total <= card,
+        fits: total <= card && host_fits,
         headroom_bytes: i64::try_from(headroom).unwrap_or(i64::MIN),
         activations_per_layer_bytes: act.per_layer,
         logits_bytes: logits,
         runtime_overhead_bytes: overhead,
         cpu_bytes_per_node: cpu_b,
+        nvme_bytes_per_node: nvme_b,
+        node_ram_bytes: ram,
+        node_nvme_bytes: nvme,
+        gpu_fits: total <= card,
+        host_fits,
         deepspeed_gpu_bytes: ds,
     }
+}
+
+/// Where ZeRO-3's offloaded states live per node: RAM, and NVMe for what ZeRO-Infinity swaps
+/// there. DeepSpeed's 18Ψ of CPU offload is 12Ψ optimizer (fp32 master, m, v), 4Ψ fp32
+/// gradients and 2Ψ 16-bit parameters; NVMe takes the optimizer's 12Ψ and the parameters' 2Ψ
+/// when they go there, while the gradients stay in (pinned) RAM. RAM keeps DeepSpeed's 1.5
+/// buffer factor; parameters offloaded with the optimizer on the GPU need their 2Ψ in RAM too
+/// (a case DeepSpeed's estimator leaves out). Below stage 3, and for LoRA's adapters, the
+/// figure from the states is kept (DeepSpeed offloads to NVMe only at stage 3).
+fn host_placement(v: &ValidSpec, pc: &ParamCount, model_par: u64, cpu_b: u64) -> (u64, u64) {
+    let s = v.spec();
+    let p = &s.parallel;
+    if p.zero_stage < 3 || s.task.is_adapter() {
+        let adapter = if s.task.is_adapter() && p.offload_optimizer != Offload::None {
+            let nodes = f64::from(s.resources.nodes.max(1));
+            to_bytes(pc.adapter as f64 * 16.0 * 1.5 / nodes)
+        } else {
+            0
+        };
+        return (cpu_b.max(adapter), 0);
+    }
+    let psi = (pc.total / model_par.max(1)) as f64 / f64::from(s.resources.nodes.max(1));
+    let (opt, par) = (p.offload_optimizer, p.offload_params);
+    let mut ram = 0.0;
+    let mut nvme = 0.0;
+    match opt {
+        Offload::None => {}
+        Offload::Cpu => ram += 16.0 * psi,
+        Offload::Nvme => {
+            ram += 4.0 * psi;
+            nvme += 12.0 * psi;
+        }
+    }
+    match par {
+        Offload::None => {}
+        Offload::Cpu => ram += 2.0 * psi,
+        Offload::Nvme => nvme += 2.0 * psi,
+    }
+    (to_bytes(ram * 1.5), to_bytes(nvme))
 }
 
 /// Full training: every weight trains, its states placed by the ZeRO stage and offload as

@@ -8,7 +8,7 @@ mod quick;
 pub mod suggest;
 pub mod time;
 
-pub use compare::{CardRow, compare_cards};
+pub use compare::{CardRow, FitsWith, compare_cards};
 pub use memory::{MemoryEstimate, PerGpu, ZeroStates, deepspeed_zero2, deepspeed_zero3};
 pub use params::ParamCount;
 pub use quick::parameters;
@@ -69,9 +69,78 @@ fn explain(
         explain_model_states(v, pc, m),
         explain_activations(v, m),
         explain_buffers(m),
+        explain_host_memory(v, m),
         explain_time(v, pc, t),
+        explain_offload_time(v, pc, t),
         explain_cost(v, t),
     ]
+}
+
+fn explain_host_memory(v: &ValidSpec, m: &MemoryEstimate) -> Explanation {
+    let p = &v.spec().parallel;
+    let node = &v.card().node;
+    let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
+    Explanation {
+        figure: "host_memory",
+        formula: format!(
+            "offload optimizer = {}, params = {} at ZeRO-{} over {} node(s): RAM {} of {} per node, NVMe {} of {} per node → {}",
+            p.offload_optimizer.as_str(),
+            p.offload_params.as_str(),
+            p.zero_stage,
+            v.spec().resources.nodes.max(1),
+            gib(m.cpu_bytes_per_node),
+            gib(m.node_ram_bytes),
+            gib(m.nvme_bytes_per_node),
+            gib(m.node_nvme_bytes),
+            if m.host_fits { "fits" } else { "does not fit" }
+        ),
+        assumptions: Message::new(
+            format!(
+                "CPU offload per DeepSpeed's estimators: 12Ψ optimizer + 4Ψ fp32 gradients + 2Ψ 16-bit parameters (stage 3), ×1.5 buffer factor, split over the nodes; NVMe takes the optimizer's 12Ψ and the parameters' 2Ψ; node figures: {}",
+                node.source
+            ),
+            format!(
+                "CPU 卸载按 DeepSpeed 估算器：12Ψ 优化器 + 4Ψ fp32 梯度 + 2Ψ 16 位参数（ZeRO-3），×1.5 缓冲系数，按节点均分；NVMe 承担优化器的 12Ψ 和参数的 2Ψ；节点数据：{}",
+                node.source
+            ),
+        ),
+    }
+}
+
+fn explain_offload_time(v: &ValidSpec, pc: &ParamCount, t: &TimeEstimate) -> Explanation {
+    let node = &v.card().node;
+    let off = time::offload(v, pc);
+    Explanation {
+        figure: "offload_time",
+        formula: format!(
+            "{} steps × ({:.3e} bytes per card over {} at {:.0} GB/s × {:.0}% = {:.1} s + CPU Adam {:.1} s) = {:.0} s link + {:.0} s optimizer",
+            v.steps(),
+            off.bytes_per_step,
+            node.host_link,
+            node.host_link_gbps,
+            time::HOST_LINK_EFFICIENCY * 100.0,
+            off.link_seconds_per_step,
+            off.optimizer_seconds_per_step,
+            t.offload_seconds,
+            t.cpu_optimizer_seconds
+        ),
+        assumptions: Message::new(
+            format!(
+                "per micro-batch the card fetches its 16-bit parameter partition for every pass (forward, backward, recomputed forward) and sends its gradient partition; the CPU Adam step touches {} bytes per parameter at {:.0}% of the node's {:.1} GB/s DRAM bandwidth; no overlap with compute (an upper bound); {}",
+                time::CPU_ADAM_BYTES_PER_PARAM,
+                time::HOST_MEM_EFFICIENCY * 100.0,
+                node.mem_gbps,
+                node.source
+            ),
+            format!(
+                "每个微批次中，每一遍（前向、反向、重算的前向）都要取回本卡的 16 位参数分片，并送出梯度分片；CPU Adam 每个参数读写 {} 字节，按节点 {:.1} GB/s 内存带宽的 {:.0}% 计；不与计算重叠（上界）；{}",
+                time::CPU_ADAM_BYTES_PER_PARAM,
+                node.mem_gbps,
+                time::HOST_MEM_EFFICIENCY * 100.0,
+                node.source
+            ),
+        ),
+    }
 }
 
 /// The model-state formula of the spec's ZeRO stage and offload (per DeepSpeed's estimators),
@@ -220,18 +289,21 @@ fn explain_time(v: &ValidSpec, pc: &ParamCount, t: &TimeEstimate) -> Explanation
     Explanation {
         figure: "time",
         formula: format!(
-            "({dense:.3e} dense + {attn:.3e} attention) FLOPs/token × {} tokens = {:.3e} FLOPs; × {:.3} recompute / ({} cards × {:.1} TFLOPS × MFU {:.2}) = {:.0} s",
+            "({dense:.3e} dense + {attn:.3e} attention) FLOPs/token × {} tokens = {:.3e} FLOPs; × {:.3} recompute / ({} cards × {:.1} TFLOPS × MFU {:.2}) = {:.0} s; + offload {:.0} s + CPU optimizer {:.0} s = {:.0} s",
             t.tokens,
             t.flops,
             t.recompute_factor,
             v.world_size(),
             v.card().peak_flops(s.train.precision) / 1e12,
             t.mfu,
+            t.compute_seconds,
+            t.offload_seconds,
+            t.cpu_optimizer_seconds,
             t.seconds
         ),
         assumptions: Message::new(
-            "6·N per token for full training, 4·N with a frozen base; attention 12·L·h·s per token; MFU is a stated, adjustable default ([estimate] mfu); offload and communication are folded into MFU",
-            "全参训练每 token 6·N，冻结底座 4·N；注意力每 token 12·L·h·s；MFU 为可调默认值（[estimate] mfu）；卸载与通信开销计入 MFU",
+            "6·N per token for full training, 4·N with a frozen base; attention 12·L·h·s per token; MFU is a stated, adjustable default ([estimate] mfu); communication is folded into MFU; offload traffic and the CPU optimizer step are added (see offload_time)",
+            "全参训练每 token 6·N，冻结底座 4·N；注意力每 token 12·L·h·s；MFU 为可调默认值（[estimate] mfu）；通信开销计入 MFU；卸载传输与 CPU 优化器步骤另行相加（见 offload_time）",
         ),
     }
 }

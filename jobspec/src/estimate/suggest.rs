@@ -106,7 +106,7 @@ fn memory_changes(v: &ValidSpec, out: &mut Vec<Change>) {
         let accum = u64::from(t.grad_accum) * u64::from(t.micro_batch);
         out.push(change(
             format!("micro_batch = 1, grad_accum = {accum} (same global batch)"),
-            format!("micro_batch = 1，grad_accum = {accum}（全局批量不变）"),
+            format!("改为 micro_batch = 1，grad_accum = {accum}（全局批量不变）"),
             vec![
                 op("train.micro_batch", json!(1)),
                 op("train.grad_accum", json!(accum)),
@@ -233,7 +233,6 @@ pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
             tries.push((title, ops));
         }
     }
-    let prices: Vec<(&str, u64)> = v.price_overrides().to_vec();
     let mut found: Vec<Suggestion> = Vec::new();
     for (title, ops) in tries {
         let Some(patched) = apply_patch_fast(v.spec(), &ops) else {
@@ -242,7 +241,7 @@ pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
         let (Some(pv), _) = validate_spec(patched) else {
             continue;
         };
-        let pv = pv.with_prices(&prices);
+        let pv = v.carry_overrides(pv);
         let (m, t, c) = super::quick::quick(&pv);
         if m.fits {
             found.push(Suggestion {
@@ -256,6 +255,7 @@ pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
             });
         }
     }
+    found.extend(cluster_fixes(v));
     found.sort_by(|a, b| a.fen.cmp(&b.fen).then(a.patch.len().cmp(&b.patch.len())));
     // A pair whose first half already fits on its own adds nothing.
     let mut kept: Vec<Suggestion> = Vec::new();
@@ -271,6 +271,104 @@ pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
         }
     }
     kept
+}
+
+/// The changes a larger cluster is tried with: ZeRO-3, gradient checkpointing and
+/// micro-batches of one (the accumulation keeping the global batch), with their names.
+fn cluster_base(s: &JobSpec) -> (Vec<PatchOp>, Vec<&'static str>, Vec<&'static str>) {
+    let mut base = Vec::new();
+    let mut en = Vec::new();
+    let mut zh = Vec::new();
+    if s.parallel.zero_stage < 3 {
+        base.push(op("parallel.zero_stage", json!(3)));
+        en.push("ZeRO-3");
+        zh.push("ZeRO-3");
+    }
+    if s.train.grad_checkpointing != Recompute::Full {
+        base.push(op("train.grad_checkpointing", json!(true)));
+        en.push("gradient checkpointing");
+        zh.push("梯度检查点");
+    }
+    if s.train.micro_batch > 1 {
+        let accum = u64::from(s.train.grad_accum) * u64::from(s.train.micro_batch);
+        base.push(op("train.micro_batch", json!(1)));
+        base.push(op("train.grad_accum", json!(accum)));
+        en.push("micro_batch = 1");
+        zh.push("micro_batch = 1");
+    }
+    (base, en, zh)
+}
+
+/// Where no change on a node fits: the fewest cards (of the spec's type and of the 80 GB class)
+/// that hold the job with ZeRO-3, gradient checkpointing and micro-batches of one, found as the
+/// card table finds its "fits with" counts.
+fn cluster_fixes(v: &ValidSpec) -> Vec<Suggestion> {
+    let s = v.spec();
+    if !v.card().is_gpu || s.parallel.pp > 1 {
+        return Vec::new();
+    }
+    let (base, en, zh) = cluster_base(s);
+    let Some(patched) = apply_patch_fast(s, &base) else {
+        return Vec::new();
+    };
+    let (Some(pv), _) = validate_spec(patched) else {
+        return Vec::new();
+    };
+    let pv = v.carry_overrides(pv);
+    let mut cards = vec![v.card()];
+    cards.extend(
+        ["a100-80g", "h800"]
+            .iter()
+            .filter_map(|id| catalog::card(id))
+            .filter(|c| c.id != v.card().id),
+    );
+    let with = |list: &[&str], sep: &str| {
+        if list.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "{sep}{}",
+                list.join(if sep == " with " { ", " } else { "、" })
+            )
+        }
+    };
+    cards
+        .into_iter()
+        .filter_map(|card| {
+            let f = super::compare::fits_with(&pv, card)?;
+            let mut patch = base.clone();
+            patch.push(op("resources.card", json!(card.id)));
+            patch.push(op("resources.cards_per_node", json!(f.cards_per_node)));
+            patch.push(op("resources.nodes", json!(f.nodes)));
+            let (m, _, _) = super::quick::quick(&validate_spec(apply_patch_fast(s, &patch)?).0?);
+            Some(Suggestion {
+                title: Message::new(
+                    format!(
+                        "use {} × {} ({} node(s) of {}){}",
+                        f.cards,
+                        card.display,
+                        f.nodes,
+                        f.cards_per_node,
+                        with(&en, " with ")
+                    ),
+                    format!(
+                        "改用 {} 张 {}（{} 个节点，每节点 {} 张）{}",
+                        f.cards,
+                        card.display,
+                        f.nodes,
+                        f.cards_per_node,
+                        with(&zh, "，并启用 ")
+                    ),
+                ),
+                patch,
+                per_gpu_bytes: f.per_gpu_bytes,
+                card_bytes: card.mem_bytes,
+                seconds: f.seconds,
+                fen: f.fen,
+                cpu_bytes_per_node: m.cpu_bytes_per_node,
+            })
+        })
+        .collect()
 }
 
 /// What the trainer says when a GPU runs out of memory: the plan's estimate for this spec and
@@ -293,7 +391,6 @@ pub fn oom_advice(v: &ValidSpec) -> OomAdvice {
     let (m, _, _) = super::quick::quick(v);
     let mut fixes = suggest_fixes(v);
     if fixes.is_empty() {
-        let prices: Vec<(&str, u64)> = v.price_overrides().to_vec();
         for c in candidates(v) {
             let Some(patched) = apply_patch_fast(v.spec(), &c.ops) else {
                 continue;
@@ -301,7 +398,7 @@ pub fn oom_advice(v: &ValidSpec) -> OomAdvice {
             let (Some(pv), _) = validate_spec(patched) else {
                 continue;
             };
-            let pv = pv.with_prices(&prices);
+            let pv = v.carry_overrides(pv);
             let (pm, t, cost) = super::quick::quick(&pv);
             // Only changes that keep the same card count and lower the need per GPU.
             if pm.per_gpu.total_bytes < m.per_gpu.total_bytes && pv.world_size() == v.world_size() {

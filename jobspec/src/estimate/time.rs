@@ -19,7 +19,26 @@ pub struct TimeEstimate {
     pub peak_flops: f64,
     /// Extra compute factor from recomputation (4/3 for full, 1 otherwise).
     pub recompute_factor: f64,
+    /// Of `seconds`: the GPUs' compute at the assumed MFU.
+    pub compute_seconds: f64,
+    /// Of `seconds`: offloaded states crossing each card's host link (0 without offload).
+    pub offload_seconds: f64,
+    /// Of `seconds`: the optimizer step on the host's CPUs (0 unless the optimizer is offloaded).
+    pub cpu_optimizer_seconds: f64,
+    /// Bytes one card moves over its host link per optimizer step.
+    pub offload_bytes_per_step: f64,
 }
+
+/// The share of a PCIe x16 link's nominal rate that bulk copies reach (128b/130b coding and
+/// protocol overhead leave about 80%: 25 of 32 GB/s on PCIe 4.0 in `bandwidthTest` runs).
+pub const HOST_LINK_EFFICIENCY: f64 = 0.8;
+/// The share of peak DRAM bandwidth a streaming kernel reaches (STREAM triad on two-socket
+/// servers reaches 60–80%; DeepSpeed's CPU Adam, vectorised but strided over four arrays,
+/// taken at 50%).
+pub const HOST_MEM_EFFICIENCY: f64 = 0.5;
+/// Bytes DeepSpeed's CPU Adam touches per parameter per step: reads fp32 param, grad, m and v
+/// (16), writes param, m and v (12) and the 16-bit copy sent back to the GPU (2).
+pub const CPU_ADAM_BYTES_PER_PARAM: f64 = 30.0;
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CostEstimate {
@@ -58,19 +77,105 @@ pub fn estimate(v: &ValidSpec, pc: &ParamCount) -> TimeEstimate {
         Recompute::Selective | Recompute::None => 1.0,
     };
     let mfu = v.mfu();
-    let (seconds, min_seconds) = if peak > 0.0 && mfu > 0.0 {
+    let (compute_seconds, min_seconds) = if peak > 0.0 && mfu > 0.0 {
         (flops * recompute_factor / (peak * mfu), flops / peak)
     } else {
         (f64::INFINITY, f64::INFINITY)
     };
+    let off = offload(v, pc);
+    let steps = v.steps() as f64;
+    let offload_seconds = steps * off.link_seconds_per_step;
+    let cpu_optimizer_seconds = steps * off.optimizer_seconds_per_step;
     TimeEstimate {
         flops,
-        seconds,
+        seconds: compute_seconds + offload_seconds + cpu_optimizer_seconds,
         mfu,
         min_seconds,
         tokens,
         peak_flops: peak,
         recompute_factor,
+        compute_seconds,
+        offload_seconds,
+        cpu_optimizer_seconds,
+        offload_bytes_per_step: off.bytes_per_step,
+    }
+}
+
+/// What offloading costs per optimizer step, on top of the compute.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OffloadCost {
+    /// Bytes one card moves over its host link.
+    pub bytes_per_step: f64,
+    pub link_seconds_per_step: f64,
+    pub optimizer_seconds_per_step: f64,
+}
+
+/// The traffic and host work of ZeRO-Offload / ZeRO-Infinity per optimizer step, per card
+/// (every card moves its own share over its own link at once, so one card's time is the step's):
+///
+/// - parameters offloaded (stage 3): every forward and backward pass (and the recomputed
+///   forward) fetches the card's 1/N partition of the 16-bit model, 2Ψ/N bytes a pass, for each
+///   of the step's micro-batches;
+/// - optimizer offloaded: each micro-batch's 16-bit gradient partition (2Ψ/N) goes to the host,
+///   and after the step the updated 16-bit partition comes back (2Ψ/N, unless the parameters
+///   live on the host anyway); the CPUs run Adam over the node's partitions, bound by DRAM
+///   bandwidth at [`CPU_ADAM_BYTES_PER_PARAM`].
+///
+/// Nothing is assumed to overlap with compute: DeepSpeed overlaps part of it, so this is an
+/// upper bound on what offload adds. LoRA moves only its adapters, which are small.
+pub fn offload(v: &ValidSpec, pc: &ParamCount) -> OffloadCost {
+    let s = v.spec();
+    let p = &s.parallel;
+    let none = OffloadCost {
+        bytes_per_step: 0.0,
+        link_seconds_per_step: 0.0,
+        optimizer_seconds_per_step: 0.0,
+    };
+    let off_opt = p.offload_optimizer != crate::spec::Offload::None;
+    let off_par = p.offload_params != crate::spec::Offload::None && p.zero_stage >= 3;
+    if !(off_opt || off_par) || !v.card().is_gpu {
+        return none;
+    }
+    let model_par = f64::from(p.tp) * f64::from(p.pp);
+    let trained = if s.task.is_adapter() {
+        pc.adapter
+    } else {
+        pc.total
+    } as f64
+        / model_par.max(1.0);
+    let ranks = (f64::from(v.world_size()) / model_par.max(1.0)).max(1.0);
+    let width = s.train.precision.bytes() as f64;
+    let share = width * trained / ranks;
+    let micro = f64::from(s.train.grad_accum);
+    let passes = if s.train.grad_checkpointing == Recompute::Full {
+        3.0
+    } else {
+        2.0
+    };
+    let mut bytes = 0.0;
+    if off_par {
+        bytes += micro * passes * share;
+    }
+    if off_opt {
+        bytes += micro * share + if off_par { 0.0 } else { share };
+    }
+    let link = v.card().node.host_link_gbps * 1e9 * HOST_LINK_EFFICIENCY;
+    let link_seconds = if link > 0.0 { bytes / link } else { 0.0 };
+    let optimizer_seconds = if off_opt {
+        let per_node = trained / f64::from(s.resources.nodes.max(1));
+        let mem = v.card().node.mem_gbps * 1e9 * HOST_MEM_EFFICIENCY;
+        if mem > 0.0 {
+            per_node * CPU_ADAM_BYTES_PER_PARAM / mem
+        } else {
+            0.0
+        }
+    } else {
+        0.0
+    };
+    OffloadCost {
+        bytes_per_step: bytes,
+        link_seconds_per_step: link_seconds,
+        optimizer_seconds_per_step: optimizer_seconds,
     }
 }
 

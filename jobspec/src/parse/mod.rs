@@ -134,7 +134,8 @@ impl Reader {
                 } else {
                     format!("{path}.{}", k.name)
                 };
-                let suggestion = did_you_mean(&k.name, known.iter().copied())
+                let suggestion = alias_hint(&k.name, path)
+                    .or_else(|| did_you_mean(&k.name, known.iter().copied()))
                     .or_else(|| self.misplaced_hint(&k.name));
                 let where_en = if path.is_empty() {
                     "at the top level".to_string()
@@ -314,6 +315,23 @@ impl Reader {
         }
         let path = t.path(key);
         let list = words.join(", ");
+        if path == "backend" && s.eq_ignore_ascii_case("ray") {
+            // Ray is asked for by name; say that it does not exist yet rather than "not one of".
+            self.push(
+                Diagnostic::error(
+                    Code::BadValue,
+                    &path,
+                    format!(
+                        "`backend` = \"{s}\": Onramp has no Ray backend yet; use one of: {list}"
+                    ),
+                    format!(
+                        "`backend` = \"{s}\"：Onramp 目前还没有 Ray 后端；请用以下之一：{list}"
+                    ),
+                )
+                .with_span(span),
+            );
+            return None;
+        }
         self.push(
             Diagnostic::error(
                 Code::BadValue,
@@ -346,6 +364,55 @@ impl Reader {
 }
 
 /// Every `table.key` name, so that hints can be `&'static str`.
+/// The names other tools (Transformers' `TrainingArguments`, LLaMA-Factory, axolotl, launchers)
+/// give to our keys, lower-cased, with the key each means.
+const ALIASES: &[(&str, &str)] = &[
+    ("learning_rate", "train.lr"),
+    ("batch_size", "train.micro_batch"),
+    ("micro_batch_size", "train.micro_batch"),
+    ("per_device_train_batch_size", "train.micro_batch"),
+    ("train_micro_batch_size_per_gpu", "train.micro_batch"),
+    ("gradient_accumulation_steps", "train.grad_accum"),
+    ("gradient_accumulation", "train.grad_accum"),
+    ("num_train_epochs", "train.epochs"),
+    ("num_epochs", "train.epochs"),
+    ("max_steps", "train.steps"),
+    ("warmup_steps", "train.warmup"),
+    ("lr_scheduler_type", "train.schedule"),
+    ("lr_scheduler", "train.schedule"),
+    ("gradient_checkpointing", "train.grad_checkpointing"),
+    ("lora_r", "train.lora_rank"),
+    ("gpus", "resources.cards_per_node"),
+    ("num_gpus", "resources.cards_per_node"),
+    ("n_gpus", "resources.cards_per_node"),
+    ("gpus_per_node", "resources.cards_per_node"),
+    ("nproc_per_node", "resources.cards_per_node"),
+    ("num_nodes", "resources.nodes"),
+    ("nnodes", "resources.nodes"),
+    ("gpu", "resources.card"),
+    ("gpu_type", "resources.card"),
+    ("sequence_length", "data.seq_len"),
+    ("seq_length", "data.seq_len"),
+    ("max_seq_length", "data.seq_len"),
+    ("max_seq_len", "data.seq_len"),
+    ("max_length", "data.seq_len"),
+    ("cutoff_len", "data.seq_len"),
+    ("sequence_len", "data.seq_len"),
+    ("model_name_or_path", "model"),
+    ("base_model", "model"),
+];
+
+/// The key another tool's name means: bare inside its own table, qualified anywhere else
+/// (`batch_size` in `[train]` is `micro_batch`; at the top level, `train.micro_batch`).
+fn alias_hint(key: &str, path: &str) -> Option<&'static str> {
+    let lower = key.to_ascii_lowercase();
+    let (_, target) = ALIASES.iter().find(|(a, _)| *a == lower)?;
+    match target.split_once('.') {
+        Some((table, bare)) if table == path => Some(bare),
+        _ => Some(target),
+    }
+}
+
 const QUALIFIED: &[&str] = &[
     "data.dataset",
     "data.tokens",

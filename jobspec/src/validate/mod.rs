@@ -20,7 +20,7 @@ use checker::span_at;
 use rules::check;
 pub use text::{LABEL_PATTERN, is_clean_text, is_job_id};
 pub(crate) use text::{is_refused, not_a_job_id, one_line};
-pub use valid::{DEFAULT_MFU_CPU, DEFAULT_MFU_GPU, LORA_TARGETS, ValidSpec};
+pub use valid::{DEFAULT_MFU_CPU, DEFAULT_MFU_GPU, LORA_TARGETS, NodeOverride, ValidSpec};
 
 /// Which text format a spec is written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -59,6 +59,7 @@ pub(super) fn check(
         lora_alpha,
         lora_targets,
         price_overrides: Vec::new(),
+        node_override: Default::default(),
         spec,
     })
 }

@@ -41,6 +41,15 @@ pub struct ValidSpec {
     pub(super) lora_alpha: u32,
     pub(super) lora_targets: Vec<String>,
     pub(super) price_overrides: Vec<(&'static str, u64)>,
+    pub(super) node_override: NodeOverride,
+}
+
+/// A deployment's own nodes: host RAM and NVMe per node, where it knows them better than the
+/// catalogue (`None` keeps the catalogue's figure for the card type).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeOverride {
+    pub ram_bytes: Option<u64>,
+    pub nvme_bytes: Option<u64>,
 }
 
 impl ValidSpec {
@@ -129,8 +138,32 @@ impl ValidSpec {
         self
     }
 
-    pub(crate) fn price_overrides(&self) -> &[(&'static str, u64)] {
-        &self.price_overrides
+    /// The same spec on nodes with this RAM and NVMe (a backend's `node_ram_gib`).
+    pub fn with_node(mut self, node: NodeOverride) -> ValidSpec {
+        self.node_override = node;
+        self
+    }
+
+    /// Host RAM per node: the deployment's figure, else the catalogue's for the card type.
+    pub fn node_ram_bytes(&self) -> u64 {
+        self.node_override
+            .ram_bytes
+            .unwrap_or(self.card.node.ram_bytes)
+    }
+
+    /// Local NVMe per node: the deployment's figure, else the catalogue's for the card type.
+    pub fn node_nvme_bytes(&self) -> u64 {
+        self.node_override
+            .nvme_bytes
+            .unwrap_or(self.card.node.nvme_bytes)
+    }
+
+    /// `other` priced and placed as this spec is: its prices and node figures (for a patched
+    /// copy of this spec, validated anew).
+    pub(crate) fn carry_overrides(&self, mut other: ValidSpec) -> ValidSpec {
+        other.price_overrides = self.price_overrides.clone();
+        other.node_override = self.node_override;
+        other
     }
 
     /// The most this job can cost: every card for the whole time limit, in fen.
