@@ -134,22 +134,16 @@ fn host_fit_finding(v: &ValidSpec, est: &Estimate, diagnostics: &mut Vec<Diagnos
         ("NVMe", "NVMe", m.nvme_bytes_per_node, m.node_nvme_bytes)
     };
     let nodes = v.spec().resources.nodes.max(1);
+    let card = v.card().display;
+    let (need, have, short) = (gib(need), gib(have), gib(need.saturating_sub(have)));
     diagnostics.push(Diagnostic::error(
         Code::HostDoesNotFit,
         path,
         format!(
-            "the offloaded states do not fit in host {what_en}: they need {:.1} GiB per node, a {} node has {:.1} GiB ({:.1} GiB short, over {nodes} node(s)); use more nodes, offload less, or a backend whose nodes have more",
-            gib(need),
-            v.card().display,
-            gib(have),
-            gib(need.saturating_sub(have))
+            "the offloaded states do not fit in host {what_en}: they need {need:.1} GiB per node, a {card} node has {have:.1} GiB ({short:.1} GiB short, over {nodes} node(s)); use more nodes, offload less, or a backend whose nodes have more"
         ),
         format!(
-            "卸载的状态放不进主机{what_zh}：每节点需要 {:.1} GiB，{} 节点只有 {:.1} GiB（差 {:.1} GiB，共 {nodes} 个节点）；请增加节点、少卸载一些，或换用节点更大的后端",
-            gib(need),
-            v.card().display,
-            gib(have),
-            gib(need.saturating_sub(have))
+            "卸载的状态放不进主机{what_zh}：每节点需要 {need:.1} GiB，{card} 节点只有 {have:.1} GiB（差 {short:.1} GiB，共 {nodes} 个节点）；请增加节点、少卸载一些，或换用节点更大的后端"
         ),
     ));
 }
