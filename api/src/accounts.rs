@@ -93,6 +93,42 @@ pub struct NewPassword {
     pub password: String,
 }
 
+/// `POST /api/auth/password`: change the password of the signed-in account, knowing the current
+/// one. Every other session of the account is signed out; this one and the API tokens stay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordChange {
+    pub current_password: String,
+    /// At least [`MIN_PASSWORD_CHARS`] and at most [`MAX_PASSWORD_CHARS`] characters.
+    #[schemars(length(min = MIN_PASSWORD_CHARS, max = MAX_PASSWORD_CHARS))]
+    pub new_password: String,
+}
+
+/// The answer of `POST /api/auth/password`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PasswordChanged {
+    pub changed: bool,
+    /// How many other sessions of the account were signed out.
+    pub signed_out_sessions: u64,
+}
+
+/// The answer of `POST /api/auth/logout/everywhere`: every session of the account ended, this one
+/// too, and with `revoke_tokens` every API token as well.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SignedOutEverywhere {
+    pub signed_out_sessions: u64,
+    pub revoked_tokens: u64,
+}
+
+/// `POST /api/auth/logout/everywhere` (the body may be empty): whether the account's API tokens
+/// go too (default: no, they are listed and revoked one by one at `/api/tokens`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogoutEverywhere {
+    #[serde(default)]
+    pub revoke_tokens: bool,
+}
+
 /// One mail the edge sent, as the local outbox keeps it (`MAIL_SENDER=outbox`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct OutboxMail {

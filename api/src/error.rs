@@ -66,6 +66,8 @@ codes! {
     WeakPassword = "weak_password", 400;
     EmailTaken = "email_taken", 409;
     BadCredentials = "bad_credentials", 401;
+    /// A signed-in change that needs the account's current password got another one.
+    WrongPassword = "wrong_password", 403;
     /// Sign in first (session cookie or API token), or a job token is missing.
     Unauthenticated = "unauthenticated", 401;
     /// The credentials are valid but not for this (an admin route, another job's token).

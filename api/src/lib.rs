@@ -24,9 +24,9 @@ pub mod schema;
 pub mod time;
 
 pub use accounts::{
-    Account, Credentials, NewPassword, NewToken, Outbox, OutboxMail, ResetRequest, ResetRequested,
-    SignedOut, TokenCreated, TokenInfo, TokenList, TokenRevoked, VerificationSent, Verified,
-    VerifyRequest,
+    Account, Credentials, LogoutEverywhere, NewPassword, NewToken, Outbox, OutboxMail,
+    PasswordChange, PasswordChanged, ResetRequest, ResetRequested, SignedOut, SignedOutEverywhere,
+    TokenCreated, TokenInfo, TokenList, TokenRevoked, VerificationSent, Verified, VerifyRequest,
 };
 pub use artifacts::{Artifact, ArtifactDeleted, ArtifactList, ArtifactUsage, NewUpload, Upload};
 pub use backends::{

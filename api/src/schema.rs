@@ -6,6 +6,8 @@
 //! `required`, `additionalProperties`, `items`, `enum`, `const`, `oneOf`/`anyOf`/`allOf`,
 //! integer `minimum`); anything else in a schema is accepted.
 
+/// The trait of every wire type, for callers that name it in their own bounds.
+pub use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value};
 

@@ -7,8 +7,8 @@
 use crate::i18n::Key;
 pub use api::{
     BackendList, ErrorCode, Experiment, ExperimentDeleted, Job, JobList, JobState, Ledger,
-    LedgerKind, LogChunk, MetricPoint, MetricsPage, Redeemed, ResetRequested, SavedExperiment,
-    TokenList, TokenRevoked, VerificationSent, Verified,
+    LedgerKind, LogChunk, MetricPoint, MetricsPage, PasswordChanged, Redeemed, ResetRequested,
+    SavedExperiment, SignedOutEverywhere, TokenList, TokenRevoked, VerificationSent, Verified,
 };
 use serde::Deserialize;
 
@@ -165,6 +165,7 @@ pub fn code_key(code: ErrorCode) -> Key {
         C::WeakPassword => Key::ErrWeakPassword,
         C::EmailTaken => Key::ErrEmailTaken,
         C::BadCredentials => Key::ErrBadCredentials,
+        C::WrongPassword => Key::ErrWrongPassword,
         C::RateLimited => Key::ErrRateLimited,
         C::InvalidLink => Key::ErrInvalidLink,
         C::LinkExpired => Key::ErrLinkExpired,

@@ -250,7 +250,8 @@ messages! {
     MaxCost => "at most", "最多";
     ErrInvalidEmail => "That is not an email address.", "这不是有效的邮箱地址。";
     ErrWeakPassword => "The password is too weak: use at least 8 characters.", "密码太弱：至少需要 8 个字符。";
-    ErrEmailTaken => "An account with this email already exists. Sign in instead.", "该邮箱已注册，请直接登录。";
+    ErrEmailTaken => "Another account verified this email first. Sign in to it, or ask for a new password on the sign-in form.", "另一个账户已先验证此邮箱。请登录该账户，或在登录表单中申请重置密码。";
+    ErrWrongPassword => "The current password is not right.", "当前密码不正确。";
     ErrBadCredentials => "Wrong email or password.", "邮箱或密码错误。";
     ErrRateLimited => "Too many attempts.", "尝试次数过多。";
     ErrInvalidLink => "This verification link is not valid. Open the link from the newest mail, or send a new one from your account page.", "该验证链接无效。请打开最新邮件中的链接，或在账户页重新发送。";
@@ -305,6 +306,13 @@ messages! {
     ResetSubmit => "Set the password and sign in", "设置密码并登录";
     ResetDone => "Your new password is set and you are signed in; every other session and API token of the account is signed out.", "新密码已设置，你已登录；该账户的其他会话和 API 令牌都已退出。";
     NoResetToken => "This page needs the link from the password reset mail.", "请通过密码重置邮件中的链接打开此页面。";
+    SecurityTitle => "Password and sessions", "密码与登录会话";
+    CurrentPassword => "Current password", "当前密码";
+    ChangePassword => "Change the password", "修改密码";
+    PasswordChangedNote => "The password is changed. This session stays signed in; {n} other sessions were signed out.", "密码已修改。当前会话保持登录；另有 {n} 个会话已退出。";
+    SignOutEverywhereHint => "Signs out every browser and device signed in to this account, this one included.", "退出此账户在所有浏览器和设备上的登录，包括当前这个。";
+    AlsoRevokeTokens => "Revoke every API token too", "同时吊销所有 API 令牌";
+    SignOutEverywhere => "Sign out everywhere", "在所有设备上退出";
 }
 
 /// Formats a byte count for people: `1.5 GiB`, `12.0 MiB`.

@@ -102,6 +102,25 @@ pub fn password_reset(to: &str, link: &str, expires_at: &str) -> Mail {
     }
 }
 
+/// What a sign-up (or a resend) for an email that another account holds verified mails, in
+/// place of a verification link: the answer is the same either way, so only the mailbox learns it.
+pub fn already_registered(to: &str, public_url: &str) -> Mail {
+    let base = public_url.trim_end_matches('/');
+    Mail {
+        to: to.to_string(),
+        subject: "Your Onramp account / 您的 Onramp 账户".into(),
+        text: format!(
+            "Someone asked Onramp to verify this email for a new account, but the email already \
+             belongs to an account. If it was you, sign in at {base}/account with your password, \
+             or ask there for a new one (\"Forgot your password?\"). If it was not you, ignore \
+             this mail: nobody else can verify this email, and your account is unchanged.\n\n\
+             有人请求 Onramp 为一个新账户验证此邮箱，但此邮箱已属于一个账户。如果是您本人，请在 \
+             {base}/account 用密码登录，或在该页申请重置密码。如果不是您本人，请忽略此邮件：\
+             别人无法验证此邮箱，您的账户不受影响。\n"
+        ),
+    }
+}
+
 /// The request that hands `mail` to the `http` sender, as data (the backends' `HttpCall`, sent
 /// by the same code).
 pub fn http_request(mail: &Mail, url: &str, token: &str) -> HttpCall {
@@ -180,6 +199,18 @@ mod tests {
         assert_eq!(m.to, "ada@example.cn");
         assert_eq!(m.text.matches(&link).count(), 2);
         assert!(m.text.contains("trial credit") && m.text.contains("试用额度"));
+    }
+
+    #[test]
+    fn the_already_registered_note_carries_no_link_that_verifies() {
+        let m = already_registered("ada@example.cn", "https://onramp.example.cn/");
+        assert_eq!(m.to, "ada@example.cn");
+        assert_eq!(
+            m.text.matches("https://onramp.example.cn/account").count(),
+            2
+        );
+        assert!(!m.text.contains("token="), "{}", m.text);
+        assert!(m.text.contains("Forgot your password?") && m.text.contains("重置密码"));
     }
 
     #[test]

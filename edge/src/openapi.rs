@@ -14,77 +14,53 @@ fn bodies(id: RouteId, s: &mut Schemas) -> (Option<Value>, Option<Value>) {
         Health => (None, Some(s.of::<api::Liveness>())),
         AdminHealth => (None, Some(s.of::<api::HealthReport>())),
         OpenApi => (None, Some(json!({"type": "object"}))),
-        Signup | Login => (
-            Some(s.of::<api::Credentials>()),
-            Some(s.of::<api::Account>()),
-        ),
-        VerifyEmail => (
-            Some(s.of::<api::VerifyRequest>()),
-            Some(s.of::<api::Verified>()),
-        ),
+        Signup | Login => io::<api::Credentials, api::Account>(s),
+        VerifyEmail => io::<api::VerifyRequest, api::Verified>(s),
         ResendVerification => (None, Some(s.of::<api::VerificationSent>())),
-        RequestPasswordReset => (
-            Some(s.of::<api::ResetRequest>()),
-            Some(s.of::<api::ResetRequested>()),
-        ),
-        ResetPassword => (
-            Some(s.of::<api::NewPassword>()),
-            Some(s.of::<api::Account>()),
-        ),
+        RequestPasswordReset => io::<api::ResetRequest, api::ResetRequested>(s),
+        ResetPassword => io::<api::NewPassword, api::Account>(s),
         AdminOutbox => (None, Some(s.of::<api::Outbox>())),
         Logout => (None, Some(s.of::<api::SignedOut>())),
+        ChangePassword => io::<api::PasswordChange, api::PasswordChanged>(s),
+        LogoutEverywhere => io::<api::LogoutEverywhere, api::SignedOutEverywhere>(s),
         Me => (None, Some(s.of::<api::Account>())),
-        CreateToken => (
-            Some(s.of::<api::NewToken>()),
-            Some(s.of::<api::TokenCreated>()),
-        ),
+        CreateToken => io::<api::NewToken, api::TokenCreated>(s),
         ListTokens => (None, Some(s.of::<api::TokenList>())),
         RevokeToken => (None, Some(s.of::<api::TokenRevoked>())),
         Ledger => (None, Some(s.of::<api::Ledger>())),
-        Redeem => (
-            Some(s.of::<api::RedeemRequest>()),
-            Some(s.of::<api::Redeemed>()),
-        ),
-        AdminPromoCodes => (
-            Some(s.of::<api::NewPromoCode>()),
-            Some(s.of::<api::PromoCodeCreated>()),
-        ),
+        Redeem => io::<api::RedeemRequest, api::Redeemed>(s),
+        AdminPromoCodes => io::<api::NewPromoCode, api::PromoCodeCreated>(s),
         AdminReconcile => (None, Some(s.of::<api::Reconciled>())),
         AdminBackends => (None, Some(s.of::<api::AdminBackendList>())),
-        AdminRefund => (
-            Some(s.of::<api::RefundRequest>()),
-            Some(s.of::<api::RefundAnswer>()),
-        ),
+        AdminRefund => io::<api::RefundRequest, api::RefundAnswer>(s),
         Backends => (None, Some(s.of::<api::BackendList>())),
-        SubmitJob => (Some(s.of::<api::SubmitRequest>()), Some(s.of::<api::Job>())),
+        SubmitJob => io::<api::SubmitRequest, api::Job>(s),
         ListJobs => (None, Some(s.of::<api::JobList>())),
         GetJob | CancelJob => (None, Some(s.of::<api::Job>())),
         JobLogs => (None, Some(s.of::<api::LogChunk>())),
         JobMetrics => (None, Some(s.of::<api::MetricsPage>())),
-        JobReport => (
-            Some(s.of::<api::Report>()),
-            Some(s.of::<api::ReportAccepted>()),
-        ),
+        JobReport => io::<api::Report, api::ReportAccepted>(s),
         JobLogPush => (None, Some(s.of::<api::LogAccepted>())),
         JobCheckpoint => (None, None),
         ListCheckpoints => (None, Some(s.of::<api::CheckpointList>())),
-        StartUpload => (Some(s.of::<api::NewUpload>()), Some(s.of::<api::Upload>())),
+        StartUpload => io::<api::NewUpload, api::Upload>(s),
         UploadPart => (None, Some(s.of::<api::Upload>())),
         ListArtifacts => (None, Some(s.of::<api::ArtifactList>())),
         GetArtifact => (None, None),
         DeleteArtifact => (None, Some(s.of::<api::ArtifactDeleted>())),
-        CreateExperiment => (
-            Some(s.of::<api::NewExperiment>()),
-            Some(s.of::<api::SavedExperiment>()),
-        ),
+        CreateExperiment => io::<api::NewExperiment, api::SavedExperiment>(s),
         GetExperiment => (None, Some(s.of::<api::Experiment>())),
         GetExperimentArtifact => (None, None),
-        ChangeExperiment => (
-            Some(s.of::<api::ExperimentChange>()),
-            Some(s.of::<api::SavedExperiment>()),
-        ),
+        ChangeExperiment => io::<api::ExperimentChange, api::SavedExperiment>(s),
         DeleteExperiment => (None, Some(s.of::<api::ExperimentDeleted>())),
     }
+}
+
+/// A route that reads `I` and answers `O`.
+fn io<I: api::schema::JsonSchema, O: api::schema::JsonSchema>(
+    s: &mut Schemas,
+) -> (Option<Value>, Option<Value>) {
+    (Some(s.of::<I>()), Some(s.of::<O>()))
 }
 
 /// A route's path and header parameters, if it has any.
@@ -193,7 +169,7 @@ pub fn document() -> Value {
         bytes_on_the_wire(route.id, &mut op);
         if let Some(schema) = request {
             op["requestBody"] = json!({
-                "required": route.id != RouteId::CreateToken,
+                "required": !matches!(route.id, RouteId::CreateToken | RouteId::LogoutEverywhere),
                 "content": {"application/json": {"schema": schema}}
             });
         }
@@ -332,6 +308,8 @@ mod tests {
             Signup | Login | Me | ResetPassword => "account",
             RequestPasswordReset => "reset_requested",
             Logout => "signed_out",
+            ChangePassword => "password_changed",
+            LogoutEverywhere => "signed_out_everywhere",
             VerifyEmail => "verified",
             ResendVerification => "verification_sent",
             AdminOutbox => "outbox",

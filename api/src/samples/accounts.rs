@@ -91,6 +91,39 @@ pub(super) fn accounts_samples() -> Vec<Sample> {
     ]
 }
 
+/// The signed-in account's password change and "sign out everywhere".
+pub(super) fn password_samples() -> Vec<Sample> {
+    vec![
+        sample(
+            "password_change",
+            PasswordChange {
+                current_password: "correct horse battery".into(),
+                new_password: "a brand new horse battery".into(),
+            },
+        ),
+        sample(
+            "password_changed",
+            PasswordChanged {
+                changed: true,
+                signed_out_sessions: 2,
+            },
+        ),
+        sample(
+            "logout_everywhere",
+            LogoutEverywhere {
+                revoke_tokens: true,
+            },
+        ),
+        sample(
+            "signed_out_everywhere",
+            SignedOutEverywhere {
+                signed_out_sessions: 3,
+                revoked_tokens: 1,
+            },
+        ),
+    ]
+}
+
 /// API tokens: a new one, the list, a revocation.
 pub(super) fn token_samples() -> Vec<Sample> {
     vec![

@@ -14,6 +14,7 @@ pub fn all() -> Vec<Sample> {
         accounts::errors(),
         accounts::accounts_samples(),
         accounts::reset_samples(),
+        accounts::password_samples(),
         accounts::token_samples(),
         accounts::credits_samples(),
         accounts::refund_samples(),

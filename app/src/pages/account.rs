@@ -1,8 +1,8 @@
 //! `/account`: sign in or sign up when signed out; else, until the email is verified, a note
 //! that the trial credit waits for it (with a button that mails the link again), the balance in
 //! yuan, a box to redeem a promotion code (each refusal in its own words, the balance updated
-//! on success), the ledger of every credit movement, and the account's API tokens
-//! (`account_tokens.rs`).
+//! on success), the ledger of every credit movement, the account's API tokens
+//! (`account_tokens.rs`), and its password and sessions (`account_security.rs`).
 
 use crate::api;
 use crate::api_wire::{ApiError, Ledger, Redeemed, VerificationSent, ledger_kind_key};
@@ -106,6 +106,7 @@ fn Credit() -> impl IntoView {
             }.into_any(),
         }}
         <crate::pages::account_tokens::TokensList/>
+        <crate::pages::account_security::Security/>
     }
 }
 

@@ -1,6 +1,7 @@
 //! The pages, one module each, and which one a route shows.
 
 pub mod account;
+pub mod account_security;
 pub mod account_tokens;
 pub mod auth;
 pub mod bits;

@@ -1,7 +1,8 @@
 //! What the cron trigger clears from accounts: sessions past their expiry, and accounts whose
 //! email was never verified after `UNVERIFIED_ACCOUNT_DAYS` (7) that hold nothing (no job, no
-//! credit), which frees their email for its owner. An account that holds anything stays: the
-//! owner of its mailbox takes it over with a password reset (`reset.rs`).
+//! credit). Such an account never blocked its email (the account that verifies an email first
+//! holds it, `passwords.rs`); an unverified account that holds anything stays, and the owner of
+//! its mailbox takes it over with a password reset (`reset.rs`).
 
 use super::accounts::balance;
 use super::db::{self, n, now_ms, s};

@@ -1,13 +1,16 @@
 //! Accounts: sign-up, login, logout, `GET /api/me` and API tokens. Passwords are hashed with
 //! PBKDF2-SHA256 through WebCrypto; session and API tokens are random 256-bit values of which
 //! only the SHA-256 is stored (`access.rs` finds whom they name). Sign-up gives no credit: it
-//! mails the verification link, and verifying gives the trial (`verify.rs`). Login waits out a
-//! backoff per email and client (`crate::limits`), so failures elsewhere never lock the owner out.
+//! mails the verification link, and verifying gives the trial (`verify.rs`). Sign-up answers the
+//! same whether or not the email has an account; which account a password opens, and the
+//! password change, are `passwords.rs`. Login waits out a backoff per email and client
+//! (`crate::limits`), so failures elsewhere never lock the owner out.
 
 use super::access::User;
 use super::coordinator;
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
+use super::passwords::pbkdf2;
 use crate::access;
 use crate::accounts::{
     PBKDF2_ITERATIONS, SESSION_MAX_AGE_S, check_password, normalise_email, session_cookie,
@@ -16,49 +19,7 @@ use crate::coordinator::{Balance, Counted, Op};
 use crate::error::{ApiError, ErrorCode};
 use crate::wire::{self, Credentials, NewToken};
 use api::{Account, SignedOut, TokenCreated, TokenInfo, TokenList, TokenRevoked};
-use js_sys::{Array, Uint8Array};
-use serde::Deserialize;
-use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::JsFuture;
 use worker::{Env, Request, Response};
-
-fn js_err(what: &'static str) -> impl Fn(JsValue) -> ApiError {
-    move |e| ApiError::internal(format!("{what}: {e:?}"))
-}
-
-/// PBKDF2-SHA256 of the password, 256 bits, through WebCrypto.
-pub(super) async fn pbkdf2(password: &str, salt: &[u8], iterations: u32) -> ApiResult<Vec<u8>> {
-    let crypto: web_sys::Crypto =
-        js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("crypto"))
-            .map_err(js_err("crypto"))?
-            .unchecked_into();
-    let subtle = crypto.subtle();
-    let usages = Array::of1(&JsValue::from_str("deriveBits"));
-    let key = subtle
-        .import_key_with_str(
-            "raw",
-            &Uint8Array::from(password.as_bytes()),
-            "PBKDF2",
-            false,
-            &usages,
-        )
-        .map_err(js_err("importKey"))?;
-    let key: web_sys::CryptoKey = JsFuture::from(key)
-        .await
-        .map_err(js_err("importKey"))?
-        .unchecked_into();
-    let params = web_sys::Pbkdf2Params::new(
-        "PBKDF2",
-        &JsValue::from_str("SHA-256"),
-        iterations,
-        &Uint8Array::from(salt),
-    );
-    let bits = subtle
-        .derive_bits_with_object(&params, &key, 256)
-        .map_err(js_err("deriveBits"))?;
-    let bits = JsFuture::from(bits).await.map_err(js_err("deriveBits"))?;
-    Ok(Uint8Array::new(&bits).to_vec())
-}
 
 pub(super) fn client_ip(req: &Request) -> String {
     http::header(req, "cf-connecting-ip").unwrap_or_else(|| "local".into())
@@ -118,24 +79,27 @@ pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
         3600,
     )
     .await?;
+    // Limits that hold whether or not the email has accounts, so a refusal tells nothing.
+    let per_email = db::setting(env, "SIGNUPS_PER_EMAIL_PER_DAY", 10);
+    coordinator::rate_limit(env, &format!("signup:email:{email}"), per_email, 86_400).await?;
+    // The password opens an account of this email already (a second click, or an owner who
+    // forgot having one): that account signs in, answered as a new one would be.
+    if let Some(held) = super::passwords::opened_by(env, &email, &c.password).await? {
+        let verified = held.email_verified_at.is_some();
+        let resp = signed_in(&req, env, &held.id, email, verified).await?;
+        return Ok(resp.with_status(201));
+    }
+    // Whether or not the email has accounts, a new one: the email belongs to whichever account
+    // verifies it first (`passwords.rs`), so this answer is the same for every email.
     let salt = random_hex(16)?;
     let hash = pbkdf2(&c.password, salt.as_bytes(), PBKDF2_ITERATIONS).await?;
     let id = random_hex(16)?;
-    let now = now_ms();
-    let inserted = db::run(
+    db::run(
         env,
-        "INSERT INTO users (id, email, password_hash, salt, iterations, created_at) VALUES (?, ?, ?, ?, ?, ?) \
-         ON CONFLICT(email) DO NOTHING",
-        &[s(&id), s(&email), s(&hex::encode(hash)), s(&salt), n(i64::from(PBKDF2_ITERATIONS)), n(now)],
+        "INSERT INTO users (id, email, password_hash, salt, iterations, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        &[s(&id), s(&email), s(&hex::encode(hash)), s(&salt), n(i64::from(PBKDF2_ITERATIONS)), n(now_ms())],
     )
     .await?;
-    if inserted == 0 {
-        return Err(ApiError::new(
-            ErrorCode::EmailTaken,
-            format!("an account for {email} already exists"),
-        )
-        .with_field("email"));
-    }
     // The account exists either way: a mail that could not leave is logged, and the account
     // page offers to send it again.
     if let Err(e) = super::verify::send_link(env, &id, &email).await {
@@ -144,17 +108,8 @@ pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
             e.message
         );
     }
-    let token = new_session(env, &id).await?;
-    let host = http::own_origin(&req)?.1;
-    let answer = Account {
-        email,
-        balance_fen: 0,
-        email_verified: false,
-        artifacts: Some(super::artifacts::usage(env, &id).await?),
-        experiments: Some(super::experiments::usage(env, &id).await?),
-    };
-    let resp = http::json(201, &answer)?;
-    with_cookie(resp, &session_cookie(Some(&token), &host)).map_err(http::internal("cookie"))
+    let resp = signed_in(&req, env, &id, email, false).await?;
+    Ok(resp.with_status(201))
 }
 
 pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
@@ -174,31 +129,7 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
         now_ms: now_ms(),
     };
     coordinator::call::<Counted>(env, &attempt).await?;
-    #[derive(Deserialize)]
-    struct Row {
-        id: String,
-        password_hash: String,
-        salt: String,
-        iterations: i64,
-        email_verified_at: Option<i64>,
-    }
-    let row: Option<Row> = db::first(
-        env,
-        "SELECT id, password_hash, salt, iterations, email_verified_at FROM users WHERE email = ?",
-        &[s(&email)],
-    )
-    .await?;
-    // Hash even for an unknown email, so the answer's timing does not reveal which emails exist.
-    let (salt, iterations) =
-        row.as_ref()
-            .map_or(("unknown-user-salt".to_string(), PBKDF2_ITERATIONS), |r| {
-                (
-                    r.salt.clone(),
-                    u32::try_from(r.iterations).unwrap_or(PBKDF2_ITERATIONS),
-                )
-            });
-    let hash = hex::encode(pbkdf2(&c.password, salt.as_bytes(), iterations).await?);
-    let Some(user) = row.filter(|r| access::same_secret(&r.password_hash, &hash)) else {
+    let Some(user) = super::passwords::opened_by(env, &email, &c.password).await? else {
         return Err(ApiError::new(
             ErrorCode::BadCredentials,
             "wrong email or password",

@@ -18,6 +18,7 @@ mod http;
 mod job_logs;
 mod jobs;
 mod mail;
+mod passwords;
 mod refunds;
 mod report;
 mod reset;
@@ -126,77 +127,77 @@ async fn handle(id: RouteId, params: Vec<String>, req: Request, env: &Env) -> Ap
     let status = route.status;
     // `{id}`, then `{name}` where the path has one.
     let mut params = params.into_iter();
-    let param = params.next().unwrap_or_default();
-    let name = params.next().unwrap_or_default();
+    let [param, name]: [String; 2] = std::array::from_fn(|_| params.next().unwrap_or_default());
     let caller = access::authenticate(route, &param, &req, env).await?;
     let (p, name) = (param.as_str(), name.as_str());
+    use RouteId::*;
     match id {
-        RouteId::Health => ok(status, Ok(health::live())),
-        RouteId::AdminHealth => health::deep(caller.admin()?, env).await,
-        RouteId::OpenApi => ok(status, Ok(crate::openapi::document())),
-        RouteId::Signup => accounts::signup(req, env).await,
-        RouteId::Login => accounts::login(req, env).await,
-        RouteId::VerifyEmail => ok(status, verify::verify(req, env).await),
-        RouteId::ResendVerification => ok(status, verify::resend(caller.user()?, env).await),
-        RouteId::RequestPasswordReset => ok(status, reset::request(req, env).await),
-        RouteId::ResetPassword => reset::reset(req, env).await,
-        RouteId::AdminOutbox => ok(status, mail::admin_outbox(caller.admin()?, req, env).await),
-        RouteId::Logout => accounts::logout(caller.user()?, req, env).await,
-        RouteId::Me => accounts::me(caller.user()?, env).await,
-        RouteId::CreateToken => accounts::create_token(caller.user()?, req, env).await,
-        RouteId::ListTokens => ok(status, accounts::list_tokens(caller.user()?, env).await),
-        RouteId::RevokeToken => ok(status, accounts::revoke_token(caller.user()?, env, p).await),
-        RouteId::Ledger => ok(status, credits::ledger(caller.user()?, env).await),
-        RouteId::Redeem => ok(status, credits::redeem(caller.user()?, req, env).await),
-        RouteId::AdminPromoCodes => ok(
+        Health => ok(status, Ok(health::live())),
+        AdminHealth => health::deep(caller.admin()?, env).await,
+        OpenApi => ok(status, Ok(crate::openapi::document())),
+        Signup => accounts::signup(req, env).await,
+        Login => accounts::login(req, env).await,
+        VerifyEmail => ok(status, verify::verify(req, env).await),
+        ResendVerification => ok(status, verify::resend(caller.user()?, env).await),
+        RequestPasswordReset => ok(status, reset::request(req, env).await),
+        ResetPassword => reset::reset(req, env).await,
+        AdminOutbox => ok(status, mail::admin_outbox(caller.admin()?, req, env).await),
+        Logout => accounts::logout(caller.user()?, req, env).await,
+        ChangePassword => ok(status, passwords::change(caller.user()?, req, env).await),
+        LogoutEverywhere => passwords::logout_everywhere(caller.user()?, req, env).await,
+        Me => accounts::me(caller.user()?, env).await,
+        CreateToken => accounts::create_token(caller.user()?, req, env).await,
+        ListTokens => ok(status, accounts::list_tokens(caller.user()?, env).await),
+        RevokeToken => ok(status, accounts::revoke_token(caller.user()?, env, p).await),
+        Ledger => ok(status, credits::ledger(caller.user()?, env).await),
+        Redeem => ok(status, credits::redeem(caller.user()?, req, env).await),
+        AdminPromoCodes => ok(
             status,
             credits::create_code(caller.admin()?, req, env).await,
         ),
-        RouteId::AdminReconcile => ok(
+        AdminReconcile => ok(
             status,
             report::admin_reconcile(caller.admin()?, req, env).await,
         ),
-        RouteId::AdminBackends => ok(status, jobs::admin_backends(caller.admin()?, env)),
-        RouteId::AdminRefund => refunds::create(caller.admin()?, req, env).await,
-        RouteId::Backends => ok(
+        AdminBackends => ok(status, jobs::admin_backends(caller.admin()?, env)),
+        AdminRefund => refunds::create(caller.admin()?, req, env).await,
+        Backends => ok(
             status,
             backends::configured(env).map(|l| crate::backends::public::list(&l)),
         ),
-        RouteId::SubmitJob => jobs::submit(caller.user()?, req, env).await,
-        RouteId::ListJobs => ok(status, jobs::list(caller.user()?, env).await),
-        RouteId::GetJob => ok(status, jobs::get(&caller.user()?, env, p).await),
-        RouteId::JobLogs => ok(status, jobs::logs(caller.user()?, req, env, p).await),
-        RouteId::JobMetrics => ok(status, jobs::metrics(caller.user()?, req, env, p).await),
-        RouteId::CancelJob => ok(status, jobs::cancel(caller.user()?, env, p).await),
-        RouteId::JobReport => ok(status, report::report(caller.job()?, req, env).await),
-        RouteId::JobLogPush => ok(status, job_logs::push(caller.job()?, req, env).await),
-        RouteId::JobCheckpoint => artifacts::job_checkpoint(caller.user()?, req, env, p).await,
-        RouteId::ListCheckpoints => ok(status, jobs::checkpoints(caller.user()?, env).await),
-        RouteId::StartUpload => ok(
+        SubmitJob => jobs::submit(caller.user()?, req, env).await,
+        ListJobs => ok(status, jobs::list(caller.user()?, env).await),
+        GetJob => ok(status, jobs::get(&caller.user()?, env, p).await),
+        JobLogs => ok(status, jobs::logs(caller.user()?, req, env, p).await),
+        JobMetrics => ok(status, jobs::metrics(caller.user()?, req, env, p).await),
+        CancelJob => ok(status, jobs::cancel(caller.user()?, env, p).await),
+        JobReport => ok(status, report::report(caller.job()?, req, env).await),
+        JobLogPush => ok(status, job_logs::push(caller.job()?, req, env).await),
+        JobCheckpoint => artifacts::job_checkpoint(caller.user()?, req, env, p).await,
+        ListCheckpoints => ok(status, jobs::checkpoints(caller.user()?, env).await),
+        StartUpload => ok(
             status,
             artifacts::start(caller.job()?, req, env, name).await,
         ),
-        RouteId::UploadPart => ok(
+        UploadPart => ok(
             status,
             artifacts::put_part(caller.job()?, req, env, name).await,
         ),
-        RouteId::ListArtifacts => ok(status, artifacts::list(caller.user()?, env, p).await),
-        RouteId::GetArtifact => artifacts::download(caller.user()?, req, env, p, name).await,
-        RouteId::DeleteArtifact => ok(
+        ListArtifacts => ok(status, artifacts::list(caller.user()?, env, p).await),
+        GetArtifact => artifacts::download(caller.user()?, req, env, p, name).await,
+        DeleteArtifact => ok(
             status,
             artifacts::delete(caller.user()?, env, p, name).await,
         ),
-        RouteId::CreateExperiment => {
-            ok(status, experiments::create(caller.user()?, req, env).await)
-        }
-        RouteId::GetExperiment => ok(status, experiments::get(caller.maybe_user()?, env, p).await),
-        RouteId::GetExperimentArtifact => {
+        CreateExperiment => ok(status, experiments::create(caller.user()?, req, env).await),
+        GetExperiment => ok(status, experiments::get(caller.maybe_user()?, env, p).await),
+        GetExperimentArtifact => {
             experiments::artifact(caller.maybe_user()?, req, env, p, name).await
         }
-        RouteId::ChangeExperiment => ok(
+        ChangeExperiment => ok(
             status,
             experiments::change(caller.user()?, req, env, p).await,
         ),
-        RouteId::DeleteExperiment => ok(status, experiments::delete(caller.user()?, env, p).await),
+        DeleteExperiment => ok(status, experiments::delete(caller.user()?, env, p).await),
     }
 }

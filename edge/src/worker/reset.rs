@@ -5,11 +5,12 @@
 //! API token of the account, so whoever held the account before the owner of the mailbox (a
 //! squatter who signed up with someone else's email, or a thief) loses it.
 
-use super::accounts::{check_login_origin, client_ip, pbkdf2, signed_in};
+use super::accounts::{check_login_origin, client_ip, signed_in};
 use super::coordinator;
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
 use super::mail;
+use super::passwords::pbkdf2;
 use super::verify::link_key;
 use crate::accounts::{PBKDF2_ITERATIONS, check_password, normalise_email};
 use crate::error::ApiError;
@@ -36,12 +37,11 @@ pub async fn request(mut req: Request, env: &Env) -> ApiResult<ResetRequested> {
     coordinator::rate_limit(env, &format!("reset:email:{email}"), per_hour, 3600).await?;
     let per_ip = db::setting(env, "RESET_REQUESTS_PER_HOUR_PER_IP", 30);
     coordinator::rate_limit(env, &format!("reset:ip:{}", client_ip(&req)), per_ip, 3600).await?;
-    let row: Option<Row> = db::first(
-        env,
-        "SELECT id, email, password_hash, email_verified_at FROM users WHERE email = ?",
-        &[s(&email)],
-    )
-    .await?;
+    // One email may name several accounts (`passwords.rs`): the link is for the one that holds
+    // it verified, else the newest.
+    let row: Option<Row> =
+        super::passwords::reset_target(env, "id, email, password_hash, email_verified_at", &email)
+            .await?;
     if let Some(user) = row {
         let token = password_reset::sign(
             &link_key(env)?,

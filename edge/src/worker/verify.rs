@@ -27,14 +27,21 @@ pub(super) fn link_key(env: &Env) -> ApiResult<String> {
         .map_err(ApiError::internal)
 }
 
-/// Mails `email` a new verification link for `user_id`.
+/// Mails `email` a new verification link for `user_id`; when another account holds the email
+/// verified already, a note saying so instead (no link could verify it), with the same answer.
 pub async fn send_link(env: &Env, user_id: &str, email: &str) -> ApiResult<VerificationSent> {
     let key = link_key(env)?;
     let expires_at_s = now_ms() / 1000 + email_link::LINK_LIFETIME_S;
-    let token = email_link::sign(&key, user_id, email, expires_at_s);
-    let link = crate::mail::verify_link(&http::public_url(env)?, &token);
+    let public_url = http::public_url(env)?;
     let expires_at = crate::time::format_rfc3339_ms(expires_at_s * 1000);
-    mail::send(env, &crate::mail::verification(email, &link, &expires_at)).await?;
+    let mail = if super::passwords::verified_elsewhere(env, email, user_id).await? {
+        crate::mail::already_registered(email, &public_url)
+    } else {
+        let token = email_link::sign(&key, user_id, email, expires_at_s);
+        let link = crate::mail::verify_link(&public_url, &token);
+        crate::mail::verification(email, &link, &expires_at)
+    };
+    mail::send(env, &mail).await?;
     Ok(VerificationSent {
         to: email.to_string(),
         expires_at,
@@ -65,42 +72,73 @@ pub async fn verify(mut req: Request, env: &Env) -> ApiResult<Verified> {
         .with_field("token"));
     }
     let now = now_ms();
-    db::run(
-        env,
-        "UPDATE users SET email_verified_at = ? WHERE id = ? AND email_verified_at IS NULL",
-        &[n(now), s(&claims.user_id)],
-    )
-    .await?;
-    let amount_fen = db::setting(env, "SIGNUP_GRANT_FEN", 1000).max(0);
-    let granted = if amount_fen > 0 {
-        let reserve = Op::ReserveTrial {
-            user_id: claims.user_id.clone(),
-            mailbox: limits::trial_mailbox(&claims.email),
-            cap_per_hour: db::setting(env, "TRIAL_GRANTS_PER_HOUR", 500).max(0),
-            now_ms: now,
-        };
-        coordinator::call::<Counted>(env, &reserve).await?;
-        let grant = Op::GrantTrial {
-            user_id: claims.user_id.clone(),
-            amount_fen,
-            now_ms: now,
-        };
-        coordinator::call::<Granted>(env, &grant).await?
-    } else {
-        let op = Op::Balance {
-            user_id: claims.user_id.clone(),
-        };
-        let b: Balance = coordinator::call(env, &op).await?;
-        Granted {
-            granted_fen: 0,
-            balance_fen: b.balance_fen,
-        }
+    // The first account to verify an email holds it; the partial unique index of migration 0010
+    // keeps two racing verifications from both winning.
+    let taken = || {
+        ApiError::new(
+            ErrorCode::EmailTaken,
+            format!(
+                "another account verified {} first: sign in to it, or ask for a new password \
+                 on the sign-in form",
+                claims.email
+            ),
+        )
+        .with_field("token")
     };
+    if super::passwords::verified_elsewhere(env, &claims.email, &claims.user_id).await? {
+        return Err(taken());
+    }
+    let marked = db::run(
+        env,
+        "UPDATE users SET email_verified_at = ? WHERE id = ? AND email_verified_at IS NULL \
+         AND NOT EXISTS (SELECT 1 FROM users WHERE email = ? AND email_verified_at IS NOT NULL)",
+        &[n(now), s(&claims.user_id), s(&claims.email)],
+    )
+    .await;
+    // Nothing marked, or the index refused: a replay of this account's link, or another account
+    // won the race since the check above.
+    if !matches!(marked, Ok(1..))
+        && super::passwords::verified_elsewhere(env, &claims.email, &claims.user_id).await?
+    {
+        return Err(taken());
+    }
+    marked?;
+    let granted = grant_trial(env, &claims.user_id, &claims.email, now).await?;
     Ok(Verified {
         email: claims.email,
         granted_fen: granted.granted_fen,
         balance_fen: granted.balance_fen,
     })
+}
+
+/// The trial grant of a newly verified account (nothing when `SIGNUP_GRANT_FEN` is 0, or when
+/// the account or its mailbox had it).
+async fn grant_trial(env: &Env, user_id: &str, email: &str, now: i64) -> ApiResult<Granted> {
+    let amount_fen = db::setting(env, "SIGNUP_GRANT_FEN", 1000).max(0);
+    if amount_fen > 0 {
+        let reserve = Op::ReserveTrial {
+            user_id: user_id.to_string(),
+            mailbox: limits::trial_mailbox(email),
+            cap_per_hour: db::setting(env, "TRIAL_GRANTS_PER_HOUR", 500).max(0),
+            now_ms: now,
+        };
+        coordinator::call::<Counted>(env, &reserve).await?;
+        let grant = Op::GrantTrial {
+            user_id: user_id.to_string(),
+            amount_fen,
+            now_ms: now,
+        };
+        coordinator::call::<Granted>(env, &grant).await
+    } else {
+        let op = Op::Balance {
+            user_id: user_id.to_string(),
+        };
+        let b: Balance = coordinator::call(env, &op).await?;
+        Ok(Granted {
+            granted_fen: 0,
+            balance_fen: b.balance_fen,
+        })
+    }
 }
 
 /// `POST /api/auth/verify/resend`: a new link for the signed-in account, a few per hour.

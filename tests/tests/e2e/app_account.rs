@@ -4,7 +4,7 @@
 //! grant; redeeming an unknown code is refused with its own message, a real code adds to the
 //! balance and the ledger; a code redeemed twice, an expired one, a used-up one and too many
 //! attempts are each refused in their own words with no money moved; sign-out and a wrong
-//! password on sign-in.
+//! password on sign-in; the password changed on the page and "sign out everywhere".
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use crate::app_support::{WAIT, click, set_value, start, submit_auth, text_content};
@@ -180,6 +180,54 @@ fn sign_up_redeem_refused_then_redeemed_and_sign_out() {
     tokens_are_listed_and_revoked_on_the_page(&stack, &browser, &api);
 
     sign_out_then_in_again(&browser, &email);
+    password_changed_then_signed_out_everywhere(&browser, &email, &api);
+}
+
+/// The password changes on the page (a wrong current one refused in its own words), the other
+/// session is signed out, and "sign out everywhere" ends this one too.
+fn password_changed_then_signed_out_everywhere(browser: &Browser, email: &str, other: &Client) {
+    const NEW: &str = "a newer horse battery";
+    browser
+        .wait_for("[data-testid=password-form]", WAIT)
+        .unwrap();
+    set_value(browser, "[data-testid=current-password]", "not my password");
+    set_value(browser, "[data-testid=new-password]", NEW);
+    click(browser, "[data-testid=password-submit]");
+    assert!(
+        refusal(browser, "password-error", "wrong_password")
+            .contains("The current password is not right")
+    );
+    assert_eq!(
+        other.get("/api/me").status,
+        200,
+        "a refusal signs out nobody"
+    );
+    set_value(
+        browser,
+        "[data-testid=current-password]",
+        "correct horse battery",
+    );
+    set_value(browser, "[data-testid=new-password]", NEW);
+    click(browser, "[data-testid=password-submit]");
+    let done = browser
+        .wait_for("[data-testid=password-changed]", WAIT)
+        .map(|_| text_content(browser, "[data-testid=password-changed]"))
+        .unwrap();
+    assert!(done.contains("The password is changed"), "{done}");
+    assert_eq!(
+        other.get("/api/me").status,
+        401,
+        "the other session is signed out"
+    );
+    click(browser, "[data-testid=sign-out-everywhere]");
+    browser
+        .wait_for("[data-testid=auth-form][data-mode=login]", WAIT)
+        .expect("signed out here too");
+    browser.wait_for("[data-testid=nav-sign-in]", WAIT).unwrap();
+    submit_auth(browser, email, NEW);
+    browser
+        .wait_for("[data-testid=balance][data-fen=\"3500\"]", WAIT)
+        .expect("the new password signs in");
 }
 
 /// Signing out, then a wrong password is refused as such and the right one shows the same balance.

@@ -7,6 +7,7 @@
 //! - hostile strings (control characters, huge, unicode, script tags, SQL) in every field that is
 //!   stored or rendered, checked in the API's answers and in the page headless Chromium renders;
 //! - malformed and oversized bodies on every route that takes one;
+//! - a squatter's sign-up with a victim's email, and password guesses through the password change;
 //! - concurrent redemptions, submissions with one key, and cancel/report/reconcile on one job.
 //!
 //! Every answer is counted and checked against the edge's own `/api/openapi.json` (the schema of
@@ -18,6 +19,7 @@
 //! broken`.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
+mod accounts;
 mod artifacts;
 mod attack_support;
 mod inputs;
@@ -294,29 +296,13 @@ fn an_outsider_attacks_the_running_stack() {
         doc,
         users: Mutex::new(Vec::new()),
     };
-    // The contract check itself catches an answer that is not what the document says.
-    let wrong = Answer {
-        status: 200,
-        json: json!({"email": 7}),
-        bytes: Vec::new(),
-        set_cookie: Vec::new(),
-        retry_after: None,
-        content_type: None,
-        headers: Vec::new(),
-    };
-    w.conform("GET /api/me", &wrong);
-    w.conform(&format!("GET /api/jobs/{}", "a".repeat(32)), &wrong);
-    assert_eq!(
-        w.off_contract.lock().unwrap().len(),
-        2,
-        "the check caught both"
-    );
-    w.off_contract.lock().unwrap().clear();
+    the_contract_check_catches_what_is_off_it(&w);
 
     other_users(&w);
     stolen_tokens(&w);
     job_writes::job_writes(&w);
     artifacts::artifacts(&w);
+    accounts::accounts(&w);
     money_fields(&w);
     let rendered = hostile_strings(&w);
     malformed_bodies(&w);
@@ -341,6 +327,27 @@ fn an_outsider_attacks_the_running_stack() {
         "answers that are not what /api/openapi.json says: {off:#?}"
     );
     assert!(broken.is_empty(), "money invariants broken: {broken:#?}");
+}
+
+/// The contract check itself catches an answer that is not what the document says.
+fn the_contract_check_catches_what_is_off_it(w: &World) {
+    let wrong = Answer {
+        status: 200,
+        json: json!({"email": 7}),
+        bytes: Vec::new(),
+        set_cookie: Vec::new(),
+        retry_after: None,
+        content_type: None,
+        headers: Vec::new(),
+    };
+    w.conform("GET /api/me", &wrong);
+    w.conform(&format!("GET /api/jobs/{}", "a".repeat(32)), &wrong);
+    assert_eq!(
+        w.off_contract.lock().unwrap().len(),
+        2,
+        "the check caught both"
+    );
+    w.off_contract.lock().unwrap().clear();
 }
 
 /// Another user's things are "not found", whatever the route; anonymous callers are 401.

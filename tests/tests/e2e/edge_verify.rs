@@ -13,6 +13,7 @@ use onramp_tests::api::{
 use onramp_tests::stack::{Stack, StackExtras, StackOptions};
 use serde_json::json;
 
+mod claims;
 mod reset;
 
 const PASSWORD: &str = "correct horse battery";
@@ -55,6 +56,23 @@ fn edge_verify() {
                 "the owner of a mailbox takes back an account signed up with it",
                 reset::the_owner_of_the_mailbox_takes_it_back,
             ),
+            (
+                "sign-up answers the same whether or not the email has an account",
+                claims::signup_reveals_nothing,
+            ),
+            (
+                "the first account to verify an email holds it",
+                claims::the_first_to_verify_holds_the_email,
+            ),
+            (
+                "racing verifications of one email verify one account",
+                claims::racing_verifications_verify_one,
+            ),
+            (
+                "a password change signs out every other session",
+                claims::password_change,
+            ),
+            ("sign out everywhere", claims::sign_out_everywhere),
             (
                 "reset mails are limited per email",
                 reset::reset_mails_are_limited,

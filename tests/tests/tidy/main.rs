@@ -139,7 +139,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         85,
     ),
     ("model-tiny/examples/candle_train_reference.rs", "main", 83),
-    ("tests/tests/e2e/attack/inputs.rs", "malformed_bodies", 83),
 ];
 
 #[test]

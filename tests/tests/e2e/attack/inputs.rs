@@ -175,13 +175,10 @@ fn urlencode(s: &str) -> String {
 }
 
 /// Bodies that are not what a route expects: a 4xx on every route that takes one.
-pub(crate) fn malformed_bodies(w: &World) {
-    let u = w.user("bodies");
-    let (job, token) = w.job(&u, None);
-    let jt = Client::with_bearer(&w.stack.url, &token);
-    let admin = w.admin();
+/// Bodies no route takes: not JSON, the wrong JSON, too deep, too big, TOML cut short.
+fn malformed() -> Vec<(Vec<u8>, &'static str)> {
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
-    let bodies: Vec<(Vec<u8>, &str)> = vec![
+    vec![
         (b"{".to_vec(), "application/json"),
         (b"[]".to_vec(), "application/json"),
         (b"null".to_vec(), "application/json"),
@@ -195,7 +192,15 @@ pub(crate) fn malformed_bodies(w: &World) {
         (deep.into_bytes(), "application/json"),
         (vec![b'a'; 3 << 20], "application/json"),
         (b"name = ".to_vec(), "application/toml"),
-    ];
+    ]
+}
+
+pub(crate) fn malformed_bodies(w: &World) {
+    let u = w.user("bodies");
+    let (job, token) = w.job(&u, None);
+    let jt = Client::with_bearer(&w.stack.url, &token);
+    let admin = w.admin();
+    let bodies = malformed();
     let routes: Vec<(&Client, String)> = vec![
         (&u, "/api/auth/signup".into()),
         (&u, "/api/auth/login".into()),
@@ -207,6 +212,8 @@ pub(crate) fn malformed_bodies(w: &World) {
         (&admin, "/api/admin/promo-codes".into()),
         (&admin, "/api/admin/refunds".into()),
         (&u, "/api/auth/verify".into()),
+        (&u, "/api/auth/password".into()),
+        (&u, "/api/auth/logout/everywhere".into()),
     ];
     for (c, path) in &routes {
         for (body, ctype) in &bodies {
