@@ -18,6 +18,10 @@ pub struct Config {
     pub cards: usize,
     /// The shared reference data (models, corpora) copied into the state dir at start.
     pub shared: PathBuf,
+    /// The file the secret was read from, which the sandbox hides from jobs.
+    pub secret_file: Option<PathBuf>,
+    /// Whether jobs run in the sandbox (`sandbox.rs`).
+    pub sandbox: crate::sandbox::Mode,
 }
 
 /// The cards a runner declares by default, as the local stack's `BACKENDS` does: one training
@@ -31,8 +35,9 @@ pub const DEFAULT_CARDS: usize = 1;
     name = "onramp-runner",
     version,
     about = "The local backend: runs Onramp jobs as processes on this machine",
-    after_help = "The edge authenticates with the secret in ONRAMP_RUNNER_SECRET (never on the \
-command line, where a process listing would show it).\n\nExit codes: 0 stopped cleanly; 1 a \
+    after_help = "The edge authenticates with the secret in the file --secret-file names (or \
+$ONRAMP_RUNNER_SECRET_FILE; readable by the runner's user only), else in $ONRAMP_RUNNER_SECRET; \
+never on the command line, where a process listing would show it.\n\nExit codes: 0 stopped cleanly; 1 a \
 failure while serving or training; 2 usage error or no secret.",
     args_conflicts_with_subcommands = true
 )]
@@ -68,14 +73,26 @@ pub struct ServeArgs {
     /// The shared reference data (models, corpora) [default: $ONRAMP_SHARED, else ../shared]
     #[arg(long, value_name = "DIR")]
     pub shared: Option<PathBuf>,
+    /// The file holding the secret the edge authenticates with (mode 600: no one else may read
+    /// it); jobs never see it [default: $ONRAMP_RUNNER_SECRET_FILE]
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Option<PathBuf>,
+    /// Whether jobs run in a sandbox of mount and PID namespaces that shows them only their own
+    /// folder and the shared assets
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = crate::sandbox::Mode::Auto)]
+    pub sandbox: crate::sandbox::Mode,
 }
 
 impl ServeArgs {
-    /// The configuration, with the secret from `ONRAMP_RUNNER_SECRET`.
+    /// The configuration, with the secret from `--secret-file`, else `ONRAMP_RUNNER_SECRET`
+    /// (given here as `secret`).
     pub fn config(self, secret: Option<String>) -> Result<Config, String> {
-        let secret = secret
-            .filter(|s| !s.is_empty())
-            .ok_or("ONRAMP_RUNNER_SECRET must be set: the edge authenticates with it")?;
+        let secret = match &self.secret_file {
+            Some(f) => read_secret_file(f)?,
+            None => secret.filter(|s| !s.is_empty()).ok_or(
+                "ONRAMP_RUNNER_SECRET or --secret-file must be set: the edge authenticates with it",
+            )?,
+        };
         Ok(Config {
             addr: self.addr,
             state_dir: self.state_dir,
@@ -84,12 +101,34 @@ impl ServeArgs {
             shared: self
                 .shared
                 .unwrap_or_else(crate::assets::Assets::shared_default),
+            secret_file: self.secret_file,
+            sandbox: self.sandbox,
         })
     }
 }
 
-/// Parses the serving options (`--addr --state-dir --cards --shared`); the secret comes from
-/// `ONRAMP_RUNNER_SECRET` so that it never shows up in a process listing.
+/// The secret in `path`, its first line: refused when the file is empty or others may read it.
+fn read_secret_file(path: &std::path::Path) -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| format!("--secret-file {shown}: {e}"))?;
+    if meta.permissions().mode() & 0o077 != 0 {
+        return Err(format!(
+            "--secret-file {shown} may be read by others (mode {:o}): chmod 600 it",
+            meta.permissions().mode() & 0o777
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--secret-file {shown}: {e}"))?;
+    let secret = text.lines().next().unwrap_or("").trim().to_string();
+    if secret.is_empty() {
+        return Err(format!("--secret-file {shown} is empty"));
+    }
+    Ok(secret)
+}
+
+/// Parses the serving options (`--addr --state-dir --cards --shared --secret-file --sandbox`);
+/// the secret comes from a file or `ONRAMP_RUNNER_SECRET`, never the command line, so that it
+/// never shows up in a process listing.
 pub fn from_args(
     args: impl IntoIterator<Item = String>,
     secret: Option<String>,
@@ -145,6 +184,33 @@ mod tests {
         assert_eq!(c.cards, 2, "the old name still works");
         let err = from_args(args(&["--cards", "x"]), Some("s".into())).unwrap_err();
         assert!(err.contains("`x` is not a positive number"), "{err}");
+    }
+
+    #[test]
+    fn the_secret_file_is_read_only_when_no_one_else_may_read_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("onramp-secret-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("secret");
+        std::fs::write(&f, "s3cret\n").unwrap();
+        let with_file = |mode: u32| {
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
+            let a = args(&["--secret-file", f.to_str().unwrap()]);
+            from_args(a, Some("from-env".into()))
+        };
+        let c = with_file(0o600).unwrap();
+        assert_eq!(c.secret, "s3cret", "the file wins over the environment");
+        assert_eq!(c.secret_file.as_deref(), Some(f.as_path()));
+        let err = with_file(0o644).unwrap_err();
+        assert!(err.contains("chmod 600") && err.contains("644"), "{err}");
+        std::fs::write(&f, "\n").unwrap();
+        assert!(with_file(0o600).unwrap_err().contains("is empty"));
+        let gone = from_args(args(&["--secret-file", "/no/such/secret"]), None).unwrap_err();
+        assert!(gone.contains("/no/such/secret"), "{gone}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        let c = from_args(args(&["--sandbox", "off"]), Some("s".into())).unwrap();
+        assert_eq!(c.sandbox, crate::sandbox::Mode::Off);
+        assert!(from_args(args(&["--sandbox", "maybe"]), Some("s".into())).is_err());
     }
 
     #[test]

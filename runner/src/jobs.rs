@@ -33,6 +33,8 @@ pub struct Runner {
     /// One permit per declared card; a job holds one while it runs, the others wait as
     /// `queued` (with [`QUEUED_REASON`] as the reason).
     pub slots: Arc<Semaphore>,
+    /// The sandbox jobs run in, where there is one (`sandbox.rs`).
+    pub sandbox: Option<crate::sandbox::Sandbox>,
     jobs: Mutex<BTreeMap<String, Entry>>,
     /// Reports still being posted; shutdown gives them a moment to go out.
     pending_reports: watch::Sender<usize>,
@@ -46,6 +48,7 @@ impl Runner {
         assets: Assets,
         exe: PathBuf,
         cards: usize,
+        sandbox: Option<crate::sandbox::Sandbox>,
     ) -> (Arc<Runner>, Vec<String>) {
         let (records, mut problems) = store.load_all();
         let mut jobs = BTreeMap::new();
@@ -79,6 +82,7 @@ impl Runner {
             assets,
             exe,
             slots: Arc::new(Semaphore::new(cards.max(1))),
+            sandbox,
             jobs: Mutex::new(jobs),
             pending_reports: watch::channel(0).0,
         });
@@ -322,6 +326,9 @@ impl supervise::Host for Runner {
     }
     fn assets(&self) -> &Assets {
         &self.assets
+    }
+    fn sandbox(&self) -> Option<&crate::sandbox::Sandbox> {
+        self.sandbox.as_ref()
     }
     fn folder_of_edge_job(&self, job_id: &str) -> Option<PathBuf> {
         Runner::folder_of_edge_job(self, job_id)

@@ -11,6 +11,7 @@ pub mod http;
 pub mod jobs;
 pub mod push;
 pub mod report;
+pub mod sandbox;
 pub mod store;
 pub mod supervise;
 pub mod tiny_args;

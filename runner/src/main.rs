@@ -4,6 +4,7 @@
 use clap::Parser;
 use onramp_runner::assets::Assets;
 use onramp_runner::jobs::Runner;
+use onramp_runner::sandbox::{Mode, Sandbox};
 use onramp_runner::store::Store;
 use onramp_runner::{config, http, tiny_train};
 use std::sync::Arc;
@@ -25,7 +26,11 @@ fn main() {
         }
         return;
     }
-    let config = match cli.serve.config(std::env::var("ONRAMP_RUNNER_SECRET").ok()) {
+    let mut args = cli.serve;
+    if args.secret_file.is_none() {
+        args.secret_file = std::env::var_os("ONRAMP_RUNNER_SECRET_FILE").map(Into::into);
+    }
+    let config = match args.config(std::env::var("ONRAMP_RUNNER_SECRET").ok()) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("onramp-runner: {e}");
@@ -42,6 +47,37 @@ fn main() {
 fn fail(msg: &str) -> ! {
     eprintln!("onramp-runner: {msg}");
     std::process::exit(1);
+}
+
+/// The sandbox jobs run in, as `--sandbox` asks and as this machine allows.
+fn sandbox(config: &config::Config, assets: &Assets) -> Option<Sandbox> {
+    if config.sandbox == Mode::Off {
+        eprintln!("onramp-runner: jobs run without a sandbox (--sandbox off)");
+        return None;
+    }
+    let s = Sandbox::new(
+        &config.state_dir,
+        &assets.root,
+        config.secret_file.as_deref(),
+    );
+    match s.probe() {
+        Ok(()) => {
+            eprintln!(
+                "onramp-runner: jobs run in a sandbox: each sees its own folder and the assets"
+            );
+            Some(s)
+        }
+        Err(e) if config.sandbox == Mode::Auto => {
+            eprintln!(
+                "onramp-runner: warning: no sandbox for jobs here ({e}); they run as this user, \
+                 with this user's access (--sandbox on refuses to start without one)"
+            );
+            None
+        }
+        Err(e) => fail(&format!(
+            "--sandbox on, but the sandbox does not work here: {e}"
+        )),
+    }
 }
 
 async fn serve(config: config::Config) {
@@ -61,7 +97,8 @@ async fn serve(config: config::Config) {
     }
     let exe = std::env::current_exe()
         .unwrap_or_else(|e| fail(&format!("cannot find the runner's own executable: {e}")));
-    let (runner, problems) = Runner::open(store, assets, exe, config.cards);
+    let sandbox = sandbox(&config, &assets);
+    let (runner, problems) = Runner::open(store, assets, exe, config.cards, sandbox);
     for p in problems {
         eprintln!("onramp-runner: warning: unreadable job record {p}");
     }

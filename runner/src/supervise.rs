@@ -31,6 +31,8 @@ pub trait Host: Send + Sync + 'static {
     /// The job's folder.
     fn job_dir(&self, id: &str) -> PathBuf;
     fn assets(&self) -> &Assets;
+    /// The sandbox jobs run in, if any.
+    fn sandbox(&self) -> Option<&crate::sandbox::Sandbox>;
     /// The folder of the runner's job for the edge's job `job_id`, if this runner ran it.
     fn folder_of_edge_job(&self, job_id: &str) -> Option<PathBuf>;
 }
@@ -131,7 +133,13 @@ async fn supervise<H: Host>(
     };
     end_group(&mut child, pgid, &outcome).await;
     drop(permit);
-    ended_state(outcome, &record, &log, &log_path)
+    ended_state(
+        outcome,
+        runner.sandbox().is_some(),
+        &record,
+        &log,
+        &log_path,
+    )
 }
 
 /// How a job ended: its state, exit code and the reason shown on its page.
@@ -141,23 +149,39 @@ fn failed(msg: String) -> Ended {
     (JobState::Failed, None, Some(msg))
 }
 
-/// The job's process as the record says, in its own process group and folder, with a clean
-/// environment, its output into `log`.
+/// The job's process as the record says, in its own process group and folder (in the sandbox,
+/// where there is one), with a clean environment, its output into `log`.
 fn job_command<H: Host>(
     runner: &H,
     record: &JobRecord,
     dir: &Path,
     log: &std::fs::File,
 ) -> Result<tokio::process::Command, String> {
-    let mut cmd = tokio::process::Command::new(&record.argv[0]);
-    cmd.args(&record.argv[1..])
-        .current_dir(dir)
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    // In the sandbox a missing program would be the sandbox's failure: say so before.
+    if crate::sandbox::find_program(&record.argv[0], &path, dir).is_none() {
+        return Err(format!(
+            "cannot start {:?}: no such program (nor on PATH)",
+            record.argv[0]
+        ));
+    }
+    let mut cmd = match runner.sandbox() {
+        Some(sandbox) => {
+            let (program, args) = sandbox.command(dir, &record.argv);
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(args);
+            cmd
+        }
+        None => {
+            let mut cmd = tokio::process::Command::new(&record.argv[0]);
+            cmd.args(&record.argv[1..]);
+            cmd
+        }
+    };
+    cmd.current_dir(dir)
         // A clean environment: the runner's own (its secret above all) never reaches a job.
         .env_clear()
-        .env(
-            "PATH",
-            std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
-        )
+        .env("PATH", &path)
         .env("HOME", dir)
         .env("LANG", "C.UTF-8")
         .env("ONRAMP_JOB_ID", &record.job_id)
@@ -208,12 +232,13 @@ async fn end_group(child: &mut tokio::process::Child, pgid: Option<u32>, outcome
 /// The state an outcome means; the runner's own reason goes into the log too.
 fn ended_state(
     outcome: Outcome,
+    sandboxed: bool,
     record: &JobRecord,
     log: &std::fs::File,
     log_path: &Path,
 ) -> Ended {
     match outcome {
-        Outcome::Exited(status) => exited_state(status, log_path),
+        Outcome::Exited(status) => exited_state(status, sandboxed, log_path),
         Outcome::TimedOut => {
             let msg = format!("killed at its time limit of {} s", record.time_limit_s);
             let _ = writeln!(&*log, "onramp-runner: {msg}");
@@ -245,9 +270,18 @@ fn stopped_state(stop: Stop, was_running: bool) -> (JobState, Option<i32>, Optio
     }
 }
 
-fn exited_state(status: ExitStatus, log: &Path) -> (JobState, Option<i32>, Option<String>) {
+fn exited_state(
+    status: ExitStatus,
+    sandboxed: bool,
+    log: &Path,
+) -> (JobState, Option<i32>, Option<String>) {
     use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
+    let (code, signal) = if sandboxed {
+        crate::sandbox::Sandbox::status(status.code(), status.signal())
+    } else {
+        (status.code(), status.signal())
+    };
+    match (code, signal) {
         (Some(0), _) => (JobState::Succeeded, Some(0), None),
         (Some(code), _) => {
             let last = last_line(log).map(|l| format!(": {l}")).unwrap_or_default();

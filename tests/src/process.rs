@@ -104,3 +104,23 @@ pub fn free_port() -> Result<u16, String> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
     l.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
 }
+
+/// Writes the runner's secret to `secret` in its state folder, readable by this user only, as an
+/// operator would (`--secret-file`); returns the file.
+pub fn write_secret(
+    state_dir: &std::path::Path,
+    secret: &str,
+) -> Result<std::path::PathBuf, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(state_dir).map_err(|e| format!("{}: {e}", state_dir.display()))?;
+    let file = state_dir.join("secret");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&file)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{secret}\n").as_bytes()))
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(file)
+}

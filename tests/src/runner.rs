@@ -20,12 +20,19 @@ pub struct TestRunner {
     pub secret: String,
     pub state_dir: PathBuf,
     pub service: Option<Service>,
+    /// More options for every start (`--cards 2`, `--sandbox on`).
+    pub extra_args: Vec<String>,
     log_index: u32,
 }
 
 impl TestRunner {
     /// Starts a runner with a fresh state folder.
     pub fn start(name: &str) -> Result<TestRunner, String> {
+        TestRunner::start_with(name, &[])
+    }
+
+    /// Starts a runner with a fresh state folder and more options.
+    pub fn start_with(name: &str, extra_args: &[&str]) -> Result<TestRunner, String> {
         let state_dir = unique_temp_dir(name);
         std::fs::create_dir_all(&state_dir).map_err(|e| e.to_string())?;
         let mut r = TestRunner {
@@ -33,6 +40,7 @@ impl TestRunner {
             secret: random_hex(16),
             state_dir,
             service: None,
+            extra_args: extra_args.iter().map(|a| a.to_string()).collect(),
             log_index: 0,
         };
         r.restart()?;
@@ -44,12 +52,16 @@ impl TestRunner {
         self.service.take();
         let port = free_port()?;
         self.url = format!("http://127.0.0.1:{port}");
+        let secret_file =
+            crate::process::write_secret(&self.state_dir.join("state"), &self.secret)?;
         let mut cmd = Command::new(paths::runner_bin());
         cmd.args(["--addr", &format!("127.0.0.1:{port}"), "--state-dir"])
             .arg(self.state_dir.join("state"))
             .arg("--shared")
             .arg(paths::shared_dir())
-            .env("ONRAMP_RUNNER_SECRET", &self.secret);
+            .arg("--secret-file")
+            .arg(secret_file)
+            .args(&self.extra_args);
         self.log_index += 1;
         let log = self
             .state_dir

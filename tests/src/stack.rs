@@ -344,11 +344,14 @@ fn start_runner(
     secret: &str,
     inherit_output: bool,
 ) -> Result<Service, String> {
+    // The secret in a file of the runner's state, which its sandbox hides from jobs.
+    let secret_file = crate::process::write_secret(&state_dir.join("runner"), secret)?;
     let mut cmd = Command::new(bin);
     cmd.args(["--addr", &format!("127.0.0.1:{port}"), "--state-dir"])
         .arg(state_dir.join("runner"))
         .args(["--cards", &RUNNER_CARDS.to_string()])
-        .env("ONRAMP_RUNNER_SECRET", secret);
+        .arg("--secret-file")
+        .arg(secret_file);
     let mut log = state_dir.join("runner.log");
     let mut n = 1;
     while log.exists() {

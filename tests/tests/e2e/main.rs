@@ -31,6 +31,7 @@ mod edge_trainer;
 mod edge_verify;
 mod runner_api;
 mod runner_edge;
+mod runner_sandbox;
 mod runner_tiny_train;
 mod runner_trainer;
 mod slurm_backend;

@@ -31,10 +31,31 @@ fn process_gone(pid: u32) -> bool {
     }
 }
 
-fn read_pid(path: &std::path::Path) -> Result<Option<u32>, String> {
-    Ok(std::fs::read_to_string(path)
-        .ok()
-        .and_then(|s| s.trim().parse().ok()))
+/// A `sleep` that no other process runs: its argument, a number of seconds past 300.
+fn sleep_marker() -> String {
+    let n = u32::from_str_radix(&onramp_tests::stack::random_hex(6), 16).unwrap_or(0);
+    format!("300.{n}")
+}
+
+/// The pid, as this machine sees it, of the `sleep {marker}` a job started: a sandboxed job sees
+/// pids of its own namespace, so it cannot say which.
+fn pid_of_sleep(marker: &str) -> u32 {
+    let wanted = format!("sleep\0{marker}\0");
+    onramp_tests::wait::until(
+        &format!("a process `sleep {marker}`"),
+        Duration::from_secs(20),
+        || {
+            let found = std::fs::read_dir("/proc")
+                .map_err(|e| e.to_string())?
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .find(|pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .is_ok_and(|c| c == wanted.as_bytes())
+                });
+            Ok(found)
+        },
+    )
+    .unwrap()
 }
 
 #[test]
@@ -125,20 +146,17 @@ fn a_command_job_runs_with_its_logs_exit_code_and_a_clean_environment() {
 fn cancel_kills_the_whole_process_group() {
     let r = TestRunner::start("runner-cancel").unwrap();
     // The job's own child, in the background: it must die with the job.
+    let marker = sleep_marker();
     let id = r
         .submit(&command_job(
             "edge-c",
-            "sleep 300 & echo $! > child.pid; wait",
+            &format!("sleep {marker} & wait"),
             600,
         ))
         .unwrap();
     r.wait_state(&id, Duration::from_secs(20), |s| s == "running")
         .unwrap();
-    let pid_file = r.job_dir(&id).join("child.pid");
-    let pid = onramp_tests::wait::until("the job's child pid", Duration::from_secs(20), || {
-        read_pid(&pid_file)
-    })
-    .unwrap();
+    let pid = pid_of_sleep(&marker);
     assert!(!process_gone(pid));
     let (status, v) = r.post(&format!("/jobs/{id}/cancel"), &json!({}));
     assert_eq!(status, 200, "{v}");
@@ -237,20 +255,13 @@ fn jobs_survive_a_restart_and_active_ones_become_lost() {
         .unwrap();
     r.wait_state(&done, Duration::from_secs(20), terminal)
         .unwrap();
+    let marker = sleep_marker();
     let active = r
-        .submit(&command_job(
-            "edge-active",
-            "echo $$ > leader.pid; sleep 300",
-            600,
-        ))
+        .submit(&command_job("edge-active", &format!("sleep {marker}"), 600))
         .unwrap();
     r.wait_state(&active, Duration::from_secs(20), |s| s == "running")
         .unwrap();
-    let pid_file = r.job_dir(&active).join("leader.pid");
-    let pid = onramp_tests::wait::until("the job's pid", Duration::from_secs(20), || {
-        read_pid(&pid_file)
-    })
-    .unwrap();
+    let pid = pid_of_sleep(&marker);
 
     // A crash leaves the job's process behind; the next runner marks the job lost and stops it.
     r.crash();
@@ -271,20 +282,13 @@ fn jobs_survive_a_restart_and_active_ones_become_lost() {
     assert_eq!(r.read_log(&done).unwrap(), "finished\n");
 
     // A graceful stop ends its running jobs as lost too, and nothing is left running.
+    let marker = sleep_marker();
     let second = r
-        .submit(&command_job(
-            "edge-second",
-            "echo $$ > leader.pid; sleep 300",
-            600,
-        ))
+        .submit(&command_job("edge-second", &format!("sleep {marker}"), 600))
         .unwrap();
     r.wait_state(&second, Duration::from_secs(20), |s| s == "running")
         .unwrap();
-    let pid_file = r.job_dir(&second).join("leader.pid");
-    let pid = onramp_tests::wait::until("the job's pid", Duration::from_secs(20), || {
-        read_pid(&pid_file)
-    })
-    .unwrap();
+    let pid = pid_of_sleep(&marker);
     r.service.take(); // SIGTERM to the runner
     assert!(process_gone(pid), "a stopped runner stops its jobs");
     r.restart().unwrap();

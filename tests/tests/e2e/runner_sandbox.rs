@@ -1,0 +1,140 @@
+//! A job on the runner tries what a hostile job would, against the real `onramp-runner` in its
+//! sandbox (`runner/src/sandbox.rs`): read the runner's secret (its file, the runner's process),
+//! another job's folder, record and environment, and the state folder; undo the sandbox; write
+//! to the shared assets. It gets none of them, and still works in its own folder. The same
+//! attempts without the sandbox (`--sandbox off`) get them, so the test can fail.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
+
+use onramp_tests::runner::TestRunner;
+use onramp_tests::stack::random_hex;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+fn command_job(job_id: &str, script: &str, env: Value) -> Value {
+    json!({"job_id": job_id, "task": "command", "spec_toml": "",
+           "command": ["sh", "-c", script], "env": env, "time_limit_s": 120,
+           "report_url": null, "report_token": null})
+}
+
+/// What the prober found, one `key=value` line per attempt: `got` where it read what it must
+/// not, `refused` where it could not.
+const PROBE: &str = r#"
+state=$1 other=$2
+try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name=got"; else echo "$name=refused"; fi; }
+try secret-file cat "$state/secret"
+try other-folder cat "$other/mine.txt"
+try other-record cat "$other/job.json"
+try state-listing sh -c "ls -a '$state' | grep -qv -e '^\.' -e '^jobs$' -e '^assets$'"
+try jobs-listing sh -c "ls -a '$state/jobs' | grep -qv -e '^\.' -e \"^$(basename "$PWD")\$\""
+try other-environ sh -c "cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -q '^VICTIM_TOKEN='"
+try runner-process sh -c "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' ' ' | grep -q -- '--secret-fil[e]'"
+try unmount umount "$state"
+try assets-write sh -c "echo x > '$state/assets/planted'"
+try record-write sh -c "echo '{}' > job.json"
+try assets-read ls "$state/assets/models"
+try own-write sh -c 'echo mine > own.txt && cat own.txt'
+"#;
+
+/// Runs the victim (alive, with a token in its environment and a file in its folder) and the
+/// prober beside it; the prober's findings by attempt, and its log.
+fn probe(r: &TestRunner) -> (BTreeMap<String, String>, String) {
+    let token = random_hex(12);
+    let victim = r
+        .submit(&command_job(
+            "edge-victim",
+            "echo private > mine.txt; exec sleep 120",
+            json!({"VICTIM_TOKEN": token}),
+        ))
+        .unwrap();
+    r.wait_state(&victim, Duration::from_secs(20), |s| s == "running")
+        .unwrap();
+    let state = r.state_dir.join("state");
+    let other = r.job_dir(&victim);
+    onramp_tests::wait::until("the victim's file", Duration::from_secs(20), || {
+        Ok(other.join("mine.txt").is_file().then_some(()))
+    })
+    .unwrap();
+    let script = format!(
+        "set -- '{}' '{}'\n{PROBE}",
+        state.display(),
+        other.display()
+    );
+    let prober = r
+        .submit(&command_job("edge-prober", &script, json!({})))
+        .unwrap();
+    let v = r
+        .wait_state(&prober, Duration::from_secs(30), |s| {
+            !matches!(s, "queued" | "running")
+        })
+        .unwrap();
+    assert_eq!(v["state"], "succeeded", "{v}\n{}", r.log());
+    let (status, _) = r.post(&format!("/jobs/{victim}/cancel"), &json!({}));
+    assert_eq!(status, 200);
+    let log = r.read_log(&prober).unwrap();
+    assert!(!log.contains(&token), "{log}");
+    let found = log
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    assert!(
+        r.job_dir(&prober).join("own.txt").is_file(),
+        "the job's own folder is its own: {log}"
+    );
+    (found, log)
+}
+
+#[test]
+#[ignore = "needs the built runner: run through `cargo xtask test`"]
+fn a_sandboxed_job_sees_only_its_own_folder_and_the_assets() {
+    let r = TestRunner::start_with("runner-sandbox", &["--cards", "2", "--sandbox", "on"]).unwrap();
+    assert!(r.log().contains("jobs run in a sandbox"), "{}", r.log());
+    let (found, log) = probe(&r);
+    for attempt in [
+        "secret-file",
+        "other-folder",
+        "other-record",
+        "state-listing",
+        "jobs-listing",
+        "other-environ",
+        "runner-process",
+        "unmount",
+        "assets-write",
+        "record-write",
+    ] {
+        assert_eq!(
+            found.get(attempt).map(String::as_str),
+            Some("refused"),
+            "{attempt}: {log}"
+        );
+    }
+    assert_eq!(found["assets-read"], "got", "{log}");
+    assert_eq!(found["own-write"], "got", "{log}");
+    assert!(
+        !log.contains(&r.secret) && !log.contains("private"),
+        "{log}"
+    );
+    assert!(!r.state_dir.join("state/assets/planted").exists());
+}
+
+/// The probe sees what it looks for where nothing hides it: without the sandbox it gets it all.
+#[test]
+#[ignore = "needs the built runner: run through `cargo xtask test`"]
+fn without_the_sandbox_the_same_job_reads_everything() {
+    let r =
+        TestRunner::start_with("runner-no-sandbox", &["--cards", "2", "--sandbox", "off"]).unwrap();
+    assert!(r.log().contains("without a sandbox"), "{}", r.log());
+    let (found, log) = probe(&r);
+    for attempt in [
+        "secret-file",
+        "other-folder",
+        "state-listing",
+        "jobs-listing",
+        "other-environ",
+        "runner-process",
+        "assets-write",
+    ] {
+        assert_eq!(found[attempt], "got", "{attempt}: {log}");
+    }
+}
