@@ -252,7 +252,7 @@ fn full_report_has_artifacts() {
         "deepspeed --num_gpus 8",
         "torchrun",
         "#SBATCH --gres=gpu:8",
-        "srun torchrun",
+        "srun --ntasks-per-node=1 --cpus-per-task=\"$SLURM_CPUS_PER_TASK\" torchrun",
     ] {
         assert!(out.contains(needle), "missing {needle}");
     }

@@ -132,15 +132,18 @@ pub fn deepspeed_command(v: &ValidSpec) -> String {
         return cpu_command(v);
     }
     let s = v.spec();
+    let (nodes, cards) = (s.resources.nodes, s.resources.cards_per_node);
+    // The port is the job's own (`MASTER_PORT`, set by the sbatch script from the job id), so
+    // jobs that share a node do not meet on the launcher's default one.
     let mut lines = vec![format!(
-        "deepspeed --num_gpus {}",
-        s.resources.cards_per_node
+        "deepspeed --num_gpus {cards} --master_port \"${{MASTER_PORT:-29500}}\""
     )];
-    if s.resources.nodes > 1 {
-        lines[0] = format!(
-            "deepspeed --hostfile hostfile --num_nodes {} --num_gpus {}",
-            s.resources.nodes, s.resources.cards_per_node
-        );
+    if nodes > 1 {
+        // `hostfile` is the sbatch script's, one line per node of the allocation.
+        lines = vec![
+            format!("deepspeed --hostfile hostfile --num_nodes {nodes} --num_gpus {cards}"),
+            "--master_addr \"$MASTER_ADDR\" --master_port \"$MASTER_PORT\"".into(),
+        ];
     }
     lines.push("--module onramp_train".into());
     lines.extend(TRAINER_ARGS.map(String::from));
@@ -159,7 +162,11 @@ pub fn torchrun_command(v: &ValidSpec) -> String {
         format!("--nproc_per_node {}", s.resources.cards_per_node),
     ];
     if s.resources.nodes > 1 {
+        // c10d rendezvous on the first node, on the job's own port.
         lines.push("--rdzv_id \"$SLURM_JOB_ID\" --rdzv_backend c10d --rdzv_endpoint \"$MASTER_ADDR:$MASTER_PORT\"".into());
+    } else {
+        // One node: torchrun finds a free port itself, so jobs sharing a node never collide.
+        lines.push("--standalone".into());
     }
     lines.push("-m onramp_train".into());
     lines.extend(TRAINER_ARGS.map(String::from));
@@ -219,18 +226,28 @@ pub fn sbatch_script(v: &ValidSpec) -> String {
     out.push_str(
         "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n",
     );
-    out.push_str("export MASTER_PORT=29500\n");
+    // The job's own rendezvous port, from its id: two jobs that share a first node differ.
+    out.push_str("export MASTER_PORT=$((20000 + ${SLURM_JOB_ID:-0} % 20000))\n");
     out.push_str("export OMP_NUM_THREADS=8\n");
     out.push_str("export TOKENIZERS_PARALLELISM=false\n");
+    if v.card().is_gpu && r.nodes > 1 {
+        // The DeepSpeed launcher's hostfile (`deepspeed_command`), from the allocation.
+        out.push_str(&format!(
+            "scontrol show hostnames \"$SLURM_JOB_NODELIST\" | sed 's/$/ slots={}/' > hostfile\n",
+            r.cards_per_node
+        ));
+    }
     if v.card().is_gpu {
-        out.push_str("export NCCL_ASYNC_ERROR_HANDLING=1\n");
+        // PyTorch's current name (`NCCL_ASYNC_ERROR_HANDLING` is deprecated).
+        out.push_str("export TORCH_NCCL_ASYNC_ERROR_HANDLING=1\n");
         out.push_str("export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
     }
     if s.task != Task::TinyTrain {
         trainer_files(v, &mut out);
     }
     if v.card().is_gpu {
-        out.push_str("srun ");
+        // One task per node with the job's CPUs (some Slurm versions give a step one CPU).
+        out.push_str("srun --ntasks-per-node=1 --cpus-per-task=\"$SLURM_CPUS_PER_TASK\" ");
         out.push_str(&torchrun_command(v));
     } else {
         out.push('\n');

@@ -110,7 +110,7 @@ fn wraps_the_tiny_train_command() {
         export ONRAMP_OUTPUT_DIR="$ONRAMP_JOB_DIR/out"
 
         export MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"
-        export MASTER_PORT=29500
+        export MASTER_PORT=$((20000 + ${SLURM_JOB_ID:-0} % 20000))
         export OMP_NUM_THREADS=8
         export TOKENIZERS_PARALLELISM=false
 
@@ -455,7 +455,10 @@ fn a_gpu_job_keeps_its_gres_line_and_a_payload_replaces_the_command() {
     assert!(!s.contains("torchrun"), "{s}");
     assert!(!s.contains("#SBATCH --output"), "{s}");
     let full = job_script(&valid(GPU), None);
-    assert!(full.contains("srun torchrun"), "{full}");
+    assert!(
+        full.contains("srun --ntasks-per-node=1 --cpus-per-task=\"$SLURM_CPUS_PER_TASK\" torchrun"),
+        "{full}"
+    );
     assert!(
         full.contains("cat > onramp-run.json <<'ONRAMP_RUN'"),
         "{full}"
