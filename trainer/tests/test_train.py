@@ -16,6 +16,7 @@ from conftest import (
     derive,
     environment,
     metrics_of,
+    run_of,
     run_trainer,
     shared_dir,
     start,
@@ -437,3 +438,48 @@ def test_metrics_reach_the_report_url_the_runner_gives(tmp_path, models_dir):
     # The model's push was tried at the job's artifacts; refused here, it did not fail the job.
     assert pushes and pushes[0].startswith("/api/jobs/j/artifacts/model%2F"), pushes
     assert "could not push the artifacts" in run.stderr, run.stderr[-2000:]
+
+
+def test_the_seed_is_set_before_the_model_and_its_adapters_are_made(
+    tmp_path, models_dir, monkeypatch
+):
+    """A model from numbers and a LoRA adapter start from random weights: the same run must
+    start from the same ones, and another seed from others."""
+    import torch
+
+    from onramp_train import models
+    from onramp_train.train import initial_model
+
+    monkeypatch.setenv("ONRAMP_MODELS", str(models_dir))
+    lora = spec_text(
+        "lora",
+        'model = "stories260K"',
+        DATA / "chat.jsonl",
+        4,
+        train='lora_rank = 4\nlora_targets = ["q_proj", "v_proj"]',
+    )
+    custom = spec_text(
+        "pretrain",
+        '[model]\nname = "mini"\nlayers = 1\nhidden = 32\nheads = 2\nkv_heads = 2\n'
+        "ffn = 64\nvocab = 512",
+        "tinyshakespeare",
+        4,
+    )
+
+    made = iter(range(100))
+
+    def weights(text: str, seed: int) -> dict:
+        n = next(made)
+        folder = tmp_path / f"run-{n}"
+        folder.mkdir()
+        plan = run_of(text.replace("[train]\n", f"[train]\nseed = {seed}\n"), folder).plan
+        torch.manual_seed(7919 * n)  # whatever the generator held before must not matter
+        model = initial_model(plan, models.resolve(plan), cuda=False)
+        return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    for text in (lora, custom):
+        a, b, c = weights(text, 1), weights(text, 1), weights(text, 2)
+        random_ones = [k for k in a if "lora_A" in k] if text is lora else list(a)
+        assert random_ones, list(a)
+        assert all(torch.equal(a[k], b[k]) for k in random_ones)
+        assert any(not torch.equal(a[k], c[k]) for k in random_ones)

@@ -179,11 +179,7 @@ def run(the_run: TrainerRun, out: Path) -> Path:
     )
     train_set, eval_set = _split(examples.items, plan.seed)
 
-    dtype = _dtype(plan, cuda)
-    quant = _quantization(plan) if plan.task == "qlora" else None
-    model = models.build(plan, source, dtype, quant)
-    if plan.lora is not None:
-        model = _with_adapters(model, plan)
+    model = initial_model(plan, source, cuda)
 
     for line in tracker_destinations(plan, out):
         say(line)
@@ -320,6 +316,20 @@ def _quantization(plan: Plan):
         bnb_4bit_use_double_quant=True,
         bnb_4bit_compute_dtype=torch.bfloat16 if plan.precision == "bf16" else torch.float16,
     )
+
+
+def initial_model(plan: Plan, source, cuda: bool):
+    """The model as training starts: built (a model from numbers gets its random weights here)
+    and given its adapters, after the seed is set, so the same run starts from the same weights."""
+    from transformers import set_seed
+
+    set_seed(plan.seed)
+    dtype = _dtype(plan, cuda)
+    quant = _quantization(plan) if plan.task == "qlora" else None
+    model = models.build(plan, source, dtype, quant)
+    if plan.lora is not None:
+        model = _with_adapters(model, plan)
+    return model
 
 
 def _with_adapters(model, plan: Plan):
