@@ -4,6 +4,14 @@
 use crate::say::{self, t};
 use serde_json::Value;
 
+/// What to do when no edge answers, in English and Chinese.
+const UNREACHABLE_HINT: (&str, &str) = (
+    "Start the local stack with `cargo xtask dev`, or name another edge with --edge URL or \
+     ONRAMP_EDGE (`onramp login --edge URL` remembers it)",
+    "请用 `cargo xtask dev` 启动本地服务，或用 --edge URL 或 ONRAMP_EDGE 指定其他边缘服务\
+     (`onramp login --edge URL` 会记住它)",
+);
+
 /// Where the edge is when nothing says otherwise: what `cargo xtask dev` serves.
 pub const DEFAULT_EDGE: &str = "http://localhost:8787";
 
@@ -137,8 +145,14 @@ impl Edge {
             .into();
         let response = agent.run(request).map_err(|e| {
             Failure(t(
-                format!("cannot reach the edge at {}: {e}", self.base),
-                format!("无法连接边缘服务 {}：{e}", self.base),
+                format!(
+                    "cannot reach the edge at {}: {e}. {}",
+                    self.base, UNREACHABLE_HINT.0
+                ),
+                format!(
+                    "无法连接边缘服务 {}：{e}。{}",
+                    self.base, UNREACHABLE_HINT.1
+                ),
             ))
         })?;
         let status = response.status().as_u16();
@@ -189,8 +203,14 @@ impl Edge {
             .into();
         let response = agent.run(request).map_err(|e| {
             Failure(t(
-                format!("cannot reach the edge at {}: {e}", self.base),
-                format!("无法连接边缘服务 {}：{e}", self.base),
+                format!(
+                    "cannot reach the edge at {}: {e}. {}",
+                    self.base, UNREACHABLE_HINT.0
+                ),
+                format!(
+                    "无法连接边缘服务 {}：{e}。{}",
+                    self.base, UNREACHABLE_HINT.1
+                ),
             ))
         })?;
         let status = response.status().as_u16();
@@ -311,6 +331,10 @@ mod tests {
             err.0
                 .starts_with("cannot reach the edge at http://127.0.0.1:9"),
             "{err:?}"
+        );
+        assert!(
+            err.0.contains("cargo xtask dev") && err.0.contains("ONRAMP_EDGE"),
+            "says what to do: {err:?}"
         );
     }
 }
