@@ -248,6 +248,33 @@ pub(crate) fn dedup(diags: &mut Vec<Diagnostic>) {
     });
 }
 
+/// With a TOML syntax error, what the checks find may follow from the text the parser skipped
+/// (a key it lost is "missing", a value it lost has no place of its own): the syntax errors come
+/// first, and of the rest only what has a place of its own on a line without a syntax error, and
+/// is not a missing key, stays. Run after [`locate`].
+pub(crate) fn syntax_first(diags: &mut Vec<Diagnostic>) {
+    let broken: Vec<(u32, usize)> = diags
+        .iter()
+        .filter(|d| d.code == Code::Syntax)
+        .map(|d| (d.line, d.span.map_or(0, |s| s.start)))
+        .collect();
+    if broken.is_empty() {
+        return;
+    }
+    // Its own place: a span that is not empty (a lost value's is) on a line without a syntax
+    // error, holding none (the whole text, another fallback, holds them all).
+    let own_place = |d: &Diagnostic| {
+        d.span.is_some_and(|s| {
+            s.end > s.start
+                && broken.iter().all(|&(line, at)| {
+                    line != d.line && !(s.start..s.end.max(s.start + 1)).contains(&at)
+                })
+        })
+    };
+    diags.retain(|d| d.code == Code::Syntax || (d.code != Code::MissingKey && own_place(d)));
+    diags.sort_by_key(|d| d.code != Code::Syntax);
+}
+
 /// 1-based line and character column of a byte offset; offsets past the end or inside a
 /// character are clamped rather than trusted.
 pub fn line_col(src: &str, offset: usize) -> (u32, u32) {

@@ -65,17 +65,27 @@ fn empty_input_reports_every_missing_key() {
 }
 
 #[test]
-fn syntax_errors_keep_going() {
+fn syntax_errors_come_first_and_what_follows_from_them_goes() {
     check(
         "name = \"x\nmodel = 3\n[data\n",
         expect![[r#"
-            1:1 error missing-key task: missing required key `task` (for example `task = "sft"`)
-            1:1 error missing-key resources: missing required key `resources` (for example `resources = { … }`)
             1:10 error syntax : TOML syntax error: invalid basic string, expected `"`
-            2:9 error wrong-type model: `model` must be a model id or a [model] table, found integer
-            3:1 error missing-key data.dataset: missing required key `data.dataset` (for example `dataset = "alpaca-zh"`)
-            3:1 error missing-key data.seq_len: missing required key `data.seq_len` (for example `seq_len = 4096`)
             3:6 error syntax : TOML syntax error: unclosed table, expected `]`
+            2:9 error wrong-type model: `model` must be a model id or a [model] table, found integer
+            valid: false
+        "#]],
+    );
+}
+
+#[test]
+fn a_value_lost_to_a_syntax_error_is_not_also_out_of_range() {
+    check(
+        "name = \"x\"\ntask = \"lora\"\nmodle = \"qwen2.5-7b\"\n[data]\ndataset = \"d\"\nseq_len = = 1024\n[resources]\ncard = \"rtx-4090\"\n",
+        expect![[r#"
+            6:11 error syntax : TOML syntax error: extra `=`, expected nothing
+            6:13 error syntax : TOML syntax error: unexpected key or value, expected newline, `#`
+            3:1 error unknown-key modle: unknown key `modle` at the top level
+              help: did you mean `model`?
             valid: false
         "#]],
     );
@@ -176,7 +186,7 @@ fn form_specs_are_range_checked() {
 
 #[test]
 fn columns_count_characters_not_bytes() {
-    let src = MINIMAL.replace("name = \"m\"", "name = \"模型\"\n# 注释\n  模 = 1");
+    let src = MINIMAL.replace("name = \"m\"", "name = \"模型\"\n# 注释\n  \"模\" = 1");
     let (_, diags) = validate_toml(&src);
     let d = diags
         .iter()

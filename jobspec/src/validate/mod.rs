@@ -4,7 +4,7 @@
 //! input the estimators and the submission path accept. Whether the job *fits* and *finishes*
 //! is the estimators' finding, reported by `plan`.
 
-use crate::diag::{Diagnostic, dedup, locate};
+use crate::diag::{Diagnostic, dedup, locate, syntax_first};
 use crate::node;
 use crate::parse::Reader;
 use crate::spec::*;
@@ -72,6 +72,7 @@ pub fn validate_text(src: &str, format: Format) -> (Option<ValidSpec>, Vec<Diagn
     });
     locate(src, &mut diags);
     dedup(&mut diags);
+    syntax_first(&mut diags);
     let valid = valid.filter(|_| !diags.iter().any(Diagnostic::is_error));
     (valid, diags)
 }
