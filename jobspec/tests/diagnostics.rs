@@ -249,3 +249,30 @@ fn ray_is_refused_until_it_exists() {
     assert!(d.message.zh.contains("Ray 后端"), "{d:?}");
     assert!(!jobspec::schema::json_schema_text().contains("\"ray\""));
 }
+
+/// A `[model]` table has random weights: fine-tuning it is warned about, pretraining it is not,
+/// and continuing an earlier job's weights is not either.
+#[test]
+fn fine_tuning_an_architecture_says_its_weights_are_random() {
+    let table = "[model]\nname = \"mini\"\nlayers = 2\nhidden = 64\nheads = 4\nkv_heads = 2\nffn = 172\nvocab = 512\n";
+    let spec = |task: &str, tail: &str| {
+        MINIMAL
+            .replace("task = \"sft\"", &format!("task = \"{task}\""))
+            .replace("model = \"qwen2.5-7b\"\n", "")
+            .replace("[data]", &format!("{table}[data]"))
+            + tail
+    };
+    let warned = |src: &str| {
+        validate_toml(src)
+            .1
+            .iter()
+            .any(|d| d.code.as_str() == "suspicious" && d.path == "model")
+    };
+    for task in ["sft", "lora", "qlora"] {
+        assert!(warned(&spec(task, "")), "{task}");
+    }
+    assert!(!warned(&spec("pretrain", "")));
+    let resumed = "[checkpoint]\nresume_from = \"0123456789abcdef0123456789abcdef\"\n";
+    assert!(!warned(&spec("sft", resumed)));
+    assert!(!warned(MINIMAL), "a catalogue model is pretrained");
+}

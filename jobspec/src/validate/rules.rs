@@ -36,6 +36,7 @@ pub(super) fn check(
     check_sequence_split(&mut c, &spec);
     check_deepspeed(&mut c, &spec.parallel);
     check_card_and_task(&mut c, &spec, card, world, is_tiny);
+    check_pretrained(&mut c, &spec);
     super::resume::check_resume_from(&mut c, &spec);
     let (steps, train_tokens) = run_length(&mut c, &spec, dp);
     check_schedule(&mut c, &spec, steps, model_max_seq_len, &model_name);
@@ -265,6 +266,31 @@ fn check_deepspeed(c: &mut Checker<'_>, p: &ParallelSpec) {
             "parallel.offload_params",
             "parameters are offloaded but the optimizer is not; offload the optimizer first, it saves more".into(),
             "参数已卸载但优化器未卸载；先卸载优化器，省得更多".into(),
+        );
+    }
+}
+
+/// A `[model]` table is an architecture, not a pretrained model: its weights start random, so
+/// fine-tuning it (sft, lora, qlora) tunes noise, unless it continues an earlier job's weights.
+fn check_pretrained(c: &mut Checker<'_>, spec: &JobSpec) {
+    let fine_tune = matches!(spec.task, Task::Sft | Task::Lora | Task::Qlora);
+    if fine_tune
+        && matches!(spec.model, ModelRef::Custom(_))
+        && spec.checkpoint.resume_from.is_none()
+    {
+        let task = spec.task.as_str();
+        c.warn(
+            Code::Suspicious,
+            "model",
+            format!(
+                "a [model] table describes an architecture, not a pretrained model: its weights \
+                 start random, so {task} fine-tunes noise; name a catalogue model (`model = \
+                 \"qwen2.5-7b\"`) or use task = \"pretrain\""
+            ),
+            format!(
+                "[model] 表只描述结构，不是预训练模型：其权重随机初始化，{task} 微调的是噪声；请指定目录中的\
+                 模型（`model = \"qwen2.5-7b\"`）或使用 task = \"pretrain\""
+            ),
         );
     }
 }
