@@ -251,3 +251,31 @@ mod tests {
         }
     }
 }
+
+/// A byte count as people read it: `5 B`, `1.5 KiB`, `20.0 MiB`, `3.2 GiB` (the account page,
+/// the job page and `onramp artifacts` alike).
+pub fn human_size(n: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let (mut v, mut u) = (n as f64, 0);
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn sizes_read_in_binary_units() {
+        assert_eq!(super::human_size(5), "5 B");
+        assert_eq!(super::human_size(1536), "1.5 KiB");
+        assert_eq!(super::human_size(20 << 20), "20.0 MiB");
+        assert_eq!(super::human_size(10 << 30), "10.0 GiB");
+        assert_eq!(super::human_size(u64::MAX), "17179869184.0 GiB");
+    }
+}

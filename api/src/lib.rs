@@ -28,7 +28,9 @@ pub use accounts::{
     PasswordChange, PasswordChanged, ResetRequest, ResetRequested, SignedOut, SignedOutEverywhere,
     TokenCreated, TokenInfo, TokenList, TokenRevoked, VerificationSent, Verified, VerifyRequest,
 };
-pub use artifacts::{Artifact, ArtifactDeleted, ArtifactList, ArtifactUsage, NewUpload, Upload};
+pub use artifacts::{
+    Artifact, ArtifactDeleted, ArtifactList, ArtifactUsage, NewUpload, Upload, human_size,
+};
 pub use backends::{
     AdminBackend, AdminBackendList, BackendHealth, BackendKind, BackendList, Bindings, Check,
     HealthReport, Liveness, PublicBackend, Reconciled,

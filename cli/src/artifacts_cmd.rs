@@ -7,7 +7,7 @@ use crate::jobs_cmd::{Args, done, edge_for, print_value};
 use crate::remote::{Edge, Failure};
 use crate::say::{pad, t};
 use api::artifacts::{artifact_path, name_problem};
-use api::{Artifact, ArtifactDeleted, ArtifactList};
+use api::{Artifact, ArtifactDeleted, ArtifactList, human_size as size};
 use sha2::{Digest, Sha256};
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -111,21 +111,6 @@ fn show(v: &serde_json::Value, l: &ArtifactList, json: bool) {
             ),
         )
     );
-}
-
-/// Bytes for people: B, KiB, MiB, GiB.
-fn size(n: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let (mut v, mut u) = (n as f64, 0);
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
 }
 
 fn download(edge: &Edge, job: &str, name: Option<&str>, dir: &Path) -> Result<(), Failure> {
@@ -308,14 +293,4 @@ fn delete(edge: &Edge, job: &str, name: &str, json: bool) -> Result<(), Failure>
         )
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn sizes() {
-        assert_eq!(super::size(5), "5 B");
-        assert_eq!(super::size(1536), "1.5 KiB");
-        assert_eq!(super::size(20 << 20), "20.0 MiB");
-    }
 }

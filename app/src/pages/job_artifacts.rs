@@ -11,20 +11,7 @@ use ::api::ArtifactList;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-/// Bytes for people: B, KiB, MiB, GiB.
-pub fn size(n: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let (mut v, mut u) = (n as f64, 0);
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+pub use ::api::human_size as size;
 
 /// A table of artifacts with their download links (the job page's, an experiment's shared ones).
 pub fn artifact_rows(artifacts: Vec<::api::Artifact>) -> impl IntoView {
