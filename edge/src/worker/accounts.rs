@@ -108,7 +108,7 @@ pub async fn signup(mut req: Request, env: &Env) -> ApiResult<Response> {
             e.message
         );
     }
-    let resp = signed_in(&req, env, &id, email, false).await?;
+    let resp = signed_in_with(&req, env, &id, email, false, Some(0)).await?;
     Ok(resp.with_status(201))
 }
 
@@ -149,12 +149,29 @@ pub(super) async fn signed_in(
     email: String,
     email_verified: bool,
 ) -> ApiResult<Response> {
+    signed_in_with(req, env, user_id, email, email_verified, None).await
+}
+
+/// [`signed_in`], with the balance when it is known without asking the account's object (a
+/// new account's is 0: its sign-up does not wait on the coordinator).
+pub(super) async fn signed_in_with(
+    req: &Request,
+    env: &Env,
+    user_id: &str,
+    email: String,
+    email_verified: bool,
+    known_balance: Option<i64>,
+) -> ApiResult<Response> {
     let token = new_session(env, user_id).await?;
     let host = http::own_origin(req)?.1;
+    let balance_fen = match known_balance {
+        Some(b) => b,
+        None => balance(env, user_id).await?,
+    };
     let resp = http::json(
         200,
         &Account {
-            balance_fen: balance(env, user_id).await?,
+            balance_fen,
             email,
             email_verified,
             artifacts: Some(super::artifacts::usage(env, user_id).await?),
