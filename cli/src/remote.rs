@@ -4,13 +4,20 @@
 use crate::say::{self, t};
 use serde_json::Value;
 
-/// What to do when no edge answers, in English and Chinese.
-const UNREACHABLE_HINT: (&str, &str) = (
-    "Start the local stack with `cargo xtask dev`, or name another edge with --edge URL or \
-     ONRAMP_EDGE (`onramp login --edge URL` remembers it)",
-    "请用 `cargo xtask dev` 启动本地服务，或用 --edge URL 或 ONRAMP_EDGE 指定其他边缘服务\
-     (`onramp login --edge URL` 会记住它)",
-);
+/// No edge answered at `base`: why, and what to do about it.
+fn unreachable(base: &str, e: &ureq::Error) -> Failure {
+    Failure(t(
+        format!(
+            "cannot reach the edge at {base}: {e}. Start the local stack with `cargo xtask dev`, \
+             or name another edge with --edge URL or ONRAMP_EDGE (`onramp login --edge URL` \
+             remembers it)"
+        ),
+        format!(
+            "无法连接边缘服务 {base}：{e}。请用 `cargo xtask dev` 启动本地服务，或用 --edge URL 或 \
+             ONRAMP_EDGE 指定其他边缘服务(`onramp login --edge URL` 会记住它)"
+        ),
+    ))
+}
 
 /// Where the edge is when nothing says otherwise: what `cargo xtask dev` serves.
 pub const DEFAULT_EDGE: &str = "http://localhost:8787";
@@ -143,18 +150,9 @@ impl Edge {
             .timeout_global(Some(std::time::Duration::from_secs(60)))
             .build()
             .into();
-        let response = agent.run(request).map_err(|e| {
-            Failure(t(
-                format!(
-                    "cannot reach the edge at {}: {e}. {}",
-                    self.base, UNREACHABLE_HINT.0
-                ),
-                format!(
-                    "无法连接边缘服务 {}：{e}。{}",
-                    self.base, UNREACHABLE_HINT.1
-                ),
-            ))
-        })?;
+        let response = agent
+            .run(request)
+            .map_err(|e| unreachable(&self.base, &e))?;
         let status = response.status().as_u16();
         let session = response
             .headers()
@@ -201,18 +199,9 @@ impl Edge {
             .timeout_recv_response(Some(std::time::Duration::from_secs(60)))
             .build()
             .into();
-        let response = agent.run(request).map_err(|e| {
-            Failure(t(
-                format!(
-                    "cannot reach the edge at {}: {e}. {}",
-                    self.base, UNREACHABLE_HINT.0
-                ),
-                format!(
-                    "无法连接边缘服务 {}：{e}。{}",
-                    self.base, UNREACHABLE_HINT.1
-                ),
-            ))
-        })?;
+        let response = agent
+            .run(request)
+            .map_err(|e| unreachable(&self.base, &e))?;
         let status = response.status().as_u16();
         if (200..300).contains(&status) {
             return Ok((status, Box::new(response.into_body().into_reader())));

@@ -249,6 +249,15 @@ impl Client {
         )
     }
 
+    /// A POST from a new client, which keeps the session cookie the answer sets (sign-up,
+    /// login, a password reset): the answer and the client.
+    pub fn fresh_post(base: &str, path: &str, body: &Value) -> (Answer, Client) {
+        let mut c = Client::new(base);
+        let a = c.post(path, body);
+        c.take_cookie(&a);
+        (a, c)
+    }
+
     /// Signs up a new account and keeps its session; panics with the answer if refused. The
     /// email is not verified, so the account has no trial credit: see `Stack::signup`.
     pub fn signup(base: &str, email: &str, password: &str) -> Client {
@@ -285,14 +294,18 @@ pub fn verification_links(stack: &Stack, email: &str) -> Vec<String> {
     mailed_links(stack, email, "/verify?token=")
 }
 
-/// The links holding `marker` (`/verify?token=`, `/reset?token=`) in the mails the outbox holds
-/// for `email`, newest first.
-pub fn mailed_links(stack: &Stack, email: &str, marker: &str) -> Vec<String> {
+/// The mails the stack's outbox holds for `email`, newest first (read with the admin token).
+pub fn outbox(stack: &Stack, email: &str) -> Vec<Value> {
     let admin = Client::with_bearer(&stack.url, &stack.admin_token);
     let a = admin.get(&format!("/api/admin/outbox?to={}", urlencode(email)));
     assert_eq!(a.status, 200, "outbox of {email}: {}", a.shown());
-    let mails = a.json["mails"].as_array().cloned().unwrap_or_default();
-    mails
+    a.json["mails"].as_array().cloned().unwrap_or_default()
+}
+
+/// The links holding `marker` (`/verify?token=`, `/reset?token=`) in the mails the outbox holds
+/// for `email`, newest first.
+pub fn mailed_links(stack: &Stack, email: &str, marker: &str) -> Vec<String> {
+    outbox(stack, email)
         .iter()
         .filter_map(|m| {
             let text = m["text"].as_str()?;

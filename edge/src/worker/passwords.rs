@@ -138,6 +138,31 @@ pub(super) async fn verified_elsewhere(env: &Env, email: &str, user_id: &str) ->
     Ok(other.is_some())
 }
 
+/// Sets `password` as the account's, hashed with a new salt, only while its hash is still
+/// `old_hash`: of two changes racing, the second finds it gone. Whether this one changed it.
+pub(super) async fn replace(
+    env: &Env,
+    user_id: &str,
+    old_hash: &str,
+    password: &str,
+) -> ApiResult<bool> {
+    let salt = random_hex(16)?;
+    let hash = hex::encode(pbkdf2(password, salt.as_bytes(), PBKDF2_ITERATIONS).await?);
+    let changed = db::run(
+        env,
+        "UPDATE users SET password_hash = ?, salt = ?, iterations = ? WHERE id = ? AND password_hash = ?",
+        &[
+            s(&hash),
+            s(&salt),
+            n(i64::from(PBKDF2_ITERATIONS)),
+            s(user_id),
+            s(old_hash),
+        ],
+    )
+    .await?;
+    Ok(changed > 0)
+}
+
 /// `POST /api/auth/password`.
 pub async fn change(user: User, mut req: Request, env: &Env) -> ApiResult<PasswordChanged> {
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
@@ -168,22 +193,8 @@ pub async fn change(user: User, mut req: Request, env: &Env) -> ApiResult<Passwo
         )
         .with_field("current_password"));
     }
-    let salt = random_hex(16)?;
-    let hash = hex::encode(pbkdf2(&c.new_password, salt.as_bytes(), PBKDF2_ITERATIONS).await?);
     // Only over the hash that was checked: of two changes racing, the second finds it gone.
-    let changed = db::run(
-        env,
-        "UPDATE users SET password_hash = ?, salt = ?, iterations = ? WHERE id = ? AND password_hash = ?",
-        &[
-            s(&hash),
-            s(&salt),
-            n(i64::from(PBKDF2_ITERATIONS)),
-            s(&user.id),
-            s(&row.password_hash),
-        ],
-    )
-    .await?;
-    if changed == 0 {
+    if !replace(env, &user.id, &row.password_hash, &c.new_password).await? {
         return Err(ApiError::new(
             ErrorCode::WrongPassword,
             "the password changed meanwhile; nothing changed by this request",

@@ -7,12 +7,11 @@
 
 use super::accounts::{check_login_origin, client_ip, signed_in};
 use super::coordinator;
-use super::db::{self, n, now_ms, random_hex, s};
+use super::db::{self, now_ms, s};
 use super::http::{self, ApiResult};
 use super::mail;
-use super::passwords::pbkdf2;
 use super::verify::link_key;
-use crate::accounts::{PBKDF2_ITERATIONS, check_password, normalise_email};
+use crate::accounts::{check_password, normalise_email};
 use crate::error::ApiError;
 use crate::password_reset::{self, RESET_LIFETIME_S};
 use crate::wire;
@@ -81,22 +80,8 @@ pub async fn reset(mut req: Request, env: &Env) -> ApiResult<Response> {
     .await?
     .ok_or_else(|| ApiError::not_found("the account of this reset link no longer exists"))?;
     password_reset::still_holds(&claims, &user.email, &user.password_hash)?;
-    let salt = random_hex(16)?;
-    let hash = hex::encode(pbkdf2(&r.password, salt.as_bytes(), PBKDF2_ITERATIONS).await?);
     // Only against the hash the link was issued for: of two uses racing, one changes it.
-    let changed = db::run(
-        env,
-        "UPDATE users SET password_hash = ?, salt = ?, iterations = ? WHERE id = ? AND password_hash = ?",
-        &[
-            s(&hash),
-            s(&salt),
-            n(i64::from(PBKDF2_ITERATIONS)),
-            s(&user.id),
-            s(&user.password_hash),
-        ],
-    )
-    .await?;
-    if changed == 0 {
+    if !super::passwords::replace(env, &user.id, &user.password_hash, &r.password).await? {
         return Err(password_reset::still_holds(&claims, &user.email, "")
             .err()
             .unwrap_or_else(|| ApiError::internal("a reset raced and neither won")));

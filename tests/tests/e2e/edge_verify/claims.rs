@@ -5,28 +5,18 @@
 //! "sign out everywhere".
 
 use super::*;
-use onramp_tests::api::{Answer, mailed_links};
+use onramp_tests::api::{Answer, mailed_links, outbox};
 
 const OWNER_PASSWORD: &str = "the owner's own horse battery";
 
 fn signup_answer(stack: &Stack, email: &str, password: &str) -> (Answer, Client) {
-    let mut c = Client::new(&stack.url);
-    let a = c.post(
-        "/api/auth/signup",
-        &json!({"email": email, "password": password}),
-    );
-    c.take_cookie(&a);
-    (a, c)
+    let body = json!({"email": email, "password": password});
+    Client::fresh_post(&stack.url, "/api/auth/signup", &body)
 }
 
 fn login(stack: &Stack, email: &str, password: &str) -> (Answer, Client) {
-    let mut c = Client::new(&stack.url);
-    let a = c.post(
-        "/api/auth/login",
-        &json!({"email": email, "password": password}),
-    );
-    c.take_cookie(&a);
-    (a, c)
+    let body = json!({"email": email, "password": password});
+    Client::fresh_post(&stack.url, "/api/auth/login", &body)
 }
 
 fn token_names(c: &Client) -> Vec<String> {
@@ -38,16 +28,6 @@ fn token_names(c: &Client) -> Vec<String> {
         .iter()
         .map(|t| t["name"].as_str().unwrap_or_default().to_string())
         .collect()
-}
-
-fn outbox_count(stack: &Stack, email: &str) -> usize {
-    let admin = Client::with_bearer(&stack.url, &stack.admin_token);
-    let a = admin.get(&format!(
-        "/api/admin/outbox?to={}",
-        email.replace('+', "%2B")
-    ));
-    assert_eq!(a.status, 200, "{}", a.shown());
-    a.json["mails"].as_array().map_or(0, Vec::len)
 }
 
 /// Sign-up with an email that has an account answers exactly as with one that has none.
@@ -119,10 +99,10 @@ pub(crate) fn the_first_to_verify_holds_the_email(stack: &Stack) {
     assert_eq!(squatter.get("/api/me").json["email_verified"], false);
     // The squatter's resend answers as ever but mails the mailbox a note, not a link.
     let links = verification_links(stack, &email).len();
-    let mails = outbox_count(stack, &email);
+    let mails = outbox(stack, &email).len();
     let r = squatter.post("/api/auth/verify/resend", &json!({}));
     assert_eq!(r.status, 200, "{}", r.shown());
-    assert_eq!(outbox_count(stack, &email), mails + 1);
+    assert_eq!(outbox(stack, &email).len(), mails + 1);
     assert_eq!(
         verification_links(stack, &email).len(),
         links,
@@ -151,13 +131,9 @@ pub(crate) fn the_first_to_verify_holds_the_email(stack: &Stack) {
     assert_eq!(ask.status, 202, "{}", ask.shown());
     let link = mailed_links(stack, &email, "/reset?token=");
     let token = link[0].split_once("token=").unwrap().1;
-    let mut c = Client::new(&stack.url);
-    let done = c.post(
-        "/api/auth/reset",
-        &json!({"token": token, "password": "the owner's newest battery"}),
-    );
+    let body = json!({"token": token, "password": "the owner's newest battery"});
+    let (done, c) = Client::fresh_post(&stack.url, "/api/auth/reset", &body);
     assert_eq!(done.status, 200, "{}", done.shown());
-    c.take_cookie(&done);
     assert_eq!(c.balance(), GRANT, "the owner's account");
     assert_eq!(
         squatter.get("/api/me").status,

@@ -25,13 +25,8 @@ fn ask(stack: &Stack, email: &str) -> onramp_tests::api::Answer {
 }
 
 fn set_password(stack: &Stack, token: &str, password: &str) -> (onramp_tests::api::Answer, Client) {
-    let mut c = Client::new(&stack.url);
-    let a = c.post(
-        "/api/auth/reset",
-        &json!({"token": token, "password": password}),
-    );
-    c.take_cookie(&a);
-    (a, c)
+    let body = json!({"token": token, "password": password});
+    Client::fresh_post(&stack.url, "/api/auth/reset", &body)
 }
 
 pub(crate) fn password_reset(stack: &Stack) {
