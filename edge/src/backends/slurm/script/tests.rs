@@ -467,6 +467,15 @@ fn a_gpu_job_keeps_its_gres_line_and_a_payload_replaces_the_command() {
 
 /// The spec's text fields with `value` in one of them (the others keep the template's).
 fn with_text(template: &str, key: &str, value: &str) -> Option<ValidSpec> {
+    validated_with_text(template, key, value)?.0
+}
+
+/// What validation says of the spec with `value` in `key`; `None` when it cannot be written.
+fn validated_with_text(
+    template: &str,
+    key: &str,
+    value: &str,
+) -> Option<(Option<ValidSpec>, Vec<jobspec::Diagnostic>)> {
     let quoted = serde_json::to_string(value).ok()?;
     let toml: String = template
         .lines()
@@ -478,7 +487,7 @@ fn with_text(template: &str, key: &str, value: &str) -> Option<ValidSpec> {
             }
         })
         .collect();
-    jobspec::validate_toml(&toml).0
+    Some(jobspec::validate_toml(&toml))
 }
 
 /// The `#SBATCH` directives Slurm reads: the comment block before the first command.
@@ -513,11 +522,15 @@ proptest::proptest! {
                 proptest::prop_assert_eq!(directives(&script), directives(&base));
                 proptest::prop_assert!(script.ends_with(WRAPPER_TAIL));
             } else {
-                proptest::prop_assert!(
-                    !jobspec::validate::is_clean_text(&value, key == "name")
-                        || value.trim().is_empty()
-                        || value.len() > 128
-                );
+                // Refused, and for this field: its text (not clean, empty, too long) or, for a
+                // dataset, where it points (an absolute path, one that leaves the job's folder); or
+                // the value cannot stand in a TOML string as written (a raw DEL).
+                let path = if key == "name" { "name" } else { "data.dataset" };
+                let refused_here = validated_with_text(template, key, &value).is_none_or(|(_, d)| {
+                    d.iter()
+                        .any(|d| d.is_error() && (d.path == path || d.code == jobspec::Code::Syntax))
+                });
+                proptest::prop_assert!(refused_here, "{value:?} in {key}");
             }
         }
     }
