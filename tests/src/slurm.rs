@@ -278,6 +278,57 @@ impl Slurm {
         &self.run_inner
     }
 
+    /// The `python` the test cluster's nodes run onramp-train with. The trainer's environment
+    /// (`cargo xtask setup`'s, or `ONRAMP_PYTHON`) is built on this machine's Python 3.11, while the
+    /// nodes are a Debian 13 chroot with another Python; a node of a real cluster has the
+    /// environment installed natively. Here the node runs this machine's interpreter, seen under
+    /// `<run>/host`, with this machine's loader and libraries, and the environment's packages and
+    /// the trainer's source on its path. (The loader is named by its real path: `/lib64`'s is an
+    /// absolute link, which inside the chroot would lead to the chroot's own, newer loader.)
+    pub fn trainer_python(&self) -> String {
+        let host = format!("{}/host", self.run_dir());
+        let venv_python = std::env::var_os("ONRAMP_PYTHON")
+            .map(std::path::PathBuf::from)
+            .expect("ONRAMP_PYTHON names the trainer's environment (cargo xtask test sets it)");
+        let venv = venv_python
+            .parent()
+            .and_then(|b| b.parent())
+            .expect("ONRAMP_PYTHON is <venv>/bin/python");
+        let site = std::fs::read_dir(venv.join("lib"))
+            .expect("the environment's lib folder")
+            .flatten()
+            .map(|d| d.path().join("site-packages"))
+            .find(|p| p.is_dir())
+            .expect("the environment's site-packages");
+        let interpreter = std::fs::canonicalize(&venv_python).expect("the environment's python");
+        let dir = crate::stack::unique_temp_dir("slurm-python");
+        std::fs::create_dir_all(dir.join("site")).expect("a temp folder");
+        // `site.addsitedir` also reads the environment's .pth files, as its own interpreter would.
+        std::fs::write(
+            dir.join("site/sitecustomize.py"),
+            format!(
+                "import site\nsite.addsitedir({:?})\n",
+                format!("{host}{}", site.display())
+            ),
+        )
+        .expect("sitecustomize.py");
+        let trainer_src = crate::paths::repo_root().join("trainer/src");
+        let script = format!(
+            "#!/bin/sh\nH={host}\nexport PYTHONHOME=\"$H/usr\"\n\
+             export PYTHONPATH=\"$H{site_dir}:$H{src}\"\n\
+             exec \"$H/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\" --library-path \"$H/lib/x86_64-linux-gnu:$H/usr/lib/x86_64-linux-gnu\" \"$H{interp}\" \"$@\"\n",
+            site_dir = dir.join("site").display(),
+            src = trainer_src.display(),
+            interp = interpreter.display(),
+        );
+        let wrapper = dir.join("python");
+        std::fs::write(&wrapper, script).expect("the python wrapper");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
+            .expect("the python wrapper's mode");
+        format!("{host}{}", wrapper.display())
+    }
+
     /// A path inside the chroot, seen from the host.
     pub fn host_path(&self, inner: &str) -> PathBuf {
         self.chroot.join(inner.trim_start_matches('/'))

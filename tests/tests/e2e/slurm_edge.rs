@@ -99,6 +99,12 @@ fn edge_log(u: &Client, id: &str) -> String {
     panic!("the log of {id} did not end within 100 pages: {text}");
 }
 
+/// Whether every line of `part` is a line of `whole`, in the same order.
+fn lines_in_order(part: &str, whole: &str) -> bool {
+    let mut rest = whole.lines();
+    part.lines().all(|l| rest.any(|w| w == l))
+}
+
 /// Slurm's own log file of the job whose output contains `marker`.
 fn slurm_log(w: &World, marker: &str) -> String {
     std::fs::read_dir(w.slurm.host_path(w.slurm.run_dir()).join("jobs/edge"))
@@ -147,12 +153,12 @@ fn slurm_jobs_through_the_edge() {
             (runner_dir, "/usr/local/bin".into()),
             // The models and corpora on the cluster's shared storage.
             (onramp_tests::paths::shared_dir(), "shared".into()),
-            // This machine, where the trainer's Python environment lives (see `trainer_python`).
+            // This machine, where the trainer's Python environment lives (see `Slurm::trainer_python`).
             ("/".into(), "host".into()),
         ],
     )
     .unwrap();
-    let python = trainer_python(&slurm);
+    let python = slurm.trainer_python();
     let work_dir = slurm.job_dir("edge").unwrap();
     let backend = json!({
         "name": "hpc", "kind": "slurm", "url": slurm.url,
@@ -219,53 +225,6 @@ fn slurm_jobs_through_the_edge() {
             trainer,
         )],
     );
-}
-
-/// The `python` the test cluster's nodes run onramp-train with. The trainer's environment
-/// (`cargo xtask setup`'s, or `ONRAMP_PYTHON`) is built on this machine's Python 3.11, while the
-/// nodes are a Debian 13 chroot with another Python; a node of a real cluster has the
-/// environment installed natively. Here the node runs this machine's interpreter, seen under
-/// `<run>/host`, with this machine's loader and libraries, and the environment's packages and
-/// the trainer's source on its path. (The loader is named by its real path: `/lib64`'s is an
-/// absolute link, which inside the chroot would lead to the chroot's own, newer loader.)
-fn trainer_python(slurm: &Slurm) -> String {
-    let host = format!("{}/host", slurm.run_dir());
-    let venv_python = std::env::var_os("ONRAMP_PYTHON")
-        .map(std::path::PathBuf::from)
-        .expect("ONRAMP_PYTHON names the trainer's environment (cargo xtask test sets it)");
-    let venv = venv_python.parent().and_then(|b| b.parent()).unwrap();
-    let site = std::fs::read_dir(venv.join("lib"))
-        .unwrap()
-        .flatten()
-        .map(|d| d.path().join("site-packages"))
-        .find(|p| p.is_dir())
-        .expect("the environment's site-packages");
-    let interpreter = std::fs::canonicalize(&venv_python).unwrap();
-    let dir = onramp_tests::stack::unique_temp_dir("slurm-python");
-    std::fs::create_dir_all(dir.join("site")).unwrap();
-    // `site.addsitedir` also reads the environment's .pth files, as its own interpreter would.
-    std::fs::write(
-        dir.join("site/sitecustomize.py"),
-        format!(
-            "import site\nsite.addsitedir({:?})\n",
-            format!("{host}{}", site.display())
-        ),
-    )
-    .unwrap();
-    let trainer_src = onramp_tests::paths::repo_root().join("trainer/src");
-    let script = format!(
-        "#!/bin/sh\nH={host}\nexport PYTHONHOME=\"$H/usr\"\n\
-         export PYTHONPATH=\"$H{site_dir}:$H{src}\"\n\
-         exec \"$H/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\" --library-path \"$H/lib/x86_64-linux-gnu:$H/usr/lib/x86_64-linux-gnu\" \"$H{interp}\" \"$@\"\n",
-        site_dir = dir.join("site").display(),
-        src = trainer_src.display(),
-        interp = interpreter.display(),
-    );
-    let wrapper = dir.join("python");
-    std::fs::write(&wrapper, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    format!("{host}{}", wrapper.display())
 }
 
 /// onramp-train's smallest LoRA job, saving a checkpoint every 6 of its 12 steps.
@@ -426,11 +385,13 @@ fn tiny_train(w: &World) {
     assert!(text.starts_with("tiny-train: "), "{text}");
     assert!(
         text.contains("\"step\":30"),
-        "{text}\n--- Slurm's log file ---\n{slurm_log}"
+        "the edge's log lacks step 30:\n{text}\n--- Slurm's log file ---\n{slurm_log}"
     );
+    // Slurm's file also holds what the wrapper said to the operator (a curl that was retried),
+    // between the job's own lines.
     assert!(
-        slurm_log.contains(&text),
-        "{text}\n--- Slurm's log file ---\n{slurm_log}"
+        lines_in_order(&text, &slurm_log),
+        "the edge's log is not Slurm's, line by line:\n{text}\n--- Slurm's log file ---\n{slurm_log}"
     );
     let tail = u.get(&format!("/api/jobs/{id}/logs?offset=10")).json;
     assert!(

@@ -43,8 +43,10 @@ unset ONRAMP_REPORT_URL ONRAMP_REPORT_TOKEN ONRAMP_LOG_URL
 ONRAMP_JOB_DIR="${ONRAMP_JOB_DIR:-$PWD/onramp-${SLURM_JOB_ID:-0}}"
 export ONRAMP_JOB_DIR
 ONRAMP_LOG="$ONRAMP_JOB_DIR/onramp-${SLURM_JOB_ID:-0}.${SLURM_RESTART_COUNT:-0}.log"
+# A request the network or the edge dropped (a timeout, a 5xx, a 429) goes again, 3 times at
+# most: every report and log chunk is safe to send twice (the edge keeps the first).
 onramp_curl() {
-  curl -sS --fail -m 10 -o /dev/null -X POST \
+  curl -sS --fail -m 10 --retry 3 --retry-delay 1 -o /dev/null -X POST \
     -H @<(printf 'Authorization: Bearer %s\n' "$ONRAMP_TOKEN") "$@"
 }
 onramp_post() {
@@ -76,17 +78,19 @@ onramp_ship() {
 }
 onramp_forward() {
   trap '' TERM
-  local line
+  local line err
   while IFS= read -r line; do
     printf '%s\n' "$line"
     printf '%s\n' "$line" >> "$ONRAMP_LOG"
     # A metrics line goes as it is, as the body of its own report: the edge reads it as one
     # metric point and nothing else, so no line can add to what the report says.
+    # One that fails says so in the job's log, where the user reads it.
     case "$line" in
       '{"step":'*'"loss":'*)
-        [ -z "$ONRAMP_URL" ] || printf '%s\n' "$line" | onramp_curl \
-          -H 'Content-Type: application/x-ndjson' --data-binary @- "$ONRAMP_URL" \
-          || echo "onramp: a report to the edge failed" >&2 ;;
+        [ -z "$ONRAMP_URL" ] || err=$(printf '%s\n' "$line" | onramp_curl \
+          -H 'Content-Type: application/x-ndjson' --data-binary @- "$ONRAMP_URL" 2>&1) \
+          || printf 'onramp: a metrics report to the edge failed: %s\n' "$err" \
+            | tee -a "$ONRAMP_LOG" ;;
     esac
   done
 }

@@ -1,0 +1,298 @@
+//! The job script run under bash as Slurm would run it, against a stand-in edge that records
+//! what the job sends it.
+
+use super::{TINY, valid};
+use crate::backends::slurm::script::job_script;
+/// Every POST the stand-in edge got: its path and body.
+type Posts = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
+
+/// A stand-in for the edge that records every POST it gets.
+struct Recorder {
+    url: String,
+    posts: Posts,
+}
+
+impl Recorder {
+    fn start() -> Recorder {
+        Recorder::dropping(0)
+    }
+
+    /// One whose first `dropped` requests get a 503 (as a proxy that dropped them would
+    /// answer), and are not recorded.
+    fn dropping(dropped: usize) -> Recorder {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        let posts = Posts::default();
+        let seen = posts.clone();
+        std::thread::spawn(move || {
+            for (i, stream) in listener.incoming().flatten().enumerate() {
+                let mut r = BufReader::new(stream);
+                let (mut path, mut len, mut head) = (String::new(), 0usize, String::new());
+                while r.read_line(&mut head).is_ok_and(|n| n > 0) {
+                    let line = std::mem::take(&mut head);
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(p) = line.strip_prefix("POST ") {
+                        path = p.split(' ').next().unwrap_or_default().to_string();
+                    } else if let Some(v) = lower.strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    } else if lower.starts_with("expect: 100-continue") {
+                        let _ = r.get_mut().write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+                    } else if line == "\r\n" {
+                        break;
+                    }
+                }
+                let mut body = vec![0; len];
+                let read = r.read_exact(&mut body).is_ok();
+                let answer: &[u8] = if i < dropped {
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                } else {
+                    if read {
+                        seen.lock().expect("lock").push((path, body));
+                    }
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                };
+                let _ = r.get_mut().write_all(answer);
+            }
+        });
+        Recorder { url, posts }
+    }
+
+    /// The log as the edge would store it: every chunk at its offset.
+    fn log(&self) -> Vec<u8> {
+        let mut log = Vec::new();
+        for (path, body) in self.posts.lock().expect("lock").iter() {
+            let Some(off) = path.split("?offset=").nth(1) else {
+                continue;
+            };
+            let off: usize = off.parse().expect("offset");
+            assert!(
+                off <= log.len(),
+                "a chunk at {off} leaves a gap after {}",
+                log.len()
+            );
+            log.truncate(off);
+            log.extend_from_slice(body);
+        }
+        log
+    }
+
+    fn reports(&self) -> Vec<String> {
+        let posts = self.posts.lock().expect("lock");
+        posts
+            .iter()
+            .filter(|(p, _)| p == "/report")
+            .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+            .collect()
+    }
+}
+
+/// What Slurm does to a job at its time limit or on cancel, done to the script under bash:
+/// SIGTERM to every process of the job. The command stops; the log the edge gets is then the
+/// whole of what the job printed (the same bytes as its Slurm log file, here its stdout), not
+/// all but the last 2 s; and the script reports no state of its own.
+#[test]
+fn a_job_stopped_by_sigterm_still_ships_its_whole_log() {
+    use std::os::unix::process::CommandExt;
+    let edge = Recorder::start();
+    // A line every 20 ms, so there is always output younger than the shipper's 2 s round.
+    let payload = "i=0; while :; do i=$((i+1)); echo \"line $i\"; sleep 0.02; done";
+    let script = job_script(&valid(TINY), Some(payload));
+    let dir = std::env::temp_dir().join(format!("onramp-script-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let out = dir.join("slurm.out");
+    let mut job = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .env("ONRAMP_REPORT_URL", format!("{}/report", edge.url))
+        .env("ONRAMP_LOG_URL", format!("{}/log", edge.url))
+        .env("ONRAMP_REPORT_TOKEN", "t0k3n")
+        .env("ONRAMP_JOB_DIR", dir.join("job"))
+        .stdout(std::fs::File::create(&out).expect("stdout file"))
+        .process_group(0)
+        .spawn()
+        .expect("bash");
+    let group = format!("-{}", job.id());
+    // Whatever happens below, nothing of the job outlives the test.
+    struct KillOnDrop<'a>(&'a str);
+    impl Drop for KillOnDrop<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", "--", self.0])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+    let _cleanup = KillOnDrop(&group);
+    // Once the job has printed for a while (and shipped at least one round), stop it.
+    let started = std::time::Instant::now();
+    while edge.log().len() < 200 {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the job never shipped its log"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", "--", &group])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    // The script has Slurm's grace period to finish (30 s by default), then it is killed.
+    let stopped = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = job.try_wait().expect("the job's status") {
+            break status;
+        }
+        assert!(
+            stopped.elapsed().as_secs() < 30,
+            "the script did not finish within 30 s of SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let printed = std::fs::read(&out).expect("stdout");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(
+        status.code(),
+        Some(143),
+        "the job keeps the command's status"
+    );
+    assert!(
+        printed.ends_with(b"\n") && printed.len() > 200,
+        "{printed:?}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&edge.log()),
+        String::from_utf8_lossy(&printed),
+        "the edge's copy of the log differs from what the job printed"
+    );
+    assert_eq!(edge.reports(), [r#"{"state":"running"}"#]);
+}
+
+/// A job whose output tries to close the metrics array early and add a state of its own:
+/// the line reaches the edge as it is, alone in its report's body, where it can only be
+/// read as one metric point (`metric_points::parse_metric_lines`, whose tests refuse this one).
+#[test]
+fn a_metrics_line_is_forwarded_alone_and_cannot_add_to_a_report() {
+    let edge = Recorder::start();
+    let forged = r#"{"step":1,"loss":2.0}],"state":"succeeded","message":"forged","metrics":[{"step":2,"loss":1.0}"#;
+    let honest = r#"{"step":3,"loss":1.5,"elapsed_s":1.0}"#;
+    let payload = format!("echo '{forged}'\necho '{honest}'\nexit 1");
+    let script = job_script(&valid(TINY), Some(&payload));
+    let dir = std::env::temp_dir().join(format!("onramp-forge-{}", std::process::id()));
+    let status = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .env("ONRAMP_REPORT_URL", format!("{}/report", edge.url))
+        .env("ONRAMP_REPORT_TOKEN", "t0k3n")
+        .env("ONRAMP_JOB_DIR", &dir)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("bash");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(status.code(), Some(1));
+    let reports = edge.reports();
+    assert_eq!(
+        reports,
+        [
+            r#"{"state":"running"}"#.to_string(),
+            format!("{forged}\n"),
+            format!("{honest}\n"),
+            r#"{"state":"failed","message":"exited with code 1"}"#.to_string(),
+        ]
+    );
+}
+
+/// An edge (or the network before it) that drops requests: each is sent again, so every
+/// report arrives once the edge answers; one that never gets through is noted in the job's log.
+#[test]
+fn dropped_reports_are_sent_again_and_a_lost_one_is_noted_in_the_log() {
+    let run = |edge: &Recorder, name: &str| {
+        let payload = "echo '{\"step\":1,\"loss\":2.0}'\necho '{\"step\":2,\"loss\":1.5}'";
+        let script = job_script(&valid(TINY), Some(payload));
+        let dir = std::env::temp_dir().join(format!("onramp-{name}-{}", std::process::id()));
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .env("ONRAMP_REPORT_URL", format!("{}/report", edge.url))
+            .env("ONRAMP_REPORT_TOKEN", "t0k3n")
+            .env("ONRAMP_JOB_DIR", &dir)
+            .output()
+            .expect("bash");
+        let log = std::fs::read_dir(&dir)
+            .expect("the job's folder")
+            .flatten()
+            .find(|f| f.file_name().to_string_lossy().ends_with(".log"))
+            .map(|f| std::fs::read_to_string(f.path()).expect("the job's log"))
+            .unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        log
+    };
+    // Two dropped: the running report's first try and its second.
+    let edge = Recorder::dropping(2);
+    let log = run(&edge, "dropped");
+    assert_eq!(
+        edge.reports(),
+        [
+            r#"{"state":"running"}"#,
+            "{\"step\":1,\"loss\":2.0}\n",
+            "{\"step\":2,\"loss\":1.5}\n",
+            r#"{"state":"succeeded"}"#,
+        ]
+    );
+    assert!(!log.contains("onramp:"), "{log}");
+    // Past the retries (4 tries each): the running report and the first point are lost.
+    let edge = Recorder::dropping(8);
+    let log = run(&edge, "lost");
+    assert_eq!(
+        edge.reports(),
+        ["{\"step\":2,\"loss\":1.5}\n", r#"{"state":"succeeded"}"#]
+    );
+    assert!(
+        log.contains("onramp: a metrics report to the edge failed: curl: (22)"),
+        "{log}"
+    );
+}
+
+/// A job that continues another starts with that job's latest checkpoint in its own out/
+/// (by step, not by name), once: started again it keeps its own; without one it fails.
+#[test]
+fn a_continued_job_starts_from_the_latest_checkpoint_of_the_one_it_continues() {
+    let root = std::env::temp_dir().join(format!("onramp-resume-{}", std::process::id()));
+    let (earlier, job) = (root.join("earlier"), root.join("job"));
+    for step in ["3", "12", "x", "9"] {
+        std::fs::create_dir_all(earlier.join(format!("out/checkpoint-{step}")))
+            .expect("checkpoint");
+    }
+    std::fs::write(earlier.join("out/checkpoint-12/w"), "12").expect("weights");
+    let run = |from: &std::path::Path| {
+        let script = job_script(&valid(TINY), Some("echo \"$(ls out | tr '\\n' ' ')\""));
+        std::process::Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .env("ONRAMP_JOB_DIR", &job)
+            .env("ONRAMP_RESUME_DIR", from)
+            .output()
+            .expect("bash")
+    };
+    let first = run(&earlier);
+    assert!(first.status.success(), "{first:?}");
+    assert_eq!(String::from_utf8_lossy(&first.stdout), "checkpoint-12 \n");
+    assert_eq!(
+        std::fs::read_to_string(job.join("out/checkpoint-12/w")).expect("copied"),
+        "12"
+    );
+    std::fs::create_dir_all(job.join("out/checkpoint-20")).expect("its own");
+    std::fs::create_dir_all(earlier.join("out/checkpoint-30")).expect("newer");
+    let again = run(&earlier);
+    assert_eq!(
+        String::from_utf8_lossy(&again.stdout),
+        "checkpoint-12 checkpoint-20 \n"
+    );
+    std::fs::remove_dir_all(&job).expect("clean");
+    let none = run(&root.join("gone"));
+    assert_eq!(none.status.code(), Some(1), "{none:?}");
+    assert!(none.stdout.is_empty(), "the command never ran: {none:?}");
+    let _ = std::fs::remove_dir_all(&root);
+}
