@@ -163,6 +163,7 @@ pub enum Command {
 }
 
 #[derive(Debug, ClapArgs)]
+#[command(group(clap::ArgGroup::new("patch").args(["fix", "deepspeed"])))]
 pub struct PlanArgs {
     /// The job spec (TOML, or JSON when it ends in .json), or - for stdin
     #[arg(value_name = "SPEC")]
@@ -179,8 +180,11 @@ pub struct PlanArgs {
     /// Apply fix N (numbered as the plan lists them) to the spec, keeping its comments, and show the new plan
     #[arg(long, value_name = "N", conflicts_with_all = ["json", "trainer_run"])]
     pub fix: Option<usize>,
-    /// With --fix: write the patched spec here instead of over SPEC (- for stdout)
-    #[arg(short = 'o', long, value_name = "OUT", requires = "fix")]
+    /// Carry a DeepSpeed config (ds_config.json) into the spec: its batch, precision, ZeRO, offload, optimizer and schedule, "auto" left to the spec; lists what the job will not run as written
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "trainer_run", "fix"])]
+    pub deepspeed: Option<String>,
+    /// With --fix or --deepspeed: write the patched spec here instead of over SPEC (- for stdout)
+    #[arg(short = 'o', long, value_name = "OUT", requires = "patch")]
     pub output: Option<String>,
     /// Add the formula and assumptions behind every figure
     #[arg(long)]

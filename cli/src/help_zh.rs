@@ -16,8 +16,12 @@ const ZH: &[(&str, &str)] = &[
         "即使规格有错误也打印启动文件（默认只有没有错误的计划才显示）",
     ),
     (
-        "With --fix: write the patched spec here instead of over SPEC (- for stdout)",
-        "与 --fix 一起用：把修改后的规格写到这里，而不是覆盖 SPEC（- 表示标准输出）",
+        "With --fix or --deepspeed: write the patched spec here instead of over SPEC (- for stdout)",
+        "与 --fix 或 --deepspeed 一起用：把修改后的规格写到这里，而不是覆盖 SPEC（- 表示标准输出）",
+    ),
+    (
+        "Carry a DeepSpeed config (ds_config.json) into the spec: its batch, precision, ZeRO, offload, optimizer and schedule, \"auto\" left to the spec; lists what the job will not run as written",
+        "把 DeepSpeed 配置（ds_config.json）导入规格：批大小、精度、ZeRO、卸载、优化器与学习率调度，\"auto\" 的值沿用规格；并列出作业不会照原样运行的设置",
     ),
     (
         "A job's log from a byte offset; --follow keeps reading until the job ends",

@@ -138,30 +138,44 @@ fn run(command: Command) -> Result<ExitCode, String> {
 
 fn ds_check(path: &str, dp: Option<u32>) -> Result<ExitCode, String> {
     let (import, diags) = jobspec::deepspeed::import_ds_config(&input::read(path)?, dp);
-    let lang = say::lang();
-    for d in &diags {
-        println!(
-            "{path}: {}[{}] {}: {}",
-            d.severity.as_str(),
-            d.code.as_str(),
-            d.path,
-            d.message.get(lang)
-        );
-    }
+    print!(
+        "{}",
+        jobspec::report::render_diagnostics(&diags, say::lang(), path)
+    );
     match import {
         Some(i) => {
-            println!(
-                "ok: train_batch_size {:?}, micro batch {:?}, accumulation {:?}, ZeRO-{}, offload optimizer {}, params {}",
-                i.train_batch_size,
-                i.micro_batch,
-                i.grad_accum,
-                i.zero_stage,
-                i.offload_optimizer.as_str(),
-                i.offload_params.as_str()
-            );
+            println!("{}", ds_summary(&i));
             Ok(ExitCode::SUCCESS)
         }
         None => Ok(ExitCode::from(exit::REFUSED)),
+    }
+}
+
+/// What an approved ds_config says, in a line; what it leaves to the spec ("auto") says so.
+fn ds_summary(i: &jobspec::deepspeed::DsImport) -> String {
+    let zh = say::lang() == say::Lang::Zh;
+    let auto = |v: Option<u64>| v.map_or_else(|| "auto".to_string(), |n| n.to_string());
+    let precision = i.precision.map_or("auto", |p| p.as_str());
+    if zh {
+        format!(
+            "通过：train_batch_size {}，micro batch {}，梯度累积 {}，精度 {precision}，ZeRO-{}，优化器状态卸载 {}，参数卸载 {}",
+            auto(i.train_batch_size),
+            auto(i.micro_batch),
+            auto(i.grad_accum),
+            i.zero_stage,
+            i.offload_optimizer.as_str(),
+            i.offload_params.as_str()
+        )
+    } else {
+        format!(
+            "ok: train_batch_size {}, micro batch {}, accumulation {}, precision {precision}, ZeRO-{}, offload optimizer {}, params {}",
+            auto(i.train_batch_size),
+            auto(i.micro_batch),
+            auto(i.grad_accum),
+            i.zero_stage,
+            i.offload_optimizer.as_str(),
+            i.offload_params.as_str()
+        )
     }
 }
 

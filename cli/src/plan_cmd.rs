@@ -1,5 +1,6 @@
-//! `onramp plan SPEC`: the plan as text or JSON, the trainer's run, and `--fix N`, which writes
-//! the spec with one of the plan's fixes applied (comments and layout kept) and plans it again.
+//! `onramp plan SPEC`: the plan as text or JSON, the trainer's run, `--fix N`, which writes
+//! the spec with one of the plan's fixes applied (comments and layout kept) and plans it again,
+//! and `--deepspeed FILE`, which does the same with a ds_config of the user's.
 
 use crate::args::{PlanArgs, exit};
 use crate::{input, say};
@@ -16,6 +17,9 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode, String> {
     }
     if let Some(n) = args.fix {
         return fix(args, &src, format, &plan, n);
+    }
+    if let Some(file) = &args.deepspeed {
+        return import_deepspeed(args, &src, format, &plan, file);
     }
     if args.json {
         let wire = jobspec::PlanWire::from(&plan);
@@ -102,31 +106,82 @@ fn fix(
         return Ok(ExitCode::from(2));
     };
     let patched = patched_text(src, format, plan, &sg.patch)?;
+    let title = sg.title.get(say::lang()).to_string();
+    write_patched(args, &patched, format, |out| match out {
+        None => say::t(
+            format!("applied fix {n}: {title}"),
+            format!("已应用第 {n} 条修复：{title}"),
+        ),
+        Some(out) => say::t(
+            format!("applied fix {n} to {out}: {title}"),
+            format!("已把第 {n} 条修复应用到 {out}：{title}"),
+        ),
+    })
+}
+
+/// The patched spec written over SPEC (or to OUT, or to stdout for `-`, the note then on
+/// stderr), then planned and reported. `done` says what was applied, and where (`None`: stdout).
+fn write_patched(
+    args: &PlanArgs,
+    patched: &str,
+    format: Format,
+    done: impl Fn(Option<&str>) -> String,
+) -> Result<ExitCode, String> {
     let out = args.output.as_deref().unwrap_or(&args.path);
-    let lang = say::lang();
-    let title = sg.title.get(lang).to_string();
     if out == "-" {
         print!("{patched}");
-        eprintln!(
-            "{}",
-            say::t(
-                format!("applied fix {n}: {title}"),
-                format!("已应用第 {n} 条修复：{title}")
-            )
-        );
-        return Ok(verdict(&jobspec::plan_text(&patched, format)));
+        eprintln!("{}", done(None));
+        return Ok(verdict(&jobspec::plan_text(patched, format)));
     }
-    write_atomically(out, &patched)?;
-    println!(
-        "{}\n",
-        say::t(
-            format!("applied fix {n} to {out}: {title}"),
-            format!("已把第 {n} 条修复应用到 {out}：{title}")
-        )
-    );
-    let again = jobspec::plan_text(&patched, format);
+    write_atomically(out, patched)?;
+    println!("{}\n", done(Some(out)));
+    let again = jobspec::plan_text(patched, format);
     print_plan(args, &again, out);
     Ok(verdict(&again))
+}
+
+/// `--deepspeed FILE [-o OUT]`: the user's ds_config carried into the spec (its batch,
+/// precision, ZeRO and offload, optimizer, schedule; what it leaves to "auto" stays the spec's),
+/// written as `--fix` writes, with every setting the job's own ds_config will not carry listed.
+/// A config DeepSpeed would refuse changes nothing.
+fn import_deepspeed(
+    args: &PlanArgs,
+    src: &str,
+    format: Format,
+    plan: &jobspec::Plan,
+    file: &str,
+) -> Result<ExitCode, String> {
+    let text = input::read(file)?;
+    let lang = say::lang();
+    let dp = plan.valid.as_ref().map(|v| v.dp());
+    let (import, diags) = jobspec::deepspeed::import_ds_config(&text, dp);
+    eprint!(
+        "{}",
+        jobspec::report::render_diagnostics(&diags, lang, file)
+    );
+    let Some(import) = import else {
+        eprintln!(
+            "onramp: {}",
+            say::t(
+                format!("{file} was not imported: {} is unchanged", args.path),
+                format!("未导入 {file}：{} 保持不变", args.path),
+            )
+        );
+        return Ok(ExitCode::from(exit::REFUSED));
+    };
+    let patched = patched_text(src, format, plan, &import.patch())?;
+    if let Some(v) = jobspec::plan_text(&patched, format).valid {
+        let ours = jobspec::deepspeed::ds_config(&v);
+        let left = jobspec::deepspeed::not_carried(&text, &ours);
+        eprint!("{}", jobspec::report::render_diagnostics(&left, lang, file));
+    }
+    write_patched(args, &patched, format, |out| match out {
+        None => say::t(format!("imported {file}"), format!("已导入 {file}")),
+        Some(out) => say::t(
+            format!("imported {file} into {out}"),
+            format!("已把 {file} 导入 {out}"),
+        ),
+    })
 }
 
 /// The spec with `ops` applied: TOML in place (comments and layout kept), JSON by key.

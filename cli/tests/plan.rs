@@ -163,15 +163,16 @@ fn plan_help_snapshot() {
           <SPEC>  The job spec (TOML, or JSON when it ends in .json), or - for stdin
 
         Options:
-              --json          The plan as JSON (the same shape the app reads)
-              --lang <LANG>   Language of the output: en or zh (else LC_ALL, LC_MESSAGES or LANG starting with zh) [possible values: en, zh]
-              --no-artifacts  Leave out the DeepSpeed JSON, the launch commands and the sbatch script
-              --artifacts     Print the launch artifacts even when the spec has errors (by default only a plan without errors shows them)
-              --fix <N>       Apply fix N (numbered as the plan lists them) to the spec, keeping its comments, and show the new plan
-          -o, --output <OUT>  With --fix: write the patched spec here instead of over SPEC (- for stdout)
-              --explain       Add the formula and assumptions behind every figure
-              --trainer-run   Print the run onramp-train reads (onramp-run.json, its ds_config in it) instead of the plan
-          -h, --help          Print help (see more with '--help')
+              --json              The plan as JSON (the same shape the app reads)
+              --lang <LANG>       Language of the output: en or zh (else LC_ALL, LC_MESSAGES or LANG starting with zh) [possible values: en, zh]
+              --no-artifacts      Leave out the DeepSpeed JSON, the launch commands and the sbatch script
+              --artifacts         Print the launch artifacts even when the spec has errors (by default only a plan without errors shows them)
+              --fix <N>           Apply fix N (numbered as the plan lists them) to the spec, keeping its comments, and show the new plan
+              --deepspeed <FILE>  Carry a DeepSpeed config (ds_config.json) into the spec: its batch, precision, ZeRO, offload, optimizer and schedule, "auto" left to the spec; lists what the job will not run as written
+          -o, --output <OUT>      With --fix or --deepspeed: write the patched spec here instead of over SPEC (- for stdout)
+              --explain           Add the formula and assumptions behind every figure
+              --trainer-run       Print the run onramp-train reads (onramp-run.json, its ds_config in it) instead of the plan
+          -h, --help              Print help (see more with '--help')
     "#]].assert_eq(&out);
 }
 
@@ -424,4 +425,104 @@ fn artifacts_only_on_request_when_the_spec_does_not_fit() {
     let (code, text) = onramp(&["plan", "7b-lora-4090.toml"]);
     assert_eq!(code, 0);
     assert!(text.contains("ds_config.json:"), "{text}");
+}
+
+/// `--deepspeed FILE -o OUT`: a user's ds_config (transformers' ZeRO-3, "auto" values, a
+/// misspelt key) carried into the spec, comments kept, with what the job will not run as
+/// written listed in either language; a config DeepSpeed refuses writes nothing. `ds-check`
+/// says the same in words, not debug values.
+#[test]
+fn deepspeed_import_writes_the_spec_and_says_what_is_not_carried() {
+    let dir = std::env::temp_dir().join(format!("onramp-ds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (spec, cfg, out) = (
+        dir.join("spec.toml"),
+        dir.join("ds.json"),
+        dir.join("out.toml"),
+    );
+    let original = include_str!("../../jobspec/specs/7b-lora-4090.toml");
+    std::fs::write(&spec, original).unwrap();
+    std::fs::write(
+        &cfg,
+        r#"{"bf16": {"enabled": "auto"},
+  "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+    "stage3_max_live_parameters": 1e9, "reduce_bucket_size": "auto"},
+  "train_micro_batch_size_per_gpu": "auto", "steps_per_print": 2000,
+  "wall_clock_breakdwn": false}"#,
+    )
+    .unwrap();
+    let [spec_s, cfg_s, out_s] = [&spec, &cfg, &out].map(|p| p.to_str().unwrap().to_string());
+    let args = ["plan", &spec_s, "--deepspeed", &cfg_s, "-o", &out_s];
+    let (code, text, err) = onramp_in(None, &args);
+    assert_eq!(code, 0, "{text}{err}");
+    assert!(
+        text.starts_with(&format!("imported {cfg_s} into {out_s}")),
+        "{text}"
+    );
+    assert!(
+        err.contains(&format!("{cfg_s}:5:3: warning[unknown-key]"))
+            && err.contains("    help: did you mean `wall_clock_breakdown`?")
+            && err.contains("info[not-carried]: `steps_per_print` = 2000 is not carried"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("stage3_max_live_parameters"),
+        "DeepSpeed's default: {err}"
+    );
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        written.contains("# Template: LoRA fine-tuning"),
+        "{written}"
+    );
+    assert!(written.contains("zero_stage = 3") && written.contains("offload_optimizer = \"cpu\""));
+    assert_eq!(std::fs::read_to_string(&spec).unwrap(), original);
+    let (code, _, err) = onramp_in(Some("zh_CN.UTF-8"), &args);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("未被采用") && err.contains("建议："), "{err}");
+
+    // DeepSpeed would refuse it: nothing is written.
+    std::fs::remove_file(&out).unwrap();
+    std::fs::write(
+        &cfg,
+        r#"{"fp16": {"enabled": true}, "bf16": {"enabled": true}}"#,
+    )
+    .unwrap();
+    let (code, _, err) = onramp_in(None, &args);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("error[conflict]") && err.contains("was not imported"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let (code, text, _) = onramp_in(None, &["ds-check", &cfg_s]);
+    assert_eq!(code, 1, "{text}");
+    let (code, _, err) = onramp_in(None, &["plan", &spec_s, "-o", &out_s]);
+    assert_eq!(code, 2, "-o needs --fix or --deepspeed: {err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `ds-check` says what a config leaves to the spec as "auto", in either language.
+#[test]
+fn ds_check_says_auto_in_words() {
+    let dir = std::env::temp_dir().join(format!("onramp-ds-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("ds.json");
+    let cfg_s = cfg.to_str().unwrap();
+    std::fs::write(
+        &cfg,
+        r#"{"train_batch_size": 32, "bf16": {"enabled": true}}"#,
+    )
+    .unwrap();
+    let (code, text, _) = onramp_in(None, &["ds-check", cfg_s]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(
+        text,
+        "ok: train_batch_size 32, micro batch auto, accumulation auto, precision bf16, ZeRO-0, offload optimizer none, params none\n"
+    );
+    let (_, text, _) = onramp_in(Some("zh_CN.UTF-8"), &["ds-check", cfg_s]);
+    assert!(
+        text.starts_with("通过：train_batch_size 32，micro batch auto"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

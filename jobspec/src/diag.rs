@@ -94,6 +94,8 @@ pub enum Code {
     Suspicious,
     /// A value was filled in because the spec left it out.
     Defaulted,
+    /// A setting of an imported ds_config that the job's own ds_config does not carry.
+    NotCarried,
 }
 
 impl Code {
@@ -117,6 +119,7 @@ impl Code {
             Code::BatchMismatch => "batch-mismatch",
             Code::Suspicious => "suspicious",
             Code::Defaulted => "defaulted",
+            Code::NotCarried => "not-carried",
         }
     }
 }

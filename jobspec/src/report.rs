@@ -1,6 +1,6 @@
 //! A plan as terminal text: diagnostics, the memory breakdown, the card table and artifacts.
 
-use crate::diag::Severity;
+use crate::diag::{Diagnostic, Severity};
 use crate::money::yuan;
 use crate::plan::Plan;
 use crate::spec::format_duration;
@@ -72,7 +72,7 @@ pub fn render_text(plan: &Plan, lang: Lang, artifacts: bool) -> String {
 pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -> String {
     let zh = lang == Lang::Zh;
     let mut o = String::new();
-    diagnostics_text(&mut o, plan, lang, origin);
+    o.push_str(&render_diagnostics(&plan.diagnostics, lang, origin));
     let (Some(v), Some(e)) = (&plan.valid, &plan.estimate) else {
         if plan.diagnostics.is_empty() {
             o.push_str(if zh {
@@ -111,8 +111,10 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
     o
 }
 
-/// Every diagnostic as a compiler writes one: `origin:line:column: severity[code]: message`.
-fn diagnostics_text(o: &mut String, plan: &Plan, lang: Lang, origin: &str) {
+/// Every diagnostic as a compiler writes one, `origin:line:column: severity[code]: message`
+/// (the key's path where there is no line), each with its help below it.
+pub fn render_diagnostics(diags: &[Diagnostic], lang: Lang, origin: &str) -> String {
+    let mut o = String::new();
     let zh = lang == Lang::Zh;
     // Chinese text takes the full-width colon.
     let colon = if zh { "：" } else { ": " };
@@ -121,7 +123,7 @@ fn diagnostics_text(o: &mut String, plan: &Plan, lang: Lang, origin: &str) {
     } else {
         format!("{origin}:")
     };
-    for d in &plan.diagnostics {
+    for d in diags {
         let sev = match (d.severity, zh) {
             (Severity::Error, false) => "error",
             (Severity::Warning, false) => "warning",
@@ -152,6 +154,7 @@ fn diagnostics_text(o: &mut String, plan: &Plan, lang: Lang, origin: &str) {
             );
         }
     }
+    o
 }
 
 /// The job in one line, and its parameters.

@@ -152,3 +152,126 @@ fn export_imports_cleanly() {
         assert_eq!(&patched, v.spec(), "{}", t.id);
     }
 }
+
+/// transformers' usual ZeRO-3 config (its "auto" values, DeepSpeed's own defaults written out),
+/// with an AdamW of other betas and a warm-up schedule, carried into a spec.
+const HF_ZERO3: &str = r#"{
+  "bf16": {"enabled": "auto"},
+  "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": [0.9, 0.999], "eps": "auto", "weight_decay": "auto"}},
+  "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_min_lr": "auto", "warmup_max_lr": "auto", "warmup_num_steps": 30, "total_num_steps": "auto"}},
+  "zero_optimization": {
+    "stage": 3,
+    "offload_optimizer": {"device": "cpu", "pin_memory": true},
+    "offload_param": {"device": "none"},
+    "overlap_comm": true,
+    "contiguous_gradients": true,
+    "sub_group_size": 1e9,
+    "reduce_bucket_size": "auto",
+    "stage3_prefetch_bucket_size": "auto",
+    "stage3_param_persistence_threshold": "auto",
+    "stage3_max_live_parameters": 1e9,
+    "stage3_max_reuse_distance": 1e9,
+    "stage3_gather_16bit_weights_on_model_save": true
+  },
+  "gradient_accumulation_steps": "auto",
+  "gradient_clipping": "auto",
+  "steps_per_print": 2000,
+  "train_batch_size": "auto",
+  "train_micro_batch_size_per_gpu": "auto",
+  "wall_clock_breakdwn": false
+}"#;
+
+/// The config's settings become the spec's, what it leaves to "auto" stays the spec's, and
+/// what the job's own ds_config then does not run as written is listed, each at its line:
+/// only real differences, not DeepSpeed's defaults written out.
+#[test]
+fn a_users_zero3_config_carries_into_the_spec() {
+    let (v, _) = jobspec::validate_toml(include_str!("../specs/7b-lora-4090.toml"));
+    let v = v.unwrap();
+    let (import, diags) = import_ds_config(HF_ZERO3, Some(v.dp()));
+    let import = import.unwrap();
+    let notes: Vec<String> = diags
+        .iter()
+        .map(|d| format!("{}:{} {} {}", d.line, d.column, d.code.as_str(), d.path))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "24:3 unknown-key wall_clock_breakdwn",
+            "22:3 defaulted train_batch_size"
+        ],
+        "{diags:#?}"
+    );
+    assert_eq!(
+        diags[0].help.as_ref().unwrap().en,
+        "did you mean `wall_clock_breakdown`?"
+    );
+    let patched = jobspec::patch::apply_patch(v.spec(), &import.patch()).unwrap();
+    let t = &patched.train;
+    assert_eq!(patched.parallel.zero_stage, 3);
+    assert_eq!(patched.parallel.offload_optimizer.as_str(), "cpu");
+    assert_eq!(patched.parallel.offload_params.as_str(), "none");
+    assert_eq!((t.schedule.as_str(), t.warmup), ("linear", 30));
+    // "auto" is the spec's.
+    let s = v.spec();
+    assert_eq!(
+        (t.micro_batch, t.grad_accum, t.lr),
+        (s.train.micro_batch, s.train.grad_accum, s.train.lr)
+    );
+    assert_eq!(t.precision, s.train.precision);
+    let text = patched.to_toml();
+    let (pv, pd) = jobspec::validate_toml(&text);
+    let pv = pv.unwrap_or_else(|| panic!("{pd:?}"));
+    let ours = ds_config(&pv);
+    assert_eq!(ours["scheduler"]["type"], "WarmupDecayLR");
+    assert_eq!(
+        ours["zero_optimization"]["offload_optimizer"]["device"],
+        "cpu"
+    );
+    let left: Vec<String> = jobspec::deepspeed::not_carried(HF_ZERO3, &ours)
+        .iter()
+        .map(|d| format!("{} {} {}", d.line, d.code.as_str(), d.message.en))
+        .collect();
+    expect![[r#"
+        [
+            "3 not-carried `optimizer.params.betas` = [0.9,0.999] is not carried: the job's ds_config has [0.9,0.95]",
+            "21 not-carried `steps_per_print` = 2000 is not carried: the job's ds_config has 10",
+        ]
+    "#]]
+    .assert_debug_eq(&left);
+}
+
+/// Types the trainer does not run are named, and the spec keeps its own; DeepSpeed's Adam is
+/// AdamW unless told otherwise; a warm-up that is not a count is refused.
+#[test]
+fn optimizers_and_schedules_the_trainer_does_not_run_are_named() {
+    check(
+        r#"{"optimizer": {"type": "Lamb", "params": {"lr": 1e-3}}, "scheduler": {"type": "OneCycle"}}"#,
+        Some(1),
+        expect![[r#"
+            info defaulted train_batch_size: neither train_batch_size nor train_micro_batch_size_per_gpu is set ("auto"): the spec's batch settings apply
+            warning not-carried optimizer.type: Onramp's trainer runs AdamW (or Adam with adam_w_mode on), SGD, not "Lamb": the spec's own setting stays
+            warning not-carried scheduler.type: Onramp's trainer runs WarmupCosineLR, WarmupDecayLR, WarmupLR, not "OneCycle": the spec's own setting stays
+            batch None micro None accum None zero 0 offload none/none precision Some("fp32")
+        "#]],
+    );
+    let adam = |params: &str| {
+        let cfg = format!(r#"{{"optimizer": {{"type": "Adam", "params": {params}}}}}"#);
+        import_ds_config(&cfg, Some(1))
+            .0
+            .unwrap()
+            .optimizer
+            .map(|o| o.as_str())
+    };
+    assert_eq!(adam("{}"), Some("adamw"));
+    assert_eq!(adam(r#"{"adam_w_mode": false}"#), None);
+    check(
+        r#"{"scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": -3}}}"#,
+        Some(1),
+        expect![[r#"
+            info defaulted train_batch_size: neither train_batch_size nor train_micro_batch_size_per_gpu is set ("auto"): the spec's batch settings apply
+            error wrong-type scheduler.params.warmup_num_steps: `scheduler.params.warmup_num_steps` must be a whole number or "auto", not -3
+            rejected
+        "#]],
+    );
+}

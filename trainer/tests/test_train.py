@@ -198,6 +198,51 @@ def test_optimizer_offload_to_the_cpu(tmp_path, models_dir):
     assert_learns(run, steps)
 
 
+def test_a_users_zero3_config_imported_into_the_spec_runs(tmp_path, models_dir):
+    """transformers' usual ZeRO-3 config, "auto" values and all, carried into a spec by
+    `onramp plan --deepspeed`: the run jobspec derives from that spec is what the config meant
+    (ZeRO-3, the optimizer on the CPU, its schedule), and the trainer runs it."""
+    steps = 8
+    ds = {
+        "bf16": {"enabled": "auto"},
+        "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": "auto"}},
+        "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_num_steps": 3}},
+        "zero_optimization": {
+            "stage": 3,
+            "offload_optimizer": {"device": "cpu", "pin_memory": True},
+            "stage3_gather_16bit_weights_on_model_save": True,
+            "reduce_bucket_size": "auto",
+        },
+        "train_micro_batch_size_per_gpu": "auto",
+        "gradient_accumulation_steps": "auto",
+    }
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "ds_z3.json").write_text(json.dumps(ds))
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        spec_text(
+            "sft", 'model = "stories260K"', DATA / "alpaca.jsonl", steps, card="a100-80g", cards=2
+        )
+    )
+    from conftest import onramp_cli
+
+    imported = subprocess.run(
+        [str(onramp_cli()), "plan", "spec.toml", "--deepspeed", "ds_z3.json", "-o", "spec.toml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    run = run_of(spec.read_text(), tmp_path / "derived")
+    zero = run.ds_config["zero_optimization"]
+    assert (zero["stage"], zero["offload_optimizer"]["device"]) == (3, "cpu")
+    assert run.ds_config["scheduler"]["type"] == "WarmupDecayLR"
+    assert run.ds_config["scheduler"]["params"]["warmup_num_steps"] == 3
+    trained = run_trainer(tmp_path / "job", spec.read_text(), nproc=2, models=models_dir)
+    assert_learns(trained, steps)
+
+
 def test_resume_after_a_kill_continues_the_same_curve(tmp_path, models_dir):
     steps = 40
     text = spec_text(

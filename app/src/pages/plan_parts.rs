@@ -181,9 +181,16 @@ pub fn DsImport(plan: Memo<Plan>) -> impl IntoView {
     let imported = RwSignal::new(false);
     let import = move |_| {
         let dp = plan.with_untracked(|p| p.valid.as_ref().map(|v| v.dp()));
-        let (ds, diags) = jobspec::deepspeed::import_ds_config(&text.get_untracked(), dp);
+        let config = text.get_untracked();
+        let (ds, mut diags) = jobspec::deepspeed::import_ds_config(&config, dp);
+        let done = ds.is_some_and(|ds| patch_spec(spec, &ds.patch()));
+        // What the job's own ds_config, for the spec as it now is, does not run as written.
+        if done && let (Some(v), _) = jobspec::validate_toml(&spec.get_untracked()) {
+            let ours = jobspec::deepspeed::ds_config(&v);
+            diags.extend(jobspec::deepspeed::not_carried(&config, &ours));
+        }
         findings.set(diags);
-        imported.set(ds.is_some_and(|ds| patch_spec(spec, &ds.patch())));
+        imported.set(done);
     };
     view! {
         <h2><label for="ds-json">{move || i.t(Key::ImportDs)}</label></h2>

@@ -1,9 +1,10 @@
 //! A user's ds_config read back into spec values, with DeepSpeed's own checks (the batch rule
 //! above all): every problem a diagnostic, every value found a patch of the spec.
 
+use super::carry::{TOP_KEYS, ZERO_KEYS, carried};
 use crate::diag::{Code, Diagnostic, did_you_mean, hint};
 use crate::patch::PatchOp;
-use crate::spec::{Offload, Precision};
+use crate::spec::{Offload, Optimizer, Precision, Schedule};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -18,6 +19,10 @@ pub struct DsImport {
     pub offload_params: Offload,
     pub precision: Option<Precision>,
     pub lr: Option<f64>,
+    pub optimizer: Option<Optimizer>,
+    pub schedule: Option<Schedule>,
+    pub warmup: Option<u64>,
+    pub sp: Option<u32>,
 }
 
 impl DsImport {
@@ -46,6 +51,19 @@ impl DsImport {
         if let Some(lr) = self.lr {
             ops.push(op("train.lr", json!(lr)));
         }
+        if let Some(o) = self.optimizer {
+            ops.push(op("train.optimizer", json!(o.as_str())));
+        }
+        if let Some(s) = self.schedule {
+            ops.push(op("train.schedule", json!(s.as_str())));
+        }
+        // jobspec writes no warm-up as one step of it (DeepSpeed refuses 0): one is none.
+        if let Some(w) = self.warmup {
+            ops.push(op("train.warmup", json!(if w <= 1 { 0 } else { w })));
+        }
+        if let Some(sp) = self.sp {
+            ops.push(op("parallel.sp", json!(sp)));
+        }
         ops
     }
 }
@@ -56,98 +74,6 @@ fn op(path: &str, value: Value) -> PatchOp {
         value,
     }
 }
-
-const TOP_KEYS: &[&str] = &[
-    "train_batch_size",
-    "train_micro_batch_size_per_gpu",
-    "gradient_accumulation_steps",
-    "optimizer",
-    "scheduler",
-    "fp16",
-    "bf16",
-    "bfloat16",
-    "amp",
-    "zero_optimization",
-    "gradient_clipping",
-    "steps_per_print",
-    "wall_clock_breakdown",
-    "activation_checkpointing",
-    "flops_profiler",
-    "tensorboard",
-    "wandb",
-    "csv_monitor",
-    "comet",
-    "comms_logger",
-    "zero_allow_untested_optimizer",
-    "zero_force_ds_cpu_optimizer",
-    "prescale_gradients",
-    "gradient_predivide_factor",
-    "sparse_gradients",
-    "communication_data_type",
-    "seq_parallel_communication_data_type",
-    "data_types",
-    "checkpoint",
-    "elasticity",
-    "autotuning",
-    "compression_training",
-    "data_efficiency",
-    "aio",
-    "memory_breakdown",
-    "pipeline",
-    "sequence_parallel_size",
-    "curriculum_learning",
-    "eigenvalue",
-    "progressive_layer_drop",
-    "disable_allgather",
-    "load_universal_checkpoint",
-    "use_node_local_storage",
-    "hybrid_engine",
-    "torch_autocast",
-    "graph_harvesting",
-    "dump_state",
-    "sparse_attention",
-    "nebula",
-    "monitor_config",
-];
-
-const ZERO_KEYS: &[&str] = &[
-    "stage",
-    "allgather_partitions",
-    "allgather_bucket_size",
-    "overlap_comm",
-    "reduce_scatter",
-    "reduce_bucket_size",
-    "contiguous_gradients",
-    "offload_optimizer",
-    "offload_param",
-    "sub_group_size",
-    "stage3_prefetch_bucket_size",
-    "stage3_param_persistence_threshold",
-    "stage3_max_live_parameters",
-    "stage3_max_reuse_distance",
-    "stage3_gather_16bit_weights_on_model_save",
-    "stage3_gather_fp16_weights_on_model_save",
-    "round_robin_gradients",
-    "zero_hpz_partition_size",
-    "zero_quantized_weights",
-    "zero_quantized_nontrainable_weights",
-    "zero_quantized_gradients",
-    "mics_shard_size",
-    "mics_hierarchical_params_gather",
-    "memory_efficient_linear",
-    "cpu_offload",
-    "cpu_offload_params",
-    "cpu_offload_use_pin_memory",
-    "ignore_unused_parameters",
-    "elastic_checkpoint",
-    "load_from_fp32_weights",
-    "stage3_module_granularity_threshold",
-    "log_trace_cache_warnings",
-    "use_multi_rank_bucket_allreduce",
-    "legacy_stage1",
-    "use_all_reduce_for_fetch_params",
-    "module_granularity_threshold",
-];
 
 /// Reads a positive integer, or `None` for absent / `"auto"`.
 fn batch_value(cfg: &Map<String, Value>, key: &str, diags: &mut Vec<Diagnostic>) -> Option<u64> {
@@ -249,7 +175,9 @@ pub fn import_ds_config(text: &str, dp_size: Option<u32>) -> (Option<DsImport>, 
         .and_then(|o| o.get("params"))
         .and_then(|p| p.get("lr"))
         .and_then(Value::as_f64);
+    let c = carried(&cfg, &mut diags);
 
+    super::carry::locate(text, &mut diags);
     let ok = !diags.iter().any(Diagnostic::is_error);
     let import = DsImport {
         train_batch_size: train,
@@ -260,6 +188,10 @@ pub fn import_ds_config(text: &str, dp_size: Option<u32>) -> (Option<DsImport>, 
         offload_params,
         precision,
         lr,
+        optimizer: c.optimizer,
+        schedule: c.schedule,
+        warmup: c.warmup,
+        sp: c.sp,
     };
     (ok.then_some(import), diags)
 }

@@ -5,8 +5,10 @@
 //! size; any two determine the third; all three must agree. `"auto"` (filled in by the Hugging
 //! Face Trainer) counts as not given.
 
+mod carry;
 mod export;
 mod import;
 
+pub use carry::not_carried;
 pub use export::{ADAMW_BETAS, ADAMW_EPS, ADAMW_WEIGHT_DECAY, GRAD_CLIP, SGD_MOMENTUM, ds_config};
 pub use import::{DsImport, import_ds_config};

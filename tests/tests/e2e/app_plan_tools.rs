@@ -104,6 +104,24 @@ fn a_pasted_ds_config_updates_the_spec() {
         Ok((v["zero_optimization"]["stage"] == json!(3)).then_some(()))
     })
     .unwrap();
+    // Its schedule came too; its AdamW betas, which the job's ds_config does not run, are
+    // named with their line.
+    assert_eq!(
+        toml_value(&after, "schedule").as_deref(),
+        Some("\"constant\"")
+    );
+    assert_eq!(toml_value(&after, "warmup").as_deref(), Some("100"));
+    let noted = browser
+        .wait_for(
+            "[data-testid=ds-diagnostics] li[data-code=not-carried]",
+            WAIT,
+        )
+        .map(|_| text_content(&browser, "[data-testid=ds-diagnostics]"))
+        .unwrap();
+    assert!(
+        noted.contains("line 5: not-carried") && noted.contains("optimizer.params.betas"),
+        "{noted}"
+    );
 }
 
 #[test]
