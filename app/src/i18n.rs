@@ -118,6 +118,7 @@ messages! {
     Imported => "Imported into the spec", "已导入到作业配置";
     InvalidSpec => "Fix the problems above to see estimates.", "修正上面的问题后即可看到估算。";
     SummaryInvalid => "No estimates until the spec is valid", "配置有效后才有估算";
+    NeedsTokens => "time and cost need data.tokens (the tokens in one epoch)", "时间与费用需要 data.tokens（每个 epoch 的 token 数）";
     FieldName => "Name", "名称";
     FieldCard => "Card", "卡型";
     FieldCardsPerNode => "Cards per node", "每节点卡数";

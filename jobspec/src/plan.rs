@@ -21,6 +21,18 @@ pub struct Plan {
     pub cards: Vec<CardRow>,
     pub suggestions: Vec<Suggestion>,
     pub artifacts: Option<Artifacts>,
+    /// A spec whole but for its run length (epochs without `data.tokens`) still has a memory
+    /// verdict, which does not depend on how long the job runs: this is it. Its time and cost
+    /// are not figures of the job.
+    pub memory_only: Option<MemoryOnly>,
+}
+
+/// The memory of a job whose run length is unknown: the spec with one step in its place
+/// (`probe`), and that spec's estimate, of which only the parameters and memory count.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryOnly {
+    pub probe: ValidSpec,
+    pub estimate: Estimate,
 }
 
 impl Plan {
@@ -50,14 +62,43 @@ pub fn plan_text(src: &str, format: Format) -> Plan {
 pub fn plan_text_with(src: &str, format: Format, prices: &[(&str, u64)]) -> Plan {
     let (valid, diags) = validate::validate_text(src, format);
     let valid = valid.map(|v| v.with_prices(prices));
+    let short_of_tokens = valid.is_none() && only_tokens_missing(&diags);
     let mut plan = finish(valid, diags);
+    if short_of_tokens && let (Some(spec), _) = validate::parse_text(src, format) {
+        memory_without_run_length(&mut plan, spec);
+    }
     validate::attach_spans(src, format, &mut plan.diagnostics);
     plan
 }
 
 pub fn plan_spec(spec: JobSpec) -> Plan {
-    let (valid, diags) = validate::validate_spec(spec);
-    finish(valid, diags)
+    let (valid, diags) = validate::validate_spec(spec.clone());
+    let short_of_tokens = valid.is_none() && only_tokens_missing(&diags);
+    let mut plan = finish(valid, diags);
+    if short_of_tokens {
+        memory_without_run_length(&mut plan, spec);
+    }
+    plan
+}
+
+/// Whether the one thing wrong is that training by epochs has no `data.tokens`.
+fn only_tokens_missing(diags: &[Diagnostic]) -> bool {
+    let mut errors = diags.iter().filter(|d| d.is_error()).peekable();
+    errors.peek().is_some() && errors.all(|d| d.code == Code::MissingKey && d.path == "data.tokens")
+}
+
+/// The memory verdict of a spec short only of `data.tokens`: its memory with one step for the
+/// run, and the fit findings that memory gives.
+fn memory_without_run_length(plan: &mut Plan, mut spec: JobSpec) {
+    spec.train.epochs = None;
+    spec.train.steps = Some(1);
+    spec.train.warmup = 0;
+    let (Some(probe), _) = validate::validate_spec(spec) else {
+        return;
+    };
+    let estimate = estimate::estimate(&probe);
+    fit_finding(&probe, &estimate, &mut plan.diagnostics);
+    plan.memory_only = Some(MemoryOnly { probe, estimate });
 }
 
 /// Runs the estimators on a valid spec and turns their findings into diagnostics.
@@ -70,6 +111,7 @@ pub fn finish(valid: Option<ValidSpec>, mut diagnostics: Vec<Diagnostic>) -> Pla
             cards: Vec::new(),
             suggestions: Vec::new(),
             artifacts: None,
+            memory_only: None,
         };
     };
     let est = estimate::estimate(&v);
@@ -85,6 +127,7 @@ pub fn finish(valid: Option<ValidSpec>, mut diagnostics: Vec<Diagnostic>) -> Pla
         cards,
         suggestions,
         artifacts,
+        memory_only: None,
     }
 }
 
@@ -273,16 +316,18 @@ pub struct ArtifactsWire {
 impl From<&Plan> for PlanWire {
     fn from(p: &Plan) -> Self {
         let e = p.estimate.as_ref();
+        // Without a run length, the parameters and memory still stand.
+        let m = e.or(p.memory_only.as_ref().map(|m| &m.estimate));
         PlanWire {
             ok: !p.has_errors(),
             diagnostics: p.diagnostics.iter().map(DiagnosticWire::from).collect(),
             spec: p.valid.as_ref().map(|v| v.spec().clone()),
-            parameters: e.map(|e| ParamsWire {
+            parameters: m.map(|e| ParamsWire {
                 total: e.parameters.total,
                 trainable: e.parameters.trainable,
                 largest_layer: e.parameters.largest_layer,
             }),
-            memory: e.map(|e| MemoryWire {
+            memory: m.map(|e| MemoryWire {
                 per_gpu: e.memory.per_gpu,
                 card_bytes: e.memory.card_bytes,
                 fits: e.memory.fits,

@@ -74,7 +74,15 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
     let mut o = String::new();
     o.push_str(&render_diagnostics(&plan.diagnostics, lang, origin));
     let (Some(v), Some(e)) = (&plan.valid, &plan.estimate) else {
-        if plan.diagnostics.is_empty() {
+        if let Some(m) = &plan.memory_only {
+            o.push('\n');
+            memory_text(&mut o, &m.probe, &m.estimate, zh);
+            o.push_str(if zh {
+                "时间与费用：需要 `data.tokens`（每个 epoch 的 token 数）\n"
+            } else {
+                "time and cost: need `data.tokens` (the tokens in one epoch)\n"
+            });
+        } else if plan.diagnostics.is_empty() {
             o.push_str(if zh {
                 "没有作业规格\n"
             } else {

@@ -215,3 +215,55 @@ fn the_report_shows_host_memory_and_offload_time() {
         "{en}"
     );
 }
+
+/// A spec that trains by epochs but gives no `data.tokens` still gets its memory verdict (which
+/// does not depend on how long the job runs), the same as with tokens, host memory included;
+/// time, cost and the card table wait for the tokens. Any other error leaves no verdict.
+#[test]
+fn the_memory_verdict_stands_without_data_tokens() {
+    for parallel in ["zero_stage = 0", FULL_OFFLOAD] {
+        let with = src("qwen2.5-72b", "rtx-4090", 1, 1, parallel)
+            .replace("[train]\n", "[train]\nepochs = 2\n");
+        let without = with.replace("tokens = 20000000\n", "");
+        let full = plan_toml(&with);
+        let plan = plan_toml(&without);
+        assert!(plan.valid.is_none() && plan.estimate.is_none());
+        let m = plan
+            .memory_only
+            .as_ref()
+            .expect("a memory verdict")
+            .estimate
+            .memory;
+        assert_eq!(m, full.estimate.as_ref().unwrap().memory, "{parallel}");
+        let codes = |p: &jobspec::Plan| -> Vec<Code> {
+            p.diagnostics
+                .iter()
+                .filter(|d| d.is_error())
+                .map(|d| d.code)
+                .collect()
+        };
+        let mut want: Vec<Code> = codes(&full)
+            .into_iter()
+            .filter(|c| matches!(c, Code::DoesNotFit | Code::HostDoesNotFit))
+            .collect();
+        want.insert(0, Code::MissingKey);
+        assert_eq!(codes(&plan), want, "{parallel}");
+        let wire = serde_json::to_value(jobspec::PlanWire::from(&plan)).unwrap();
+        assert_eq!(wire["memory"]["fits"], serde_json::json!(m.fits));
+        assert!(wire["parameters"]["total"].as_u64().unwrap() > 70_000_000_000);
+        assert!(
+            wire.get("time").is_none() && wire.get("cost").is_none(),
+            "{wire}"
+        );
+        assert_eq!(wire["cards"], serde_json::json!([]));
+        let text = jobspec::report::render_text_for(&plan, jobspec::Lang::En, false, "");
+        assert!(
+            text.contains("memory per card:") && text.contains("time and cost: need `data.tokens`"),
+            "{text}"
+        );
+    }
+    let other = src("qwen2.5-72b", "no-such-card", 1, 1, "zero_stage = 0")
+        .replace("[train]\n", "[train]\nepochs = 2\n")
+        .replace("tokens = 20000000\n", "");
+    assert!(plan_toml(&other).memory_only.is_none());
+}

@@ -112,9 +112,17 @@ fn Summary(plan: Memo<Plan>) -> impl IntoView {
     let i = use_i18n();
     view! {
         <p class="plan-summary" data-testid="plan-summary">
-            {move || plan.with(|p| match &p.estimate {
-                None => view! { <span class="muted">{i.t(Key::SummaryInvalid)}</span> }.into_any(),
-                Some(e) => {
+            {move || plan.with(|p| match (&p.estimate, &p.memory_only) {
+                (None, Some(mo)) => {
+                    let m = mo.estimate.memory;
+                    let (fits_key, fits_class) = if m.fits { (Key::Fits, "fits yes") } else { (Key::DoesNotFit, "fits no") };
+                    view! {
+                        <span class=fits_class>{i.t(fits_key)}</span>
+                        {format!(" {} / {} · {}", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes), i.t(Key::NeedsTokens))}
+                    }.into_any()
+                }
+                (None, None) => view! { <span class="muted">{i.t(Key::SummaryInvalid)}</span> }.into_any(),
+                (Some(e), _) => {
                     let m = e.memory;
                     let (fits_key, fits_class) = if m.fits { (Key::Fits, "fits yes") } else { (Key::DoesNotFit, "fits no") };
                     view! {
@@ -168,9 +176,23 @@ fn Estimates(plan: Memo<Plan>) -> impl IntoView {
     view! {
         <h2>{move || i.t(Key::MemoryPerGpu)}</h2>
         <div data-testid="plan-estimates" class="estimates">
-            {move || plan.with(|p| match &p.estimate {
-                None => view! { <p class="muted" data-testid="plan-invalid">{i.t(Key::InvalidSpec)}</p> }.into_any(),
-                Some(e) => {
+            {move || plan.with(|p| match (&p.estimate, &p.memory_only) {
+                // Short only of data.tokens: the memory verdict stands, time and cost wait.
+                (None, Some(mo)) => {
+                    let m = mo.estimate.memory;
+                    let (fits_key, fits_class) = if m.fits { (Key::Fits, "fits yes") } else { (Key::DoesNotFit, "fits no") };
+                    view! {
+                        <MemoryBar memory=m/>
+                        <p>
+                            <span class=fits_class data-testid="plan-fits" data-fits=m.fits.to_string()>{i.t(fits_key)}</span>
+                            {format!(": {} / {} ({})", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes), i.t(Key::CardMemory))}
+                        </p>
+                        <HostLines memory=m/>
+                        <p class="muted" data-testid="plan-needs-tokens">{i.t(Key::NeedsTokens)}</p>
+                    }.into_any()
+                }
+                (None, None) => view! { <p class="muted" data-testid="plan-invalid">{i.t(Key::InvalidSpec)}</p> }.into_any(),
+                (Some(e), _) => {
                     let m = e.memory;
                     let (fits_key, fits_class) = if m.fits { (Key::Fits, "fits yes") } else { (Key::DoesNotFit, "fits no") };
                     view! {

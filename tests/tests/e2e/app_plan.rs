@@ -1,5 +1,6 @@
 //! The Plan page end to end: a broken edit is pointed at its line with the right code and fixing
-//! it clears the problem; a suggestion button turns a spec that does not fit into one that does.
+//! it clears the problem; a spec short of data.tokens still shows its memory; a suggestion
+//! button turns a spec that does not fit into one that does.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use crate::app_support::{WAIT, click, set_value, spec_text, start, text_content};
@@ -52,6 +53,25 @@ fn a_broken_value_is_shown_at_its_line_and_fixing_it_clears_it() {
             .then_some(()))
     })
     .unwrap();
+    assert!(text_content(&browser, "[data-testid=plan-fits]").contains("Fits"));
+
+    // Training by epochs without data.tokens: that error, and the memory verdict all the same.
+    let no_tokens: String = good
+        .lines()
+        .filter(|l| !l.starts_with("tokens ="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(
+        no_tokens, good,
+        "the first template trains by epochs over data.tokens"
+    );
+    set_value(&browser, "[data-testid=plan-toml]", &no_tokens);
+    browser
+        .wait_for("[data-testid=diag][data-code=missing-key]", WAIT)
+        .unwrap();
+    browser
+        .wait_for("[data-testid=plan-needs-tokens]", WAIT)
+        .expect("time and cost wait for the tokens");
     assert!(text_content(&browser, "[data-testid=plan-fits]").contains("Fits"));
 }
 
