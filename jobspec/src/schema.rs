@@ -216,12 +216,37 @@ fn add_defaults(value: &mut serde_json::Value) {
             }
         }
     }
-    // Not written when it is the default, so not in the serialised defaults above.
-    if let Some(seed) = value
-        .pointer_mut("/$defs/TrainSpec/properties/seed")
-        .and_then(|p| p.as_object_mut())
-    {
-        seed.insert("default".into(), crate::spec::DEFAULT_SEED.into());
+    // Not written when it is the default, or not a table's own default (the reader or the
+    // derivation fills them in), so not in the serialised defaults above: the same constants.
+    let filled: [(&str, serde_json::Value); 5] = [
+        (
+            "TrainSpec/properties/seed",
+            crate::spec::DEFAULT_SEED.into(),
+        ),
+        (
+            "TrainSpec/properties/lora_rank",
+            crate::validate::derive::DEFAULT_LORA_RANK.into(),
+        ),
+        (
+            "ResourcesSpec/properties/cards_per_node",
+            crate::spec::DEFAULT_CARDS_PER_NODE.into(),
+        ),
+        (
+            "ResourcesSpec/properties/nodes",
+            crate::spec::DEFAULT_NODES.into(),
+        ),
+        (
+            "ResourcesSpec/properties/time_limit",
+            crate::spec::DEFAULT_TIME_LIMIT.into(),
+        ),
+    ];
+    for (at, default) in filled {
+        if let Some(prop) = value
+            .pointer_mut(&format!("/$defs/{at}"))
+            .and_then(|p| p.as_object_mut())
+        {
+            prop.insert("default".into(), default);
+        }
     }
 }
 
@@ -277,8 +302,17 @@ mod tests {
             en.contains("| `card` | one of `a100-40g`, `a100-80g`"),
             "{en}"
         );
+        // The defaults the reader fills in, from the same constants.
+        for row in [
+            "| `lora_rank` | integer 1–4096 | `16` |",
+            "| `time_limit` | string | `\"24h\"` |",
+            "| `cards_per_node` | integer 1–64 | `1` |",
+            "| `nodes` | integer 1–4096 | `1` |",
+        ] {
+            assert!(en.contains(row), "{row} in\n{en}");
+        }
         assert!(
-            en.contains("| `lora_rank` | integer 1–4096 | not set |"),
+            en.contains("| `lora_alpha` | integer 1–65536 | not set |"),
             "{en}"
         );
         let zh = reference_markdown(&json_schema(), Lang::Zh);

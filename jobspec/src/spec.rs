@@ -219,6 +219,12 @@ pub struct TrainSpec {
 /// The seed a spec gets when it names none.
 pub const DEFAULT_SEED: u64 = 42;
 
+/// `resources.time_limit` when the spec leaves it out: what the hold on the balance is for.
+pub const DEFAULT_TIME_LIMIT: &str = "24h";
+/// `resources.cards_per_node` and `resources.nodes` when the spec leaves them out.
+pub const DEFAULT_CARDS_PER_NODE: u32 = 1;
+pub const DEFAULT_NODES: u32 = 1;
+
 fn default_seed() -> u64 {
     DEFAULT_SEED
 }

@@ -43,9 +43,12 @@ fn minimal_spec_is_valid() {
     check(
         MINIMAL,
         expect![[r#"
-        1:1 info defaulted train.epochs: neither epochs nor steps given: training for 1 epoch
-        valid: true
-    "#]],
+            1:1 info defaulted train.epochs: neither epochs nor steps given: training for 1 epoch
+            8:1 info defaulted resources.time_limit: time_limit not given: using 24h; the hold on the balance is for the whole time limit
+            8:1 info defaulted resources.cards_per_node: cards_per_node not given: using 1 card per node
+            8:1 info defaulted resources.nodes: nodes not given: using 1 node
+            valid: true
+        "#]],
     );
 }
 
@@ -97,11 +100,14 @@ fn misplaced_key_names_its_table() {
     check(
         &src,
         expect![[r#"
-        1:1 error unknown-key seq_len: unknown key `seq_len` at the top level
-          help: did you mean `data.seq_len`?
-        1:1 info defaulted train.epochs: neither epochs nor steps given: training for 1 epoch
-        valid: false
-    "#]],
+            1:1 error unknown-key seq_len: unknown key `seq_len` at the top level
+              help: did you mean `data.seq_len`?
+            1:1 info defaulted train.epochs: neither epochs nor steps given: training for 1 epoch
+            9:1 info defaulted resources.time_limit: time_limit not given: using 24h; the hold on the balance is for the whole time limit
+            9:1 info defaulted resources.cards_per_node: cards_per_node not given: using 1 card per node
+            9:1 info defaulted resources.nodes: nodes not given: using 1 node
+            valid: false
+        "#]],
     );
 }
 
@@ -114,14 +120,16 @@ fn combination_rules() {
     check(
         &src,
         expect![[r#"
-        10:9 error conflict train.steps: give `train.epochs` or `train.steps`, not both
-        11:1 error conflict parallel: tp × pp × sp = 6 must divide the 8 cards
-        13:18 error conflict parallel.offload_params: parameter offload needs ZeRO stage 3
-        13:18 warning suspicious parallel.offload_params: parameters are offloaded but the optimizer is not; offload the optimizer first, it saves more
-        15:6 error conflict parallel.tp: tp = 3 must divide the 28 attention heads
-        19:1 error unknown-key resources.backend: unknown key `backend` in [resources]
-        valid: false
-    "#]],
+            10:9 error conflict train.steps: give `train.epochs` or `train.steps`, not both
+            11:1 error conflict parallel: tp × pp × sp = 6 must divide the 8 cards
+            13:18 error conflict parallel.offload_params: parameter offload needs ZeRO stage 3
+            13:18 warning suspicious parallel.offload_params: parameters are offloaded but the optimizer is not; offload the optimizer first, it saves more
+            15:6 error conflict parallel.tp: tp = 3 must divide the 28 attention heads
+            16:1 info defaulted resources.time_limit: time_limit not given: using 24h; the hold on the balance is for the whole time limit
+            16:1 info defaulted resources.nodes: nodes not given: using 1 node
+            19:1 error unknown-key resources.backend: unknown key `backend` in [resources]
+            valid: false
+        "#]],
     );
 }
 
@@ -209,6 +217,9 @@ fn json_diagnostics_have_line_and_column() {
             ("defaulted", 1, 1),
             ("missing-key", 5, 11),
             ("unknown-key", 5, 45),
+            // cards_per_node and nodes, left out: at the table that lacks them.
+            ("defaulted", 6, 16),
+            ("defaulted", 6, 16),
             ("bad-duration", 6, 51)
         ],
         "{diags:#?}"

@@ -205,6 +205,17 @@ impl Reader {
         );
     }
 
+    /// An info that a key left out takes its default, at the table's start.
+    fn defaulted(&mut self, t: &Table<'_>, key: &str, en: String, zh: String) {
+        let path = t.path(key);
+        self.push(
+            Diagnostic::info(Code::Defaulted, &path, en, zh).with_span(t.span.map(|s| Span {
+                start: s.start,
+                end: s.start,
+            })),
+        );
+    }
+
     fn missing(&mut self, t: &Table<'_>, key: &str, example: &str) {
         let path = t.path(key);
         self.push(

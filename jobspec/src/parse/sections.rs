@@ -312,12 +312,43 @@ impl Reader {
                 }
                 s
             }
-            None => "24h".to_string(),
+            None => {
+                self.defaulted(
+                    t,
+                    "time_limit",
+                    format!("time_limit not given: using {DEFAULT_TIME_LIMIT}; the hold on the balance is for the whole time limit"),
+                    format!("未给出 time_limit：使用 {DEFAULT_TIME_LIMIT}；余额按整个时间上限冻结"),
+                );
+                DEFAULT_TIME_LIMIT.to_string()
+            }
         };
+        // What the job is charged for: said when it is the default (on a CPU it is one machine).
+        let gpu = card
+            .as_deref()
+            .and_then(catalog::card)
+            .is_some_and(|c| c.is_gpu);
+        if gpu && t.get("cards_per_node").is_none() {
+            self.defaulted(
+                t,
+                "cards_per_node",
+                format!("cards_per_node not given: using {DEFAULT_CARDS_PER_NODE} card per node"),
+                format!("未给出 cards_per_node：每个节点使用 {DEFAULT_CARDS_PER_NODE} 张卡"),
+            );
+        }
+        if gpu && t.get("nodes").is_none() {
+            self.defaulted(
+                t,
+                "nodes",
+                format!("nodes not given: using {DEFAULT_NODES} node"),
+                format!("未给出 nodes：使用 {DEFAULT_NODES} 个节点"),
+            );
+        }
         Some(ResourcesSpec {
             card: card?,
-            cards_per_node: self.uint32(t, "cards_per_node", 1, 64).unwrap_or(1),
-            nodes: self.uint32(t, "nodes", 1, 4096).unwrap_or(1),
+            cards_per_node: self
+                .uint32(t, "cards_per_node", 1, 64)
+                .unwrap_or(DEFAULT_CARDS_PER_NODE),
+            nodes: self.uint32(t, "nodes", 1, 4096).unwrap_or(DEFAULT_NODES),
             time_limit,
         })
     }

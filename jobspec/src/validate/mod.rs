@@ -10,7 +10,7 @@ use crate::parse::Reader;
 use crate::spec::*;
 
 mod checker;
-mod derive;
+pub(crate) mod derive;
 mod ranges;
 mod resume;
 mod rules;
