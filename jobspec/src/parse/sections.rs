@@ -322,27 +322,7 @@ impl Reader {
                 DEFAULT_TIME_LIMIT.to_string()
             }
         };
-        // What the job is charged for: said when it is the default (on a CPU it is one machine).
-        let gpu = card
-            .as_deref()
-            .and_then(catalog::card)
-            .is_some_and(|c| c.is_gpu);
-        if gpu && t.get("cards_per_node").is_none() {
-            self.defaulted(
-                t,
-                "cards_per_node",
-                format!("cards_per_node not given: using {DEFAULT_CARDS_PER_NODE} card per node"),
-                format!("未给出 cards_per_node：每个节点使用 {DEFAULT_CARDS_PER_NODE} 张卡"),
-            );
-        }
-        if gpu && t.get("nodes").is_none() {
-            self.defaulted(
-                t,
-                "nodes",
-                format!("nodes not given: using {DEFAULT_NODES} node"),
-                format!("未给出 nodes：使用 {DEFAULT_NODES} 个节点"),
-            );
-        }
+        self.defaulted_cards(t, card.as_deref());
         Some(ResourcesSpec {
             card: card?,
             cards_per_node: self
@@ -351,6 +331,29 @@ impl Reader {
             nodes: self.uint32(t, "nodes", 1, 4096).unwrap_or(DEFAULT_NODES),
             time_limit,
         })
+    }
+
+    /// What a GPU job is charged for, said when it is the default (on a CPU it is one machine).
+    fn defaulted_cards(&mut self, t: &Table<'_>, card: Option<&str>) {
+        if !card.and_then(catalog::card).is_some_and(|c| c.is_gpu) {
+            return;
+        }
+        if t.get("cards_per_node").is_none() {
+            self.defaulted(
+                t,
+                "cards_per_node",
+                format!("cards_per_node not given: using {DEFAULT_CARDS_PER_NODE} card per node"),
+                format!("未给出 cards_per_node：每个节点使用 {DEFAULT_CARDS_PER_NODE} 张卡"),
+            );
+        }
+        if t.get("nodes").is_none() {
+            self.defaulted(
+                t,
+                "nodes",
+                format!("nodes not given: using {DEFAULT_NODES} node"),
+                format!("未给出 nodes：使用 {DEFAULT_NODES} 个节点"),
+            );
+        }
     }
 
     fn checkpoint(&mut self, t: &Table<'_>) -> CheckpointSpec {
