@@ -13,6 +13,7 @@ mod plan_cmd;
 mod remote;
 mod say;
 mod tokens_cmd;
+mod usage_zh;
 
 use args::{Cli, Command, exit};
 use clap::{CommandFactory, FromArgMatches};
@@ -30,9 +31,13 @@ fn main() -> ExitCode {
     } else {
         Cli::command()
     };
-    let cli = match Cli::from_arg_matches(&cmd.get_matches_from(argv)) {
+    let matches = match cmd.try_get_matches_from(argv) {
+        Ok(m) => m,
+        Err(e) => usage_exit(e, chinese),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
-        Err(e) => e.exit(),
+        Err(e) => usage_exit(e, chinese),
     };
     match run(cli.command) {
         Ok(code) => code,
@@ -42,6 +47,16 @@ fn main() -> ExitCode {
             ExitCode::from(exit::IO)
         }
     }
+}
+
+/// clap's answer to the command line: help and version on stdout (exit 0), a usage error on
+/// stderr (exit 2), in Chinese when the run is.
+fn usage_exit(e: clap::Error, chinese: bool) -> ! {
+    if chinese && e.use_stderr() {
+        eprint!("{}", usage_zh::translate(&e.render().to_string()));
+        std::process::exit(e.exit_code());
+    }
+    e.exit()
 }
 
 /// The value of `--lang VALUE` or `--lang=VALUE` on the command line, if any (before `--`).
@@ -196,17 +211,29 @@ fn templates(id: Option<&str>, edge: Option<&str>) -> Result<ExitCode, String> {
                 // The schema line names the edge the user works with, found as for the remote
                 // commands (the saved sign-in's token plays no part here).
                 let edge = jobs_cmd::edge_url(edge)?;
-                print!("{}", t.toml_for(&edge));
+                print!("{}", t.toml_in(&edge, say::lang()));
                 Ok(ExitCode::SUCCESS)
             }
             None => {
-                let known: Vec<&str> = jobspec::templates().iter().map(|t| t.id).collect();
-                Cli::command()
-                    .error(
-                        clap::error::ErrorKind::InvalidValue,
-                        format!("no template `{id}`; the templates are {}", known.join(", ")),
-                    )
-                    .exit()
+                let known = jobspec::templates()
+                    .iter()
+                    .map(|t| t.id)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let chinese = say::lang() == say::Lang::Zh;
+                let msg = say::t(
+                    format!("no template `{id}`; the templates are {known}"),
+                    format!("没有模板 `{id}`；可用的模板有 {known}"),
+                );
+                let mut cmd = if chinese {
+                    help_zh::localize(Cli::command())
+                } else {
+                    Cli::command()
+                };
+                usage_exit(
+                    cmd.error(clap::error::ErrorKind::InvalidValue, msg),
+                    chinese,
+                )
             }
         },
     }

@@ -13,10 +13,33 @@ fn unreachable(base: &str, e: &ureq::Error) -> Failure {
              remembers it)"
         ),
         format!(
-            "无法连接边缘服务 {base}：{e}。请用 `cargo xtask dev` 启动本地服务，或用 --edge URL 或 \
-             ONRAMP_EDGE 指定其他边缘服务(`onramp login --edge URL` 会记住它)"
+            "无法连接边缘服务 {base}：{}。请用 `cargo xtask dev` 启动本地服务，或用 --edge URL 或 \
+             ONRAMP_EDGE 指定其他边缘服务（`onramp login --edge URL` 会记住它）",
+            reason_zh(e)
         ),
     ))
+}
+
+/// Why a request got no answer, in Chinese (the network's own words stay English only in the
+/// English message).
+fn reason_zh(e: &ureq::Error) -> String {
+    use std::io::ErrorKind;
+    match e {
+        ureq::Error::Io(io) => match io.kind() {
+            ErrorKind::ConnectionRefused => "连接被拒绝（该地址没有服务在监听）".into(),
+            ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => "连接被重置".into(),
+            ErrorKind::TimedOut => "连接超时".into(),
+            ErrorKind::NetworkUnreachable | ErrorKind::HostUnreachable => "网络不可达".into(),
+            ErrorKind::AddrNotAvailable => "地址不可用".into(),
+            _ => format!("网络读写失败（{:?}）", io.kind()),
+        },
+        ureq::Error::Timeout(_) => "请求超时".into(),
+        ureq::Error::HostNotFound => "找不到该主机名".into(),
+        ureq::Error::ConnectionFailed => "连接失败".into(),
+        ureq::Error::BadUri(_) => "地址格式不对".into(),
+        ureq::Error::Tls(_) => "TLS 握手失败".into(),
+        _ => "网络错误".into(),
+    }
 }
 
 /// Where the edge is when nothing says otherwise: what `cargo xtask dev` serves.

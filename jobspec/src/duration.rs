@@ -49,6 +49,11 @@ pub fn parse_duration_s(text: &str) -> Option<u64> {
     saw_unit.then_some(total)
 }
 
+/// [`format_duration`] for a Chinese text: years as 年 (d, h, m, s stay, as the spec writes them).
+pub fn format_duration_zh(seconds: f64) -> String {
+    format_duration(seconds).replace(" years", " 年")
+}
+
 /// Writes seconds the way a person reads them: `1d 2h`, `3h 20m`, `45m`, `30s`.
 pub fn format_duration(seconds: f64) -> String {
     if !seconds.is_finite() {

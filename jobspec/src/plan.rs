@@ -216,8 +216,8 @@ fn physics_findings(est: &Estimate, diagnostics: &mut Vec<Diagnostic>) {
                 format!(
                     "按 {:.0}% MFU 需要 {}，超过 time_limit {}：作业会被提前终止",
                     est.time.mfu * 100.0,
-                    format_duration(f.estimated_s),
-                    format_duration(f.stated_s as f64)
+                    crate::spec::format_duration_zh(f.estimated_s),
+                    crate::spec::format_duration_zh(f.stated_s as f64)
                 ),
             )
         } else if f.what == "claimed_time" {

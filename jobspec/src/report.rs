@@ -41,8 +41,11 @@ fn pad_start(s: &str, width: usize) -> String {
 
 /// A duration as people read it, in the report's language.
 fn duration(seconds: f64, zh: bool) -> String {
-    let d = format_duration(seconds);
-    if zh { d.replace(" years", " 年") } else { d }
+    if zh {
+        crate::spec::format_duration_zh(seconds)
+    } else {
+        format_duration(seconds)
+    }
 }
 
 /// A figure's name (the keys of `Estimate::explain`) as the report calls it.
@@ -525,7 +528,7 @@ pub fn render_explain(plan: &Plan, lang: Lang) -> String {
                 "{}{}\n  {}\n  {}",
                 figure_name(x.figure, lang),
                 if lang == Lang::Zh { "：" } else { ":" },
-                x.formula,
+                x.formula.get(lang),
                 x.assumptions.get(lang)
             );
         }

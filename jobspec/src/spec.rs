@@ -3,7 +3,7 @@
 //! `JobSpec` is what the editor and the form show and what patches change; it may still be
 //! invalid. Only `validate` turns it into a `ValidSpec`, which the estimators require.
 
-pub use crate::duration::{format_duration, parse_duration_s};
+pub use crate::duration::{format_duration, format_duration_zh, parse_duration_s};
 use schemars::JsonSchema;
 use serde::Serialize;
 

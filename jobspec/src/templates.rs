@@ -7,6 +7,8 @@ pub struct Template {
     pub title_en: &'static str,
     pub title_zh: &'static str,
     pub toml: &'static str,
+    /// The file's comments in Chinese: each English comment (after its `# `) and its Chinese.
+    pub comments_zh: &'static [(&'static str, &'static str)],
 }
 
 /// Where an edge serves the spec's JSON Schema.
@@ -22,6 +24,17 @@ impl Template {
     /// schema, so the file an editor opens completes and checks wherever it is saved.
     pub fn toml_for(&self, edge: &str) -> String {
         with_schema_url(self.toml, edge)
+    }
+
+    /// [`Template::toml_for`] with its comments in `lang` (the keys and values are the same).
+    pub fn toml_in(&self, edge: &str, lang: crate::Lang) -> String {
+        let mut text = self.toml_for(edge);
+        if lang == crate::Lang::Zh {
+            for (en, zh) in self.comments_zh {
+                text = text.replace(&format!("# {en}"), &format!("# {zh}"));
+            }
+        }
+        text
     }
 }
 
@@ -55,24 +68,43 @@ const TEMPLATES: &[Template] = &[
         title_en: "7B LoRA on one RTX 4090",
         title_zh: "单张 RTX 4090 上 LoRA 微调 7B",
         toml: include_str!("../specs/7b-lora-4090.toml"),
+        comments_zh: &[
+            (
+                "Template: LoRA fine-tuning of a 7B model on one RTX 4090 (24 GB).",
+                "模板：在单张 RTX 4090（24 GB）上对 7B 模型做 LoRA 微调。",
+            ),
+            ("tokens in one epoch", "每个 epoch 的 token 数"),
+        ],
     },
     Template {
         id: "7b-sft-zero3-8xa100",
         title_en: "7B full SFT with ZeRO-3 on 8×A100-80G",
         title_zh: "8×A100-80G 上用 ZeRO-3 全参 SFT 7B",
         toml: include_str!("../specs/7b-sft-zero3-8xa100.toml"),
+        comments_zh: &[(
+            "Template: full supervised fine-tuning of a 7B model with DeepSpeed ZeRO-3 on 8×A100-80G.",
+            "模板：在 8×A100-80G 上用 DeepSpeed ZeRO-3 对 7B 模型做全参监督微调。",
+        )],
     },
     Template {
         id: "deepseek-7b-128k-mxc500",
         title_en: "DeepSeek-7B at 128K context on 8×MXC500",
         title_zh: "8×MXC500 上训练 128K 上下文的 DeepSeek-7B",
         toml: include_str!("../specs/deepseek-7b-128k-mxc500.toml"),
+        comments_zh: &[(
+            "Template: DeepSeek-7B continued training at 128K context with ZeRO-3 and CPU offload on 8×MXC500.",
+            "模板：在 8×MXC500 上用 ZeRO-3 与 CPU 卸载，以 128K 上下文继续训练 DeepSeek-7B。",
+        )],
     },
     Template {
         id: "tiny-train-stories260k",
         title_en: "Train stories260K on the local runner",
         title_zh: "在本地运行器上训练 stories260K",
         toml: include_str!("../specs/tiny-train-stories260k.toml"),
+        comments_zh: &[(
+            "Template: train the in-browser tiny model (stories260K) on the local runner's CPU.",
+            "模板：在本地运行器的 CPU 上训练浏览器内的小模型（stories260K）。",
+        )],
     },
 ];
 
@@ -99,6 +131,37 @@ mod tests {
             with_schema_url("name = \"x\"\n", "http://e"),
             "name = \"x\"\n"
         );
+    }
+
+    /// In Chinese every comment of a template is Chinese, and the spec is the same.
+    #[test]
+    fn every_template_has_its_comments_in_chinese() {
+        for t in templates() {
+            let zh = t.toml_in("http://e", crate::Lang::Zh);
+            for line in zh.lines().filter(|l| !l.starts_with("#:schema")) {
+                if let Some((_, comment)) = line.split_once('#') {
+                    assert!(
+                        comment
+                            .chars()
+                            .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+                        "{}: an English comment: {line}",
+                        t.id
+                    );
+                }
+            }
+            let (a, _) = crate::validate_toml(t.toml);
+            let (b, _) = crate::validate_toml(&zh);
+            assert_eq!(
+                a.map(|v| v.spec().clone()),
+                b.map(|v| v.spec().clone()),
+                "{}",
+                t.id
+            );
+            assert_eq!(
+                t.toml_in("http://e", crate::Lang::En),
+                t.toml_for("http://e")
+            );
+        }
     }
 
     /// The repository's path from the templates to the schema is real.

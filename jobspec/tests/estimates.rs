@@ -169,3 +169,60 @@ fn json_round_trip_of_templates() {
         );
     }
 }
+
+/// `--explain` in Chinese is Chinese: no formula or assumption of any template (nor of ZeRO-3
+/// with offload, nor of LoRA) keeps the English words of its English twin.
+#[test]
+fn every_explanation_is_in_both_languages() {
+    const ENGLISH: &[&str] = &[
+        "bytes",
+        "params",
+        "ranks",
+        " per ",
+        "cards",
+        "steps",
+        "total",
+        "node(s)",
+        "dense",
+        "attention",
+        "rounded",
+        "fits",
+        "frozen",
+        "adapters",
+        "gather",
+        "runtime",
+        "tokens",
+        "largest",
+        "assumed",
+        "datasheet",
+        "optimizer",
+        "layer",
+        " with ",
+        " of ",
+    ];
+    let mut specs: Vec<String> = jobspec::templates()
+        .iter()
+        .map(|t| t.toml.to_string())
+        .collect();
+    let offload =
+        "[parallel]\nzero_stage = 3\noffload_optimizer = \"cpu\"\noffload_params = \"cpu\"\n";
+    specs.push(format!("{}{offload}", jobspec::templates()[1].toml));
+    let mut seen = 0;
+    for text in &specs {
+        let Some(e) = jobspec::plan_toml(text).estimate else {
+            continue;
+        };
+        for x in &e.explain {
+            for (what, zh) in [
+                ("formula", &x.formula.zh),
+                ("assumptions", &x.assumptions.zh),
+            ] {
+                seen += 1;
+                for word in ENGLISH {
+                    assert!(!zh.contains(word), "{} {what} has {word:?}: {zh}", x.figure);
+                }
+            }
+        }
+    }
+    assert!(seen >= 40, "{seen}");
+}

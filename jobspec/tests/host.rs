@@ -139,12 +139,13 @@ fn offload_adds_link_and_cpu_time() {
     for figure in ["host_memory", "offload_time"] {
         let x = off.explain.iter().find(|x| x.figure == figure).unwrap();
         assert!(
-            !x.formula.is_empty() && !x.assumptions.zh.is_empty(),
+            !x.formula.en.is_empty() && !x.formula.zh.is_empty() && !x.assumptions.zh.is_empty(),
             "{x:?}"
         );
     }
     let t = off.explain.iter().find(|x| x.figure == "time").unwrap();
-    assert!(t.formula.contains("offload"), "{}", t.formula);
+    assert!(t.formula.en.contains("offload"), "{}", t.formula.en);
+    assert!(t.formula.zh.contains("卸载"), "{}", t.formula.zh);
 }
 
 /// Where the spec's count does not fit, the table names the fewest cards that do, and that

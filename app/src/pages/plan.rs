@@ -23,7 +23,7 @@ pub fn PlanPage() -> impl IntoView {
                 <div class="templates">
                     {jobspec::templates().iter().map(|t| view! {
                         <button type="button" data-testid=format!("template-{}", t.id)
-                            on:click=move |_| spec.set(t.toml_for(&crate::api::absolute("")))>
+                            on:click=move |_| spec.set(t.toml_in(&crate::api::absolute(""), i.lang.get_untracked()))>
                             {move || match i.lang.get() {
                                 crate::i18n::Lang::En => t.title_en,
                                 crate::i18n::Lang::Zh => t.title_zh,

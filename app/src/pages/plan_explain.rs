@@ -56,7 +56,7 @@ pub fn Explanations(plan: Memo<Plan>) -> impl IntoView {
                 let part = move |formula: bool| plan.with(|p| {
                     let lang = i.lang.get();
                     p.estimate.as_ref().and_then(|e| e.explain.iter().find(|x| x.figure == figure)).map(|x| {
-                        if formula { x.formula.clone() } else { x.assumptions.get(lang).to_string() }
+                        if formula { x.formula.get(lang).to_string() } else { x.assumptions.get(lang).to_string() }
                     })
                 });
                 view! {

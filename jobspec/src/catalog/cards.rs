@@ -18,6 +18,7 @@ const DGXA100_320: Node = Node {
     host_link: "PCIe 4.0 x16",
     mem_gbps: 409.6,
     source: "NVIDIA DGX A100 320GB datasheet (2× EPYC 7742, 1 TB RAM, 15 TB NVMe, PCIe 4.0)",
+    source_zh: "NVIDIA DGX A100 320GB 数据手册（2× EPYC 7742，1 TB 内存，15 TB NVMe，PCIe 4.0）",
 };
 
 /// DGX A100 (640 GB) datasheet: 2 TB RAM, 30 TB internal NVMe; otherwise as the 320 GB system.
@@ -25,6 +26,7 @@ const DGXA100_640: Node = Node {
     ram_bytes: 2 * TIB,
     nvme_bytes: 30 * TIB,
     source: "NVIDIA DGX A100 640GB datasheet (2× EPYC 7742, 2 TB RAM, 30 TB NVMe, PCIe 4.0)",
+    source_zh: "NVIDIA DGX A100 640GB 数据手册（2× EPYC 7742，2 TB 内存，30 TB NVMe，PCIe 4.0）",
     ..DGXA100_320
 };
 
@@ -37,23 +39,27 @@ const DGXH100: Node = Node {
     host_link: "PCIe 5.0 x16",
     mem_gbps: 614.4,
     source: "NVIDIA DGX H100 datasheet (2× Xeon 8480C, 2 TB RAM, 30 TB NVMe, PCIe 5.0)",
+    source_zh: "NVIDIA DGX H100 数据手册（2× Xeon 8480C，2 TB 内存，30 TB NVMe，PCIe 5.0）",
 };
 
 /// A800 servers are built on the HGX A100 8-GPU board: taken as DGX A100 (640 GB)'s host.
 const HGX_A800: Node = Node {
     source: "taken as DGX A100 640GB's host (A800 servers use the HGX A100 board)",
+    source_zh: "按 DGX A100 640GB 的主机计（A800 服务器使用 HGX A100 基板）",
     ..DGXA100_640
 };
 
 /// H800 servers are built on the HGX H100 8-GPU board: taken as DGX H100's host.
 const HGX_H800: Node = Node {
     source: "taken as DGX H100's host (H800 servers use the HGX H100 board)",
+    source_zh: "按 DGX H100 的主机计（H800 服务器使用 HGX H100 基板）",
     ..DGXH100
 };
 
 /// DGX H200 datasheet: the host of DGX H100.
 const DGXH200: Node = Node {
     source: "NVIDIA DGX H200 datasheet (2× Xeon 8480C, 2 TB RAM, 30 TB NVMe, PCIe 5.0)",
+    source_zh: "NVIDIA DGX H200 数据手册（2× Xeon 8480C，2 TB 内存，30 TB NVMe，PCIe 5.0）",
     ..DGXH100
 };
 
@@ -67,6 +73,7 @@ const PCIE8_GEN4: Node = Node {
     host_link: "PCIe 4.0 x16",
     mem_gbps: 409.6,
     source: "assumed 8-card PCIe 4.0 server (512 GiB RAM, 3.84 TB NVMe); set node_ram_gib per backend",
+    source_zh: "假定为 8 卡 PCIe 4.0 服务器（512 GiB 内存，3.84 TB NVMe）；可在后端设置 node_ram_gib",
 };
 
 /// The MXC500 is a PCIe 5.0 x16 card; its 8-card servers are taken as a DGX H100-class host
@@ -78,6 +85,7 @@ const MXC500_NODE: Node = Node {
     host_link: "PCIe 5.0 x16",
     mem_gbps: 614.4,
     source: "assumed 8-card PCIe 5.0 server (1 TiB RAM, 7.68 TB NVMe); set node_ram_gib per backend",
+    source_zh: "假定为 8 卡 PCIe 5.0 服务器（1 TiB 内存，7.68 TB NVMe）；可在后端设置 node_ram_gib",
 };
 
 /// The local runner: its RAM is the "card" memory, nothing is offloaded and nothing crosses a
@@ -89,6 +97,7 @@ const RUNNER_NODE: Node = Node {
     host_link: "none",
     mem_gbps: 51.2,
     source: "the local runner's machine",
+    source_zh: "本地 runner 所在的机器",
 };
 
 /// One card type.
@@ -133,8 +142,9 @@ pub struct Node {
     pub host_link: &'static str,
     /// Peak DRAM bandwidth of the node's CPUs, GB/s (channels × transfer rate × 8 bytes).
     pub mem_gbps: f64,
-    /// Where these figures come from.
+    /// Where these figures come from, and the same in Chinese.
     pub source: &'static str,
+    pub source_zh: &'static str,
 }
 
 impl Card {

@@ -126,7 +126,10 @@ pub(crate) fn carried(cfg: &Map<String, Value>, diags: &mut Vec<Diagnostic>) -> 
                 diags.push(not_run(
                     "optimizer.type",
                     t,
-                    "AdamW (or Adam with adam_w_mode on), SGD",
+                    (
+                        "AdamW (or Adam with adam_w_mode on), SGD",
+                        "AdamW（或开启 adam_w_mode 的 Adam）、SGD",
+                    ),
                 ));
                 None
             }
@@ -143,7 +146,10 @@ pub(crate) fn carried(cfg: &Map<String, Value>, diags: &mut Vec<Diagnostic>) -> 
                     diags.push(not_run(
                         "scheduler.type",
                         t,
-                        "WarmupCosineLR, WarmupDecayLR, WarmupLR",
+                        (
+                            "WarmupCosineLR, WarmupDecayLR, WarmupLR",
+                            "WarmupCosineLR、WarmupDecayLR、WarmupLR",
+                        ),
                     ));
                     None
                 }
@@ -173,12 +179,12 @@ fn adam_w_mode(cfg: &Map<String, Value>) -> bool {
         .is_none_or(|m| m != &Value::Bool(false))
 }
 
-fn not_run(path: &str, t: &Value, runs: &str) -> Diagnostic {
+fn not_run(path: &str, t: &Value, (runs, runs_zh): (&str, &str)) -> Diagnostic {
     Diagnostic::warning(
         Code::NotCarried,
         path,
         format!("Onramp's trainer runs {runs}, not {t}: the spec's own setting stays"),
-        format!("Onramp 的训练器只运行 {runs}，不运行 {t}：保留规格自己的设置"),
+        format!("Onramp 的训练器只运行 {runs_zh}，不运行 {t}：保留规格自己的设置"),
     )
 }
 

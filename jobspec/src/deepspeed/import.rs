@@ -313,19 +313,27 @@ fn batch_rule(
         if let (Some(t), Some(m), Some(a)) = (train, micro, accum)
             && t % m.saturating_mul(a) != 0
         {
-            diags.push(mismatch(format!(
-                "train_batch_size {t} is not a multiple of micro batch {m} × accumulation {a}"
-            )));
+            diags.push(mismatch(
+                format!(
+                    "train_batch_size {t} is not a multiple of micro batch {m} × accumulation {a}"
+                ),
+                format!("train_batch_size {t} 不是 micro batch {m} × 梯度累积 {a} 的整数倍"),
+            ));
         }
         return (train, micro, accum);
     };
     match (train, micro, accum) {
         (Some(t), Some(m), Some(a)) => {
             if t != m.saturating_mul(a).saturating_mul(dp) {
-                diags.push(mismatch(format!(
-                    "train_batch_size {t} ≠ micro batch {m} × accumulation {a} × data-parallel size {dp} = {}",
-                    m.saturating_mul(a).saturating_mul(dp)
-                )));
+                let product = m.saturating_mul(a).saturating_mul(dp);
+                diags.push(mismatch(
+                    format!(
+                        "train_batch_size {t} ≠ micro batch {m} × accumulation {a} × data-parallel size {dp} = {product}"
+                    ),
+                    format!(
+                        "train_batch_size {t} ≠ micro batch {m} × 梯度累积 {a} × 数据并行数 {dp} = {product}"
+                    ),
+                ));
             }
             (Some(t), Some(m), Some(a))
         }
@@ -367,14 +375,19 @@ fn divide(total: u64, by: u64, what: &str, diags: &mut Vec<Diagnostic>) -> Optio
     if by > 0 && total.is_multiple_of(by) && total >= by {
         Some(total / by)
     } else {
-        diags.push(mismatch(format!(
-            "train_batch_size {total} is not divisible by {by}: no whole {what} fits"
-        )));
+        diags.push(mismatch(
+            format!("train_batch_size {total} is not divisible by {by}: no whole {what} fits"),
+            format!("train_batch_size {total} 不能被 {by} 整除：{what} 得不到整数"),
+        ));
         None
     }
 }
 
-fn mismatch(en: String) -> Diagnostic {
-    let zh = format!("批量不一致：{en}");
-    Diagnostic::error(Code::BatchMismatch, "train_batch_size", en, zh)
+fn mismatch(en: String, zh: String) -> Diagnostic {
+    Diagnostic::error(
+        Code::BatchMismatch,
+        "train_batch_size",
+        en,
+        format!("批量不一致：{zh}"),
+    )
 }

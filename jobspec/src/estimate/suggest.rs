@@ -228,7 +228,12 @@ pub fn suggest_fixes(v: &ValidSpec) -> Vec<Suggestion> {
             ops.extend(b.ops.iter().cloned());
             let title = Message::new(
                 format!("{} and {}", a.title.en, b.title.en),
-                format!("{}，并{}", a.title.zh, b.title.zh),
+                // A space between 并 and a key or number that starts the second part.
+                if b.title.zh.starts_with(|c: char| c.is_ascii()) {
+                    format!("{}，并 {}", a.title.zh, b.title.zh)
+                } else {
+                    format!("{}，并{}", a.title.zh, b.title.zh)
+                },
             );
             tries.push((title, ops));
         }

@@ -1,7 +1,7 @@
 //! Training time from FLOPs over cards × peak × MFU, cost in fen, and the physics check.
 
 use super::params::ParamCount;
-use crate::spec::{Recompute, format_duration};
+use crate::spec::{Recompute, format_duration, format_duration_zh};
 use crate::validate::ValidSpec;
 use serde::Serialize;
 
@@ -241,6 +241,11 @@ pub fn describe(f: &PhysicsFinding) -> (String, String) {
     let stated = format_duration(f.stated_s as f64);
     let min = format_duration(f.min_s);
     let est = format_duration(f.estimated_s);
+    let (stated_zh, min_zh, est_zh) = (
+        format_duration_zh(f.stated_s as f64),
+        format_duration_zh(f.min_s),
+        format_duration_zh(f.estimated_s),
+    );
     let days = f.min_s / 86_400.0;
     let label_zh = if f.what == "time_limit" {
         "时间上限"
@@ -255,7 +260,7 @@ pub fn describe(f: &PhysicsFinding) -> (String, String) {
                 f.min_s / f.stated_s as f64
             ),
             format!(
-                "{label_zh} {stated} 在物理上不可能：即使 MFU 达到 100%，也需要 {min}（约 {days:.0} 天），是其 {:.0} 倍",
+                "{label_zh} {stated_zh} 在物理上不可能：即使 MFU 达到 100%，也需要 {min_zh}（约 {days:.0} 天），是其 {:.0} 倍",
                 f.min_s / f.stated_s as f64
             ),
         )
@@ -267,7 +272,7 @@ pub fn describe(f: &PhysicsFinding) -> (String, String) {
                 f.required_mfu * 100.0
             ),
             format!(
-                "{label_zh} {stated} 需要 {:.0}% 的 MFU；按假定的 MFU 需要 {est}",
+                "{label_zh} {stated_zh} 需要 {:.0}% 的 MFU；按假定的 MFU 需要 {est_zh}",
                 f.required_mfu * 100.0
             ),
         )

@@ -82,7 +82,7 @@ fn each_figure_opens_its_formula_and_assumptions_in_both_languages() {
     for x in &explain {
         let sel = format!("#explain-{} [data-testid=explain-formula]", x.figure);
         onramp_tests::wait::until("the formula", WAIT, || {
-            Ok((text_content(&browser, &sel) == x.formula).then_some(()))
+            Ok((text_content(&browser, &sel) == x.formula.en).then_some(()))
         })
         .unwrap_or_else(|e| panic!("{e}: {:?}", text_content(&browser, &sel)));
         assert_eq!(
@@ -114,10 +114,10 @@ fn each_figure_opens_its_formula_and_assumptions_in_both_languages() {
         assert_eq!(focused, json!(format!("explain-{figure}:{summary}")));
     }
     let time = explain.iter().find(|x| x.figure == "time").unwrap();
-    assert!(time.formula.contains("FLOPs"), "{}", time.formula);
+    assert!(time.formula.en.contains("FLOPs"), "{}", time.formula.en);
 
-    // In Chinese: the same formula, the assumptions and the names translated; what was open
-    // stays open.
+    // In Chinese: the formula, the assumptions and the names translated; what was open stays
+    // open.
     click(&browser, "[data-testid=lang-switch]");
     browser
         .wait_for_text("#explain-time[open] summary", WAIT, |s| s == "时间")
@@ -128,6 +128,7 @@ fn each_figure_opens_its_formula_and_assumptions_in_both_languages() {
     );
     assert_eq!(
         text_content(&browser, "#explain-time [data-testid=explain-formula]"),
-        time.formula
+        time.formula.zh
     );
+    assert!(time.formula.zh.contains("秒"), "{}", time.formula.zh);
 }
