@@ -9,7 +9,7 @@ pub use api::JobState;
 /// The backend for a spec: one that has enough cards of its type, of the preferred kind if the
 /// spec names one. The first fitting backend in configuration order wins.
 pub fn pick_backend<'a>(
-    backends: &'a [BackendConfig],
+    backends: impl IntoIterator<Item = &'a BackendConfig>,
     card: &str,
     cards_needed: u32,
     preference: &jobspec::spec::Backend,
@@ -21,7 +21,7 @@ pub fn pick_backend<'a>(
         Pref::Slurm => b.kind == BackendKind::Slurm,
     };
     backends
-        .iter()
+        .into_iter()
         .filter(|b| kind_ok(b))
         .find(|b| b.cards.get(card).is_some_and(|n| *n >= cards_needed))
         .ok_or_else(|| {
@@ -30,6 +30,45 @@ pub fn pick_backend<'a>(
             )
             .with_details(serde_json::json!({"card": card, "cards": cards_needed}))
         })
+}
+
+/// The backend for a valid spec, and the spec as planned on that backend's nodes: as
+/// [`pick_backend`], among the backends whose nodes hold what the spec offloads (a backend's
+/// `node_ram_gib` and `node_nvme_gib` over the catalogue's figures). When the offload fits none of
+/// the backends that have the cards, the refusal is the plan's own finding on the first of them
+/// (`host-does-not-fit`, how much more RAM or NVMe it needs), a 422 like any spec that does not fit.
+pub fn pick_for_spec<'a>(
+    backends: &'a [BackendConfig],
+    v: &jobspec::ValidSpec,
+) -> Result<(&'a BackendConfig, jobspec::ValidSpec), ApiError> {
+    let on = |b: &BackendConfig| v.clone().with_node(b.node());
+    let host_errors = |spec: jobspec::ValidSpec| {
+        let plan = jobspec::plan::finish(Some(spec), Vec::new());
+        let errors: Vec<jobspec::Diagnostic> = plan
+            .diagnostics
+            .into_iter()
+            .filter(|d| d.is_error() && d.code == jobspec::Code::HostDoesNotFit)
+            .collect();
+        errors
+    };
+    let fitting = backends.iter().filter(|b| host_errors(on(b)).is_empty());
+    let (card, n, pref) = (v.card().id, v.world_size(), &v.spec().backend);
+    match pick_backend(fitting, card, n, pref) {
+        Ok(b) => Ok((b, on(b))),
+        Err(e) => match pick_backend(backends, card, n, pref) {
+            Ok(b) => Err(ApiError::new(
+                ErrorCode::InvalidSpec,
+                format!(
+                    "the spec cannot be submitted: what it offloads does not fit the nodes of backend {}; see details.diagnostics",
+                    b.name
+                ),
+            )
+            .with_typed_details(&api::InvalidSpecDetails {
+                diagnostics: host_errors(on(b)).iter().map(Into::into).collect(),
+            })),
+            Err(_) => Err(e),
+        },
+    }
 }
 
 /// One text in the app's languages (the wire type).
@@ -98,6 +137,40 @@ mod tests {
                 .status,
             409
         );
+    }
+
+    /// A backend whose nodes cannot hold what the spec offloads is passed over for one whose
+    /// can; with none, the refusal is the plan's host finding, on the backend's own RAM.
+    #[test]
+    fn a_backend_is_picked_whose_nodes_hold_the_offload() {
+        let spec = "name = \"o\"\ntask = \"sft\"\nmodel = \"qwen2.5-7b\"\n[data]\ndataset = \"d\"\n\
+                    tokens = 1000000\nseq_len = 1024\n[train]\nmicro_batch = 1\ngrad_checkpointing = true\n\
+                    [parallel]\nzero_stage = 3\noffload_optimizer = \"cpu\"\noffload_params = \"cpu\"\n\
+                    [resources]\ncard = \"rtx-4090\"\ntime_limit = \"2d\"\n";
+        let (v, diags) = jobspec::validate_toml(spec);
+        let v = v.unwrap_or_else(|| panic!("{diags:?}"));
+        assert!(jobspec::plan::finish(Some(v.clone()), Vec::new()).is_submittable());
+        let small = BackendConfig {
+            node_ram_gib: Some(64),
+            ..b("small", BackendKind::Slurm, "rtx-4090", 8)
+        };
+        let big = b("big", BackendKind::Slurm, "rtx-4090", 8);
+        let list = vec![small.clone(), big];
+        let (chosen, planned) = pick_for_spec(&list, &v).unwrap();
+        assert_eq!(chosen.name, "big");
+        assert_eq!(planned.node_ram_bytes(), v.node_ram_bytes());
+        let e = pick_for_spec(std::slice::from_ref(&small), &v).unwrap_err();
+        assert_eq!((e.status, e.code), (422, ErrorCode::InvalidSpec), "{e:?}");
+        let details = e.details;
+        let d = &details["diagnostics"][0];
+        assert_eq!(d["code"], "host-does-not-fit", "{details}");
+        assert!(
+            d["message"].as_str().unwrap().contains("64.0 GiB"),
+            "{details}"
+        );
+        // No backend with the cards at all stays a 409.
+        let none = pick_for_spec(&[b("x", BackendKind::Slurm, "a100-80g", 8)], &v).unwrap_err();
+        assert_eq!(none.code, ErrorCode::NoBackend);
     }
 
     #[test]

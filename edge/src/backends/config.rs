@@ -56,6 +56,13 @@ pub struct BackendConfig {
     /// duration (`"7d"`, `"36h"`); 7 days when absent.
     #[serde(default)]
     pub retention: Option<String>,
+    /// Host RAM per node in GiB, where the backend knows its nodes better than the catalogue's
+    /// figure for the card type: what offloaded optimizer states and parameters must fit in.
+    #[serde(default)]
+    pub node_ram_gib: Option<u64>,
+    /// Local NVMe per node in GiB (where ZeRO-Infinity offloads to); the catalogue's when absent.
+    #[serde(default)]
+    pub node_nvme_gib: Option<u64>,
     /// An `http://` URL on a private network, allowed where the deployment requires TLS
     /// (`crate::tls`): the operator says so by name.
     #[serde(default)]
@@ -63,6 +70,14 @@ pub struct BackendConfig {
 }
 
 impl BackendConfig {
+    /// This backend's nodes as jobspec plans on them (`None`: the catalogue's figure).
+    pub fn node(&self) -> jobspec::NodeOverride {
+        jobspec::NodeOverride {
+            ram_bytes: self.node_ram_gib.map(|g| g << 30),
+            nvme_bytes: self.node_nvme_gib.map(|g| g << 30),
+        }
+    }
+
     /// The retention in seconds (`parse` has checked that it reads).
     pub fn retention_s(&self) -> u64 {
         self.retention
@@ -113,6 +128,19 @@ pub fn parse_with(text: Option<&str>, require_tls: bool) -> Result<Vec<BackendCo
                 "BACKENDS: backend {:?} has work_dir {dir:?}, which is not an absolute path",
                 b.name
             ));
+        }
+        // Up to a PiB per node: more is a typo (and would pass u64 in bytes). A node may have
+        // no NVMe, but not no RAM.
+        for (field, gib, least) in [
+            ("node_ram_gib", b.node_ram_gib, 1),
+            ("node_nvme_gib", b.node_nvme_gib, 0),
+        ] {
+            if let Some(g) = gib.filter(|g| !(least..=1 << 20).contains(g)) {
+                return Err(format!(
+                    "BACKENDS: backend {:?} has {field} {g}; give GiB per node, {least} to 1048576",
+                    b.name
+                ));
+            }
         }
         check_text_fields(b)?;
         check_kind_fields(b)?;
@@ -353,6 +381,29 @@ mod tests {
             e.contains("not a Slurm backend") && e.contains("api_version"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_backend_may_say_how_much_ram_and_nvme_its_nodes_have() {
+        let one = |extra: &str| {
+            parse(Some(&format!(
+                r#"[{{"name": "hpc", "kind": "runner", "url": "http://127.0.0.1:1"{extra}}}]"#
+            )))
+        };
+        let list = one(r#", "node_ram_gib": 256, "node_nvme_gib": 0"#).unwrap();
+        assert_eq!(
+            list[0].node(),
+            jobspec::NodeOverride {
+                ram_bytes: Some(256 << 30),
+                nvme_bytes: Some(0)
+            }
+        );
+        assert_eq!(one("").unwrap()[0].node(), jobspec::NodeOverride::default());
+        for bad in [r#", "node_ram_gib": 0"#, r#", "node_nvme_gib": 9999999999"#] {
+            let e = one(bad).unwrap_err();
+            assert!(e.contains("GiB per node"), "{e}");
+        }
+        assert!(one(r#", "node_ram_gib": -1"#).is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::backends::adapter::{self, Dispatch};
 use crate::backends::config::BackendConfig;
 use crate::coordinator::{Balance, Op, Settled};
 use crate::error::{ApiError, ErrorCode};
-use crate::jobs::pick_backend;
+use crate::jobs::pick_for_spec;
 use crate::wire::{self, SpecText};
 use crate::worker::access::User;
 use crate::worker::db::{self, n, now_ms, random_hex, s};
@@ -53,13 +53,11 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
             .collect(),
         None => backends,
     };
-    let backend = pick_backend(
-        &candidates,
-        valid.card().id,
-        valid.world_size(),
-        &valid.spec().backend,
-    )
-    .map_err(|e| match &valid.spec().checkpoint.resume_from {
+    // Planned again on the chosen backend's own nodes (their RAM and NVMe for what it offloads).
+    let (backend, valid) = pick_for_spec(&candidates, &valid)
+        .map(|(b, v)| (b.clone(), v))
+        .map_err(|e| match &valid.spec().checkpoint.resume_from {
+        Some(_) if e.code == ErrorCode::InvalidSpec => e,
         Some(id) => ApiError::new(
             ErrorCode::NoBackend,
             format!(
@@ -69,8 +67,7 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
         )
         .with_details(serde_json::json!({"field": "checkpoint.resume_from"})),
         None => e,
-    })?
-    .clone();
+    })?;
     let hold_fen = i64::try_from(valid.max_cost_fen()).map_err(|_| {
         ApiError::new(
             ErrorCode::InvalidSpec,
