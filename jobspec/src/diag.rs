@@ -309,6 +309,49 @@ pub fn did_you_mean<'a>(
         .map(|(_, c)| c)
 }
 
+/// "Did you mean" for a catalogue id: the ids that hold what was typed, letters and digits only
+/// (`4090` → `rtx-4090`, `llama3-8b` → `llama-3-8b`, `A100` → `a100-40g` or `a100-80g`), else the
+/// closest one as [`did_you_mean`] finds it.
+pub(crate) fn id_hint(word: &str, candidates: &[&str]) -> Option<Message> {
+    let plain = |s: &str| -> String {
+        s.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    let typed = plain(word.rsplit('/').next().unwrap_or(word));
+    let holding: Vec<&str> = if typed.len() >= 3 {
+        let exact: Vec<&str> = candidates
+            .iter()
+            .copied()
+            .filter(|c| plain(c) == typed || typed.ends_with(&plain(c)))
+            .collect();
+        if exact.is_empty() {
+            candidates
+                .iter()
+                .copied()
+                .filter(|c| plain(c).contains(&typed))
+                .collect()
+        } else {
+            exact
+        }
+    } else {
+        Vec::new()
+    };
+    match holding.as_slice() {
+        [] => hint(did_you_mean(word, candidates.iter().copied())),
+        [one] => hint(Some(one)),
+        some if some.len() <= 4 => {
+            let list = some.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>();
+            Some(Message::new(
+                format!("did you mean one of {}?", list.join(", ")),
+                format!("您是不是想写 {} 之一？", list.join("、")),
+            ))
+        }
+        _ => hint(did_you_mean(word, candidates.iter().copied())),
+    }
+}
+
 /// A "did you mean" help message.
 pub(crate) fn hint(candidate: Option<&str>) -> Option<Message> {
     candidate.map(|c| {

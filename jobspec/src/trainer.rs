@@ -321,6 +321,7 @@ pub fn catalog_export() -> Value {
                 "id": m.id,
                 "display": m.display,
                 "hf_repo": m.hf_repo,
+                "chat_template": m.chat_template,
                 "max_seq_len": m.max_seq_len,
                 "arch": m.arch,
                 "params": crate::estimate::params::count(&m.arch).total,

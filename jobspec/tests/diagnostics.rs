@@ -287,3 +287,71 @@ fn fine_tuning_an_architecture_says_its_weights_are_random() {
     assert!(!warned(&spec("sft", resumed)));
     assert!(!warned(MINIMAL), "a catalogue model is pretrained");
 }
+
+/// The model names people type: a Hugging Face repo id is its catalogue entry (instruct and
+/// chat variants included), said as an info; an id or card written another way gets the ids
+/// that hold it as "did you mean".
+#[test]
+fn hub_repo_ids_resolve_and_near_ids_are_suggested() {
+    let with = |model: &str, card: &str| {
+        validate_toml(
+            &MINIMAL
+                .replace("qwen2.5-7b", model)
+                .replace("a100-80g", card),
+        )
+    };
+    for (repo, id) in [
+        ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b-instruct"),
+        ("meta-llama/Meta-Llama-3-8B", "llama-3-8b"),
+        (
+            "meta-llama/meta-llama-3-70b-instruct",
+            "llama-3-70b-instruct",
+        ),
+        ("deepseek-ai/deepseek-llm-7b-chat", "deepseek-llm-7b-chat"),
+        ("Qwen2.5-7B-Instruct", "qwen2.5-7b-instruct"),
+    ] {
+        let (v, diags) = with(repo, "a100-80g");
+        let v = v.unwrap_or_else(|| panic!("{repo}: {diags:#?}"));
+        assert_eq!(v.model_name(), jobspec::catalog::model(id).unwrap().display);
+        assert!(
+            v.spec().to_toml().contains(&format!("model = \"{id}\"")),
+            "{repo}"
+        );
+    }
+    let (_, diags) = with("Qwen/Qwen2.5-7B-Instruct", "a100-80g");
+    assert!(diags.iter().any(|d| {
+        d.path == "model"
+            && d.message
+                .en
+                .contains("is the catalogue's `qwen2.5-7b-instruct`")
+    }));
+    let help = |model: &str, card: &str, code: &str| {
+        let (_, diags) = with(model, card);
+        diags
+            .iter()
+            .find(|d| d.code.as_str() == code)
+            .and_then(|d| d.help.clone())
+            .map(|h| h.en)
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        help("qwen2.5-7b", "4090", "unknown-card"),
+        "did you mean `rtx-4090`?"
+    );
+    assert_eq!(
+        help("qwen2.5-7b", "RTX4090", "unknown-card"),
+        "did you mean `rtx-4090`?"
+    );
+    assert_eq!(
+        help("qwen2.5-7b", "A100", "unknown-card"),
+        "did you mean one of `a100-40g`, `a100-80g`?"
+    );
+    assert_eq!(
+        help("llama3-8b", "a100-80g", "unknown-model"),
+        "did you mean `llama-3-8b`?"
+    );
+    assert_eq!(
+        help("mistralai/Mistral-7B-v0.3", "a100-80g", "unknown-model"),
+        "did you mean `mistral-7b`?"
+    );
+}

@@ -60,7 +60,7 @@ fn model_states_equal_deepspeed() {
             }
         }
     }
-    assert_eq!(checked, 13 * 4 * 6);
+    assert_eq!(checked, jobspec::catalog::MODELS.len() * 4 * 6);
 }
 
 /// ZeRO-0 is the paper's 16 bytes per parameter; ZeRO-1 4Ψ + 12Ψ/N.

@@ -129,3 +129,37 @@ def test_a_tracker_the_environment_lacks_is_refused_before_any_work(monkeypatch)
     run["plan"].update(report_to=["wandb"], task="lora")
     with pytest.raises(SpecError, match="output.report_to asks for wandb"):
         train.preflight(spec.parse(json.dumps(run)).plan)
+
+
+def test_each_catalogue_chat_layout_renders_a_prompt_that_starts_its_conversation():
+    """A tokenizer without a chat template gets its family's layout from the catalogue; each
+    layout's prompt (the turns before the answer, with the generation prompt) is the start of
+    the whole conversation, which is how the trainer finds the answer's tokens."""
+    import jinja2
+
+    from onramp_train import models
+    from onramp_train.spec import catalog
+
+    cat = catalog()
+    assert models.chat_template_for("qwen2.5-7b-instruct") == models.CHAT_TEMPLATES["chatml"]
+    assert models.chat_template_for("llama-3-8b") == models.CHAT_TEMPLATES["llama-3"]
+    assert models.chat_template_for("stories260K") == models.FALLBACK_CHAT_TEMPLATE
+    assert models.chat_template_for(None) == models.FALLBACK_CHAT_TEMPLATE
+    families = {m["chat_template"] for m in cat.values()} - {""}
+    env = jinja2.Environment()
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Reverse the word: cat"},
+        {"role": "assistant", "content": "tac"},
+    ]
+    for family in families:
+        layout = models.CHAT_TEMPLATES.get(family)
+        if layout is None:  # a family whose tokenizers always bring their own (chatglm3, r1)
+            continue
+        t = env.from_string(layout)
+        full = t.render(messages=messages, bos_token="<s>", eos_token="</s>")
+        prompt = t.render(
+            messages=messages[:-1], add_generation_prompt=True, bos_token="<s>", eos_token="</s>"
+        )
+        assert full.startswith(prompt), family
+        assert "tac" in full[len(prompt) :], family

@@ -30,8 +30,12 @@ pub struct Model {
     pub max_seq_len: u32,
     /// Parameter count as the publisher reports it (rounded as published).
     pub published_params: u64,
-    /// Where the weights are published (Hugging Face repo id), for launch commands.
+    /// Where the weights are published (Hugging Face repo id), for launch commands; a spec may
+    /// name the model by it.
     pub hf_repo: &'static str,
+    /// The chat layout its conversations are written in (`chatml`, `llama-3`, …; empty: none of
+    /// its own), which the trainer uses when the tokenizer brings no chat template.
+    pub chat_template: &'static str,
 }
 
 #[allow(clippy::too_many_arguments)] // one argument per config.json field, in that order
@@ -66,6 +70,17 @@ pub const MODELS: &[Model] = &[
         arch: arch(30, 4096, 32, 32, 11008, 102_400, false, false),
         max_seq_len: 4096,
         hf_repo: "deepseek-ai/deepseek-llm-7b-base",
+        chat_template: "deepseek",
+        published_params: 6_910_000_000,
+    },
+    // huggingface.co/deepseek-ai/deepseek-llm-7b-chat: the base model's config, tuned for chat.
+    Model {
+        id: "deepseek-llm-7b-chat",
+        display: "DeepSeek LLM 7B Chat",
+        arch: arch(30, 4096, 32, 32, 11008, 102_400, false, false),
+        max_seq_len: 4096,
+        hf_repo: "deepseek-ai/deepseek-llm-7b-chat",
+        chat_template: "deepseek",
         published_params: 6_910_000_000,
     },
     // huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Qwen-7B config.json (Qwen2.5-Math-7B
@@ -77,6 +92,7 @@ pub const MODELS: &[Model] = &[
         arch: arch(28, 3584, 28, 4, 18944, 152_064, false, true),
         max_seq_len: 131_072,
         hf_repo: "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
+        chat_template: "deepseek-r1",
         published_params: 7_620_000_000,
     },
     // huggingface.co/Qwen/Qwen2.5-7B config.json; Qwen2.5 technical report (2024) table 1:
@@ -87,6 +103,17 @@ pub const MODELS: &[Model] = &[
         arch: arch(28, 3584, 28, 4, 18944, 152_064, false, true),
         max_seq_len: 131_072,
         hf_repo: "Qwen/Qwen2.5-7B",
+        chat_template: "chatml",
+        published_params: 7_610_000_000,
+    },
+    // huggingface.co/Qwen/Qwen2.5-7B-Instruct config.json: the base's numbers, 32K positions (128K with YaRN).
+    Model {
+        id: "qwen2.5-7b-instruct",
+        display: "Qwen2.5 7B Instruct",
+        arch: arch(28, 3584, 28, 4, 18944, 152_064, false, true),
+        max_seq_len: 32_768,
+        hf_repo: "Qwen/Qwen2.5-7B-Instruct",
+        chat_template: "chatml",
         published_params: 7_610_000_000,
     },
     // huggingface.co/Qwen/Qwen2.5-14B config.json: 48 layers, hidden 5120, 40 heads, 8 KV heads,
@@ -97,6 +124,17 @@ pub const MODELS: &[Model] = &[
         arch: arch(48, 5120, 40, 8, 13824, 152_064, false, true),
         max_seq_len: 131_072,
         hf_repo: "Qwen/Qwen2.5-14B",
+        chat_template: "chatml",
+        published_params: 14_700_000_000,
+    },
+    // huggingface.co/Qwen/Qwen2.5-14B-Instruct config.json: the base's numbers, 32K positions.
+    Model {
+        id: "qwen2.5-14b-instruct",
+        display: "Qwen2.5 14B Instruct",
+        arch: arch(48, 5120, 40, 8, 13824, 152_064, false, true),
+        max_seq_len: 32_768,
+        hf_repo: "Qwen/Qwen2.5-14B-Instruct",
+        chat_template: "chatml",
         published_params: 14_700_000_000,
     },
     // huggingface.co/Qwen/Qwen2.5-72B config.json: 80 layers, hidden 8192, 64 heads, 8 KV heads,
@@ -107,6 +145,17 @@ pub const MODELS: &[Model] = &[
         arch: arch(80, 8192, 64, 8, 29568, 152_064, false, true),
         max_seq_len: 131_072,
         hf_repo: "Qwen/Qwen2.5-72B",
+        chat_template: "chatml",
+        published_params: 72_700_000_000,
+    },
+    // huggingface.co/Qwen/Qwen2.5-72B-Instruct config.json: the base's numbers, 32K positions.
+    Model {
+        id: "qwen2.5-72b-instruct",
+        display: "Qwen2.5 72B Instruct",
+        arch: arch(80, 8192, 64, 8, 29568, 152_064, false, true),
+        max_seq_len: 32_768,
+        hf_repo: "Qwen/Qwen2.5-72B-Instruct",
+        chat_template: "chatml",
         published_params: 72_700_000_000,
     },
     // huggingface.co/meta-llama/Meta-Llama-3-8B config.json: 32 layers, hidden 4096, 32 heads,
@@ -117,6 +166,17 @@ pub const MODELS: &[Model] = &[
         arch: arch(32, 4096, 32, 8, 14336, 128_256, false, false),
         max_seq_len: 8192,
         hf_repo: "meta-llama/Meta-Llama-3-8B",
+        chat_template: "llama-3",
+        published_params: 8_030_000_000,
+    },
+    // huggingface.co/meta-llama/Meta-Llama-3-8B-Instruct config.json: the base's numbers.
+    Model {
+        id: "llama-3-8b-instruct",
+        display: "Llama 3 8B Instruct",
+        arch: arch(32, 4096, 32, 8, 14336, 128_256, false, false),
+        max_seq_len: 8192,
+        hf_repo: "meta-llama/Meta-Llama-3-8B-Instruct",
+        chat_template: "llama-3",
         published_params: 8_030_000_000,
     },
     // huggingface.co/meta-llama/Meta-Llama-3-70B config.json: 80 layers, hidden 8192, 64 heads,
@@ -127,6 +187,17 @@ pub const MODELS: &[Model] = &[
         arch: arch(80, 8192, 64, 8, 28672, 128_256, false, false),
         max_seq_len: 8192,
         hf_repo: "meta-llama/Meta-Llama-3-70B",
+        chat_template: "llama-3",
+        published_params: 70_600_000_000,
+    },
+    // huggingface.co/meta-llama/Meta-Llama-3-70B-Instruct config.json: the base's numbers.
+    Model {
+        id: "llama-3-70b-instruct",
+        display: "Llama 3 70B Instruct",
+        arch: arch(80, 8192, 64, 8, 28672, 128_256, false, false),
+        max_seq_len: 8192,
+        hf_repo: "meta-llama/Meta-Llama-3-70B-Instruct",
+        chat_template: "llama-3",
         published_params: 70_600_000_000,
     },
     // huggingface.co/THUDM/chatglm3-6b config.json: num_layers 28, hidden 4096, 32 heads,
@@ -138,6 +209,7 @@ pub const MODELS: &[Model] = &[
         arch: arch(28, 4096, 32, 2, 13696, 65_024, false, true),
         max_seq_len: 8192,
         hf_repo: "THUDM/chatglm3-6b",
+        chat_template: "chatglm3",
         published_params: 6_240_000_000,
     },
     // huggingface.co/mistralai/Mistral-7B-v0.1 config.json: 32 layers, hidden 4096, 32 heads,
@@ -148,6 +220,17 @@ pub const MODELS: &[Model] = &[
         arch: arch(32, 4096, 32, 8, 14336, 32_000, false, false),
         max_seq_len: 32_768,
         hf_repo: "mistralai/Mistral-7B-v0.1",
+        chat_template: "mistral",
+        published_params: 7_240_000_000,
+    },
+    // huggingface.co/mistralai/Mistral-7B-Instruct-v0.2 config.json: v0.1's numbers, 32K context without sliding window.
+    Model {
+        id: "mistral-7b-instruct",
+        display: "Mistral 7B Instruct v0.2",
+        arch: arch(32, 4096, 32, 8, 14336, 32_000, false, false),
+        max_seq_len: 32_768,
+        hf_repo: "mistralai/Mistral-7B-Instruct-v0.2",
+        chat_template: "mistral",
         published_params: 7_240_000_000,
     },
     // karpathy/llama2.c README, "custom tokenizers" table, and the header of stories260K.bin
@@ -158,6 +241,7 @@ pub const MODELS: &[Model] = &[
         arch: arch(5, 64, 8, 4, 172, 512, true, false),
         max_seq_len: 512,
         hf_repo: "karpathy/tinyllamas/stories260K",
+        chat_template: "",
         published_params: 260_000,
     },
     // karpathy/llama2.c README model table: dim 288, 6 layers, 6 heads, seq 256, 15M;
@@ -168,6 +252,7 @@ pub const MODELS: &[Model] = &[
         arch: arch(6, 288, 6, 6, 768, 32_000, true, false),
         max_seq_len: 256,
         hf_repo: "karpathy/tinyllamas/stories15M.bin",
+        chat_template: "",
         published_params: 15_000_000,
     },
     // karpathy/llama2.c README: dim 512, 8 layers, 8 heads, seq 1024, 42M; hidden_dim 1376.
@@ -177,6 +262,7 @@ pub const MODELS: &[Model] = &[
         arch: arch(8, 512, 8, 8, 1376, 32_000, true, false),
         max_seq_len: 1024,
         hf_repo: "karpathy/tinyllamas/stories42M.bin",
+        chat_template: "",
         published_params: 42_000_000,
     },
     // karpathy/llama2.c README: dim 768, 12 layers, 12 heads, seq 1024, 110M; hidden_dim 2048.
@@ -186,6 +272,7 @@ pub const MODELS: &[Model] = &[
         arch: arch(12, 768, 12, 12, 2048, 32_000, true, false),
         max_seq_len: 1024,
         hf_repo: "karpathy/tinyllamas/stories110M.bin",
+        chat_template: "",
         published_params: 110_000_000,
     },
 ];
@@ -193,6 +280,13 @@ pub const MODELS: &[Model] = &[
 /// Looks a model up by id (case-insensitive, so `stories260k` finds `stories260K`).
 pub fn model(id: &str) -> Option<&'static Model> {
     MODELS.iter().find(|m| m.id.eq_ignore_ascii_case(id))
+}
+
+/// Looks a model up by its Hugging Face repo id (`Qwen/Qwen2.5-7B-Instruct`), case-insensitive.
+pub fn model_by_repo(repo: &str) -> Option<&'static Model> {
+    MODELS
+        .iter()
+        .find(|m| m.hf_repo.eq_ignore_ascii_case(repo.trim_end_matches('/')))
 }
 
 /// Every model id, for "did you mean".

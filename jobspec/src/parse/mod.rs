@@ -4,7 +4,7 @@
 //! diagnostic, so one pass reports everything. Missing required fields make the result `None`.
 
 use crate::catalog;
-use crate::diag::{Code, Diagnostic, Span, did_you_mean, hint};
+use crate::diag::{Code, Diagnostic, Span, did_you_mean, hint, id_hint};
 use crate::node::{Key, Node, Val};
 use crate::spec::*;
 

@@ -153,6 +153,19 @@ impl Reader {
     fn model_id(&mut self, id: &str, span: Option<Span>) -> Option<ModelRef> {
         match catalog::model(id) {
             Some(m) => Some(ModelRef::Id(m.id.to_string())),
+            // A Hugging Face repo id names its catalogue entry.
+            None if let Some(m) = catalog::model_by_repo(id) => {
+                self.push(
+                    Diagnostic::info(
+                        Code::Defaulted,
+                        "model",
+                        format!("`{id}` is the catalogue's `{}` ({})", m.id, m.display),
+                        format!("`{id}` 即目录中的 `{}`（{}）", m.id, m.display),
+                    )
+                    .with_span(span),
+                );
+                Some(ModelRef::Id(m.id.to_string()))
+            }
             None => {
                 self.push(
                     Diagnostic::error(
@@ -162,7 +175,7 @@ impl Reader {
                         format!("未知的模型 `{id}`；可选：{}", ids(catalog::model_ids())),
                     )
                     .with_span(span)
-                    .with_help(hint(did_you_mean(id, catalog::model_ids()))),
+                    .with_help(id_hint(id, &catalog::model_ids().collect::<Vec<_>>())),
                 );
                 None
             }
@@ -283,7 +296,7 @@ impl Reader {
                             format!("未知的卡型 `{id}`；可选：{}", ids(catalog::card_ids())),
                         )
                         .with_span(span)
-                        .with_help(hint(did_you_mean(&id, catalog::card_ids()))),
+                        .with_help(id_hint(&id, &catalog::card_ids().collect::<Vec<_>>())),
                     );
                     None
                 }

@@ -28,6 +28,48 @@ FALLBACK_CHAT_TEMPLATE = (
 )
 
 
+# The catalogue's chat layouts (`chat_template` in jobspec's catalogue), for a tokenizer that
+# brings none of its own (a base model's folder, say): each family's published layout.
+CHAT_TEMPLATES = {
+    "chatml": (
+        "{% for m in messages %}"
+        "{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n' }}"
+        "{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+    ),
+    "llama-3": (
+        "{{ bos_token }}{% for m in messages %}"
+        "{{ '<|start_header_id|>' + m['role'] + '<|end_header_id|>\n\n'"
+        " + (m['content'] | trim) + '<|eot_id|>' }}"
+        "{% endfor %}"
+        "{% if add_generation_prompt %}"
+        "{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
+    ),
+    "mistral": (
+        "{{ bos_token }}{% for m in messages %}"
+        "{% if m['role'] == 'assistant' %}{{ ' ' + m['content'] + eos_token }}"
+        "{% else %}{{ '[INST] ' + m['content'] + ' [/INST]' }}{% endif %}"
+        "{% endfor %}"
+    ),
+    "deepseek": (
+        "{{ bos_token }}{% for m in messages %}"
+        "{% if m['role'] == 'user' %}{{ 'User: ' + m['content'] + '\n\n' }}"
+        "{% elif m['role'] == 'assistant' %}{{ 'Assistant: ' + m['content'] + eos_token }}"
+        "{% else %}{{ m['content'] + '\n\n' }}{% endif %}"
+        "{% endfor %}"
+        "{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"
+    ),
+}
+
+
+def chat_template_for(model_id: str | None) -> str:
+    """The layout the catalogue names for a model, else the plain fallback."""
+    from .spec import catalog
+
+    family = catalog().get(model_id or "", {}).get("chat_template", "")
+    return CHAT_TEMPLATES.get(family, FALLBACK_CHAT_TEMPLATE)
+
+
 @dataclass(frozen=True)
 class ModelSource:
     """`kind` is `folder` (a local Hugging Face folder), `hub` (a repo id) or `config` (built
@@ -119,7 +161,7 @@ def tokenizer(plan: Plan, source: ModelSource):
     if tok.pad_token is None:
         tok.pad_token = tok.unk_token or tok.eos_token
     if tok.chat_template is None:
-        tok.chat_template = FALLBACK_CHAT_TEMPLATE
+        tok.chat_template = chat_template_for(plan.model.id)
     return tok
 
 
