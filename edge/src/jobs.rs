@@ -51,7 +51,10 @@ pub fn pick_for_spec<'a>(
             .collect();
         errors
     };
-    let fitting = backends.iter().filter(|b| host_errors(on(b)).is_empty());
+    // The estimate alone says whether it fits; the whole plan only for a refusal's words.
+    let fitting = backends
+        .iter()
+        .filter(|b| jobspec::estimate(&on(b)).memory.host_fits);
     let (card, n, pref) = (v.card().id, v.world_size(), &v.spec().backend);
     match pick_backend(fitting, card, n, pref) {
         Ok(b) => Ok((b, on(b))),
