@@ -171,25 +171,23 @@ fn ds_summary(i: &jobspec::deepspeed::DsImport) -> String {
     let zh = say::lang() == say::Lang::Zh;
     let auto = |v: Option<u64>| v.map_or_else(|| "auto".to_string(), |n| n.to_string());
     let precision = i.precision.map_or("auto", |p| p.as_str());
+    let (batch, micro, accum) = (
+        auto(i.train_batch_size),
+        auto(i.micro_batch),
+        auto(i.grad_accum),
+    );
+    let (stage, opt, params) = (
+        i.zero_stage,
+        i.offload_optimizer.as_str(),
+        i.offload_params.as_str(),
+    );
     if zh {
         format!(
-            "通过：train_batch_size {}，micro batch {}，梯度累积 {}，精度 {precision}，ZeRO-{}，优化器状态卸载 {}，参数卸载 {}",
-            auto(i.train_batch_size),
-            auto(i.micro_batch),
-            auto(i.grad_accum),
-            i.zero_stage,
-            i.offload_optimizer.as_str(),
-            i.offload_params.as_str()
+            "通过：train_batch_size {batch}，micro batch {micro}，梯度累积 {accum}，精度 {precision}，ZeRO-{stage}，优化器状态卸载 {opt}，参数卸载 {params}"
         )
     } else {
         format!(
-            "ok: train_batch_size {}, micro batch {}, accumulation {}, precision {precision}, ZeRO-{}, offload optimizer {}, params {}",
-            auto(i.train_batch_size),
-            auto(i.micro_batch),
-            auto(i.grad_accum),
-            i.zero_stage,
-            i.offload_optimizer.as_str(),
-            i.offload_params.as_str()
+            "ok: train_batch_size {batch}, micro batch {micro}, accumulation {accum}, precision {precision}, ZeRO-{stage}, offload optimizer {opt}, params {params}"
         )
     }
 }

@@ -180,28 +180,16 @@ fn Estimates(plan: Memo<Plan>) -> impl IntoView {
                 // Short only of data.tokens: the memory verdict stands, time and cost wait.
                 (None, Some(mo)) => {
                     let m = mo.estimate.memory;
-                    let (fits_key, fits_class) = if m.fits { (Key::Fits, "fits yes") } else { (Key::DoesNotFit, "fits no") };
                     view! {
-                        <MemoryBar memory=m/>
-                        <p>
-                            <span class=fits_class data-testid="plan-fits" data-fits=m.fits.to_string()>{i.t(fits_key)}</span>
-                            {format!(": {} / {} ({})", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes), i.t(Key::CardMemory))}
-                        </p>
-                        <HostLines memory=m/>
+                        <MemoryFit memory=m/>
                         <p class="muted" data-testid="plan-needs-tokens">{i.t(Key::NeedsTokens)}</p>
                     }.into_any()
                 }
                 (None, None) => view! { <p class="muted" data-testid="plan-invalid">{i.t(Key::InvalidSpec)}</p> }.into_any(),
                 (Some(e), _) => {
                     let m = e.memory;
-                    let (fits_key, fits_class) = if m.fits { (Key::Fits, "fits yes") } else { (Key::DoesNotFit, "fits no") };
                     view! {
-                        <MemoryBar memory=m/>
-                        <p>
-                            <span class=fits_class data-testid="plan-fits" data-fits=m.fits.to_string()>{i.t(fits_key)}</span>
-                            {format!(": {} / {} ({})", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes), i.t(Key::CardMemory))}
-                        </p>
-                        <HostLines memory=m/>
+                        <MemoryFit memory=m/>
                         <p data-testid="plan-time-cost">
                             {format!("{}: {}", i.t(Key::Time), jobspec::spec::format_duration(e.time.seconds))}
                             <ExplainLink figure="time"/>
@@ -219,6 +207,27 @@ fn Estimates(plan: Memo<Plan>) -> impl IntoView {
             })}
         </div>
         <CardTable plan=plan/>
+    }
+}
+
+/// The memory bar, whether it fits on the card, and the host lines: what a plan shows of its
+/// memory, with or without a run length.
+#[component]
+fn MemoryFit(memory: jobspec::estimate::MemoryEstimate) -> impl IntoView {
+    let i = use_i18n();
+    let m = memory;
+    let (fits_key, fits_class) = if m.fits {
+        (Key::Fits, "fits yes")
+    } else {
+        (Key::DoesNotFit, "fits no")
+    };
+    view! {
+        <MemoryBar memory=m/>
+        <p>
+            <span class=fits_class data-testid="plan-fits" data-fits=m.fits.to_string()>{move || i.t(fits_key)}</span>
+            {move || format!(": {} / {} ({})", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes), i.t(Key::CardMemory))}
+        </p>
+        <HostLines memory=m/>
     }
 }
 
