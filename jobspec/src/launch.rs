@@ -114,16 +114,31 @@ fn tiny_command(v: &ValidSpec) -> String {
         ModelRef::Id(id) => id.clone(),
         ModelRef::Custom(_) => "custom".into(),
     };
-    join(&[
+    let t = &s.train;
+    let mut lines = vec![
         "onramp-runner tiny-train".into(),
         format!("--model {}", shell_quote(&model)),
         format!("--dataset {}", shell_quote(&s.data.dataset)),
         format!("--steps {}", v.steps()),
-        format!("--micro-batch {}", s.train.micro_batch),
+        format!("--micro-batch {}", t.micro_batch),
         format!("--seq-len {}", s.data.seq_len),
-        format!("--lr {}", s.train.lr),
-        format!("--warmup {}", s.train.warmup),
-    ])
+        format!("--lr {}", t.lr),
+        format!("--warmup {}", t.warmup),
+    ];
+    // The optimizer's numbers the spec sets (model-tiny's defaults are jobspec's).
+    let optim = [
+        ("--weight-decay", t.weight_decay),
+        ("--beta1", t.adam_beta1),
+        ("--beta2", t.adam_beta2),
+        ("--eps", t.adam_epsilon),
+        ("--grad-clip", t.max_grad_norm),
+    ];
+    lines.extend(
+        optim
+            .into_iter()
+            .filter_map(|(flag, x)| x.map(|x| format!("{flag} {x}"))),
+    );
+    join(&lines)
 }
 
 /// Single-node launch with the DeepSpeed launcher.

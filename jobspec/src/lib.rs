@@ -24,6 +24,7 @@ pub mod diag;
 pub mod duration;
 pub mod estimate;
 mod json_spans;
+mod key_docs;
 pub mod lang;
 pub mod launch;
 pub mod money;
@@ -39,6 +40,7 @@ pub mod spec;
 pub mod templates;
 pub mod trainer;
 pub mod validate;
+pub mod zero_tuning;
 
 pub use diag::{Code, Diagnostic, DiagnosticWire, Message, Severity, Span};
 pub use estimate::{Estimate, estimate};

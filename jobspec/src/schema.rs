@@ -20,7 +20,11 @@ const READER_REQUIRED: &[(&str, &[&str])] = &[
     ("EstimateSpec", &[]),
     ("CheckpointSpec", &[]),
     ("OutputSpec", &[]),
+    ("ZeroTuning", &[]),
 ];
+
+const OPTIM: [(&str, f64, f64); 6] = crate::parse::OPTIM_RANGES;
+const ZMAX: f64 = crate::zero_tuning::MAX_ZERO_ELEMENTS as f64;
 
 /// The ranges the reader holds numbers to (`parse/sections.rs`), per table and key.
 const READER_RANGES: &[(&str, &str, f64, f64)] = &[
@@ -35,6 +39,24 @@ const READER_RANGES: &[(&str, &str, f64, f64)] = &[
     ("TrainSpec", "lora_rank", 1.0, 4096.0),
     ("TrainSpec", "seed", 0.0, 4_294_967_295.0),
     ("TrainSpec", "lora_alpha", 1.0, 65_536.0),
+    ("TrainSpec", "weight_decay", OPTIM[0].1, OPTIM[0].2),
+    ("TrainSpec", "adam_beta1", OPTIM[1].1, OPTIM[1].2),
+    ("TrainSpec", "adam_beta2", OPTIM[2].1, OPTIM[2].2),
+    ("TrainSpec", "adam_epsilon", OPTIM[3].1, OPTIM[3].2),
+    ("TrainSpec", "momentum", OPTIM[4].1, OPTIM[4].2),
+    ("TrainSpec", "max_grad_norm", OPTIM[5].1, OPTIM[5].2),
+    ("ZeroTuning", "reduce_bucket_size", 1.0, ZMAX),
+    ("ZeroTuning", "allgather_bucket_size", 1.0, ZMAX),
+    ("ZeroTuning", "sub_group_size", 1.0, ZMAX),
+    ("ZeroTuning", "stage3_prefetch_bucket_size", 1.0, ZMAX),
+    (
+        "ZeroTuning",
+        "stage3_param_persistence_threshold",
+        1.0,
+        ZMAX,
+    ),
+    ("ZeroTuning", "stage3_max_live_parameters", 1.0, ZMAX),
+    ("ZeroTuning", "stage3_max_reuse_distance", 1.0, ZMAX),
     ("ParallelSpec", "zero_stage", 0.0, 3.0),
     ("ParallelSpec", "tp", 1.0, 1024.0),
     ("ParallelSpec", "pp", 1.0, 1024.0),
@@ -202,6 +224,10 @@ fn add_defaults(value: &mut serde_json::Value) {
             "EstimateSpec",
             serde_json::to_value(EstimateSpec::default()),
         ),
+        (
+            "ZeroTuning",
+            serde_json::to_value(crate::deepspeed::zero_tuning_defaults()),
+        ),
     ];
     for (def, defaults) in tables {
         let Ok(serde_json::Value::Object(defaults)) = defaults else {
@@ -218,7 +244,8 @@ fn add_defaults(value: &mut serde_json::Value) {
     }
     // Not written when it is the default, or not a table's own default (the reader or the
     // derivation fills them in), so not in the serialised defaults above: the same constants.
-    let filled: [(&str, serde_json::Value); 5] = [
+    use crate::deepspeed as ds;
+    let filled: [(&str, serde_json::Value); 11] = [
         (
             "TrainSpec/properties/seed",
             crate::spec::DEFAULT_SEED.into(),
@@ -239,6 +266,16 @@ fn add_defaults(value: &mut serde_json::Value) {
             "ResourcesSpec/properties/time_limit",
             crate::spec::DEFAULT_TIME_LIMIT.into(),
         ),
+        // With adamw; sgd's is 0.
+        (
+            "TrainSpec/properties/weight_decay",
+            ds::ADAMW_WEIGHT_DECAY.into(),
+        ),
+        ("TrainSpec/properties/adam_beta1", ds::ADAMW_BETAS[0].into()),
+        ("TrainSpec/properties/adam_beta2", ds::ADAMW_BETAS[1].into()),
+        ("TrainSpec/properties/adam_epsilon", ds::ADAMW_EPS.into()),
+        ("TrainSpec/properties/momentum", ds::SGD_MOMENTUM.into()),
+        ("TrainSpec/properties/max_grad_norm", ds::GRAD_CLIP.into()),
     ];
     for (at, default) in filled {
         if let Some(prop) = value
@@ -320,7 +357,7 @@ mod tests {
             zh.contains("| `zero_stage` | 整数 0–3 | `0` | `3` | DeepSpeed ZeRO 阶段"),
             "{zh}"
         );
-        assert_eq!(en.matches("\n| `").count(), KEY_DOCS.len() - 7);
+        assert_eq!(en.matches("\n| `").count(), KEY_DOCS.len() - 8);
     }
 
     use super::*;
@@ -390,6 +427,10 @@ mod tests {
         assert_eq!(
             properties(&s, Some("EstimateSpec")),
             sorted(parse::ESTIMATE_KEYS)
+        );
+        assert_eq!(
+            properties(&s, Some("ZeroTuning")),
+            sorted(crate::zero_tuning::ZERO_TUNING_KEYS)
         );
         let mut model = properties(&s, Some("CustomModel"));
         model.push("id".into());

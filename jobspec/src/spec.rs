@@ -4,6 +4,7 @@
 //! invalid. Only `validate` turns it into a `ValidSpec`, which the estimators require.
 
 pub use crate::duration::{format_duration, format_duration_zh, parse_duration_s};
+pub use crate::zero_tuning::{ZERO_TUNING_KEYS, ZeroTuning};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -39,6 +40,10 @@ pub struct JobSpec {
     /// What `onramp-train` writes besides checkpoints.
     #[serde(default, skip_serializing_if = "OutputSpec::is_default")]
     pub output: OutputSpec,
+    /// DeepSpeed's own ZeRO tuning (bucket, prefetch and persistence sizes), by DeepSpeed's
+    /// names; laid over the `zero_optimization` jobspec writes. GPU jobs only.
+    #[serde(default, skip_serializing_if = "ZeroTuning::is_default")]
+    pub deepspeed: ZeroTuning,
 }
 
 impl JobSpec {
@@ -214,6 +219,25 @@ pub struct TrainSpec {
     /// Seed of the weights' initialisation, the data order and every other random choice.
     #[serde(default = "default_seed", skip_serializing_if = "is_default_seed")]
     pub seed: u64,
+    /// Decoupled weight decay (default 0.1 with `adamw`, 0 with `sgd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight_decay: Option<f64>,
+    /// AdamW's β₁, the first moment's decay (default 0.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adam_beta1: Option<f64>,
+    /// AdamW's β₂, the second moment's decay (default 0.95).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adam_beta2: Option<f64>,
+    /// AdamW's ε, added to the denominator (default 1e-8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adam_epsilon: Option<f64>,
+    /// SGD's momentum (default 0.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub momentum: Option<f64>,
+    /// The gradient norm each step is clipped to (DeepSpeed's `gradient_clipping`; 0: no
+    /// clipping; default 1.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_grad_norm: Option<f64>,
 }
 
 /// The seed a spec gets when it names none.
@@ -251,6 +275,12 @@ impl Default for TrainSpec {
             lora_alpha: None,
             lora_targets: None,
             seed: DEFAULT_SEED,
+            weight_decay: None,
+            adam_beta1: None,
+            adam_beta2: None,
+            adam_epsilon: None,
+            momentum: None,
+            max_grad_norm: None,
         }
     }
 }

@@ -233,14 +233,15 @@ fn optim(v: &ValidSpec) -> TrainerOptim {
     use crate::deepspeed as ds;
     let t = &v.spec().train;
     let adamw = t.optimizer == Optimizer::Adamw;
+    let o = ds::optim_numbers(t);
     TrainerOptim {
         name: t.optimizer.as_str(),
         lr: t.lr,
-        betas: ds::ADAMW_BETAS,
-        eps: ds::ADAMW_EPS,
-        weight_decay: if adamw { ds::ADAMW_WEIGHT_DECAY } else { 0.0 },
-        momentum: if adamw { 0.0 } else { ds::SGD_MOMENTUM },
-        grad_clip: ds::GRAD_CLIP,
+        betas: o.betas,
+        eps: o.eps,
+        weight_decay: o.weight_decay,
+        momentum: if adamw { 0.0 } else { o.momentum },
+        grad_clip: o.max_grad_norm,
     }
 }
 

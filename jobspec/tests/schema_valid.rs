@@ -165,6 +165,7 @@ mod generated {
             "CheckpointSpec" => "checkpoint",
             "OutputSpec" => "output",
             "EstimateSpec" => "estimate",
+            "ZeroTuning" => "deepspeed",
             _ => return None,
         })
     }

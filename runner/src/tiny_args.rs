@@ -45,6 +45,21 @@ pub struct TinyArgs {
     /// Seed of the weights' initialisation and the batches
     #[arg(long, value_name = "N", default_value_t = 1337)]
     pub seed: u64,
+    /// AdamW's decoupled weight decay [default: model-tiny's, 0.1]
+    #[arg(long, value_name = "F", value_parser = rate_at_least_zero)]
+    pub weight_decay: Option<f64>,
+    /// AdamW's β₁ [default: 0.9]
+    #[arg(long, value_name = "F", value_parser = beta)]
+    pub beta1: Option<f64>,
+    /// AdamW's β₂ [default: 0.95]
+    #[arg(long, value_name = "F", value_parser = beta)]
+    pub beta2: Option<f64>,
+    /// AdamW's ε [default: 1e-8]
+    #[arg(long, value_name = "F", value_parser = positive_rate)]
+    pub eps: Option<f64>,
+    /// The gradient norm clipped to, 0 for none [default: 1.0]
+    #[arg(long, value_name = "F", value_parser = rate_at_least_zero)]
+    pub grad_clip: Option<f64>,
     /// Where to write the checkpoint
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -59,6 +74,22 @@ fn positive_rate(s: &str) -> Result<f64, String> {
         .ok()
         .filter(|r| r.is_finite() && *r > 0.0)
         .ok_or_else(|| format!("`{s}` is not a positive number"))
+}
+
+/// A finite number of zero or more.
+fn rate_at_least_zero(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|r| r.is_finite() && *r >= 0.0)
+        .ok_or_else(|| format!("`{s}` is not a number of 0 or more"))
+}
+
+/// A moment's decay: at least 0 and below 1.
+fn beta(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|r| (0.0..1.0).contains(r))
+        .ok_or_else(|| format!("`{s}` is not a number from 0 to below 1"))
 }
 
 /// `TinyArgs` alone on a command line, for [`TinyArgs::parse`].
@@ -98,6 +129,19 @@ impl TinyArgs {
             "--seed".into(),
             self.seed.to_string(),
         ];
+        let optim = [
+            ("--weight-decay", self.weight_decay),
+            ("--beta1", self.beta1),
+            ("--beta2", self.beta2),
+            ("--eps", self.eps),
+            ("--grad-clip", self.grad_clip),
+        ];
+        for (flag, value) in optim {
+            if let Some(x) = value {
+                v.push(flag.into());
+                v.push(x.to_string());
+            }
+        }
         for (flag, path) in [("--out", &self.out), ("--assets", &self.assets)] {
             if let Some(p) = path {
                 v.push(flag.into());
@@ -169,6 +213,11 @@ impl TinyArgs {
             lr: s.train.lr,
             warmup: usize::try_from(s.train.warmup).unwrap_or(usize::MAX),
             seed: 1337,
+            weight_decay: s.train.weight_decay,
+            beta1: s.train.adam_beta1,
+            beta2: s.train.adam_beta2,
+            eps: s.train.adam_epsilon,
+            grad_clip: s.train.max_grad_norm,
             out: None,
             assets: None,
         })

@@ -219,6 +219,11 @@ fn train_config(args: &TinyArgs, seq_len: usize) -> TrainConfig {
         log_every: (args.steps / 40).max(1),
         eval_every: (args.steps / 5).max(1),
         seed: args.seed,
+        weight_decay: args.weight_decay.unwrap_or(d.weight_decay),
+        beta1: args.beta1.unwrap_or(d.beta1),
+        beta2: args.beta2.unwrap_or(d.beta2),
+        eps: args.eps.unwrap_or(d.eps),
+        grad_clip: args.grad_clip.unwrap_or(d.grad_clip),
         ..d
     }
 }
@@ -329,5 +334,34 @@ mod tests {
         assert_eq!((c.steps, c.batch_size, c.seq_len), (200, 4, 64));
         assert_eq!((c.log_every, c.eval_every, c.warmup_steps), (5, 40, 199));
         assert_eq!(c.learning_rate, 0.002);
+        // The optimizer's numbers the command leaves out are model-tiny's defaults.
+        let d = TrainConfig::default();
+        assert_eq!(
+            (c.weight_decay, c.beta1, c.beta2, c.eps, c.grad_clip),
+            (d.weight_decay, d.beta1, d.beta2, d.eps, d.grad_clip)
+        );
+    }
+
+    /// A spec's optimizer numbers reach model-tiny through the command line jobspec writes.
+    #[test]
+    fn the_spec_s_optimizer_numbers_reach_the_train_config() {
+        let spec = include_str!("../../jobspec/specs/tiny-train-stories260k.toml").replace(
+            "precision = \"fp32\"",
+            "precision = \"fp32\"\nweight_decay = 0.02\nadam_beta1 = 0.8\nadam_beta2 = 0.99\nadam_epsilon = 1e-6\nmax_grad_norm = 0.5",
+        );
+        let (v, diags) = jobspec::validate_toml(&spec);
+        let line = jobspec::launch::torchrun_command(&v.unwrap_or_else(|| panic!("{diags:?}")));
+        let words: Vec<String> = line
+            .split_whitespace()
+            .filter(|w| *w != "\\")
+            .map(str::to_string)
+            .collect();
+        let args = TinyArgs::parse(&words[2..]).unwrap();
+        let c = train_config(&args, 64);
+        assert_eq!(
+            (c.weight_decay, c.beta1, c.beta2, c.eps, c.grad_clip),
+            (0.02, 0.8, 0.99, 1e-6, 0.5)
+        );
+        assert_eq!(TinyArgs::parse(&args.to_args()).unwrap(), args);
     }
 }

@@ -201,18 +201,26 @@ def test_optimizer_offload_to_the_cpu(tmp_path, models_dir):
 def test_a_users_zero3_config_imported_into_the_spec_runs(tmp_path, models_dir):
     """transformers' usual ZeRO-3 config, "auto" values and all, carried into a spec by
     `onramp plan --deepspeed`: the run jobspec derives from that spec is what the config meant
-    (ZeRO-3, the optimizer on the CPU, its schedule), and the trainer runs it."""
+    (ZeRO-3, the optimizer on the CPU with its own betas, epsilon and weight decay, its
+    schedule, its clipping and its bucket sizes), and the trainer runs it."""
     steps = 8
     ds = {
         "bf16": {"enabled": "auto"},
-        "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": "auto"}},
+        "optimizer": {
+            "type": "AdamW",
+            "params": {"lr": "auto", "betas": [0.85, 0.98], "eps": 1e-6, "weight_decay": 0.01},
+        },
         "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_num_steps": 3}},
         "zero_optimization": {
             "stage": 3,
             "offload_optimizer": {"device": "cpu", "pin_memory": True},
             "stage3_gather_16bit_weights_on_model_save": True,
             "reduce_bucket_size": "auto",
+            "stage3_prefetch_bucket_size": 2e7,
+            "stage3_max_live_parameters": 3e8,
+            "overlap_comm": False,
         },
+        "gradient_clipping": 0.5,
         "train_micro_batch_size_per_gpu": "auto",
         "gradient_accumulation_steps": "auto",
     }
@@ -239,6 +247,16 @@ def test_a_users_zero3_config_imported_into_the_spec_runs(tmp_path, models_dir):
     assert (zero["stage"], zero["offload_optimizer"]["device"]) == (3, "cpu")
     assert run.ds_config["scheduler"]["type"] == "WarmupDecayLR"
     assert run.ds_config["scheduler"]["params"]["warmup_num_steps"] == 3
+    params = run.ds_config["optimizer"]["params"]
+    assert (params["betas"], params["eps"], params["weight_decay"]) == ([0.85, 0.98], 1e-6, 0.01)
+    assert run.ds_config["gradient_clipping"] == 0.5
+    assert (zero["stage3_prefetch_bucket_size"], zero["stage3_max_live_parameters"]) == (
+        20_000_000,
+        300_000_000,
+    )
+    assert zero["overlap_comm"] is False
+    # Nothing of the config is left out of the job's run.
+    assert "not-carried" not in imported.stdout + imported.stderr
     trained = run_trainer(tmp_path / "job", spec.read_text(), nproc=2, models=models_dir)
     assert_learns(trained, steps)
 

@@ -1,7 +1,7 @@
 //! The ds_config jobspec writes for a spec: batch identity, precision, ZeRO and offload, the
 //! optimizer and its schedule, with the numbers the trainer's run shares.
 
-use crate::spec::{Offload, Optimizer, Precision, Schedule};
+use crate::spec::{Offload, Optimizer, Precision, Schedule, TrainSpec, ZeroTuning};
 use crate::validate::ValidSpec;
 use serde_json::{Map, Value, json};
 
@@ -15,7 +15,10 @@ pub fn ds_config(v: &ValidSpec) -> Value {
         json!(t.micro_batch),
     );
     cfg.insert("gradient_accumulation_steps".into(), json!(t.grad_accum));
-    cfg.insert("gradient_clipping".into(), json!(GRAD_CLIP));
+    cfg.insert(
+        "gradient_clipping".into(),
+        json!(optim_numbers(t).max_grad_norm),
+    );
     match t.precision {
         Precision::Bf16 => {
             cfg.insert("bf16".into(), json!({ "enabled": true }));
@@ -40,7 +43,8 @@ pub fn ds_config(v: &ValidSpec) -> Value {
     Value::Object(cfg)
 }
 
-/// The ZeRO stage with its buckets, and where optimizer states and parameters are offloaded.
+/// The ZeRO stage with its buckets, and where optimizer states and parameters are offloaded;
+/// the spec's `[deepspeed]` keys over jobspec's own.
 fn zero_optimization(v: &ValidSpec) -> Value {
     let p = &v.spec().parallel;
     let mut zero = Map::new();
@@ -74,7 +78,31 @@ fn zero_optimization(v: &ValidSpec) -> Value {
             json!(100_000u64),
         );
     }
+    if p.zero_stage > 0 {
+        for (k, value) in v.spec().deepspeed.entries() {
+            zero.insert(k.into(), value);
+        }
+    }
     Value::Object(zero)
+}
+
+/// What each `[deepspeed]` key is when the spec leaves it out, at ZeRO 3 (the schema's and the
+/// reference's defaults): jobspec's own where it writes one, else DeepSpeed's.
+pub fn zero_tuning_defaults() -> ZeroTuning {
+    ZeroTuning {
+        reduce_bucket_size: Some(500_000_000),
+        allgather_bucket_size: Some(500_000_000),
+        overlap_comm: Some(true),
+        contiguous_gradients: Some(true),
+        reduce_scatter: Some(true),
+        allgather_partitions: Some(true),
+        round_robin_gradients: Some(false),
+        sub_group_size: Some(1_000_000_000),
+        stage3_prefetch_bucket_size: Some(50_000_000),
+        stage3_param_persistence_threshold: Some(100_000),
+        stage3_max_live_parameters: Some(1_000_000_000),
+        stage3_max_reuse_distance: Some(1_000_000_000),
+    }
 }
 
 /// AdamW's betas, epsilon and weight decay: the ds_config's and the trainer's run's
@@ -87,16 +115,49 @@ pub const SGD_MOMENTUM: f64 = 0.9;
 /// The gradient norm every run clips to.
 pub const GRAD_CLIP: f64 = 1.0;
 
+/// The optimizer's numbers a spec runs with: its own, else the defaults above. The ds_config
+/// and the trainer's run without DeepSpeed both take them from here.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OptimNumbers {
+    pub betas: [f64; 2],
+    pub eps: f64,
+    pub weight_decay: f64,
+    pub momentum: f64,
+    pub max_grad_norm: f64,
+}
+
+pub fn optim_numbers(t: &TrainSpec) -> OptimNumbers {
+    let default_decay = match t.optimizer {
+        Optimizer::Adamw => ADAMW_WEIGHT_DECAY,
+        Optimizer::Sgd => 0.0,
+    };
+    OptimNumbers {
+        betas: [
+            t.adam_beta1.unwrap_or(ADAMW_BETAS[0]),
+            t.adam_beta2.unwrap_or(ADAMW_BETAS[1]),
+        ],
+        eps: t.adam_epsilon.unwrap_or(ADAMW_EPS),
+        weight_decay: t.weight_decay.unwrap_or(default_decay),
+        momentum: t.momentum.unwrap_or(SGD_MOMENTUM),
+        max_grad_norm: t.max_grad_norm.unwrap_or(GRAD_CLIP),
+    }
+}
+
 fn optimizer(v: &ValidSpec) -> Value {
     let t = &v.spec().train;
+    let o = optim_numbers(t);
     match t.optimizer {
         Optimizer::Adamw => json!({
             "type": "AdamW",
-            "params": { "lr": t.lr, "betas": ADAMW_BETAS, "eps": ADAMW_EPS,
-                        "weight_decay": ADAMW_WEIGHT_DECAY }
+            "params": { "lr": t.lr, "betas": o.betas, "eps": o.eps,
+                        "weight_decay": o.weight_decay }
+        }),
+        Optimizer::Sgd if o.weight_decay > 0.0 => json!({
+            "type": "SGD",
+            "params": { "lr": t.lr, "momentum": o.momentum, "weight_decay": o.weight_decay }
         }),
         Optimizer::Sgd => {
-            json!({ "type": "SGD", "params": { "lr": t.lr, "momentum": SGD_MOMENTUM } })
+            json!({ "type": "SGD", "params": { "lr": t.lr, "momentum": o.momentum } })
         }
     }
 }

@@ -23,6 +23,8 @@ pub struct DsImport {
     pub schedule: Option<Schedule>,
     pub warmup: Option<u64>,
     pub sp: Option<u32>,
+    /// The optimizer's numbers, gradient clipping and ZeRO's tuning.
+    pub tuning: super::tuning::Tuning,
 }
 
 impl DsImport {
@@ -64,6 +66,7 @@ impl DsImport {
         if let Some(sp) = self.sp {
             ops.push(op("parallel.sp", json!(sp)));
         }
+        ops.extend(self.tuning.patch());
         ops
     }
 }
@@ -176,6 +179,7 @@ pub fn import_ds_config(text: &str, dp_size: Option<u32>) -> (Option<DsImport>, 
         .and_then(|p| p.get("lr"))
         .and_then(Value::as_f64);
     let c = carried(&cfg, &mut diags);
+    let tuning = super::tuning::tuning(&cfg, &mut diags);
 
     super::carry::locate(text, &mut diags);
     let ok = !diags.iter().any(Diagnostic::is_error);
@@ -192,6 +196,7 @@ pub fn import_ds_config(text: &str, dp_size: Option<u32>) -> (Option<DsImport>, 
         schedule: c.schedule,
         warmup: c.warmup,
         sp: c.sp,
+        tuning,
     };
     (ok.then_some(import), diags)
 }

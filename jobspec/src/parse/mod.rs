@@ -23,6 +23,7 @@ pub(crate) const ROOT_KEYS: &[&str] = &[
     "estimate",
     "checkpoint",
     "output",
+    "deepspeed",
 ];
 pub(crate) const MODEL_KEYS: &[&str] = &[
     "id",
@@ -53,6 +54,12 @@ pub(crate) const TRAIN_KEYS: &[&str] = &[
     "lora_alpha",
     "lora_targets",
     "seed",
+    "weight_decay",
+    "adam_beta1",
+    "adam_beta2",
+    "adam_epsilon",
+    "momentum",
+    "max_grad_norm",
 ];
 pub(crate) const PARALLEL_KEYS: &[&str] = &[
     "zero_stage",
@@ -72,6 +79,18 @@ pub(crate) const CHECKPOINT_KEYS: &[&str] = &[
     "resume_from",
 ];
 pub(crate) const OUTPUT_KEYS: &[&str] = &["merge_adapter", "report_to"];
+
+/// The ranges of the optimizer's numbers in `[train]` (the reader's, the form check's and the
+/// schema's): a β or a momentum of 1 never forgets, an ε of 0 may divide by zero.
+pub(crate) const OPTIM_RANGES: [(&str, f64, f64); 6] = [
+    ("weight_decay", 0.0, 10.0),
+    ("adam_beta1", 0.0, MAX_BETA),
+    ("adam_beta2", 0.0, MAX_BETA),
+    ("adam_epsilon", 1e-30, 1.0),
+    ("momentum", 0.0, MAX_BETA),
+    ("max_grad_norm", 0.0, 1e6),
+];
+const MAX_BETA: f64 = 0.999_999;
 
 /// The longest sequence a spec may ask for.
 pub const MAX_SEQ_LEN: u64 = 131_072;
@@ -168,7 +187,7 @@ impl Reader {
 
     /// A key that belongs in another table ("seq_len" at the top level) gets that table named.
     fn misplaced_hint(&self, key: &str) -> Option<&'static str> {
-        let tables: [(&str, &[&str]); 7] = [
+        let tables: [(&str, &[&str]); 8] = [
             ("data.", DATA_KEYS),
             ("train.", TRAIN_KEYS),
             ("parallel.", PARALLEL_KEYS),
@@ -176,6 +195,7 @@ impl Reader {
             ("estimate.", ESTIMATE_KEYS),
             ("checkpoint.", CHECKPOINT_KEYS),
             ("output.", OUTPUT_KEYS),
+            ("deepspeed.", ZERO_TUNING_KEYS),
         ];
         for (prefix, keys) in tables {
             if let Some(k) = keys.iter().find(|k| **k == key) {
@@ -409,6 +429,14 @@ const ALIASES: &[(&str, &str)] = &[
     ("max_length", "data.seq_len"),
     ("cutoff_len", "data.seq_len"),
     ("sequence_len", "data.seq_len"),
+    ("gradient_clipping", "train.max_grad_norm"),
+    ("grad_clip", "train.max_grad_norm"),
+    ("clip_grad_norm", "train.max_grad_norm"),
+    ("beta1", "train.adam_beta1"),
+    ("beta2", "train.adam_beta2"),
+    ("eps", "train.adam_epsilon"),
+    ("adam_eps", "train.adam_epsilon"),
+    ("zero_optimization", "deepspeed"),
     ("model_name_or_path", "model"),
     ("base_model", "model"),
 ];
@@ -443,6 +471,12 @@ const QUALIFIED: &[&str] = &[
     "train.lora_alpha",
     "train.lora_targets",
     "train.seed",
+    "train.weight_decay",
+    "train.adam_beta1",
+    "train.adam_beta2",
+    "train.adam_epsilon",
+    "train.momentum",
+    "train.max_grad_norm",
     "parallel.zero_stage",
     "parallel.offload_optimizer",
     "parallel.offload_params",
@@ -462,6 +496,18 @@ const QUALIFIED: &[&str] = &[
     "checkpoint.resume_from",
     "output.merge_adapter",
     "output.report_to",
+    "deepspeed.reduce_bucket_size",
+    "deepspeed.allgather_bucket_size",
+    "deepspeed.overlap_comm",
+    "deepspeed.contiguous_gradients",
+    "deepspeed.reduce_scatter",
+    "deepspeed.allgather_partitions",
+    "deepspeed.round_robin_gradients",
+    "deepspeed.sub_group_size",
+    "deepspeed.stage3_prefetch_bucket_size",
+    "deepspeed.stage3_param_persistence_threshold",
+    "deepspeed.stage3_max_live_parameters",
+    "deepspeed.stage3_max_reuse_distance",
 ];
 
 fn ids(it: impl Iterator<Item = &'static str>) -> String {

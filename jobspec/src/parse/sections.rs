@@ -58,6 +58,9 @@ impl Reader {
         let output = self
             .sub(&t, "output", OUTPUT_KEYS, Self::output, false)
             .unwrap_or_default();
+        let deepspeed = self
+            .sub(&t, "deepspeed", ZERO_TUNING_KEYS, Self::zero_tuning, false)
+            .unwrap_or_default();
         Some(JobSpec {
             name: name?,
             task: task?,
@@ -70,6 +73,7 @@ impl Reader {
             estimate,
             checkpoint,
             output,
+            deepspeed,
         })
     }
 
@@ -232,6 +236,14 @@ impl Reader {
                 }
             },
         };
+        let [
+            weight_decay,
+            adam_beta1,
+            adam_beta2,
+            adam_epsilon,
+            momentum,
+            max_grad_norm,
+        ] = OPTIM_RANGES.map(|(key, min, max)| self.float(t, key, min, max));
         let default_precision = if card_is_cpu {
             Precision::Fp32
         } else {
@@ -261,6 +273,12 @@ impl Reader {
             seed: self
                 .uint(t, "seed", 0, u64::from(u32::MAX))
                 .unwrap_or(DEFAULT_SEED),
+            weight_decay,
+            adam_beta1,
+            adam_beta2,
+            adam_epsilon,
+            momentum,
+            max_grad_norm,
         }
     }
 
@@ -435,5 +453,23 @@ impl Reader {
             mfu: self.float(t, "mfu", 0.01, 1.0),
             claimed_time,
         }
+    }
+
+    /// `[deepspeed]`: sizes are element counts of 1 and up, switches are booleans.
+    fn zero_tuning(&mut self, t: &Table<'_>) -> ZeroTuning {
+        use crate::zero_tuning::{MAX_ZERO_ELEMENTS, ZERO_SIZE_KEYS};
+        let mut z = ZeroTuning::default();
+        for key in ZERO_TUNING_KEYS {
+            let value = if ZERO_SIZE_KEYS.contains(key) {
+                self.uint(t, key, 1, MAX_ZERO_ELEMENTS)
+                    .map(serde_json::Value::from)
+            } else {
+                self.boolean(t, key).map(serde_json::Value::from)
+            };
+            if let Some(v) = value {
+                z.set(key, &v);
+            }
+        }
+        z
     }
 }

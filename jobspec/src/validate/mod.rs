@@ -15,6 +15,7 @@ mod ranges;
 mod resume;
 mod rules;
 mod text;
+mod tuning;
 mod valid;
 use checker::span_at;
 use rules::check;

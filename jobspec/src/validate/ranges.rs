@@ -85,3 +85,43 @@ pub(super) fn check_ranges(c: &mut Checker<'_>, spec: &JobSpec) {
         );
     }
 }
+
+/// `[train]`'s optimizer numbers and `[deepspeed]`'s sizes.
+pub(super) fn check_tuning_ranges(c: &mut Checker<'_>, spec: &JobSpec) {
+    let t = &spec.train;
+    let values = [
+        t.weight_decay,
+        t.adam_beta1,
+        t.adam_beta2,
+        t.adam_epsilon,
+        t.momentum,
+        t.max_grad_norm,
+    ];
+    for ((key, min, max), value) in crate::parse::OPTIM_RANGES.iter().zip(values) {
+        if let Some(v) = value
+            && (!v.is_finite() || v < *min || v > *max)
+        {
+            let path = format!("train.{key}");
+            c.error(
+                Code::OutOfRange,
+                &path,
+                format!("`{path}` = {v} is out of range ({min} to {max})"),
+                format!("`{path}` = {v} 超出范围（{min} 到 {max}）"),
+            );
+        }
+    }
+    for (key, value) in spec.deepspeed.entries() {
+        let max = crate::zero_tuning::MAX_ZERO_ELEMENTS;
+        if let Some(n) = value.as_u64()
+            && !(1..=max).contains(&n)
+        {
+            let path = format!("deepspeed.{key}");
+            c.error(
+                Code::OutOfRange,
+                &path,
+                format!("`{path}` = {n} is out of range (1 to {max})"),
+                format!("`{path}` = {n} 超出范围（1 到 {max}）"),
+            );
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The optimizer's numbers and the `[deepspeed]` table: a key the run would not read is a
+//! warning, so that a setting never silently does nothing.
+
+use super::checker::Checker;
+use crate::catalog::Card;
+use crate::diag::Code;
+use crate::spec::*;
+use crate::zero_tuning::{BELOW_STAGE3_ONLY, STAGE3_ONLY};
+
+pub(super) fn check_tuning(c: &mut Checker<'_>, spec: &JobSpec, card: Option<&Card>) {
+    super::ranges::check_tuning_ranges(c, spec);
+    let t = &spec.train;
+    let tiny = spec.task == Task::TinyTrain;
+    if tiny && t.optimizer == Optimizer::Sgd {
+        c.warn(
+            Code::Suspicious,
+            "train.optimizer",
+            "tiny-train runs AdamW: `train.optimizer = \"sgd\"` is ignored".into(),
+            "tiny-train 使用 AdamW：`train.optimizer = \"sgd\"` 不起作用".into(),
+        );
+    }
+    let optimizer = if tiny { Optimizer::Adamw } else { t.optimizer };
+    let (unused, runs): (&[(&str, bool)], &str) = match optimizer {
+        Optimizer::Sgd => (
+            &[
+                ("adam_beta1", t.adam_beta1.is_some()),
+                ("adam_beta2", t.adam_beta2.is_some()),
+                ("adam_epsilon", t.adam_epsilon.is_some()),
+            ],
+            "sgd",
+        ),
+        Optimizer::Adamw => (&[("momentum", t.momentum.is_some())], "adamw"),
+    };
+    for (key, _) in unused.iter().filter(|(_, set)| *set) {
+        let path = format!("train.{key}");
+        c.warn(
+            Code::Suspicious,
+            &path,
+            format!("`{path}` is ignored: optimizer = \"{runs}\" does not use it"),
+            format!("`{path}` 不起作用：optimizer = \"{runs}\" 不使用它"),
+        );
+    }
+    let tuned = spec.deepspeed.entries();
+    if tuned.is_empty() {
+        return;
+    }
+    if card.is_some_and(|c| !c.is_gpu) || tiny {
+        c.warn(
+            Code::Suspicious,
+            "deepspeed",
+            "`[deepspeed]` is ignored: this job runs without DeepSpeed (a CPU card or tiny-train)"
+                .into(),
+            "`[deepspeed]` 不起作用：此作业不使用 DeepSpeed（CPU 或 tiny-train）".into(),
+        );
+        return;
+    }
+    let stage = spec.parallel.zero_stage;
+    for (key, _) in tuned {
+        let path = format!("deepspeed.{key}");
+        let ignored = stage == 0
+            || (stage < 3 && STAGE3_ONLY.contains(&key))
+            || (stage == 3 && BELOW_STAGE3_ONLY.contains(&key));
+        if ignored {
+            c.warn(
+                Code::Suspicious,
+                &path,
+                format!("`{path}` is ignored at ZeRO stage {stage}"),
+                format!("`{path}` 在 ZeRO {stage} 阶段不起作用"),
+            );
+        }
+    }
+}
