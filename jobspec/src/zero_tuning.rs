@@ -1,7 +1,8 @@
 //! The `[deepspeed]` table: DeepSpeed's ZeRO tuning knobs, by DeepSpeed's own names, which a
 //! user's ds_config brings and the job's ds_config carries over the `zero_optimization`
-//! jobspec writes. None of them changes what fits: they trade communication for memory in
-//! buffers the estimate already allows for.
+//! jobspec writes. They trade communication for memory in buffers; the plan's memory follows
+//! DeepSpeed's estimator, which assumes them at their defaults, and validation warns where
+//! ZeRO-3's limits on live and prefetched parameters are raised above them.
 
 use schemars::JsonSchema;
 use serde::Serialize;

@@ -152,6 +152,15 @@ fn what_would_be_ignored_is_said() {
             "deepspeed.allgather_bucket_size `deepspeed.allgather_bucket_size` is ignored at ZeRO stage 3"
         ]
     );
+    let w = warnings(
+        "[parallel]\nzero_stage = 3\n[deepspeed]\nstage3_max_live_parameters = 3000000000\nstage3_prefetch_bucket_size = 1000\n",
+    );
+    assert_eq!(
+        w,
+        [
+            "deepspeed.stage3_max_live_parameters `deepspeed.stage3_max_live_parameters` = 3000000000 is above DeepSpeed's default 1000000000: each GPU may hold up to 3.7 GiB more parameters than the plan's memory figure, which assumes the default"
+        ]
+    );
     let sgd = BASE.replace(
         "precision = \"bf16\"",
         "precision = \"bf16\"\noptimizer = \"sgd\"\nadam_beta2 = 0.99\nmomentum = 0.5",

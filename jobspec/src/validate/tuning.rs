@@ -69,4 +69,49 @@ pub(super) fn check_tuning(c: &mut Checker<'_>, spec: &JobSpec, card: Option<&Ca
             );
         }
     }
+    if stage == 3 {
+        check_live_parameters(c, spec);
+    }
+}
+
+/// The plan's memory follows DeepSpeed's estimator, which assumes ZeRO-3's limits on gathered
+/// and prefetched parameters at their defaults; a limit raised above them may hold more.
+fn check_live_parameters(c: &mut Checker<'_>, spec: &JobSpec) {
+    let d = crate::deepspeed::zero_tuning_defaults();
+    let z = &spec.deepspeed;
+    let raised = [
+        (
+            "stage3_max_live_parameters",
+            z.stage3_max_live_parameters,
+            d.stage3_max_live_parameters,
+        ),
+        (
+            "stage3_prefetch_bucket_size",
+            z.stage3_prefetch_bucket_size,
+            d.stage3_prefetch_bucket_size,
+        ),
+    ];
+    let bytes = spec.train.precision.bytes();
+    for (key, set, default) in raised {
+        let (Some(set), Some(default)) = (set, default) else {
+            continue;
+        };
+        if set <= default {
+            continue;
+        }
+        let path = format!("deepspeed.{key}");
+        let gib = (set - default).saturating_mul(bytes) as f64 / (1u64 << 30) as f64;
+        c.warn(
+            Code::Suspicious,
+            &path,
+            format!(
+                "`{path}` = {set} is above DeepSpeed's default {default}: each GPU may hold up to \
+                 {gib:.1} GiB more parameters than the plan's memory figure, which assumes the default"
+            ),
+            format!(
+                "`{path}` = {set} 高于 DeepSpeed 的默认值 {default}：每张 GPU 可能比计划中的显存数字\
+                 多占用最多 {gib:.1} GiB 参数（该数字按默认值计算）"
+            ),
+        );
+    }
 }
