@@ -124,6 +124,7 @@ fn tiny_command(v: &ValidSpec) -> String {
         format!("--seq-len {}", s.data.seq_len),
         format!("--lr {}", t.lr),
         format!("--warmup {}", t.warmup),
+        format!("--seed {}", t.seed),
     ];
     // The optimizer's numbers the spec sets (model-tiny's defaults are jobspec's).
     let optim = [

@@ -1,7 +1,8 @@
 //! The `onramp-runner tiny-train` command line, shared by both sides: the runner builds it from a
 //! validated spec, the child parses it. The flags are those of `jobspec::launch`'s tiny-train
-//! command (`--model --dataset --steps --micro-batch --seq-len --lr --warmup`), plus where to
-//! write the checkpoint (`--out`) and where the models and corpora are (`--assets`).
+//! command (`--model --dataset --steps --micro-batch --seq-len --lr --warmup --seed`, and the
+//! optimizer's numbers the spec sets), plus where to write the checkpoint (`--out`) and where
+//! the models and corpora are (`--assets`).
 
 use crate::assets::Assets;
 use crate::error::ApiError;
@@ -16,8 +17,9 @@ pub fn positive(s: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("`{s}` is not a positive number"))
 }
 
-/// What one tiny-train run does. Every flag but `--out`, `--assets` and `--seed` is required, so
-/// that a command line always says exactly what it trains.
+/// What one tiny-train run does. Every flag but `--out`, `--assets`, `--seed` and the optimizer's
+/// numbers (model-tiny's defaults, which are jobspec's) is required, so that a command line always
+/// says what it trains.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct TinyArgs {
     /// A catalogue model id (`stories260K`, …): its shape, and its weights when the assets have
@@ -212,7 +214,7 @@ impl TinyArgs {
             seq_len: s.data.seq_len as usize,
             lr: s.train.lr,
             warmup: usize::try_from(s.train.warmup).unwrap_or(usize::MAX),
-            seed: 1337,
+            seed: s.train.seed,
             weight_decay: s.train.weight_decay,
             beta1: s.train.adam_beta1,
             beta2: s.train.adam_beta2,
@@ -279,7 +281,13 @@ mod tests {
             (a.steps, a.micro_batch, a.seq_len, a.warmup),
             (200, 8, 256, 10)
         );
+        // The spec's seed, its default when it names none.
+        assert_eq!(a.seed, jobspec::spec::DEFAULT_SEED);
         assert_eq!(TinyArgs::parse(&a.to_args()).unwrap(), a);
+        let seeded = SPEC.replace("warmup = 10", "warmup = 10\nseed = 7");
+        let (valid, _) = jobspec::validate_toml(&seeded);
+        let line = jobspec::launch::torchrun_command(&valid.unwrap());
+        assert!(line.contains("--seed 7"), "{line}");
     }
 
     #[test]
@@ -320,6 +328,10 @@ mod tests {
         let assets = Assets { root: tmp.clone() };
         let a = TinyArgs::from_spec(SPEC, &assets).unwrap();
         assert_eq!(a.steps, 200);
+        // The runner's own command line carries the spec's seed and optimizer numbers.
+        let tuned = SPEC.replace("warmup = 10", "warmup = 10\nseed = 9\nadam_beta2 = 0.99");
+        let t = TinyArgs::from_spec(&tuned, &assets).unwrap();
+        assert_eq!((t.seed, t.beta2, t.beta1), (9, Some(0.99), None));
         let other = SPEC.replace("\"tinyshakespeare\"", "\"wikitext\"");
         let e = TinyArgs::from_spec(&other, &assets).unwrap_err();
         assert!(

@@ -128,7 +128,8 @@ fn wraps_the_tiny_train_command() {
             --micro-batch 8 \
             --seq-len 256 \
             --lr 0.001 \
-            --warmup 10
+            --warmup 10 \
+            --seed 42
         ) 2>&1 | onramp_forward
         status=${PIPESTATUS[0]}
         # A training that ended well pushes its model while the job still runs (its token is good until
