@@ -36,13 +36,26 @@ impl std::ops::Deref for Tools {
 }
 
 /// Everything: the build tools, Chromium, the Slurm chroot, the trainer's environment and the
-/// contract fuzzer's.
+/// contract fuzzer's. On a new machine the build tools are compiled (minutes of both cores)
+/// while the chroot and the Python environments are downloaded and unpacked (minutes of mostly
+/// waiting) beside them; apt runs first, alone, since two apt-gets cannot hold its lock at once.
 pub fn run() -> Result<Tools, String> {
     chromium()?;
-    let build = build_tools()?;
-    crate::slurm::ensure()?;
-    let trainer = crate::trainer_env::ensure()?;
-    let schemathesis = crate::trainer_env::schemathesis()?;
+    let (build, fetched) = std::thread::scope(|s| {
+        let fetching = s.spawn(|| -> Result<_, String> {
+            crate::slurm::ensure()?;
+            let trainer = crate::trainer_env::ensure()?;
+            let schemathesis = crate::trainer_env::schemathesis()?;
+            Ok((trainer, schemathesis))
+        });
+        let build = build_tools();
+        let fetched = fetching.join().unwrap_or_else(|_| {
+            Err("the setup of the chroot and the Python environments panicked".into())
+        });
+        (build, fetched)
+    });
+    let build = build?;
+    let (trainer, schemathesis) = fetched?;
     Ok(Tools {
         build,
         chromedriver: PathBuf::from("/usr/bin/chromedriver"),
