@@ -8,8 +8,9 @@ use crate::app_support::{WAIT, click, set_value, spec_text, start, text_content}
 use onramp_tests::webdriver::Browser;
 use serde_json::json;
 
-/// A ZeRO-3 config in the shape DeepSpeed's and Hugging Face's examples use, with keys the
-/// importer only warns about (`steps_per_print`, bucket sizes) left in, as users paste them.
+/// A ZeRO-3 config in the shape DeepSpeed's and Hugging Face's examples use, with its own AdamW
+/// numbers and a key the job's ds_config writes otherwise (`steps_per_print`) left in, as users
+/// paste them.
 const ZERO3_OFFLOAD: &str = r#"{
   "bf16": { "enabled": true },
   "optimizer": {
@@ -31,7 +32,7 @@ const ZERO3_OFFLOAD: &str = r#"{
   "gradient_accumulation_steps": 16,
   "gradient_clipping": 1.0,
   "train_micro_batch_size_per_gpu": 1,
-  "steps_per_print": 10,
+  "steps_per_print": 2000,
   "wall_clock_breakdown": false
 }"#;
 
@@ -104,13 +105,26 @@ fn a_pasted_ds_config_updates_the_spec() {
         Ok((v["zero_optimization"]["stage"] == json!(3)).then_some(()))
     })
     .unwrap();
-    // Its schedule came too; its AdamW betas, which the job's ds_config does not run, are
-    // named with their line.
+    // Its schedule and its AdamW numbers came too; what the job's ds_config writes otherwise
+    // (how often DeepSpeed prints) is named with its line.
     assert_eq!(
         toml_value(&after, "schedule").as_deref(),
         Some("\"constant\"")
     );
     assert_eq!(toml_value(&after, "warmup").as_deref(), Some("100"));
+    for (key, want) in [
+        ("adam_beta1", 0.9),
+        ("adam_beta2", 0.999),
+        ("adam_epsilon", 1e-8),
+        ("weight_decay", 0.0),
+        ("max_grad_norm", 1.0),
+    ] {
+        let got: f64 = toml_value(&after, key)
+            .unwrap_or_else(|| panic!("{key} after the import:\n{after}"))
+            .parse()
+            .unwrap();
+        assert!((got - want).abs() < 1e-15, "{key} = {got} after the import");
+    }
     let noted = browser
         .wait_for(
             "[data-testid=ds-diagnostics] li[data-code=not-carried]",
@@ -119,7 +133,9 @@ fn a_pasted_ds_config_updates_the_spec() {
         .map(|_| text_content(&browser, "[data-testid=ds-diagnostics]"))
         .unwrap();
     assert!(
-        noted.contains("line 5: not-carried") && noted.contains("optimizer.params.betas"),
+        noted.contains("line 22: not-carried")
+            && noted.contains("steps_per_print")
+            && !noted.contains("betas"),
         "{noted}"
     );
 }
