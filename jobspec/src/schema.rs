@@ -226,7 +226,7 @@ fn add_defaults(value: &mut serde_json::Value) {
         ),
         (
             "ZeroTuning",
-            serde_json::to_value(crate::deepspeed::zero_tuning_defaults()),
+            serde_json::to_value(crate::zero_tuning::ZeroTuning::defaults()),
         ),
     ];
     for (def, defaults) in tables {

@@ -99,6 +99,26 @@ pub const BELOW_STAGE3_ONLY: &[&str] = &[
 ];
 
 impl ZeroTuning {
+    /// What each key is when the spec leaves it out, at ZeRO 3 (the schema's and the
+    /// reference's defaults): jobspec's own where its ds_config writes one (`deepspeed::export`),
+    /// else DeepSpeed's.
+    pub fn defaults() -> ZeroTuning {
+        ZeroTuning {
+            reduce_bucket_size: Some(500_000_000),
+            allgather_bucket_size: Some(500_000_000),
+            overlap_comm: Some(true),
+            contiguous_gradients: Some(true),
+            reduce_scatter: Some(true),
+            allgather_partitions: Some(true),
+            round_robin_gradients: Some(false),
+            sub_group_size: Some(1_000_000_000),
+            stage3_prefetch_bucket_size: Some(50_000_000),
+            stage3_param_persistence_threshold: Some(100_000),
+            stage3_max_live_parameters: Some(1_000_000_000),
+            stage3_max_reuse_distance: Some(1_000_000_000),
+        }
+    }
+
     pub fn is_default(&self) -> bool {
         *self == ZeroTuning::default()
     }

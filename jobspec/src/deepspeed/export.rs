@@ -1,7 +1,7 @@
 //! The ds_config jobspec writes for a spec: batch identity, precision, ZeRO and offload, the
 //! optimizer and its schedule, with the numbers the trainer's run shares.
 
-use crate::spec::{Offload, Optimizer, Precision, Schedule, TrainSpec, ZeroTuning};
+use crate::spec::{Offload, Optimizer, Precision, Schedule, TrainSpec};
 use crate::validate::ValidSpec;
 use serde_json::{Map, Value, json};
 
@@ -84,25 +84,6 @@ fn zero_optimization(v: &ValidSpec) -> Value {
         }
     }
     Value::Object(zero)
-}
-
-/// What each `[deepspeed]` key is when the spec leaves it out, at ZeRO 3 (the schema's and the
-/// reference's defaults): jobspec's own where it writes one, else DeepSpeed's.
-pub fn zero_tuning_defaults() -> ZeroTuning {
-    ZeroTuning {
-        reduce_bucket_size: Some(500_000_000),
-        allgather_bucket_size: Some(500_000_000),
-        overlap_comm: Some(true),
-        contiguous_gradients: Some(true),
-        reduce_scatter: Some(true),
-        allgather_partitions: Some(true),
-        round_robin_gradients: Some(false),
-        sub_group_size: Some(1_000_000_000),
-        stage3_prefetch_bucket_size: Some(50_000_000),
-        stage3_param_persistence_threshold: Some(100_000),
-        stage3_max_live_parameters: Some(1_000_000_000),
-        stage3_max_reuse_distance: Some(1_000_000_000),
-    }
 }
 
 /// AdamW's betas, epsilon and weight decay: the ds_config's and the trainer's run's

@@ -77,7 +77,7 @@ pub(super) fn check_tuning(c: &mut Checker<'_>, spec: &JobSpec, card: Option<&Ca
 /// The plan's memory follows DeepSpeed's estimator, which assumes ZeRO-3's limits on gathered
 /// and prefetched parameters at their defaults; a limit raised above them may hold more.
 fn check_live_parameters(c: &mut Checker<'_>, spec: &JobSpec) {
-    let d = crate::deepspeed::zero_tuning_defaults();
+    let d = ZeroTuning::defaults();
     let z = &spec.deepspeed;
     let raised = [
         (

@@ -44,6 +44,23 @@ fn toml_value(spec: &str, key: &str) -> Option<String> {
     })
 }
 
+/// The config's AdamW numbers and clipping, as the spec has them after the import.
+fn assert_adamw_numbers(after: &str) {
+    for (key, want) in [
+        ("adam_beta1", 0.9),
+        ("adam_beta2", 0.999),
+        ("adam_epsilon", 1e-8),
+        ("weight_decay", 0.0),
+        ("max_grad_norm", 1.0),
+    ] {
+        let got: f64 = toml_value(after, key)
+            .unwrap_or_else(|| panic!("{key} after the import:\n{after}"))
+            .parse()
+            .unwrap();
+        assert!((got - want).abs() < 1e-15, "{key} = {got} after the import");
+    }
+}
+
 fn open_plan(name: &str) -> (onramp_tests::stack::Stack, Browser) {
     let (stack, browser) = start(name, Some("en"));
     browser.goto(&format!("{}/plan", stack.url)).unwrap();
@@ -112,19 +129,7 @@ fn a_pasted_ds_config_updates_the_spec() {
         Some("\"constant\"")
     );
     assert_eq!(toml_value(&after, "warmup").as_deref(), Some("100"));
-    for (key, want) in [
-        ("adam_beta1", 0.9),
-        ("adam_beta2", 0.999),
-        ("adam_epsilon", 1e-8),
-        ("weight_decay", 0.0),
-        ("max_grad_norm", 1.0),
-    ] {
-        let got: f64 = toml_value(&after, key)
-            .unwrap_or_else(|| panic!("{key} after the import:\n{after}"))
-            .parse()
-            .unwrap();
-        assert!((got - want).abs() < 1e-15, "{key} = {got} after the import");
-    }
+    assert_adamw_numbers(&after);
     let noted = browser
         .wait_for(
             "[data-testid=ds-diagnostics] li[data-code=not-carried]",
