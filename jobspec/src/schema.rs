@@ -438,6 +438,14 @@ mod tests {
         assert_eq!(model, sorted(parse::MODEL_KEYS));
     }
 
+    /// What a client reads from the served text is the schema itself: every number survives
+    /// serde_json's own parser (1e-30, for one, does not).
+    #[test]
+    fn the_schema_survives_a_json_round_trip() {
+        let back: serde_json::Value = serde_json::from_str(&json_schema_text()).unwrap();
+        assert_eq!(back, json_schema());
+    }
+
     #[test]
     fn schema_snapshot() {
         expect_test::expect_file!["../schema/jobspec.schema.json"]

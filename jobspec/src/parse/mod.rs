@@ -86,7 +86,7 @@ pub(crate) const OPTIM_RANGES: [(&str, f64, f64); 6] = [
     ("weight_decay", 0.0, 10.0),
     ("adam_beta1", 0.0, MAX_BETA),
     ("adam_beta2", 0.0, MAX_BETA),
-    ("adam_epsilon", 1e-30, 1.0),
+    ("adam_epsilon", 1e-12, 1.0),
     ("momentum", 0.0, MAX_BETA),
     ("max_grad_norm", 0.0, 1e6),
 ];
