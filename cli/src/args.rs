@@ -111,6 +111,9 @@ pub enum Command {
     },
     /// A job's artifacts (name, size, sha256), or download or delete them
     Artifacts(ArtifactsArgs),
+    /// Check a dataset before training on it: its format, bad lines and token counts
+    #[command(subcommand)]
+    Datasets(DatasetsAction),
     /// Your jobs, newest first
     Jobs {
         #[command(flatten)]
@@ -192,6 +195,29 @@ pub struct PlanArgs {
     /// Print the run onramp-train reads (onramp-run.json, its ds_config in it) instead of the plan
     #[arg(long, conflicts_with_all = ["json", "no_artifacts", "explain"])]
     pub trainer_run: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DatasetsAction {
+    /// Check a dataset here, offline: its format, every bad line with its number, and its examples and tokens as the trainer will count them
+    ///
+    /// Exits 1 when any line is bad or nothing in the file can be trained on.
+    Check {
+        /// The dataset (JSONL, a JSON array, or plain text), or - for stdin
+        #[arg(value_name = "FILE")]
+        path: String,
+        /// The catalogue model whose tokenizer counts (its folder under ONRAMP_MODELS) and whose chat layout renders
+        #[arg(long, value_name = "ID")]
+        model: Option<String>,
+        /// A Hugging Face tokenizer folder (tokenizer.json) to count with, instead of the model's
+        #[arg(long, value_name = "DIR")]
+        tokenizer: Option<std::path::PathBuf>,
+        /// The sequence length examples are cut at and text is packed into
+        #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=1048576))]
+        seq_len: u32,
+        #[command(flatten)]
+        json: Json,
+    },
 }
 
 /// `onramp artifacts JOB`, or one of its actions.

@@ -8,6 +8,34 @@ use clap::Command;
 /// English text (as clap has it) → Chinese.
 const ZH: &[(&str, &str)] = &[
     (
+        "Check a dataset before training on it: its format, bad lines and token counts",
+        "训练前检查数据集：格式、有问题的行与 token 数",
+    ),
+    (
+        "Check a dataset here, offline: its format, every bad line with its number, and its examples and tokens as the trainer will count them",
+        "在本地离线检查数据集：格式、每一行问题及其行号，以及训练器将统计的样本数与 token 数",
+    ),
+    (
+        "Check a dataset here, offline: its format, every bad line with its number, and its examples and tokens as the trainer will count them\n\nExits 1 when any line is bad or nothing in the file can be trained on.",
+        "在本地离线检查数据集：格式、每一行问题及其行号，以及训练器将统计的样本数与 token 数\n\n有任何一行有问题、或文件中没有可训练的样本时，退出码为 1。",
+    ),
+    (
+        "The dataset (JSONL, a JSON array, or plain text), or - for stdin",
+        "数据集（JSONL、一个 JSON 数组或纯文本），- 表示标准输入",
+    ),
+    (
+        "The catalogue model whose tokenizer counts (its folder under ONRAMP_MODELS) and whose chat layout renders",
+        "目录中的模型：用它的分词器计数（ONRAMP_MODELS 下它的文件夹），用它的对话格式渲染",
+    ),
+    (
+        "A Hugging Face tokenizer folder (tokenizer.json) to count with, instead of the model's",
+        "用于计数的 Hugging Face 分词器文件夹（含 tokenizer.json），代替模型自带的",
+    ),
+    (
+        "The sequence length examples are cut at and text is packed into",
+        "序列长度：样本在此截断，纯文本按此打包",
+    ),
+    (
         "Apply fix N (numbered as the plan lists them) to the spec, keeping its comments, and show the new plan",
         "把第 N 条修复建议（按计划列出的编号）应用到规格上，保留注释，并显示新的计划",
     ),

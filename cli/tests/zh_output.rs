@@ -149,7 +149,25 @@ fn errors_and_the_other_offline_commands_are_chinese() {
     .unwrap();
     let spec = dir.join("spec.toml");
     std::fs::write(&spec, include_str!("../../jobspec/specs/7b-lora-4090.toml")).unwrap();
-    let [ds, good, spec] = [&ds, &good, &spec].map(|p| p.to_str().unwrap().to_string());
+    // A dataset with every kind of bad line (datacheck's own tests hold each kind's text).
+    let data = dir.join("data.jsonl");
+    std::fs::write(
+        &data,
+        concat!(
+            "{\"instruction\": \"ok\", \"output\": \"fine\"}\n{\"instruction\": \"x\"\n[1]\n",
+            "{\"instruction\": 3, \"output\": \"y\"}\n{\"instruction\": \"x\", \"output\": \"y\", \"z\": 1}\n",
+            "{\"instruction\": \"x\"}\n{\"q\": 1}\n{\"instruction\": \"x\", \"output\": \" \"}\n",
+            "{\"prompt\": \"x\", \"completion\": \"y\"}\n",
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}, {\"role\": \"robot\", \"content\": \"a\"}]}\n",
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}, {\"role\": \"user\", \"content\": \"a\"}]}\n",
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}]}\n",
+        ),
+    )
+    .unwrap();
+    let array = dir.join("array.json");
+    std::fs::write(&array, "[{\"text\": \"a\"},,\n").unwrap();
+    let [ds, good, spec, data, array] =
+        [&ds, &good, &spec, &data, &array].map(|p| p.to_str().unwrap().to_string());
     let cases: &[&[&str]] = &[
         &["ds-check", &ds],
         &["ds-check", &good],
@@ -163,6 +181,20 @@ fn errors_and_the_other_offline_commands_are_chinese() {
         &["status", "a/b"],
         &["plan", "no-such-file.toml"],
         &["ds-check", "no-such-file.json"],
+        &["datasets", "check", &data],
+        &[
+            "datasets",
+            "check",
+            &data,
+            "--model",
+            "qwen2.5-7b",
+            "--seq-len",
+            "4",
+        ],
+        &["datasets", "check", &array],
+        &["datasets", "check", "no-such-file.jsonl"],
+        &["datasets", "check", &data, "--model", "no-such-model"],
+        &["datasets", "check", &data, "--tokenizer", "/no/such/dir"],
         &["plan", "7b-full-4090.toml", "--fix", "99"],
         &["plan", "7b-lora-4090.toml", "--fix", "1"],
         &["plan", "tiny-train-stories260k.toml", "--trainer-run"],

@@ -114,6 +114,12 @@ pub const KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "DataSpec",
+        "examples",
+        "填充式数据集（对话、alpaca、prompt/completion，每条一个序列）一个 epoch 的样本数；给出后，epoch 按样本数除以全局批大小计算，而不是按打包的 token。",
+        "52000",
+    ),
+    (
+        "DataSpec",
         "seq_len",
         "序列长度（token），1 到 131072。",
         "4096",

@@ -29,6 +29,7 @@ const ZMAX: f64 = crate::zero_tuning::MAX_ZERO_ELEMENTS as f64;
 /// The ranges the reader holds numbers to (`parse/sections.rs`), per table and key.
 const READER_RANGES: &[(&str, &str, f64, f64)] = &[
     ("DataSpec", "tokens", 1.0, 1e15),
+    ("DataSpec", "examples", 1.0, 1e12),
     ("DataSpec", "seq_len", 1.0, crate::parse::MAX_SEQ_LEN as f64),
     ("TrainSpec", "epochs", 1e-6, 1e6),
     ("TrainSpec", "steps", 1.0, 1e12),

@@ -175,6 +175,10 @@ pub struct DataSpec {
     /// Tokens in one epoch of the dataset. Needed when training by epochs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u64>,
+    /// Examples in one epoch of a padded dataset (chat, alpaca, prompt/completion: one sequence
+    /// each). With it, an epoch is these examples over the global batch, not packed tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub examples: Option<u64>,
     /// Sequence length in tokens, 1 to 131072.
     pub seq_len: u32,
 }

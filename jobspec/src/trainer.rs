@@ -117,6 +117,8 @@ pub struct TrainerPlan {
     pub dataset: String,
     pub seq_len: u32,
     pub data_tokens: Option<u64>,
+    /// `data.examples`: the padded examples one epoch has, as the plan counted them.
+    pub data_examples: Option<u64>,
     pub card: String,
     pub is_gpu: bool,
     pub world_size: u32,
@@ -192,6 +194,7 @@ pub fn trainer_plan(v: &ValidSpec) -> TrainerPlan {
         dataset: s.data.dataset.clone(),
         seq_len: s.data.seq_len,
         data_tokens: s.data.tokens,
+        data_examples: s.data.examples,
         card: s.resources.card.clone(),
         is_gpu: v.card().is_gpu,
         world_size: v.world_size(),

@@ -37,7 +37,7 @@ pub(crate) const MODEL_KEYS: &[&str] = &[
     "tied_embeddings",
     "qkv_bias",
 ];
-pub(crate) const DATA_KEYS: &[&str] = &["dataset", "tokens", "seq_len"];
+pub(crate) const DATA_KEYS: &[&str] = &["dataset", "tokens", "examples", "seq_len"];
 pub(crate) const TRAIN_KEYS: &[&str] = &[
     "epochs",
     "steps",

@@ -192,6 +192,7 @@ impl Reader {
             self.missing(t, "dataset", "\"alpaca-zh\"");
         }
         let tokens = self.uint(t, "tokens", 1, 1_000_000_000_000_000);
+        let examples = self.uint(t, "examples", 1, 1_000_000_000_000);
         let seq_len = self.uint32(t, "seq_len", 1, MAX_SEQ_LEN as u32);
         if t.get("seq_len").is_none() {
             self.missing(t, "seq_len", "4096");
@@ -199,6 +200,7 @@ impl Reader {
         Some(DataSpec {
             dataset: dataset?,
             tokens,
+            examples,
             seq_len: seq_len?,
         })
     }

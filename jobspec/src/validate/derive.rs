@@ -29,25 +29,50 @@ pub enum RunLength {
     Run { steps: u64, tokens: u64 },
     /// Both `train.epochs` and `train.steps`.
     BothGiven,
-    /// Epochs (given, or the default one) without `data.tokens`.
+    /// Epochs (given, or the default one) without `data.tokens` or `data.examples`.
     NoTokens,
 }
 
-/// `train.steps`, or epochs (one when neither is given) × `data.tokens` over the tokens of one
-/// step (micro batch × accumulation × `dp` sequences of `seq_len`), rounded up.
+/// The examples onramp-train holds out for the validation loss: none under 20, else one in 20
+/// and at most 64 (train.py `_split`). An epoch is a pass over the rest.
+pub fn held_out(examples: u64) -> u64 {
+    if examples < 20 {
+        0
+    } else {
+        (examples / 20).min(64)
+    }
+}
+
+/// `train.steps`, or epochs (one when neither is given) of the data as the trainer batches it:
+/// with `data.examples` (padded: one example per sequence), the examples it trains on over the
+/// global batch; else (packed text) `data.tokens` over the tokens of one step (micro batch ×
+/// accumulation × `dp` sequences of `seq_len`). Both rounded up.
 pub fn run_length(spec: &JobSpec, dp: u32) -> RunLength {
     let t = &spec.train;
     let global_batch = u64::from(t.micro_batch) * u64::from(t.grad_accum) * u64::from(dp);
     let tokens_per_step = global_batch.saturating_mul(u64::from(spec.data.seq_len));
-    match (t.epochs, t.steps, spec.data.tokens) {
-        (Some(_), Some(_), _) => RunLength::BothGiven,
-        (None, Some(s), _) => RunLength::Run {
+    let epochs = t.epochs.unwrap_or(1.0);
+    match (t.epochs, t.steps, spec.data.tokens, spec.data.examples) {
+        (Some(_), Some(_), _, _) => RunLength::BothGiven,
+        (None, Some(s), _, _) => RunLength::Run {
             steps: s,
             tokens: s.saturating_mul(tokens_per_step),
         },
-        (_, None, None) => RunLength::NoTokens,
-        (epochs, None, Some(tokens)) => {
-            let total = (tokens as f64 * epochs.unwrap_or(1.0)).min(1e18) as u64;
+        (_, None, tokens, Some(examples)) => {
+            let trained = examples - held_out(examples);
+            let total = (trained as f64 * epochs).min(1e15).ceil() as u64;
+            let steps = total.div_ceil(global_batch.max(1));
+            // The tokens really in those examples when counted, else their padded bound.
+            let per_example =
+                tokens.map_or(f64::from(spec.data.seq_len), |n| n as f64 / examples as f64);
+            RunLength::Run {
+                steps,
+                tokens: (total as f64 * per_example).min(1e18) as u64,
+            }
+        }
+        (_, None, None, None) => RunLength::NoTokens,
+        (_, None, Some(tokens), None) => {
+            let total = (tokens as f64 * epochs).min(1e18) as u64;
             let steps = if tokens_per_step == 0 {
                 0
             } else {
@@ -125,6 +150,32 @@ mod tests {
         assert_eq!(
             run_length(&spec("steps = 1\nepochs = 1", "", ""), 8),
             RunLength::BothGiven
+        );
+    }
+
+    #[test]
+    fn padded_examples_count_one_sequence_each_less_the_held_out() {
+        // 1000 examples of ~400 tokens at seq_len 128 would be ~3 "epochs" by packed tokens;
+        // padded, one epoch is 1000 - 50 held out over 48 sequences a step.
+        let data = "examples = 1000\ntokens = 400000";
+        assert_eq!(
+            run_length(&spec("epochs = 2", data, "tp = 2"), 8),
+            RunLength::Run {
+                steps: (2 * 950_u64).div_ceil(48),
+                tokens: 2 * 950 * 400
+            }
+        );
+        // Without a token count, each example is bounded by seq_len.
+        assert_eq!(
+            run_length(&spec("", "examples = 10", "tp = 2"), 8),
+            RunLength::Run {
+                steps: 1,
+                tokens: 10 * 128
+            }
+        );
+        assert_eq!(
+            (held_out(19), held_out(20), held_out(1000), held_out(10_000)),
+            (0, 1, 50, 64)
         );
     }
 

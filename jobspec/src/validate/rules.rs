@@ -397,8 +397,8 @@ fn run_length(c: &mut Checker<'_>, spec: &JobSpec, dp: u32) -> (u64, u64) {
             c.error(
                 Code::MissingKey,
                 "data.tokens",
-                "training by epochs needs `data.tokens` (tokens in one epoch); or give `train.steps`".into(),
-                "按 epoch 训练需要 `data.tokens`（每个 epoch 的 token 数）；或改为给出 `train.steps`".into(),
+                "training by epochs needs `data.tokens` (tokens in one epoch; `onramp datasets check` counts them) or, for chat, alpaca and prompt/completion data, `data.examples`; or give `train.steps`".into(),
+                "按 epoch 训练需要 `data.tokens`（每个 epoch 的 token 数，`onramp datasets check` 可统计），对话、alpaca 与 prompt/completion 数据也可给 `data.examples`；或改为给出 `train.steps`".into(),
             );
             (0, 0)
         }

@@ -78,9 +78,16 @@ class Reporter:
         return cls(os.environ.get("ONRAMP_REPORT_URL"), os.environ.get("ONRAMP_REPORT_TOKEN"))
 
     def send(self, line: dict[str, object]) -> None:
+        self._post({"metrics": [line]})
+
+    def message(self, text: str) -> None:
+        """A word for the job page (a warning), shown as the job's message."""
+        self._post({"message": text})
+
+    def _post(self, doc: dict[str, object]) -> None:
         if not self.url or not self.token:
             return
-        body = json.dumps({"metrics": [line]}).encode()
+        body = json.dumps(doc).encode()
         req = urllib.request.Request(
             self.url,
             data=body,

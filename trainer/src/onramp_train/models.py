@@ -8,6 +8,7 @@ nowhere is refused before any work, naming every place that was looked at.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -17,49 +18,14 @@ from pathlib import Path
 from .errors import ModelNotFound
 from .spec import Arch, Plan
 
-# A plain chat layout for tokenizers that bring no chat template of their own (a bare
-# SentencePiece model): one header line per turn, the text, then the end-of-sequence token.
-FALLBACK_CHAT_TEMPLATE = (
-    "{% for m in messages %}"
-    "{{ '<|' + m['role'] + '|>\n' + m['content'] }}"
-    "{% if m['role'] == 'assistant' %}{{ eos_token }}{% endif %}{{ '\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}"
-)
-
-
-# The catalogue's chat layouts (`chat_template` in jobspec's catalogue), for a tokenizer that
-# brings none of its own (a base model's folder, say): each family's published layout.
-CHAT_TEMPLATES = {
-    "chatml": (
-        "{% for m in messages %}"
-        "{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n' }}"
-        "{% endfor %}"
-        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-    ),
-    "llama-3": (
-        "{{ bos_token }}{% for m in messages %}"
-        "{{ '<|start_header_id|>' + m['role'] + '<|end_header_id|>\n\n'"
-        " + (m['content'] | trim) + '<|eot_id|>' }}"
-        "{% endfor %}"
-        "{% if add_generation_prompt %}"
-        "{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
-    ),
-    "mistral": (
-        "{{ bos_token }}{% for m in messages %}"
-        "{% if m['role'] == 'assistant' %}{{ ' ' + m['content'] + eos_token }}"
-        "{% else %}{{ '[INST] ' + m['content'] + ' [/INST]' }}{% endif %}"
-        "{% endfor %}"
-    ),
-    "deepseek": (
-        "{{ bos_token }}{% for m in messages %}"
-        "{% if m['role'] == 'user' %}{{ 'User: ' + m['content'] + '\n\n' }}"
-        "{% elif m['role'] == 'assistant' %}{{ 'Assistant: ' + m['content'] + eos_token }}"
-        "{% else %}{{ m['content'] + '\n\n' }}{% endif %}"
-        "{% endfor %}"
-        "{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}"
-    ),
-}
+# The chat layouts, one file that the dataset checker (Rust, datacheck) reads too, so that its
+# token counts are the trainer's: `fallback`, a plain layout for tokenizers that bring no chat
+# template of their own (a bare SentencePiece model: one header line per turn, the text, then the
+# end-of-sequence token), and `families`, the catalogue's layouts (`chat_template` in jobspec's
+# catalogue) for a tokenizer that brings none (a base model's folder, say).
+_TEMPLATES = json.loads((Path(__file__).parent / "chat_templates.json").read_text(encoding="utf-8"))
+FALLBACK_CHAT_TEMPLATE: str = _TEMPLATES["fallback"]
+CHAT_TEMPLATES: dict[str, str] = _TEMPLATES["families"]
 
 
 def chat_template_for(model_id: str | None) -> str:

@@ -89,6 +89,7 @@ class TrainerPlan:
     dataset: str
     seq_len: int
     data_tokens: int | None
+    data_examples: int | None
     card: str
     is_gpu: bool
     world_size: int

@@ -12,7 +12,7 @@ from typing import Any
 
 from . import artifacts, data, models
 from .errors import CommError, DeviceError, OutOfMemory, SpecError
-from .metrics import MetricsLines, SaveEveryMinutes
+from .metrics import MetricsLines, Reporter, SaveEveryMinutes
 from .spec import RUN_FILE, Plan, RunAdvice, TrainerRun
 
 
@@ -178,6 +178,15 @@ def run(the_run: TrainerRun, out: Path) -> Path:
         f"{plan.max_steps} steps of {plan.global_batch} sequences"
     )
     train_set, eval_set = _split(examples.items, plan.seed)
+    say(
+        f"counted {len(examples.items)} examples, {examples.tokens} tokens; "
+        f"{len(train_set)} train, {len(eval_set) if eval_set else 0} held out"
+    )
+    mismatch = data.plan_mismatch(plan.data_examples, plan.data_tokens, examples)
+    if mismatch:
+        say(f"warning: {mismatch}")
+        if int(os.environ.get("RANK", "0")) == 0:
+            Reporter.from_env().message(f"warning: {mismatch}")
 
     model = initial_model(plan, source, cuda)
 
