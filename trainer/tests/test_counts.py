@@ -198,3 +198,39 @@ def test_counts_far_from_the_plan_are_a_warning(tmp_path):
     assert f"{n} examples" in said and f"data.examples = {n * 2}" in said
     assert f"data.tokens = {tokens // 2}" in said
     assert data.plan_mismatch(None, None, ex) is None
+
+
+@pytest.mark.parametrize(("examples", "epochs"), [(7, 1), (19, 3), (20, 1), (1000, 2), (5000, 0.5)])
+def test_epochs_of_padded_data_are_the_trainers_batches(tmp_path, examples, epochs):
+    """jobspec's steps for `data.examples` are the trainer's: its train split over the global
+    batch, epochs times."""
+    import math
+
+    from conftest import run_of
+
+    from onramp_train.train import _split
+
+    text = f"""name = "epochs"
+task = "lora"
+model = "stories260K"
+
+[data]
+dataset = "d"
+seq_len = 64
+examples = {examples}
+
+[train]
+epochs = {epochs}
+micro_batch = 4
+grad_accum = 3
+lr = 1e-3
+warmup = 0
+precision = "fp32"
+
+[resources]
+card = "cpu"
+"""
+    plan = run_of(text, tmp_path).plan
+    train, _ = _split(list(range(examples)), plan.seed)
+    assert plan.data_examples == examples
+    assert plan.max_steps == math.ceil(len(train) * epochs / plan.global_batch)
