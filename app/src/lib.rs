@@ -2,6 +2,7 @@
 //! so tests can mount them; `main.rs` only mounts.
 
 pub mod api_wire;
+pub mod dataset_proto;
 pub mod health;
 pub mod i18n;
 pub mod plot;
@@ -13,6 +14,8 @@ pub mod worker_proto;
 pub mod api;
 #[cfg(target_arch = "wasm32")]
 pub mod browser;
+#[cfg(target_arch = "wasm32")]
+pub mod dataset_worker;
 #[cfg(target_arch = "wasm32")]
 pub mod inference;
 #[cfg(target_arch = "wasm32")]

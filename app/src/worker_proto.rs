@@ -349,6 +349,9 @@ mod loader_tests {
         let index = include_str!("../../public/index.html");
         assert!(index.contains(&format!("\"{MODEL_CACHED_KEY}\"")));
         assert!(index.contains("new Worker(\"/worker.js#\""));
+        // The dataset checker's worker loads no model.
+        let hash = crate::dataset_proto::DATASET_WORKER_HASH;
+        assert!(loader.contains(&format!("=== \"{hash}\"")), "{hash}");
     }
 }
 

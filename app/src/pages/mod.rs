@@ -14,6 +14,7 @@ pub mod jobs;
 pub mod loss_chart;
 pub mod placeholder;
 pub mod plan;
+pub mod plan_dataset;
 pub mod plan_explain;
 pub mod plan_parts;
 pub mod reset;

@@ -48,6 +48,7 @@ pub fn PlanPage() -> impl IntoView {
                 </div>
                 <div class="plan-more">
                     <FormView/>
+                    <crate::pages::plan_dataset::DatasetCheck plan=plan/>
                     <DsImport plan=plan/>
                     <Artifacts plan=plan/>
                 </div>

@@ -11,7 +11,7 @@ use leptos::prelude::*;
 use serde_json::{Value, json};
 
 /// Applies a patch to the spec text in place (keeping comments); false when it cannot.
-fn patch_spec(spec: RwSignal<String>, ops: &[PatchOp]) -> bool {
+pub(crate) fn patch_spec(spec: RwSignal<String>, ops: &[PatchOp]) -> bool {
     match jobspec::patch::apply_patch_toml(&spec.get_untracked(), ops) {
         Some(t) => {
             spec.set(t);

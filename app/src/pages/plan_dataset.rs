@@ -1,0 +1,192 @@
+//! The Plan page's dataset check: the user chooses a file, a Web Worker (`dataset_worker.rs`)
+//! checks it a slice at a time while a bar shows how far it got, and the page shows the format,
+//! the counts and every bad line with its number; the counts go into `[data]` with one click, so
+//! that epochs, time and cost are planned on the data as the trainer batches it.
+
+use crate::dataset_proto::{DATASET_WORKER_HASH, DatasetOutput, DatasetSummary};
+use crate::i18n::{Key, Lang, bytes};
+use crate::pages::plan_parts::patch_spec;
+use crate::state::{use_i18n, use_shared};
+use jobspec::Plan;
+use jobspec::patch::PatchOp;
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use web_sys::{HtmlInputElement, MessageEvent, Worker};
+
+/// Where a check is.
+#[derive(Clone, Debug, PartialEq)]
+enum Check {
+    Idle,
+    Reading { read: u64, total: u64 },
+    Done(Box<DatasetSummary>),
+    Failed(String),
+}
+
+/// The checker's worker, started on the first file, and the file it waits to be ready for.
+struct Checker {
+    worker: Worker,
+    ready: bool,
+    pending: Option<JsValue>,
+}
+
+type Shared = StoredValue<Option<Checker>, LocalStorage>;
+
+/// Sends a check now, or once the worker says it listens.
+fn send(checker: Shared, state: RwSignal<Check>, msg: JsValue) {
+    if checker.with_value(|c| c.is_none()) {
+        match start_worker(checker, state) {
+            Some(worker) => checker.set_value(Some(Checker {
+                worker,
+                ready: false,
+                pending: None,
+            })),
+            None => return state.set(Check::Failed("Web Workers are not available".into())),
+        }
+    }
+    checker.update_value(|c| {
+        if let Some(c) = c {
+            if c.ready {
+                let _ = c.worker.post_message(&msg);
+            } else {
+                c.pending = Some(msg);
+            }
+        }
+    });
+}
+
+fn start_worker(checker: Shared, state: RwSignal<Check>) -> Option<Worker> {
+    let worker = Worker::new(&format!("/worker.js{DATASET_WORKER_HASH}")).ok()?;
+    let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        let msg = ev
+            .data()
+            .as_string()
+            .and_then(|t| serde_json::from_str::<DatasetOutput>(&t).ok());
+        match msg {
+            Some(DatasetOutput::Ready) => checker.update_value(|c| {
+                if let Some(c) = c {
+                    c.ready = true;
+                    if let Some(m) = c.pending.take() {
+                        let _ = c.worker.post_message(&m);
+                    }
+                }
+            }),
+            Some(DatasetOutput::Progress { read, total }) => {
+                state.set(Check::Reading { read, total })
+            }
+            Some(DatasetOutput::Done(s)) => state.set(Check::Done(Box::new(s))),
+            Some(DatasetOutput::Error { detail }) => state.set(Check::Failed(detail)),
+            // The worker's own start-up messages (an error loading its wasm among them).
+            None => {
+                if let Some(t) = ev.data().as_string()
+                    && t.contains("\"error\"")
+                {
+                    state.set(Check::Failed(t));
+                }
+            }
+        }
+    });
+    worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+    onmessage.forget();
+    Some(worker)
+}
+
+#[component]
+pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
+    let i = use_i18n();
+    let spec = use_shared().spec;
+    let state = RwSignal::new(Check::Idle);
+    let used = RwSignal::new(false);
+    let checker: Shared = StoredValue::new_local(None);
+    let choose = move |ev: leptos::ev::Event| {
+        let Some(input) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
+        else {
+            return;
+        };
+        let Some(file) = input.files().and_then(|f| f.get(0)) else {
+            return;
+        };
+        let seq_len = plan.with_untracked(|p| p.valid.as_ref().map(|v| v.spec().data.seq_len));
+        let msg = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&msg, &"file".into(), &file);
+        let _ = js_sys::Reflect::set(
+            &msg,
+            &"seq_len".into(),
+            &f64::from(seq_len.unwrap_or(2048)).into(),
+        );
+        used.set(false);
+        state.set(Check::Reading {
+            read: 0,
+            total: file.size() as u64,
+        });
+        send(checker, state, msg.into());
+    };
+    let use_counts = move |_| {
+        if let Check::Done(s) = state.get_untracked() {
+            let ops: Vec<PatchOp> = s
+                .data_keys()
+                .into_iter()
+                .map(|(k, n)| PatchOp {
+                    path: format!("data.{k}"),
+                    value: n.into(),
+                })
+                .collect();
+            used.set(!ops.is_empty() && patch_spec(spec, &ops));
+        }
+    };
+    view! {
+        <h2><label for="dataset-file">{move || i.t(Key::DatasetCheck)}</label></h2>
+        <p class="hint">{move || i.t(Key::DatasetHint)}</p>
+        <input type="file" id="dataset-file" data-testid="dataset-file"
+            accept=".jsonl,.json,.txt,.md,.ndjson" on:change=choose/>
+        {move || match state.get() {
+            Check::Idle => ().into_any(),
+            Check::Reading { read, total } => view! {
+                <p data-testid="dataset-progress" aria-live="polite">
+                    <progress max=total.max(1).to_string() value=read.to_string()></progress>
+                    " "{format!("{} {} / {}", i.t(Key::DatasetReading), bytes(read), bytes(total))}
+                </p>
+            }.into_any(),
+            Check::Failed(e) => view! { <p class="error" data-testid="dataset-error">{e}</p> }.into_any(),
+            Check::Done(s) => view! {
+                <Summary s=*s lang=i.lang.get()/>
+                <div class="actions">
+                    <button type="button" data-testid="dataset-use" on:click=use_counts>{move || i.t(Key::DatasetUse)}</button>
+                    <span aria-live="polite" data-testid="dataset-used">{move || used.get().then(|| i.t(Key::DatasetUsed))}</span>
+                </div>
+            }.into_any(),
+        }}
+    }
+}
+
+/// The check's figures and its bad lines.
+#[component]
+fn Summary(s: DatasetSummary, lang: Lang) -> impl IntoView {
+    let t = |k: Key| k.text(lang);
+    let approx = if s.exact { "" } else { "≈ " };
+    let usable = s.examples > 0;
+    view! {
+        <dl class="dataset" data-testid="dataset-summary" data-examples=s.examples.to_string()
+            data-tokens=s.tokens.to_string() data-format=s.format.clone().unwrap_or_default()>
+            <dt>{t(Key::DatasetFormat)}</dt><dd>{s.format.clone().unwrap_or_else(|| "-".into())}</dd>
+            <dt>{t(Key::DatasetRecords)}</dt><dd>{s.records}</dd>
+            <dt>{t(Key::DatasetExamples)}</dt><dd>{s.examples}</dd>
+            <dt>{t(Key::DatasetTokens)}</dt>
+            <dd>{format!("{approx}{}", s.tokens)}{(!s.exact).then(|| view! { " "<small>{t(Key::DatasetEstimate)}</small> })}</dd>
+            <dt>{t(Key::DatasetCut)}</dt><dd>{format!("{} (seq_len = {})", s.truncated, s.seq_len)}</dd>
+            <dt>{t(Key::DatasetLengths)}</dt><dd>{format!("{approx}{} / {approx}{} / {approx}{}", s.p50, s.p90, s.max)}</dd>
+            <dt>{t(Key::DatasetBad)}</dt><dd data-testid="dataset-bad-count">{s.bad_lines}</dd>
+        </dl>
+        {(!usable).then(|| view! { <p class="error" data-testid="dataset-unusable">{t(Key::DatasetUnusable)}</p> })}
+        <ul class="diags" data-testid="dataset-bad">
+            {s.bad.iter().map(|b| view! {
+                <li data-line=b.line.to_string() data-code=b.code.clone()>
+                    {format!("{} {}: ", t(Key::Line), b.line)}<code>{b.code.clone()}</code>" "
+                    {match lang { Lang::En => b.en.clone(), Lang::Zh => b.zh.clone() }}
+                </li>
+            }).collect_view()}
+        </ul>
+    }
+}
