@@ -11,6 +11,7 @@ pub mod accounts;
 pub mod artifacts;
 pub mod backends;
 pub mod credits;
+pub mod datasets;
 pub mod error;
 pub mod experiments;
 pub mod job_state;
@@ -39,6 +40,7 @@ pub use credits::{
     Ledger, LedgerEntry, LedgerKind, NewPromoCode, PromoCodeCreated, RedeemRequest, Redeemed,
     Refund, RefundAnswer, RefundRequest,
 };
+pub use datasets::{Dataset, DatasetDeleted, DatasetList, NewDataset};
 pub use error::{ErrorBody, ErrorCode, ErrorEnvelope, InvalidSpecDetails};
 pub use experiments::{
     Experiment, ExperimentChange, ExperimentDeleted, ExperimentJob, ExperimentUsage, NewExperiment,

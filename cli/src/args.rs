@@ -111,7 +111,7 @@ pub enum Command {
     },
     /// A job's artifacts (name, size, sha256), or download or delete them
     Artifacts(ArtifactsArgs),
-    /// Check a dataset before training on it: its format, bad lines and token counts
+    /// Your datasets: check one here before training on it, upload it, list and delete them
     #[command(subcommand)]
     Datasets(DatasetsAction),
     /// Your jobs, newest first
@@ -215,6 +215,45 @@ pub enum DatasetsAction {
         /// The sequence length examples are cut at and text is packed into
         #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=1048576))]
         seq_len: u32,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Check a dataset, then upload it to your account in parts (a cut-off upload resumes); prints the id a spec names it by (data.dataset)
+    Upload {
+        /// The dataset file (JSONL, a JSON array, or plain text)
+        #[arg(value_name = "FILE")]
+        path: std::path::PathBuf,
+        /// The catalogue model whose tokenizer counts (its folder under ONRAMP_MODELS) and whose chat layout renders
+        #[arg(long, value_name = "ID")]
+        model: Option<String>,
+        /// A Hugging Face tokenizer folder (tokenizer.json) to count with, instead of the model's
+        #[arg(long, value_name = "DIR")]
+        tokenizer: Option<std::path::PathBuf>,
+        /// The sequence length examples are cut at and text is packed into
+        #[arg(long, value_name = "N", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=1048576))]
+        seq_len: u32,
+        /// Upload even when some lines are bad (the trainer skips them)
+        #[arg(long)]
+        skip_bad_lines: bool,
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Your uploaded datasets, newest first, and the quota they use
+    List {
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        json: Json,
+    },
+    /// Delete an uploaded dataset
+    Rm {
+        /// The dataset's id (ds_…, as onramp datasets list shows)
+        #[arg(value_name = "ID")]
+        id: String,
+        #[command(flatten)]
+        remote: Remote,
         #[command(flatten)]
         json: Json,
     },

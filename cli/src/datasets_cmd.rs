@@ -2,7 +2,6 @@
 //! tokenizer when it is on this machine (`--tokenizer DIR`, or `ONRAMP_MODELS/<model>/`), else
 //! an estimate that says it is one.
 
-use crate::args::DatasetsAction;
 use crate::say::{Lang, lang, t};
 use datacheck::hf::HfCounter;
 use datacheck::{Counter, Estimate, Report};
@@ -11,21 +10,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Exit code when the file has bad lines or nothing usable.
-const BAD: u8 = 1;
+pub(crate) const BAD: u8 = 1;
 /// Exit code when the file (or the tokenizer named) cannot be read.
 const UNREADABLE: u8 = 3;
-
-pub fn run(a: DatasetsAction) -> Result<ExitCode, String> {
-    match a {
-        DatasetsAction::Check {
-            path,
-            model,
-            tokenizer,
-            seq_len,
-            json,
-        } => check(&path, model.as_deref(), tokenizer, seq_len, json.json),
-    }
-}
 
 /// The tokenizer folder to count with: the one named, else the model's under ONRAMP_MODELS.
 fn tokenizer_dir(model: Option<&str>, named: Option<PathBuf>) -> Result<PathBuf, String> {
@@ -57,13 +44,12 @@ fn tokenizer_dir(model: Option<&str>, named: Option<PathBuf>) -> Result<PathBuf,
     }
 }
 
-fn check(
-    path: &str,
+/// The counter a check uses: the model's (or the named) tokenizer, else an estimate that says
+/// why; `Ok(Err(code))` when a tokenizer was named and cannot be read (said on stderr).
+pub(crate) fn counter_for(
     model: Option<&str>,
     tokenizer: Option<PathBuf>,
-    seq_len: u32,
-    json: bool,
-) -> Result<ExitCode, String> {
+) -> Result<Result<Box<dyn Counter>, ExitCode>, String> {
     if let Some(id) = model
         && jobspec::catalog::model(id).is_none()
     {
@@ -78,22 +64,30 @@ fn check(
         if let Err(e) = std::fs::metadata(&file) {
             let shown = file.display().to_string();
             eprintln!("onramp: {}", crate::input::cannot_read(&shown, &shown, &e));
-            return Ok(ExitCode::from(UNREADABLE));
+            return Ok(Err(ExitCode::from(UNREADABLE)));
         }
     }
-    let counter: Box<dyn Counter> = match tokenizer_dir(model, tokenizer) {
+    Ok(Ok(match tokenizer_dir(model, tokenizer) {
         Ok(dir) => match HfCounter::from_folder(&dir, model) {
             Ok(c) => Box::new(c),
             Err(e) if named => {
                 eprintln!("onramp: {}", t(e.clone(), format!("分词器无法使用（{e}）")));
-                return Ok(ExitCode::from(UNREADABLE));
+                return Ok(Err(ExitCode::from(UNREADABLE)));
             }
             Err(e) => Box::new(Estimate { why: e }),
         },
         Err(why) => Box::new(Estimate { why }),
-    };
+    }))
+}
+
+/// The checker's report of a file (`-`: stdin), with progress on stderr for a big file.
+pub(crate) fn report_of(
+    path: &str,
+    counter: Box<dyn Counter>,
+    seq_len: u32,
+) -> Result<Report, String> {
     let name = (path != "-").then_some(path);
-    let report = if path == "-" {
+    if path == "-" {
         datacheck::check_reader(None, std::io::stdin().lock(), counter, seq_len, |_| {})
     } else {
         let file =
@@ -108,7 +102,21 @@ fn check(
             }
         })
     }
-    .map_err(|e| crate::input::cannot_read(path, path, &e))?;
+    .map_err(|e| crate::input::cannot_read(path, path, &e))
+}
+
+pub(crate) fn check(
+    path: &str,
+    model: Option<&str>,
+    tokenizer: Option<PathBuf>,
+    seq_len: u32,
+    json: bool,
+) -> Result<ExitCode, String> {
+    let counter = match counter_for(model, tokenizer)? {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let report = report_of(path, counter, seq_len)?;
     if json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
         println!("{text}");

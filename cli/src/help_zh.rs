@@ -8,8 +8,29 @@ use clap::Command;
 /// English text (as clap has it) → Chinese.
 const ZH: &[(&str, &str)] = &[
     (
-        "Check a dataset before training on it: its format, bad lines and token counts",
-        "训练前检查数据集：格式、有问题的行与 token 数",
+        "Your datasets: check one here before training on it, upload it, list and delete them",
+        "你的数据集：训练前在本地检查、上传、列出与删除",
+    ),
+    (
+        "Check a dataset, then upload it to your account in parts (a cut-off upload resumes); prints the id a spec names it by (data.dataset)",
+        "检查数据集，再分块上传到你的账户（中断的上传可以续传）；打印规格中引用它的 id（data.dataset）",
+    ),
+    (
+        "The dataset file (JSONL, a JSON array, or plain text)",
+        "数据集文件（JSONL、一个 JSON 数组或纯文本）",
+    ),
+    (
+        "Upload even when some lines are bad (the trainer skips them)",
+        "即使有问题的行也上传（训练器会跳过它们）",
+    ),
+    (
+        "Your uploaded datasets, newest first, and the quota they use",
+        "你上传的数据集（最新的在前）及其占用的配额",
+    ),
+    ("Delete an uploaded dataset", "删除一个已上传的数据集"),
+    (
+        "The dataset's id (ds_…, as onramp datasets list shows)",
+        "数据集的 id（ds_…，见 onramp datasets list）",
     ),
     (
         "Check a dataset here, offline: its format, every bad line with its number, and its examples and tokens as the trainer will count them",

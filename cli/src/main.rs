@@ -5,6 +5,7 @@ mod args;
 mod artifacts_cmd;
 mod credentials;
 mod datasets_cmd;
+mod datasets_remote;
 #[cfg(test)]
 mod guide;
 mod help_zh;
@@ -118,7 +119,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             json,
         } => tokens_cmd::run(revoke, remote, json),
         Command::Artifacts(a) => artifacts_cmd::run(a),
-        Command::Datasets(a) => datasets_cmd::run(a),
+        Command::Datasets(a) => datasets_remote::run(a),
         Command::Jobs { remote, json } => jobs_cmd::jobs(jobs_cmd::Args {
             edge: remote.edge,
             json: json.json,

@@ -12,6 +12,7 @@ pub mod artifacts;
 pub mod backends;
 pub mod coordinator;
 pub mod credits;
+pub mod datasets;
 pub mod email_link;
 pub mod error;
 pub mod health;

@@ -48,6 +48,11 @@ fn bodies(id: RouteId, s: &mut Schemas) -> (Option<Value>, Option<Value>) {
         ListArtifacts => (None, Some(s.of::<api::ArtifactList>())),
         GetArtifact => (None, None),
         DeleteArtifact => (None, Some(s.of::<api::ArtifactDeleted>())),
+        CreateDataset => io::<api::NewDataset, api::Dataset>(s),
+        UploadDatasetPart | GetDataset => (None, Some(s.of::<api::Dataset>())),
+        ListDatasets => (None, Some(s.of::<api::DatasetList>())),
+        DeleteDataset => (None, Some(s.of::<api::DatasetDeleted>())),
+        JobDataset => (None, None),
         CreateExperiment => io::<api::NewExperiment, api::SavedExperiment>(s),
         GetExperiment => (None, Some(s.of::<api::Experiment>())),
         GetExperimentArtifact => (None, None),
@@ -78,7 +83,7 @@ fn parameters(route: &crate::routes::Route) -> Option<Value> {
             "schema": {"type": "string", "pattern": api::artifacts::NAME_PATTERN, "maxLength": api::artifacts::MAX_NAME_BYTES}
         }));
     }
-    if route.id == RouteId::UploadPart {
+    if matches!(route.id, RouteId::UploadPart | RouteId::UploadDatasetPart) {
         parameters.push(json!({
             "name": "part", "in": "query", "required": true,
             "description": "the part's number, from 1; parts arrive in order",
@@ -87,7 +92,7 @@ fn parameters(route: &crate::routes::Route) -> Option<Value> {
     }
     if matches!(
         route.id,
-        RouteId::GetArtifact | RouteId::GetExperimentArtifact
+        RouteId::GetArtifact | RouteId::GetExperimentArtifact | RouteId::JobDataset
     ) {
         parameters.push(json!({
             "name": "Range", "in": "header", "required": false,
@@ -118,8 +123,10 @@ fn bytes_on_the_wire(id: RouteId, op: &mut Value) {
     let bytes =
         json!({"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}});
     match id {
-        RouteId::UploadPart => op["requestBody"] = json!({"required": true, "content": bytes}),
-        RouteId::GetArtifact | RouteId::GetExperimentArtifact => {
+        RouteId::UploadPart | RouteId::UploadDatasetPart => {
+            op["requestBody"] = json!({"required": true, "content": bytes})
+        }
+        RouteId::GetArtifact | RouteId::GetExperimentArtifact | RouteId::JobDataset => {
             op["responses"]["200"] = json!({"description": "the whole file", "content": bytes});
             op["responses"]["206"] =
                 json!({"description": "the range asked for", "content": bytes});
@@ -333,10 +340,15 @@ mod tests {
             StartUpload | UploadPart => "upload",
             ListArtifacts => "artifact_list",
             DeleteArtifact => "artifact_deleted",
+            CreateDataset | UploadDatasetPart | GetDataset => "dataset",
+            ListDatasets => "dataset_list",
+            DeleteDataset => "dataset_deleted",
             CreateExperiment | ChangeExperiment => "saved_experiment",
             DeleteExperiment => "experiment_deleted",
             GetExperiment => "experiment",
-            OpenApi | JobCheckpoint | GetArtifact | GetExperimentArtifact => return None,
+            OpenApi | JobCheckpoint | GetArtifact | GetExperimentArtifact | JobDataset => {
+                return None;
+            }
         })
     }
 

@@ -60,6 +60,12 @@ pub enum RouteId {
     ListArtifacts,
     GetArtifact,
     DeleteArtifact,
+    CreateDataset,
+    UploadDatasetPart,
+    ListDatasets,
+    GetDataset,
+    DeleteDataset,
+    JobDataset,
     CreateExperiment,
     GetExperiment,
     GetExperimentArtifact,
@@ -88,7 +94,7 @@ pub const fn body_limit(id: RouteId) -> usize {
     match id {
         SubmitJob | JobReport | CreateExperiment => crate::wire::MAX_SPEC_BYTES,
         JobLogPush => crate::job_logs::MAX_CHUNK_BYTES,
-        UploadPart => api::artifacts::MAX_PART_BYTES as usize,
+        UploadPart | UploadDatasetPart => api::artifacts::MAX_PART_BYTES as usize,
         _ => crate::wire::MAX_JSON_BYTES,
     }
 }
@@ -97,7 +103,7 @@ pub const fn body_limit(id: RouteId) -> usize {
 /// arrives, never held whole): the entry does not buffer it, and drains it when the handler
 /// refused it unread.
 pub const fn streams_body(id: RouteId) -> bool {
-    matches!(id, UploadPart)
+    matches!(id, UploadPart | UploadDatasetPart)
 }
 
 const fn r(
@@ -432,6 +438,54 @@ pub const ROUTES: &[Route] = &[
         "Delete an artifact, freeing its bytes from the account's quota",
     ),
     r(
+        CreateDataset,
+        "POST",
+        "/api/datasets",
+        User,
+        200,
+        "Declare a dataset to upload, with the checker's counts: which parts arrived (a file already stored answers complete)",
+    ),
+    r(
+        UploadDatasetPart,
+        "PUT",
+        "/api/datasets/{id}",
+        User,
+        200,
+        "One part of a dataset (`?part=N`, the body is the part's bytes); the last completes it",
+    ),
+    r(
+        ListDatasets,
+        "GET",
+        "/api/datasets",
+        User,
+        200,
+        "The account's datasets, and its use of the dataset quota",
+    ),
+    r(
+        GetDataset,
+        "GET",
+        "/api/datasets/{id}",
+        User,
+        200,
+        "One of the account's datasets",
+    ),
+    r(
+        DeleteDataset,
+        "DELETE",
+        "/api/datasets/{id}",
+        User,
+        200,
+        "Delete a dataset, freeing its bytes from the account's quota",
+    ),
+    r(
+        JobDataset,
+        "GET",
+        "/api/jobs/{id}/dataset",
+        JobToken,
+        200,
+        "The uploaded dataset the job's spec names, for the job to fetch (honours `Range`; its SHA-256 in `x-onramp-sha256`)",
+    ),
+    r(
         CreateExperiment,
         "POST",
         "/api/experiments",
@@ -526,56 +580,4 @@ pub fn route(id: RouteId) -> Option<&'static Route> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    #[test]
-    fn matches_templates_and_methods() {
-        assert_eq!(find("GET", "/api/me"), Matched::Route(Me, vec![]));
-        assert_eq!(
-            find("GET", "/api/jobs/abc/logs"),
-            Matched::Route(JobLogs, vec!["abc".into()])
-        );
-        assert_eq!(
-            find("PUT", "/api/jobs/abc/artifacts/a%2Fb"),
-            Matched::Route(UploadPart, vec!["abc".into(), "a%2Fb".into()])
-        );
-        assert_eq!(find("GET", "/api/jobs/abc/artifacts/a/b"), Matched::NoRoute);
-        assert_eq!(find("POST", "/api/jobs"), Matched::Route(SubmitJob, vec![]));
-        assert_eq!(find("DELETE", "/api/me"), Matched::WrongMethod(vec!["GET"]));
-        assert_eq!(find("GET", "/api/jobs//logs"), Matched::NoRoute);
-        assert_eq!(find("GET", "/api/nope"), Matched::NoRoute);
-    }
-
-    #[test]
-    fn every_route_is_unique_and_reachable() {
-        for (i, a) in ROUTES.iter().enumerate() {
-            let concrete = a.path.replace("{id}", "x").replace("{name}", "n");
-            let params = a
-                .path
-                .split('/')
-                .filter_map(|seg| match seg {
-                    "{id}" => Some("x".to_string()),
-                    "{name}" => Some("n".to_string()),
-                    _ => None,
-                })
-                .collect();
-            assert_eq!(
-                find(a.method, &concrete),
-                Matched::Route(a.id, params),
-                "{a:?}"
-            );
-            for b in &ROUTES[i + 1..] {
-                assert!(a.id != b.id && (a.method, a.path) != (b.method, b.path));
-            }
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn matching_never_panics(method in "[A-Z]{0,7}", path in "(/[a-z{}.]{0,8}){0,6}") {
-            let _ = find(&method, &path);
-        }
-    }
-}
+mod tests;

@@ -226,6 +226,57 @@ pub(super) fn artifact_samples() -> Vec<Sample> {
     ]
 }
 
+/// An account's datasets: a declaration, one under way, the list, a deletion.
+pub(super) fn dataset_samples() -> Vec<Sample> {
+    let sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    let dataset = Dataset {
+        id: crate::datasets::dataset_id(sha),
+        name: "alpaca_data.json".into(),
+        size: 20 << 20,
+        sha256: sha.into(),
+        format: "alpaca".into(),
+        examples: 52_002,
+        tokens: 6_100_000,
+        exact: true,
+        part_size: 8 << 20,
+        parts: 3,
+        received: 3,
+        complete: true,
+        created_at: T1.into(),
+    };
+    vec![
+        sample(
+            "new_dataset",
+            NewDataset {
+                name: "alpaca_data.json".into(),
+                size: 20 << 20,
+                sha256: sha.into(),
+                format: "alpaca".into(),
+                examples: 52_002,
+                tokens: 6_100_000,
+                exact: true,
+                part_size: None,
+            },
+        ),
+        sample("dataset", dataset.clone()),
+        sample(
+            "dataset_list",
+            DatasetList {
+                datasets: vec![dataset],
+                used_bytes: 20 << 20,
+                quota_bytes: 10 << 30,
+            },
+        ),
+        sample(
+            "dataset_deleted",
+            DatasetDeleted {
+                id: crate::datasets::dataset_id(sha),
+                freed_bytes: 20 << 20,
+            },
+        ),
+    ]
+}
+
 /// Saved experiments.
 pub(super) fn experiments_samples() -> Vec<Sample> {
     let finished = finished();

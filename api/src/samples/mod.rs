@@ -24,6 +24,7 @@ pub fn all() -> Vec<Sample> {
         jobs::experiments_samples(),
         jobs::runner_samples(),
         jobs::artifact_samples(),
+        jobs::dataset_samples(),
     ]
     .into_iter()
     .flatten()

@@ -8,8 +8,9 @@ use super::access::{JobCaller, User};
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
 use super::jobs;
+use super::objects::{Object, bucket, r2, serve_object};
 use crate::artifacts::{
-    Span, UploadState, check_part, check_quota, check_sha256, object_key, parse_name, parse_range,
+    UploadState, check_part, check_quota, check_sha256, object_key, parse_name,
 };
 use crate::error::{ApiError, ErrorCode};
 use crate::time::format_rfc3339_ms;
@@ -59,15 +60,6 @@ impl Row {
             complete: self.stored(),
         }
     }
-}
-
-fn bucket(env: &Env) -> ApiResult<Bucket> {
-    env.bucket("ARTIFACTS")
-        .map_err(|e| ApiError::internal(format!("binding ARTIFACTS: {e}")))
-}
-
-fn r2(what: &'static str) -> impl Fn(worker::Error) -> ApiError {
-    move |e| ApiError::internal(format!("R2 {what}: {e}"))
 }
 
 fn quota(env: &Env) -> u64 {
@@ -480,85 +472,18 @@ pub async fn job_checkpoint(user: User, req: Request, env: &Env, id: &str) -> Ap
 /// The artifact a tiny-train job pushes its checkpoint as (`runner/src/tiny_train.rs`).
 pub const CHECKPOINT: &str = "model.safetensors";
 
-/// How much of an object one read from R2 takes while a download streams.
-const READ_BYTES: u64 = 4 << 20;
-
-/// Bytes `start..=end` of an object as a body of that fixed length (the runtime sends it as
-/// Content-Length), read from R2 one range of [`READ_BYTES`] at a time, each only when the
-/// client has taken the one before: however large the file and however slow the client, the
-/// edge holds about one range of it. (Handing on R2's own stream of the whole object held what
-/// the client had not yet read: under `wrangler dev`, 300 MiB of a 512 MiB download.)
-fn ranged_body(b: Bucket, key: String, start: u64, end: u64) -> worker::ResponseBody {
-    use futures_util::StreamExt;
-    let reads = futures_util::stream::unfold(start, move |at| {
-        let (b, key) = (b.clone(), key.clone());
-        async move {
-            if at > end {
-                return None;
-            }
-            let length = (end - at + 1).min(READ_BYTES);
-            let read = async {
-                let object = b
-                    .get(&key)
-                    .range(worker::Range::OffsetWithLength { offset: at, length })
-                    .execute()
-                    .await?
-                    .ok_or_else(|| worker::Error::RustError(format!("{key} is gone")))?;
-                match object.body() {
-                    Some(body) => body.bytes().await,
-                    None => Ok(Vec::new()),
-                }
-            };
-            Some((read.await, at + length))
-        }
-    });
-    let fixed: worker::worker_sys::FixedLengthStream =
-        worker::FixedLengthStream::wrap(reads.boxed_local(), end - start + 1).into();
-    worker::ResponseBody::Stream(web_sys::TransformStream::readable(&fixed))
-}
-
 /// One stored artifact's bytes from R2, whole or the range asked for, named `file`.
 async fn serve(env: &Env, r: &Row, range: Option<&str>, file: &str) -> ApiResult<Response> {
-    let size = r.size as u64;
-    let span = parse_range(range, size)?;
-    let (start, end) = match span {
-        Span::Whole => (0, size.saturating_sub(1)),
-        Span::Part { start, end } => (start, end),
+    let object = Object {
+        key: object_key(&r.job_id, &r.name),
+        size: r.size as u64,
+        sha256: &r.sha256,
+        file,
     };
-    let (b, key) = (bucket(env)?, object_key(&r.job_id, &r.name));
-    // A row whose object is gone (deleted under it) is a 404, not a download cut short.
-    if b.head(&key).await.map_err(r2("head"))?.is_none() {
-        return Err(ApiError::not_found(format!(
-            "job {} has no artifact {:?}",
-            r.job_id, r.name
-        )));
-    }
-    let body = if size == 0 {
-        worker::ResponseBody::Empty
-    } else {
-        ranged_body(b, key, start, end)
-    };
-    let mut resp = Response::from_body(body).map_err(http::internal("response"))?;
-    let h = resp.headers_mut();
-    let set = |h: &worker::Headers, k: &str, v: &str| h.set(k, v).map_err(http::internal("header"));
-    set(h, "content-type", "application/octet-stream")?;
-    set(h, "accept-ranges", "bytes")?;
-    set(
-        h,
-        "content-disposition",
-        &format!("attachment; filename=\"{file}\""),
-    )?;
-    set(h, "etag", &format!("\"{}\"", r.sha256))?;
-    set(h, "x-onramp-sha256", &r.sha256)?;
-    set(h, "cache-control", "private, no-store")?;
-    let status = match span {
-        Span::Whole => 200,
-        Span::Part { start, end } => {
-            set(h, "content-range", &format!("bytes {start}-{end}/{size}"))?;
-            206
-        }
-    };
-    Ok(resp.with_status(status))
+    serve_object(env, object, range, || {
+        format!("job {} has no artifact {:?}", r.job_id, r.name)
+    })
+    .await
 }
 
 /// `DELETE /api/jobs/{id}/artifacts/{name}`.

@@ -10,6 +10,7 @@ mod artifacts;
 mod backends;
 mod coordinator;
 mod credits;
+mod datasets;
 mod db;
 mod deadline;
 mod experiments;
@@ -18,6 +19,7 @@ mod http;
 mod job_logs;
 mod jobs;
 mod mail;
+mod objects;
 mod passwords;
 mod refunds;
 mod report;
@@ -118,6 +120,48 @@ fn ok<T: serde::Serialize>(status: u16, v: ApiResult<T>) -> ApiResult<Response> 
     json(status, &v?).map_err(http::internal("response"))
 }
 
+/// The routes of files in R2: a job's artifacts and checkpoint, an account's datasets.
+async fn files(
+    id: RouteId,
+    status: u16,
+    caller: access::Caller,
+    req: Request,
+    env: &Env,
+    p: &str,
+    name: &str,
+) -> ApiResult<Response> {
+    use RouteId::*;
+    match id {
+        JobCheckpoint => artifacts::job_checkpoint(caller.user()?, req, env, p).await,
+        StartUpload => ok(
+            status,
+            artifacts::start(caller.job()?, req, env, name).await,
+        ),
+        UploadPart => ok(
+            status,
+            artifacts::put_part(caller.job()?, req, env, name).await,
+        ),
+        ListArtifacts => ok(status, artifacts::list(caller.user()?, env, p).await),
+        GetArtifact => artifacts::download(caller.user()?, req, env, p, name).await,
+        DeleteArtifact => ok(
+            status,
+            artifacts::delete(caller.user()?, env, p, name).await,
+        ),
+        CreateDataset => ok(status, datasets::create(caller.user()?, req, env).await),
+        UploadDatasetPart => ok(
+            status,
+            datasets::put_part(caller.user()?, req, env, p).await,
+        ),
+        ListDatasets => ok(status, datasets::list(caller.user()?, env).await),
+        GetDataset => ok(status, datasets::get(caller.user()?, env, p).await),
+        DeleteDataset => ok(status, datasets::delete(caller.user()?, env, p).await),
+        JobDataset => datasets::job_fetch(caller.job()?, req, env).await,
+        other => Err(ApiError::internal(format!(
+            "{other:?} is not a route of files"
+        ))),
+    }
+}
+
 /// Runs a route's handler once its caller is authenticated as the route's access says. Each
 /// handler takes the caller its route needs (`caller.user()?` and the like); a caller of another
 /// kind than the table's access gives is refused before the handler runs.
@@ -173,22 +217,10 @@ async fn handle(id: RouteId, params: Vec<String>, req: Request, env: &Env) -> Ap
         CancelJob => ok(status, jobs::cancel(caller.user()?, env, p).await),
         JobReport => ok(status, report::report(caller.job()?, req, env).await),
         JobLogPush => ok(status, job_logs::push(caller.job()?, req, env).await),
-        JobCheckpoint => artifacts::job_checkpoint(caller.user()?, req, env, p).await,
+        JobCheckpoint | StartUpload | UploadPart | ListArtifacts | GetArtifact | DeleteArtifact
+        | CreateDataset | UploadDatasetPart | ListDatasets | GetDataset | DeleteDataset
+        | JobDataset => files(id, status, caller, req, env, p, name).await,
         ListCheckpoints => ok(status, jobs::checkpoints(caller.user()?, env).await),
-        StartUpload => ok(
-            status,
-            artifacts::start(caller.job()?, req, env, name).await,
-        ),
-        UploadPart => ok(
-            status,
-            artifacts::put_part(caller.job()?, req, env, name).await,
-        ),
-        ListArtifacts => ok(status, artifacts::list(caller.user()?, env, p).await),
-        GetArtifact => artifacts::download(caller.user()?, req, env, p, name).await,
-        DeleteArtifact => ok(
-            status,
-            artifacts::delete(caller.user()?, env, p, name).await,
-        ),
         CreateExperiment => ok(status, experiments::create(caller.user()?, req, env).await),
         GetExperiment => ok(status, experiments::get(caller.maybe_user()?, env, p).await),
         GetExperimentArtifact => {

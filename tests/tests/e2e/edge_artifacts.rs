@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use std::sync::{Arc, Mutex};
 
 mod cli;
+mod datasets;
 use cli::cli;
 
 const PASSWORD: &str = "correct horse battery";
@@ -22,6 +23,8 @@ const MIB: usize = 1 << 20;
 const QUOTA: usize = 160 * MIB;
 /// A file larger than a Worker may hold in memory (128 MB).
 const LARGE: usize = 136 * MIB;
+/// The account dataset quota this stack runs with.
+const DATASET_QUOTA: usize = 40 * MIB;
 
 struct World {
     stack: Stack,
@@ -38,7 +41,13 @@ struct Job {
 impl World {
     fn job(&self, tag: &str) -> Job {
         let owner = self.stack.signup(&unique_email(tag), PASSWORD);
-        let a = owner.submit_spec(LORA, &random_hex(8));
+        self.submitted(&owner, LORA)
+    }
+
+    /// The owner's job of `spec`, running on the fake backend.
+    fn submitted(&self, owner: &Client, spec: &str) -> Job {
+        let owner = owner.clone();
+        let a = owner.submit_spec(spec, &random_hex(8));
         assert_eq!(a.status, 201, "{}", a.shown());
         let id = a.json["id"].as_str().unwrap().to_string();
         let token = {
@@ -132,6 +141,7 @@ fn edge_artifacts() {
                 ("SIGNUP_LIMIT_PER_HOUR".into(), "1000".into()),
                 ("SIGNUP_GRANT_FEN".into(), "10000".into()),
                 ("ARTIFACT_QUOTA_BYTES".into(), QUOTA.to_string()),
+                ("DATASET_QUOTA_BYTES".into(), DATASET_QUOTA.to_string()),
             ],
             extra_backends: vec![
                 json!({"name": "fake", "kind": "runner", "url": fake_url, "secret": secret, "cards": {"rtx-4090": 8}}),
@@ -164,6 +174,18 @@ fn edge_artifacts() {
             (
                 "an experiment link shares them only when the owner says so",
                 shared_by_an_experiment,
+            ),
+            (
+                "datasets: onramp datasets upload resumed, the same file twice, list, rm",
+                datasets::uploads,
+            ),
+            (
+                "datasets: the quota, bad declarations, an unverified account",
+                datasets::refusals,
+            ),
+            (
+                "datasets: named in a spec, fetched by the job's token only",
+                datasets::named_in_a_spec,
             ),
         ],
     );

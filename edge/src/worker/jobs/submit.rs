@@ -41,6 +41,8 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
     }
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
     let (valid, spec_toml) = submittable(http::header(&req, "content-type").as_deref(), &body)?;
+    // An uploaded dataset it names is this account's, stored whole.
+    super::super::datasets::check_named(env, &user.id, valid.spec()).await?;
     let backends = backends::configured(env)?;
     // Where the job reports: read before anything is held, so a misconfigured edge moves no money.
     let origin = http::public_url(env)?;

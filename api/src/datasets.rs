@@ -1,0 +1,144 @@
+//! An account's datasets: files the user uploads (from the Plan page or `onramp datasets
+//! upload`) after the checker in the browser or the CLI read them, kept in R2 by the edge and
+//! named in a spec by their id (`data.dataset = "ds_…"`).
+//!
+//! A dataset is content-addressed within its account: its id is made from its SHA-256, so the
+//! same file uploaded twice is stored once, and another account's file of the same content is
+//! another account's dataset (ids are looked up with their owner, never alone). The upload is
+//! the artifacts' in parts (`crate::artifacts`): `POST /api/datasets` declares the file and is
+//! told which parts arrived, `PUT /api/datasets/{id}?part=N` sends one, and the last completes
+//! it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The prefix of every uploaded dataset's id.
+pub const ID_PREFIX: &str = "ds_";
+/// The hex digits of the SHA-256 an id keeps (128 bits: no two files of one account share it).
+pub const ID_HEX: usize = 32;
+/// The longest file name a dataset keeps, in bytes.
+pub const MAX_FILE_NAME_BYTES: usize = 255;
+/// The largest count a dataset's declaration may hold (what jobspec's `data.examples` and
+/// `data.tokens` accept).
+pub const MAX_COUNT: u64 = 1_000_000_000_000;
+
+/// The id of the dataset whose content has this SHA-256 (64 lowercase hex digits).
+pub fn dataset_id(sha256: &str) -> String {
+    format!("{ID_PREFIX}{}", &sha256[..ID_HEX.min(sha256.len())])
+}
+
+/// Whether `s` has the shape of an uploaded dataset's id.
+pub fn is_dataset_id(s: &str) -> bool {
+    s.strip_prefix(ID_PREFIX).is_some_and(|h| {
+        h.len() == ID_HEX && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
+/// What is wrong with a dataset's file name, if anything: 1 to 255 bytes of printable
+/// characters (no control character, no `/` or `\`): it is shown, never used as a path.
+pub fn file_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("the file name is empty".into());
+    }
+    if name.len() > MAX_FILE_NAME_BYTES {
+        return Some(format!(
+            "the file name has {} bytes; at most {MAX_FILE_NAME_BYTES}",
+            name.len()
+        ));
+    }
+    name.chars()
+        .find(|c| c.is_control() || matches!(c, '/' | '\\'))
+        .map(|c| format!("{c:?} may not be in a file name"))
+}
+
+/// `POST /api/datasets`: the file the user will upload, with what the checker found in it. The
+/// same declaration again resumes the upload; a file already stored answers at once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewDataset {
+    /// The file's own name (shown in lists; never a path).
+    #[schemars(length(min = 1, max = MAX_FILE_NAME_BYTES))]
+    pub name: String,
+    /// The file's size in bytes (at least one byte: an empty file holds nothing to train on).
+    #[schemars(range(min = 1))]
+    pub size: u64,
+    /// The file's SHA-256, 64 lowercase hex digits: its identity, and what the job checks the
+    /// file it fetches against.
+    #[schemars(regex(pattern = r"^[0-9a-f]{64}$"))]
+    pub sha256: String,
+    /// The records' format the checker found: `chat`, `alpaca`, `prompt_completion` or `text`.
+    pub format: String,
+    /// Examples per epoch the checker counted (sequences, for text).
+    #[schemars(range(min = 1, max = MAX_COUNT))]
+    pub examples: u64,
+    /// Tokens per epoch the checker counted.
+    #[schemars(range(min = 1, max = MAX_COUNT))]
+    pub tokens: u64,
+    /// Whether the tokens were counted with the model's own tokenizer (else estimated).
+    #[serde(default)]
+    pub exact: bool,
+    /// The size of every part but the last; the edge's default when absent.
+    #[serde(default)]
+    #[schemars(range(min = crate::artifacts::MIN_PART_BYTES, max = crate::artifacts::MAX_PART_BYTES))]
+    pub part_size: Option<u64>,
+}
+
+/// One dataset, as its owner sees it: stored, or an upload under way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Dataset {
+    /// What a spec names it by: `data.dataset = "ds_…"`.
+    pub id: String,
+    pub name: String,
+    pub size: u64,
+    pub sha256: String,
+    pub format: String,
+    pub examples: u64,
+    pub tokens: u64,
+    pub exact: bool,
+    pub part_size: u64,
+    /// How many parts the file takes.
+    pub parts: u64,
+    /// The parts that arrived, in order: the next to send is `received + 1`.
+    pub received: u64,
+    /// All parts arrived: the dataset is stored and may be named in a spec.
+    pub complete: bool,
+    /// When it was declared (RFC 3339).
+    pub created_at: String,
+}
+
+/// `GET /api/datasets`: the account's datasets, newest first, and its use of the quota.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DatasetList {
+    pub datasets: Vec<Dataset>,
+    /// Bytes the account's datasets take, uploads under way included.
+    pub used_bytes: u64,
+    pub quota_bytes: u64,
+}
+
+/// `DELETE /api/datasets/{id}`: the dataset is gone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DatasetDeleted {
+    pub id: String,
+    pub freed_bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_names() {
+        let sha = "ab".repeat(32);
+        let id = dataset_id(&sha);
+        assert_eq!(id.len(), ID_PREFIX.len() + ID_HEX);
+        assert!(is_dataset_id(&id));
+        for bad in ["ds_", "ds_ABAB", "alpaca-zh", &format!("{id}0"), "ds_zz"] {
+            assert!(!is_dataset_id(bad), "{bad}");
+        }
+        assert_eq!(file_name_problem("mine 1.jsonl"), None);
+        assert_eq!(file_name_problem("数据.json"), None);
+        for bad in ["", "a/b", "a\\b", "a\nb", &"x".repeat(256)] {
+            assert!(file_name_problem(bad).is_some(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! `onramp datasets upload | list | rm`: an account's datasets on the edge. An upload checks the
+//! file here first (what the edge records are the checker's counts), declares it with its
+//! SHA-256 and sends the parts the edge does not have yet, one at a time and each sent again
+//! when the connection drops, so that an upload cut off resumes where it stopped and a file
+//! already stored is not sent again. `onramp datasets` starts here; `check` is `datasets_cmd.rs`'s.
+
+use crate::args::DatasetsAction;
+use crate::datasets_cmd::{BAD, counter_for, human, report_of};
+use crate::jobs_cmd::{Args, done, edge_for, print_value};
+use crate::remote::{Edge, Failure};
+use crate::say::{lang, t};
+use api::artifacts::part_len;
+use api::datasets::file_name_problem;
+use api::{Dataset, DatasetDeleted, DatasetList, NewDataset, human_size as size};
+use datacheck::{Counter, Report};
+use sha2::{Digest, Sha256};
+use std::io::{IsTerminal, Read, Seek, SeekFrom};
+use std::path::Path;
+use std::process::ExitCode;
+
+pub fn run(a: DatasetsAction) -> Result<ExitCode, String> {
+    match a {
+        DatasetsAction::Check {
+            path,
+            model,
+            tokenizer,
+            seq_len,
+            json,
+        } => crate::datasets_cmd::check(&path, model.as_deref(), tokenizer, seq_len, json.json),
+        DatasetsAction::Upload {
+            path,
+            model,
+            tokenizer,
+            seq_len,
+            skip_bad_lines,
+            remote,
+            json,
+        } => {
+            let counter = match counter_for(model.as_deref(), tokenizer)? {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            let how = How {
+                seq_len,
+                skip_bad_lines,
+                json: json.json,
+            };
+            upload(remote.edge, &path, counter, how)
+        }
+        DatasetsAction::List { remote, json } => list(remote.edge, json.json),
+        DatasetsAction::Rm { id, remote, json } => rm(remote.edge, &id, json.json),
+    }
+}
+
+/// How an upload is checked and shown.
+pub struct How {
+    pub seq_len: u32,
+    pub skip_bad_lines: bool,
+    pub json: bool,
+}
+
+/// How many times one part is sent before the upload gives up (a later run resumes it).
+const TRIES: u32 = 4;
+
+fn edge(flag: Option<String>) -> Result<Edge, String> {
+    edge_for(&Args {
+        edge: flag,
+        ..Default::default()
+    })
+}
+
+pub fn upload(
+    flag: Option<String>,
+    path: &Path,
+    counter: Box<dyn Counter>,
+    how: How,
+) -> Result<ExitCode, String> {
+    let shown = path.display().to_string();
+    if shown == "-" {
+        return Err(t(
+            "an upload needs a file, not stdin".into(),
+            "上传需要一个文件，不能用标准输入".into(),
+        ));
+    }
+    let report = report_of(&shown, counter, how.seq_len)?;
+    if !report.usable() || (report.bad_lines > 0 && !how.skip_bad_lines) {
+        eprint!("{}", human(&report, lang()));
+        eprintln!(
+            "onramp: {}",
+            if report.usable() {
+                t(
+                    format!(
+                        "{} line(s) are bad: fix them, or pass --skip-bad-lines to upload anyway (the trainer skips them); nothing was uploaded",
+                        report.bad_lines
+                    ),
+                    format!(
+                        "有 {} 行有问题：请修正，或加 --skip-bad-lines 照样上传（训练器会跳过它们）；未上传任何内容",
+                        report.bad_lines
+                    ),
+                )
+            } else {
+                t(
+                    "nothing in this file can be trained on; nothing was uploaded".into(),
+                    "文件中没有可训练的样本；未上传任何内容".into(),
+                )
+            }
+        );
+        return Ok(ExitCode::from(BAD));
+    }
+    let edge = edge(flag)?;
+    done(send(&edge, path, &report).map(|d| show_uploaded(&d, how.json)))
+}
+
+/// The file's size and SHA-256, read as a stream.
+fn digest(path: &Path) -> std::io::Result<(u64, String)> {
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut size = 0u64;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        size += n as u64;
+        h.update(&buf[..n]);
+    }
+    Ok((size, format!("{:x}", h.finalize())))
+}
+
+fn io_failure(path: &Path) -> impl Fn(std::io::Error) -> Failure + '_ {
+    move |e| {
+        let shown = path.display().to_string();
+        Failure(crate::input::cannot_read(&shown, &shown, &e))
+    }
+}
+
+fn send(edge: &Edge, path: &Path, report: &Report) -> Result<Dataset, Failure> {
+    let (bytes, sha256) = digest(path).map_err(io_failure(path))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .filter(|n| file_name_problem(n).is_none())
+        .unwrap_or_else(|| "dataset".into());
+    let declaration = NewDataset {
+        name,
+        size: bytes,
+        sha256,
+        format: report.format.map_or("text", |f| f.name()).to_string(),
+        examples: report.examples,
+        tokens: report.tokens.max(1),
+        exact: report.exact,
+        part_size: None,
+    };
+    let body = serde_json::to_value(&declaration).map_err(|e| Failure(e.to_string()))?;
+    let mut d: Dataset = Edge::typed(&edge.expect_ok(edge.post_json("/api/datasets", &body))?)?;
+    let mut file = std::fs::File::open(path).map_err(io_failure(path))?;
+    let terminal = std::io::stderr().is_terminal();
+    while !d.complete {
+        let part = d.received + 1;
+        let len = part_len(d.size, d.part_size, part);
+        let mut buf = vec![0u8; len as usize];
+        file.seek(SeekFrom::Start((part - 1) * d.part_size))
+            .and_then(|_| file.read_exact(&mut buf))
+            .map_err(io_failure(path))?;
+        d = put_part(edge, &d.id, part, buf)?;
+        if terminal {
+            let done = (d.received * d.part_size).min(d.size);
+            eprint!("\r{} / {}   ", size(done), size(d.size));
+        }
+    }
+    if terminal {
+        eprintln!();
+    }
+    Ok(d)
+}
+
+/// One part, sent again when the connection drops or the edge answers 5xx or 429.
+fn put_part(edge: &Edge, id: &str, part: u64, buf: Vec<u8>) -> Result<Dataset, Failure> {
+    let path = format!("/api/datasets/{id}?part={part}");
+    let mut last = Failure(String::new());
+    for _ in 0..TRIES {
+        let headers = [("content-type", "application/octet-stream")];
+        match edge.call("PUT", &path, Some(buf.clone()), &headers) {
+            Ok(a) if a.ok() => return Edge::typed(&a.json),
+            Ok(a) if a.status >= 500 || a.status == 429 => last = crate::remote::describe_error(&a),
+            Ok(a) => return Err(crate::remote::describe_error(&a)),
+            Err(e) => last = e,
+        }
+    }
+    Err(Failure(t(
+        format!("{}; run the same upload again to resume it", last.0),
+        format!("{}；再运行一次同样的上传即可续传", last.0),
+    )))
+}
+
+fn show_uploaded(d: &Dataset, json: bool) {
+    if json {
+        print_value(&serde_json::to_value(d).unwrap_or_default());
+        return;
+    }
+    let approx = if d.exact { "" } else { "≈ " };
+    println!("{}", d.id);
+    println!(
+        "{}",
+        t(
+            format!(
+                "{}: {}, {} examples, {approx}{} tokens per epoch, {}\nname it in a spec: data.dataset = \"{}\"",
+                d.name,
+                d.format,
+                d.examples,
+                d.tokens,
+                size(d.size),
+                d.id
+            ),
+            format!(
+                "{}：{}，每轮 {} 个样本、{approx}{} 个 token，{}\n在规格中引用：data.dataset = \"{}\"",
+                d.name,
+                d.format,
+                d.examples,
+                d.tokens,
+                size(d.size),
+                d.id
+            ),
+        )
+    );
+}
+
+pub fn list(flag: Option<String>, json: bool) -> Result<ExitCode, String> {
+    let edge = edge(flag)?;
+    done((|| {
+        let v = edge.expect_ok(edge.get("/api/datasets"))?;
+        if json {
+            print_value(&v);
+            return Ok(());
+        }
+        let l: DatasetList = Edge::typed(&v)?;
+        for d in &l.datasets {
+            let state = if d.complete {
+                t("stored".into(), "已存储".into())
+            } else {
+                t(
+                    format!("uploading, part {} of {}", d.received, d.parts),
+                    format!("上传中，第 {} / {} 块", d.received, d.parts),
+                )
+            };
+            println!(
+                "{}  {}  {}  {}  {}  {}  {state}",
+                d.id,
+                d.name,
+                d.format,
+                d.examples,
+                d.tokens,
+                size(d.size)
+            );
+        }
+        println!(
+            "{}",
+            t(
+                format!("{} of {} used", size(l.used_bytes), size(l.quota_bytes)),
+                format!("已用 {} / {}", size(l.used_bytes), size(l.quota_bytes)),
+            )
+        );
+        Ok(())
+    })())
+}
+
+pub fn rm(flag: Option<String>, id: &str, json: bool) -> Result<ExitCode, String> {
+    if !api::datasets::is_dataset_id(id) {
+        return Err(t(
+            format!(
+                "{id:?} is no dataset id: ids are ds_ and 32 hex digits (onramp datasets list)"
+            ),
+            format!(
+                "{id:?} 不是数据集 id：id 是 ds_ 加 32 位十六进制数（见 onramp datasets list）"
+            ),
+        ));
+    }
+    let edge = edge(flag)?;
+    done((|| {
+        let v = edge.expect_ok(edge.call("DELETE", &format!("/api/datasets/{id}"), None, &[]))?;
+        if json {
+            print_value(&v);
+            return Ok(());
+        }
+        let d: DatasetDeleted = Edge::typed(&v)?;
+        println!(
+            "{}",
+            t(
+                format!("deleted {}: {} freed", d.id, size(d.freed_bytes)),
+                format!("已删除 {}：释放 {}", d.id, size(d.freed_bytes)),
+            )
+        );
+        Ok(())
+    })())
+}

@@ -1,0 +1,263 @@
+//! An account's datasets on the same stack: `onramp datasets upload` checks a file and sends it
+//! in parts, an upload cut off resumes from the part the edge lacks, the same file again is the
+//! stored one, the quota refuses with its name, another account's id is not found, a spec may
+//! name only its own account's stored dataset, and the job fetches that dataset with its own
+//! token (and no other job's).
+
+use super::*;
+use onramp_tests::paths;
+use std::path::Path;
+
+/// `onramp` with an API token of the account.
+fn onramp(w: &World, token: &str, args: &[&str]) -> (bool, String, String) {
+    let config = std::env::temp_dir().join(format!("onramp-datasets-cli-{}", random_hex(6)));
+    let out = std::process::Command::new(paths::cli_bin())
+        .args(args)
+        .args(["--edge", &w.stack.url, "--lang", "en"])
+        .env("ONRAMP_CONFIG_DIR", &config)
+        .env("ONRAMP_TOKEN", token)
+        .env_remove("ONRAMP_EDGE")
+        .env_remove("ONRAMP_MODELS")
+        .output()
+        .expect("onramp runs");
+    let _ = std::fs::remove_dir_all(&config);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An alpaca JSONL file of at least `bytes` bytes, its lines told apart by `seed`.
+fn alpaca(bytes: usize, seed: &str) -> (Vec<u8>, u64) {
+    let mut out = Vec::with_capacity(bytes + 200);
+    let mut n = 0u64;
+    while out.len() < bytes {
+        n += 1;
+        out.extend_from_slice(
+            format!(
+                "{{\"instruction\": \"Add {n} and {seed}.\", \"input\": \"\", \"output\": \"The sum of {n} and {seed} is known.\"}}\n"
+            )
+            .as_bytes(),
+        );
+    }
+    (out, n)
+}
+
+fn token_of(c: &Client) -> String {
+    c.post("/api/tokens", &json!({"name": "datasets"})).json["token"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// Upload, resume, the same file twice, list, delete, and a file with bad lines refused.
+pub(super) fn uploads(w: &World) {
+    let owner = w.stack.signup(&unique_email("datasets"), PASSWORD);
+    let token = token_of(&owner);
+    let dir = std::env::temp_dir().join(format!("onramp-datasets-{}", random_hex(6)));
+    std::fs::create_dir_all(&dir).unwrap();
+    // 9 MiB: two parts of the default 8 MiB.
+    let (file, lines) = alpaca(9 * MIB, "one");
+    let path = write(&dir, "mine.jsonl", &file);
+    // The first part goes up by hand and the connection "drops": the CLI sends only the rest.
+    let declared = owner.post(
+        "/api/datasets",
+        &json!({"name": "mine.jsonl", "size": file.len(), "sha256": sha256(&file),
+                "format": "alpaca", "examples": lines, "tokens": 1000}),
+    );
+    assert_eq!(declared.status, 200, "{}", declared.shown());
+    assert_eq!(declared.json["parts"], 2, "{}", declared.shown());
+    let id = declared.json["id"].as_str().unwrap().to_string();
+    let first = owner.request(
+        "PUT",
+        &format!("/api/datasets/{id}?part=1"),
+        Some(file[..8 * MIB].to_vec()),
+        &[("content-type", "application/octet-stream")],
+    );
+    assert_eq!(first.json["received"], 1, "{}", first.shown());
+    let (ok, out, err) = onramp(w, &token, &["datasets", "upload", &path]);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.starts_with(&id) && out.contains(&format!("data.dataset = \"{id}\"")),
+        "{out}"
+    );
+    let got = owner.get(&format!("/api/datasets/{id}"));
+    assert_eq!(
+        (
+            got.json["complete"].as_bool(),
+            got.json["examples"].as_u64()
+        ),
+        (Some(true), Some(lines)),
+        "{}",
+        got.shown()
+    );
+    // The same file again, under another name, is the stored one: nothing is sent twice.
+    let again = write(&dir, "copy.jsonl", &file);
+    let (ok, out, err) = onramp(w, &token, &["datasets", "upload", &again, "--json"]);
+    assert!(ok, "{err}");
+    let d: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (d["id"].as_str(), d["name"].as_str()),
+        (Some(id.as_str()), Some("mine.jsonl"))
+    );
+    let list = owner.get("/api/datasets").json;
+    assert_eq!(list["datasets"].as_array().map(Vec::len), Some(1), "{list}");
+    assert_eq!(list["used_bytes"], file.len(), "{list}");
+    bad_lines(w, &owner, &token, &dir);
+    let (ok, out, err) = onramp(w, &token, &["datasets", "rm", &id]);
+    assert!(ok && out.contains("freed"), "{out}{err}");
+    assert_eq!(owner.get(&format!("/api/datasets/{id}")).status, 404);
+    let (ok, _, err) = onramp(w, &token, &["datasets", "rm", "../api/me"]);
+    assert!(!ok && err.contains("no dataset id"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A file with a bad line is refused before anything is sent, unless the user says so.
+fn bad_lines(w: &World, owner: &Client, token: &str, dir: &Path) {
+    let token = token.to_string();
+    let mut bad = alpaca(1000, "two").0;
+    bad.extend_from_slice(b"{\"instruction\": \"x\"}\n");
+    let bad_path = write(dir, "bad.jsonl", &bad);
+    let (ok, _, err) = onramp(w, &token, &["datasets", "upload", &bad_path]);
+    assert!(
+        !ok && err.contains("--skip-bad-lines") && err.contains("line 12"),
+        "{err}"
+    );
+    assert_eq!(
+        owner.get("/api/datasets").json["datasets"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    let (ok, _, err) = onramp(
+        w,
+        &token,
+        &["datasets", "upload", &bad_path, "--skip-bad-lines"],
+    );
+    assert!(ok, "{err}");
+    let (ok, out, err) = onramp(w, &token, &["datasets", "list"]);
+    assert!(
+        ok && out.contains("bad.jsonl") && out.contains("mine.jsonl"),
+        "{out}{err}"
+    );
+}
+
+/// The quota, declarations refused field by field, and an unverified account.
+pub(super) fn refusals(w: &World) {
+    let owner = w.stack.signup(&unique_email("datasets-quota"), PASSWORD);
+    let declare = |size: usize, sha: &str, format: &str| {
+        owner.post(
+            "/api/datasets",
+            &json!({"name": "d.jsonl", "size": size, "sha256": sha,
+                    "format": format, "examples": 10, "tokens": 100}),
+        )
+    };
+    assert_eq!(declare(30 * MIB, &"1".repeat(64), "chat").status, 200);
+    let refused = declare(20 * MIB, &"2".repeat(64), "chat");
+    assert_eq!(
+        (refused.status, refused.code()),
+        (409, "limit_reached"),
+        "{}",
+        refused.shown()
+    );
+    let d = &refused.json["error"]["details"];
+    assert_eq!(
+        (d["limit"].as_str(), d["quota_bytes"].as_u64()),
+        (Some("dataset_bytes"), Some(DATASET_QUOTA as u64))
+    );
+    let bad = declare(MIB, &"3".repeat(64), "csv");
+    assert_eq!(
+        (bad.status, bad.json["error"]["details"]["field"].as_str()),
+        (400, Some("format"))
+    );
+    let bad = declare(MIB, "xyz", "chat");
+    assert_eq!(bad.status, 400, "{}", bad.shown());
+    // The unfinished upload counts until it is deleted.
+    let id = api::datasets::dataset_id(&"1".repeat(64));
+    let gone = owner.request("DELETE", &format!("/api/datasets/{id}"), None, &[]);
+    assert_eq!(gone.json["freed_bytes"], 30 * MIB, "{}", gone.shown());
+    assert_eq!(
+        declare(20 * MIB, &"2".repeat(64), "chat").status,
+        200,
+        "room again"
+    );
+    let unverified = Client::signup(&w.stack.url, &unique_email("datasets-unverified"), PASSWORD);
+    let a = unverified.post(
+        "/api/datasets",
+        &json!({"name": "d.jsonl", "size": 10, "sha256": "4".repeat(64),
+                "format": "chat", "examples": 1, "tokens": 10}),
+    );
+    assert_eq!(a.code(), "email_not_verified", "{}", a.shown());
+}
+
+/// A stored dataset of one account, named in the specs of that account and another; the job
+/// fetches it with its token, checked by its sha256.
+pub(super) fn named_in_a_spec(w: &World) {
+    let owner = w.stack.signup(&unique_email("datasets-spec"), PASSWORD);
+    let (file, lines) = alpaca(64 * 1024, "three");
+    let sha = sha256(&file);
+    let a = owner.post(
+        "/api/datasets",
+        &json!({"name": "s.jsonl", "size": file.len(), "sha256": sha,
+                "format": "alpaca", "examples": lines, "tokens": 9000}),
+    );
+    let id = a.json["id"].as_str().unwrap().to_string();
+    let spec = LORA.replace("dataset = \"alpaca-zh\"", &format!("dataset = \"{id}\""));
+    assert_ne!(spec, LORA);
+    // Still uploading: refused, and no money moves.
+    let before = owner.balance();
+    let early = owner.submit_spec(&spec, &random_hex(8));
+    assert_eq!(
+        (
+            early.status,
+            early.json["error"]["details"]["field"].as_str()
+        ),
+        (400, Some("data.dataset")),
+        "{}",
+        early.shown()
+    );
+    assert_eq!(owner.balance(), before);
+    let put = owner.request(
+        "PUT",
+        &format!("/api/datasets/{id}?part=1"),
+        Some(file.clone()),
+        &[("content-type", "application/octet-stream")],
+    );
+    assert_eq!(put.json["complete"], true, "{}", put.shown());
+    // Another account cannot see it, delete it or train on it.
+    let other = w.stack.signup(&unique_email("datasets-other"), PASSWORD);
+    assert_eq!(other.get(&format!("/api/datasets/{id}")).status, 404);
+    assert_eq!(
+        other
+            .request("DELETE", &format!("/api/datasets/{id}"), None, &[])
+            .status,
+        404
+    );
+    let theirs = other.submit_spec(&spec, &random_hex(8));
+    assert_eq!(theirs.status, 400, "{}", theirs.shown());
+    assert!(
+        theirs.shown().contains("no dataset of this account"),
+        "{}",
+        theirs.shown()
+    );
+    // The owner's job fetches it with its own token; another job's token is refused.
+    let job = w.submitted(&owner, &spec);
+    let fetched = job.job.get(&format!("/api/jobs/{}/dataset", job.id));
+    assert_eq!(fetched.status, 200, "{}", fetched.shown());
+    assert_eq!(fetched.header("x-onramp-sha256"), Some(sha.as_str()));
+    assert!(fetched.bytes == file, "the job fetched the file");
+    let stranger = w.job("datasets-stranger");
+    let a = stranger.job.get(&format!("/api/jobs/{}/dataset", job.id));
+    assert!(matches!(a.status, 401 | 403), "{}", a.shown());
+    let none = stranger
+        .job
+        .get(&format!("/api/jobs/{}/dataset", stranger.id));
+    assert_eq!(none.status, 404, "{}", none.shown());
+}
