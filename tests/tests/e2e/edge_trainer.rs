@@ -1,5 +1,6 @@
-//! A `lora` job through the whole stack: submitted to the edge's `POST /api/jobs`, dispatched to
-//! the local runner, trained by onramp-train on the CPU (the real program GPU jobs run), its
+//! A `lora` job through the whole stack: its corpus uploaded with `onramp datasets upload` and
+//! named in the spec by its id, submitted to the edge's `POST /api/jobs`, dispatched to the
+//! local runner, the dataset fetched by the job from the edge with its own token, trained by onramp-train on the CPU (the real program GPU jobs run), its
 //! metrics on the job's loss curve through the edge, its hold settled to the time it ran, and its
 //! adapter pushed to the edge's R2 as the job's artifacts, each downloadable and checked.
 //!
@@ -29,10 +30,15 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
     )
     .expect("stack starts");
     let u = stack.signup(&unique_email("lora"), "correct horse battery");
+    let dataset = uploaded(&stack, &u);
     let a = u.request(
         "POST",
         "/api/jobs",
-        Some(spec().as_bytes().to_vec()),
+        Some(
+            spec()
+                .replace("\"tinyshakespeare\"", &format!("\"{dataset}\""))
+                .into_bytes(),
+        ),
         &[
             ("content-type", "application/toml"),
             ("idempotency-key", &random_hex(8)),
@@ -119,6 +125,46 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
         "{job}"
     );
     assert_eq!(job["checkpoint"], false);
+}
+
+/// The corpus uploaded to the account with the CLI, as a user would: its dataset id.
+fn uploaded(stack: &Stack, u: &onramp_tests::api::Client) -> String {
+    let token = u
+        .post("/api/tokens", &serde_json::json!({"name": "upload"}))
+        .json["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let corpus = onramp_tests::paths::shared_dir().join("data/tinyshakespeare.txt");
+    let config = std::env::temp_dir().join(format!("onramp-upload-{}", random_hex(6)));
+    let out = std::process::Command::new(onramp_tests::paths::cli_bin())
+        .args([
+            "datasets",
+            "upload",
+            corpus.to_str().unwrap(),
+            "--seq-len",
+            "64",
+            "--json",
+        ])
+        .args(["--edge", &stack.url])
+        .env("ONRAMP_CONFIG_DIR", &config)
+        .env("ONRAMP_TOKEN", &token)
+        .env_remove("ONRAMP_EDGE")
+        .output()
+        .expect("onramp runs");
+    let _ = std::fs::remove_dir_all(&config);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (d["format"].as_str(), d["complete"].as_bool()),
+        (Some("text"), Some(true)),
+        "{d}"
+    );
+    d["id"].as_str().unwrap().to_string()
 }
 
 /// The job is not among the playground's checkpoints, and the trainer pushed what it trained

@@ -10,7 +10,8 @@ the model's chat template, the prompt masked; text (records, or plain-text lines
 most TEXT_PIECE characters) is packed into `seq_len` sequences, the last partial one dropped.
 One file holds one format, set by its first usable record.
 
-A dataset id resolves under `ONRAMP_DATASETS` (`<id>`, `<id>.jsonl`, `<id>.json`, `<id>.txt`),
+An uploaded dataset (`ds_…`) is fetched from the edge into the job's folder (`fetch.py`). Any
+other dataset id resolves under `ONRAMP_DATASETS` (`<id>`, `<id>.jsonl`, `<id>.json`, `<id>.txt`),
 else the value is a path inside the job's folder; an absolute path, a home folder or `..` is
 refused. Bad lines are reported with their line numbers; a dataset with no usable example is
 refused before training.
@@ -24,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import fetch
 from .errors import DataError
 
 IGNORE = -100
@@ -75,6 +77,8 @@ def resolve(dataset: str) -> Path:
             f"dataset `{dataset}` {why}; a job reads a dataset the cluster holds, by its id, "
             "or a file inside its own folder, by a relative path"
         )
+    if fetch.is_uploaded(dataset):
+        return fetch.fetch(dataset)
     looked = []
     root = os.environ.get("ONRAMP_DATASETS")
     if root:

@@ -46,15 +46,7 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
     let backends = backends::configured(env)?;
     // Where the job reports: read before anything is held, so a misconfigured edge moves no money.
     let origin = http::public_url(env)?;
-    // A job that continues an earlier one runs where that one's checkpoint is.
-    let candidates = match resumed_backend(env, &user, &valid).await? {
-        Some(name) => backends
-            .iter()
-            .filter(|b| b.name == name)
-            .cloned()
-            .collect(),
-        None => backends,
-    };
+    let candidates = candidates(env, &user, &valid, backends).await?;
     // Planned again on the chosen backend's own nodes (their RAM and NVMe for what it offloads).
     let (backend, valid) = pick_for_spec(&candidates, &valid)
         .map(|(b, v)| (b.clone(), v))
@@ -109,6 +101,44 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
         .await?
         .ok_or_else(|| ApiError::internal("new job vanished"))?;
     created(status, &job)
+}
+
+/// The backends that may run the spec: the one an earlier job it continues ran on, and only
+/// runners for a spec that names an uploaded dataset.
+async fn candidates(
+    env: &Env,
+    user: &User,
+    valid: &ValidSpec,
+    backends: Vec<BackendConfig>,
+) -> ApiResult<Vec<BackendConfig>> {
+    // A job that continues an earlier one runs where that one's checkpoint is.
+    let candidates = match resumed_backend(env, user, valid).await? {
+        Some(name) => backends
+            .iter()
+            .filter(|b| b.name == name)
+            .cloned()
+            .collect(),
+        None => backends,
+    };
+    // An uploaded dataset is fetched by the trainer the runner starts; Slurm's wrapper does not
+    // fetch one yet.
+    if super::super::datasets::named_in(valid.spec()).is_some() {
+        let runners: Vec<_> = candidates
+            .into_iter()
+            .filter(|b| b.kind == api::BackendKind::Runner)
+            .collect();
+        if runners.is_empty() {
+            return Err(ApiError::new(
+                ErrorCode::NoBackend,
+                "data.dataset names an uploaded dataset, which only a runner backend fetches so \
+                 far; on a Slurm cluster name a dataset the cluster holds",
+            )
+            .with_field("data.dataset"));
+        }
+        Ok(runners)
+    } else {
+        Ok(candidates)
+    }
 }
 
 /// For a spec that continues an earlier job (`checkpoint.resume_from`), the backend that job ran
