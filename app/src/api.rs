@@ -48,6 +48,40 @@ pub async fn call(
     }
 }
 
+/// `PUT path` with a `Blob` as the body (a slice of a file the browser reads from disk as it
+/// sends), answered with JSON.
+pub async fn put_blob<T: DeserializeOwned>(
+    path: &str,
+    blob: &web_sys::Blob,
+) -> Result<T, ApiError> {
+    let window = web_sys::window().ok_or_else(|| ApiError::network("no window"))?;
+    let init = RequestInit::new();
+    init.set_method("PUT");
+    init.set_body(blob);
+    let h = web_sys::Headers::new().map_err(|e| ApiError::network(format!("{e:?}")))?;
+    let _ = h.set("content-type", "application/octet-stream");
+    init.set_headers(&h);
+    let req = Request::new_with_str_and_init(path, &init)
+        .map_err(|e| ApiError::network(format!("{e:?}")))?;
+    let resp: Response = JsFuture::from(window.fetch_with_request(&req))
+        .await
+        .map_err(|e| ApiError::network(format!("PUT {path}: {e:?}")))?
+        .unchecked_into();
+    let text = match resp.text() {
+        Ok(p) => JsFuture::from(p)
+            .await
+            .ok()
+            .and_then(|t| t.as_string())
+            .unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    if resp.ok() {
+        decode(text)
+    } else {
+        Err(ApiError::from_answer(resp.status(), &text))
+    }
+}
+
 fn decode<T: DeserializeOwned>(status_ok_body: String) -> Result<T, ApiError> {
     serde_json::from_str(&status_ok_body).map_err(|e| ApiError {
         status: 200,

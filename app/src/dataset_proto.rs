@@ -40,6 +40,10 @@ pub struct DatasetSummary {
     pub bad_lines: u64,
     pub bad: Vec<BadLineView>,
     pub bytes: u64,
+    /// The file's SHA-256 (lowercase hex), which the worker takes in the same pass: an upload's
+    /// identity. Empty when not taken.
+    #[serde(default)]
+    pub sha256: String,
 }
 
 impl DatasetSummary {
@@ -70,6 +74,7 @@ impl DatasetSummary {
                 })
                 .collect(),
             bytes: r.bytes,
+            sha256: String::new(),
         }
     }
 

@@ -1,10 +1,12 @@
 //! The dataset check's Web Worker: the worker binary started as `/worker.js#datacheck` runs this
 //! instead of the model. It reads the chosen file a slice at a time (`Blob::slice`, never the
 //! whole file), feeds datacheck's checker and posts its progress, so that a file of gigabytes
-//! is checked without the page freezing or the tab holding it.
+//! is checked without the page freezing or the tab holding it; its SHA-256 is taken in the same
+//! pass, for an upload.
 
 use crate::dataset_proto::{CHUNK_BYTES, DatasetOutput, DatasetSummary};
 use datacheck::{Checker, Estimate};
+use sha2::{Digest, Sha256};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{JsFuture, spawn_local};
@@ -44,6 +46,7 @@ async fn check(file: File, seq_len: u32) {
     let total = file.size();
     let why = "the model's tokenizer is not in the browser".to_string();
     let mut checker = Checker::new(Some(&name), Estimate { why }, seq_len);
+    let mut sha = Sha256::new();
     let mut at = 0.0;
     while at < total {
         let end = (at + CHUNK_BYTES).min(total);
@@ -52,6 +55,7 @@ async fn check(file: File, seq_len: u32) {
             Err(detail) => return post(&DatasetOutput::Error { detail }),
         };
         checker.push(&bytes);
+        sha.update(&bytes);
         at = end;
         post(&DatasetOutput::Progress {
             read: at as u64,
@@ -59,7 +63,9 @@ async fn check(file: File, seq_len: u32) {
         });
     }
     let report = checker.finish();
-    post(&DatasetOutput::Done(DatasetSummary::of(&name, &report)));
+    let mut summary = DatasetSummary::of(&name, &report);
+    summary.sha256 = format!("{:x}", sha.finalize());
+    post(&DatasetOutput::Done(summary));
 }
 
 async fn read(file: &File, start: f64, end: f64) -> Result<Vec<u8>, String> {

@@ -128,6 +128,9 @@ messages! {
     DatasetUnusable => "Nothing in this file can be trained on", "文件中没有可训练的样本";
     DatasetUse => "Use these counts in the spec", "把这些计数填入作业配置";
     DatasetUsed => "Set in [data]: epochs, time and cost now follow this file", "已填入 [data]：epoch、时间与费用现在按这个文件计算";
+    DatasetUpload => "Upload to my account", "上传到我的账户";
+    DatasetUploading => "Uploading", "正在上传";
+    DatasetUploaded => "Uploaded; data.dataset names it:", "已上传；data.dataset 已指向它：";
     ImportButton => "Import", "导入";
     Imported => "Imported into the spec", "已导入到作业配置";
     InvalidSpec => "Fix the problems above to see estimates.", "修正上面的问题后即可看到估算。";

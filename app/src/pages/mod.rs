@@ -17,6 +17,7 @@ pub mod plan;
 pub mod plan_dataset;
 pub mod plan_explain;
 pub mod plan_parts;
+pub mod plan_upload;
 pub mod reset;
 pub mod status;
 pub mod submit;

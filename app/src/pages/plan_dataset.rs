@@ -6,6 +6,7 @@
 use crate::dataset_proto::{DATASET_WORKER_HASH, DatasetOutput, DatasetSummary};
 use crate::i18n::{Key, Lang, bytes};
 use crate::pages::plan_parts::patch_spec;
+use crate::pages::plan_upload::DatasetUpload;
 use crate::state::{use_i18n, use_shared};
 use jobspec::Plan;
 use jobspec::patch::PatchOp;
@@ -98,6 +99,7 @@ pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
     let state = RwSignal::new(Check::Idle);
     let used = RwSignal::new(false);
     let checker: Shared = StoredValue::new_local(None);
+    let chosen = StoredValue::new_local(None::<web_sys::File>);
     let choose = move |ev: leptos::ev::Event| {
         let Some(input) = ev
             .target()
@@ -108,6 +110,7 @@ pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
         let Some(file) = input.files().and_then(|f| f.get(0)) else {
             return;
         };
+        chosen.set_value(Some(file.clone()));
         let seq_len = plan.with_untracked(|p| p.valid.as_ref().map(|v| v.spec().data.seq_len));
         let msg = js_sys::Object::new();
         let _ = js_sys::Reflect::set(&msg, &"file".into(), &file);
@@ -151,11 +154,12 @@ pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
             }.into_any(),
             Check::Failed(e) => view! { <p class="error" data-testid="dataset-error">{e}</p> }.into_any(),
             Check::Done(s) => view! {
-                <Summary s=*s lang=i.lang.get()/>
+                <Summary s=(*s).clone() lang=i.lang.get()/>
                 <div class="actions">
                     <button type="button" data-testid="dataset-use" on:click=use_counts>{move || i.t(Key::DatasetUse)}</button>
                     <span aria-live="polite" data-testid="dataset-used">{move || used.get().then(|| i.t(Key::DatasetUsed))}</span>
                 </div>
+                <DatasetUpload file=chosen s=*s/>
             }.into_any(),
         }}
     }

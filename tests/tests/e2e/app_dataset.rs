@@ -3,7 +3,7 @@
 //! click, and the plan's steps then follow the file as the trainer batches it.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
-use crate::app_support::{WAIT, click, spec_text, start};
+use crate::app_support::{WAIT, click, spec_text, start, submit_auth, verify_elsewhere};
 use std::io::Write;
 use std::time::Duration;
 
@@ -130,6 +130,58 @@ fn a_large_text_file_is_read_in_slices_and_estimated() {
     );
     let text = browser.text(&summary).unwrap();
     assert!(text.contains("每轮样本"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+#[ignore = "needs the built stack and Chromium: cargo xtask test"]
+fn a_checked_dataset_uploads_in_parts_and_the_spec_names_it() {
+    let (stack, browser) = start("app_dataset_upload", Some("en"));
+    browser.goto(&format!("{}/account", stack.url)).unwrap();
+    click(&browser, "[data-testid=auth-switch]");
+    let email = onramp_tests::api::unique_email("app-dataset");
+    submit_auth(&browser, &email, "correct horse battery");
+    browser.wait_for("[data-testid=verify-note]", WAIT).unwrap();
+    verify_elsewhere(&stack, &email);
+    click(&browser, "[data-testid=nav-plan]");
+    browser.wait_for("[data-testid=plan-fits]", WAIT).unwrap();
+    let dir = tempfile_dir("onramp-dataset-upload");
+    // About 9 MiB: two parts of 8 MiB.
+    let path = alpaca_file(&dir, 140_000);
+    let input = browser
+        .wait_for("[data-testid=dataset-file]", WAIT)
+        .unwrap();
+    browser.type_text(&input, path.to_str().unwrap()).unwrap();
+    browser
+        .wait_for("[data-testid=dataset-summary][data-format=alpaca]", WAIT)
+        .unwrap();
+    click(&browser, "[data-testid=dataset-upload]");
+    let done = browser
+        .wait_for("[data-testid=dataset-uploaded]", Duration::from_secs(120))
+        .unwrap();
+    let id = browser.attribute(&done, "data-id").unwrap().unwrap();
+    assert!(id.starts_with("ds_"), "{id}");
+    let spec = spec_text(&browser);
+    assert!(spec.contains(&format!("dataset = \"{id}\"")), "{spec}");
+    assert!(spec.contains("examples = 140000"), "{spec}");
+    let listed = browser
+        .execute(
+            "return fetch('/api/datasets').then(r => r.json());",
+            serde_json::json!([]),
+        )
+        .unwrap();
+    let d = &listed["datasets"][0];
+    assert_eq!(
+        (d["id"].as_str(), d["complete"].as_bool()),
+        (Some(id.as_str()), Some(true)),
+        "{listed}"
+    );
+    assert_eq!(
+        d["size"].as_u64(),
+        Some(std::fs::metadata(&path).unwrap().len()),
+        "{listed}"
+    );
+    assert_eq!(d["parts"], 2, "{listed}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
