@@ -365,6 +365,30 @@ pub async fn delete(user: User, env: &Env, segment: &str) -> ApiResult<DatasetDe
     })
 }
 
+/// Days an upload may stay unfinished (`DATASET_UPLOAD_DAYS`, 6 by default: R2 drops a
+/// multipart upload it has not completed after a week, and a part sent then could not land).
+const UPLOAD_DAYS: i64 = 6;
+
+/// The cron sweep's share: uploads declared longer ago than `DATASET_UPLOAD_DAYS` and never
+/// finished are deleted, freeing their bytes from the quota (a later upload of the file starts
+/// over). At most `limit` per run; how many went.
+pub async fn sweep(env: &Env, limit: i64) -> ApiResult<u64> {
+    let days = db::setting(env, "DATASET_UPLOAD_DAYS", UPLOAD_DAYS).max(1);
+    let cutoff = now_ms() - days * 86_400_000;
+    let rows: Vec<Row> = db::all(
+        env,
+        &format!("SELECT {ROW} FROM datasets WHERE state = 'uploading' AND created_at < ? LIMIT ?"),
+        &[n(cutoff), n(limit)],
+    )
+    .await?;
+    let mut gone = 0;
+    for r in &rows {
+        forget(env, r).await?;
+        gone += 1;
+    }
+    Ok(gone)
+}
+
 /// The dataset id a spec names, if it names an uploaded one (`data.dataset = "ds_…"`).
 pub fn named_in(spec: &jobspec::JobSpec) -> Option<&str> {
     let d = spec.data.dataset.as_str();

@@ -107,6 +107,7 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     // A failed sweep is retried by the next tick; there is no caller to report to.
     let _ = report::reconcile(&env, None, None).await;
     let _ = artifacts::sweep(&env, 100).await;
+    let _ = datasets::sweep(&env, 100).await;
     if let Ok(swept) = account_sweep::sweep(&env, 50).await {
         worker::console_log!(
             "sweep: {} expired sessions and {} unverified accounts cleared",

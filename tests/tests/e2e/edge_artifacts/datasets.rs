@@ -188,6 +188,16 @@ pub(super) fn refusals(w: &World) {
         200,
         "room again"
     );
+    // The cron sweep leaves an upload declared today: it goes only after DATASET_UPLOAD_DAYS.
+    w.stack.run_scheduled("*/5 * * * *").unwrap();
+    let id2 = api::datasets::dataset_id(&"2".repeat(64));
+    let kept = owner.get(&format!("/api/datasets/{id2}"));
+    assert_eq!(
+        (kept.status, kept.json["received"].as_u64()),
+        (200, Some(0)),
+        "{}",
+        kept.shown()
+    );
     let unverified = Client::signup(&w.stack.url, &unique_email("datasets-unverified"), PASSWORD);
     let a = unverified.post(
         "/api/datasets",
