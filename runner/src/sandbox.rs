@@ -2,8 +2,8 @@
 //! system has both): a mount and a PID namespace of the job's own, in which
 //!
 //! - the runner's state folder is covered by an empty read-only tmpfs, with only the job's own
-//!   folder (read-write, its `job.json` read-only) and the shared assets (read-only) bound back
-//!   into it, so the job sees no other job's folder, no job record and no secret kept there;
+//!   folder (read-write) and the shared assets (read-only) bound back into it, so the job sees no
+//!   other job's folder, no job record (`records/`, its own included) and no secret kept there;
 //! - `/proc` is the namespace's own, so the runner's process (and its environment) and the other
 //!   jobs' processes are not there to read;
 //! - the job runs with no capabilities at all (an empty bounding set, `no_new_privs`), so it can
@@ -34,10 +34,6 @@ mkdir -p "$job" "$assets"
 mount --no-canonicalize --bind /proc/self/fd/3 "$job"
 mount --no-canonicalize --bind /proc/self/fd/4 "$assets"
 mount --no-canonicalize -o remount,bind,ro "$assets"
-if [ -f "$job/job.json" ]; then
-  mount --bind "$job/job.json" "$job/job.json"
-  mount -o remount,bind,ro "$job/job.json"
-fi
 mount -o remount,bind,ro "$state"
 if [ -n "$secret" ] && [ -e "$secret" ]; then mount --bind /dev/null "$secret"; fi
 exec 3<&- 4<&-

@@ -1,6 +1,11 @@
-//! Job records on disk: one folder per job under `<state>/jobs/<id>/` holding `job.json` (the
-//! record, rewritten atomically on every change), `output.log` (the job's stdout and stderr) and,
-//! for training jobs, `checkpoint/`. Records are what lets the runner's state survive a restart.
+//! Job records on disk: one folder per job under `<state>/jobs/<id>/`, the job's own, holding
+//! `output.log` (the job's stdout and stderr), what the job writes and, for tiny-train,
+//! `checkpoint/`; and the job's record beside those folders, `<state>/records/<id>.json`,
+//! rewritten atomically on every change. Records are what lets the runner's state survive a
+//! restart. A record never lies in the job's folder: the job may write there, and the sandbox
+//! (`sandbox.rs`) cannot keep a file read-only that the runner replaces by a rename (the rename
+//! dissolves a bind mount over it in the job's namespace). A record that an earlier runner left
+//! in the job's folder (`jobs/<id>/job.json`) is moved to `records/` when the store opens.
 
 use crate::wire::{JobState, JobView, ReportTarget, Task};
 use serde::{Deserialize, Serialize};
@@ -36,9 +41,11 @@ pub struct JobRecord {
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    records: PathBuf,
 }
 
-const RECORD: &str = "job.json";
+/// Where an earlier runner kept a job's record, in the job's folder.
+const LEGACY_RECORD: &str = "job.json";
 pub const LOG: &str = "output.log";
 pub const CHECKPOINT_DIR: &str = "checkpoint";
 
@@ -52,9 +59,36 @@ pub const CHECKPOINT_FILE: &str = "model.safetensors";
 impl Store {
     pub fn open(state_dir: &Path) -> Result<Store, String> {
         let root = state_dir.join("jobs");
-        std::fs::create_dir_all(&root)
-            .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
-        Ok(Store { root })
+        let records = state_dir.join("records");
+        for dir in [&root, &records] {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let store = Store { root, records };
+        store.move_legacy_records()?;
+        Ok(store)
+    }
+
+    /// Moves the records an earlier runner kept in the jobs' folders to `records/`.
+    fn move_legacy_records(&self) -> Result<(), String> {
+        let Ok(entries) = std::fs::read_dir(&self.root) else {
+            return Ok(());
+        };
+        for entry in entries.flatten() {
+            let legacy = entry.path().join(LEGACY_RECORD);
+            let Some(id) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            if legacy.is_file() && !self.record_path(&id).exists() {
+                std::fs::rename(&legacy, self.record_path(&id))
+                    .map_err(|e| format!("cannot move {}: {e}", legacy.display()))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn record_path(&self, id: &str) -> PathBuf {
+        self.records.join(format!("{id}.json"))
     }
 
     pub fn job_dir(&self, id: &str) -> PathBuf {
@@ -87,7 +121,7 @@ impl Store {
     /// Rewrites the record atomically (a temp file renamed over it), readable by the runner only
     /// because it holds the job's report token.
     pub fn save(&self, record: &JobRecord) -> Result<(), String> {
-        let path = self.job_dir(&record.id).join(RECORD);
+        let path = self.record_path(&record.id);
         let tmp = path.with_extension("json.tmp");
         let bytes = serde_json::to_vec_pretty(record)
             .map_err(|e| format!("cannot serialise job {}: {e}", record.id))?;
@@ -109,13 +143,13 @@ impl Store {
     pub fn load_all(&self) -> (Vec<JobRecord>, Vec<String>) {
         let mut records = Vec::new();
         let mut problems = Vec::new();
-        let entries = match std::fs::read_dir(&self.root) {
+        let entries = match std::fs::read_dir(&self.records) {
             Ok(e) => e,
-            Err(e) => return (records, vec![format!("{}: {e}", self.root.display())]),
+            Err(e) => return (records, vec![format!("{}: {e}", self.records.display())]),
         };
         for entry in entries.flatten() {
-            let path = entry.path().join(RECORD);
-            if !path.is_file() {
+            let path = entry.path();
+            if !path.is_file() || path.extension().is_none_or(|e| e != "json") {
                 continue;
             }
             match std::fs::read(&path)
@@ -179,12 +213,29 @@ mod tests {
         a.state = JobState::Running;
         store.save(&a).unwrap();
         store.create(&record("bb", JobState::Succeeded)).unwrap();
-        std::fs::create_dir_all(store.job_dir("broken")).unwrap();
-        std::fs::write(store.job_dir("broken").join(RECORD), b"{").unwrap();
+        std::fs::write(store.record_path("broken"), b"{").unwrap();
         let (records, problems) = store.load_all();
         assert_eq!(records, vec![a, record("bb", JobState::Succeeded)]);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("broken"), "{problems:?}");
+        // No record lies in a job's folder, where the job could write it.
+        assert!(!store.job_dir("a").join(LEGACY_RECORD).exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_record_an_earlier_runner_left_in_the_jobs_folder_is_moved_out_of_it() {
+        let dir = std::env::temp_dir().join(format!("runner-legacy-{}", std::process::id()));
+        let old = record("old", JobState::Running);
+        std::fs::create_dir_all(dir.join("jobs/old")).unwrap();
+        std::fs::write(
+            dir.join("jobs/old").join(LEGACY_RECORD),
+            serde_json::to_vec(&old).unwrap(),
+        )
+        .unwrap();
+        let store = Store::open(&dir).unwrap();
+        assert!(!store.job_dir("old").join(LEGACY_RECORD).exists());
+        assert_eq!(store.load_all(), (vec![old], vec![]));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -24,14 +24,14 @@ state=$1 other=$2
 try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name=got"; else echo "$name=refused"; fi; }
 try secret-file cat "$state/secret"
 try other-folder cat "$other/mine.txt"
-try other-record cat "$other/job.json"
+try other-record cat "$state/records/$(basename "$other").json"
 try state-listing sh -c "ls -a '$state' | grep -qv -e '^\.' -e '^jobs$' -e '^assets$'"
 try jobs-listing sh -c "ls -a '$state/jobs' | grep -qv -e '^\.' -e \"^$(basename "$PWD")\$\""
 try other-environ sh -c "cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -q '^VICTIM_TOKEN='"
 try runner-process sh -c "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' ' ' | grep -q -- '--secret-fil[e]'"
 try unmount umount "$state"
 try assets-write sh -c "echo x > '$state/assets/planted'"
-try record-write sh -c "echo '{}' > job.json"
+try record-write sh -c "echo '{}' > '$state/records/$(basename "$PWD").json'"
 try assets-read ls "$state/assets/models"
 try own-write sh -c 'echo mine > own.txt && cat own.txt'
 "#;
@@ -129,11 +129,13 @@ fn without_the_sandbox_the_same_job_reads_everything() {
     for attempt in [
         "secret-file",
         "other-folder",
+        "other-record",
         "state-listing",
         "jobs-listing",
         "other-environ",
         "runner-process",
         "assets-write",
+        "record-write",
     ] {
         assert_eq!(found[attempt], "got", "{attempt}: {log}");
     }
