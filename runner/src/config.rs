@@ -22,7 +22,12 @@ pub struct Config {
     pub secret_file: Option<PathBuf>,
     /// Whether jobs run in the sandbox (`sandbox.rs`).
     pub sandbox: crate::sandbox::Mode,
+    /// How long a job's folder stays after the job ended, as a Slurm backend's `retention`.
+    pub retention: std::time::Duration,
 }
+
+/// How long a job's folder stays by default: a Slurm backend's default `retention`.
+pub const DEFAULT_RETENTION: &str = "7d";
 
 /// The cards a runner declares by default, as the local stack's `BACKENDS` does: one training
 /// job at a time gets the machine's cores to itself (two at once halve each other's speed).
@@ -81,6 +86,20 @@ pub struct ServeArgs {
     /// folder and the shared assets
     #[arg(long, value_enum, value_name = "MODE", default_value_t = crate::sandbox::Mode::Auto)]
     pub sandbox: crate::sandbox::Mode,
+    /// How long a job's folder (its log, checkpoints and outputs) stays after the job ended,
+    /// like "7d", "36h" or "90m"; its record stays
+    #[arg(long, value_name = "DURATION", default_value = DEFAULT_RETENTION,
+          value_parser = retention)]
+    pub retention: std::time::Duration,
+}
+
+/// Reads `--retention`: a duration such as a Slurm backend's `retention` takes.
+fn retention(text: &str) -> Result<std::time::Duration, String> {
+    jobspec::duration::parse_duration_s(text)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(|| {
+            format!("{text:?} is not a duration; write one like \"7d\", \"36h\" or \"90m\"")
+        })
 }
 
 impl ServeArgs {
@@ -103,6 +122,7 @@ impl ServeArgs {
                 .unwrap_or_else(crate::assets::Assets::shared_default),
             secret_file: self.secret_file,
             sandbox: self.sandbox,
+            retention: self.retention,
         })
     }
 }
@@ -211,6 +231,20 @@ mod tests {
         let c = from_args(args(&["--sandbox", "off"]), Some("s".into())).unwrap();
         assert_eq!(c.sandbox, crate::sandbox::Mode::Off);
         assert!(from_args(args(&["--sandbox", "maybe"]), Some("s".into())).is_err());
+    }
+
+    #[test]
+    fn an_ended_jobs_folder_stays_seven_days_unless_told() {
+        use std::time::Duration;
+        let c = from_args(args(&[]), Some("s".into())).unwrap();
+        assert_eq!(c.retention, Duration::from_secs(7 * 86_400));
+        let c = from_args(args(&["--retention", "36h"]), Some("s".into())).unwrap();
+        assert_eq!(c.retention, Duration::from_secs(36 * 3600));
+        let err = from_args(args(&["--retention", "soon"]), Some("s".into())).unwrap_err();
+        assert!(
+            err.contains("--retention") && err.contains("\"7d\""),
+            "{err}"
+        );
     }
 
     #[test]

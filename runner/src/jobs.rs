@@ -233,6 +233,45 @@ impl Runner {
         })
     }
 
+    /// Removes the folders of the jobs that ended more than `retention` before `now`, with
+    /// everything they left there (log, checkpoints, outputs; the edge holds its own copy of the
+    /// log and the artifacts the job pushed). Their records stay, so the edge still learns how
+    /// they ended; a job that continues one of them is told its folder is gone. Returns the
+    /// runner ids whose folders went.
+    pub fn sweep_folders(&self, retention: Duration, now: std::time::SystemTime) -> Vec<String> {
+        let now_ms = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let cutoff =
+            now_ms.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX));
+        let due: Vec<String> = self
+            .lock()
+            .values()
+            .filter(|e| e.stop.is_none() && e.record.state.is_terminal())
+            .filter(|e| {
+                e.record
+                    .ended_at
+                    .as_deref()
+                    .and_then(api::time::parse_rfc3339_ms)
+                    .is_some_and(|ended| ended <= cutoff)
+            })
+            .map(|e| e.record.id.clone())
+            .collect();
+        due.into_iter()
+            .filter(|id| {
+                let dir = self.store.job_dir(id);
+                match std::fs::remove_dir_all(&dir) {
+                    Ok(()) => true,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                    Err(e) => {
+                        eprintln!("onramp-runner: cannot remove {}: {e}", dir.display());
+                        false
+                    }
+                }
+            })
+            .collect()
+    }
+
     /// Called by a supervisor when its job has ended.
     pub fn finished(&self, id: &str) {
         if let Some(e) = self.lock().get_mut(id) {

@@ -80,6 +80,24 @@ fn sandbox(config: &config::Config, assets: &Assets) -> Option<Sandbox> {
     }
 }
 
+/// Removes the folders of jobs that ended more than `retention` ago, at start and then a few
+/// times per retention (at least every second, at most every ten minutes).
+async fn sweep_folders(runner: Arc<Runner>, retention: std::time::Duration) {
+    let every = (retention / 4).clamp(
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(600),
+    );
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        for id in runner.sweep_folders(retention, std::time::SystemTime::now()) {
+            eprintln!(
+                "onramp-runner: job {id} ended more than the retention ago: its folder is removed"
+            );
+        }
+    }
+}
+
 async fn serve(config: config::Config) {
     if let Err(e) = std::fs::create_dir_all(&config.state_dir) {
         fail(&format!(
@@ -102,6 +120,7 @@ async fn serve(config: config::Config) {
     for p in problems {
         eprintln!("onramp-runner: warning: unreadable job record {p}");
     }
+    tokio::spawn(sweep_folders(runner.clone(), config.retention));
     let listener = match tokio::net::TcpListener::bind(config.addr).await {
         Ok(l) => l,
         Err(e) => fail(&format!("cannot listen on {}: {e}", config.addr)),

@@ -1,6 +1,7 @@
 //! The runner's HTTP API against the real `onramp-runner` binary: command jobs (logs with
 //! offsets, exit codes, a clean environment), cancel killing the whole process group, the time
-//! limit, restarts marking active jobs lost, and the error shapes.
+//! limit, restarts marking active jobs lost, the retention of ended jobs' folders, and the error
+//! shapes.
 //!
 //! They need the built runner (`cargo build -p onramp-runner`), so they are ignored in a plain
 //! `cargo test`; `cargo xtask test` builds it and runs them.
@@ -244,6 +245,52 @@ fn the_time_limit_kills_the_job_as_timed_out() {
     let log = r.read_log(&id).unwrap();
     assert!(log.starts_with("started\n"), "{log}");
     assert!(log.contains("time limit of 1 s"), "{log}");
+}
+
+#[test]
+#[ignore = "needs the built runner: run through `cargo xtask test`"]
+fn an_ended_jobs_folder_goes_after_the_retention_and_its_record_stays() {
+    let r =
+        TestRunner::start_with("runner-retention", &["--cards", "2", "--retention", "2s"]).unwrap();
+    let marker = sleep_marker();
+    let active = r
+        .submit(&command_job(
+            "edge-long",
+            &format!("echo mine > mine.txt; exec sleep {marker}"),
+            600,
+        ))
+        .unwrap();
+    r.wait_state(&active, Duration::from_secs(20), |s| s == "running")
+        .unwrap();
+    let done = r
+        .submit(&command_job("edge-short", "echo mine > mine.txt", 30))
+        .unwrap();
+    let v = r
+        .wait_state(&done, Duration::from_secs(20), terminal)
+        .unwrap();
+    assert_eq!(v["state"], "succeeded", "{v}");
+    let folder = r.job_dir(&done);
+    assert!(folder.join("mine.txt").is_file());
+    onramp_tests::wait::until(
+        "the ended job's folder to go",
+        Duration::from_secs(30),
+        || Ok((!folder.exists()).then_some(())),
+    )
+    .unwrap();
+    assert!(r.log().contains("its folder is removed"), "{}", r.log());
+    // Its record stays, so the edge still learns how it ended.
+    let (status, v) = r.get(&format!("/jobs/{done}"));
+    assert_eq!(
+        (status, v["state"].as_str()),
+        (200, Some("succeeded")),
+        "{v}"
+    );
+    // A running job keeps its folder, however long it has run.
+    let (_, v) = r.get(&format!("/jobs/{active}"));
+    assert_eq!(v["state"], "running", "{v}");
+    assert!(r.job_dir(&active).join("mine.txt").is_file());
+    let (status, _) = r.post(&format!("/jobs/{active}/cancel"), &json!({}));
+    assert_eq!(status, 200);
 }
 
 #[test]
