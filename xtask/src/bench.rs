@@ -1,4 +1,4 @@
-//! `cargo xtask bench [plan|model|train-tiny|app|edge|artifacts|train|all]`: benchmarks printed as ratios against a reference measured
+//! `cargo xtask bench [plan|model|train-tiny|app|edge|artifacts|train|data|all]`: benchmarks printed as ratios against a reference measured
 //! in the same run, never against a number remembered from another machine or day.
 //!
 //! - `plan`: one validate + full estimate of each starter spec (jobspec, native release), next to
@@ -20,6 +20,9 @@
 //!   while it streams (see `bench_artifacts.rs`).
 //! - `train`: onramp-train's training tokens/s on the CPU next to a plain Hugging Face Trainer
 //!   script on the same model, data and settings (`trainer/bench/bench_train.py`).
+//! - `data`: the dataset checker's native MB/s and tokens/s on a chat JSONL with a tokenizer
+//!   trained on the spot, next to onramp-train's own count and Python's `tokenizers` alone on the
+//!   same file and tokenizer (`trainer/bench/bench_data.py`).
 
 use crate::cmd::{self, cargo, shared_dir, target_dir};
 
@@ -33,6 +36,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "edge",
         "artifacts",
         "train",
+        "data",
         "all",
     ];
     if !known.contains(&which) || args.len() > 1 {
@@ -49,6 +53,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     if matches!(which, "train" | "all") {
         train()?;
+    }
+    if matches!(which, "data" | "all") {
+        data()?;
     }
     if matches!(which, "app" | "all") {
         let tools = crate::setup::run()?;
@@ -93,6 +100,37 @@ fn train() -> Result<(), String> {
         .map_err(|e| format!("cannot run the trainer bench: {e}"))?;
     if !status.success() {
         return Err(format!("the trainer bench failed ({status})"));
+    }
+    Ok(())
+}
+
+fn data() -> Result<(), String> {
+    println!("\n== data: the dataset checker (native) vs Python on the same file and tokenizer ==");
+    let env = crate::trainer_env::ensure()?;
+    let built = cargo()
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "-p",
+            "datacheck",
+            "--example",
+            "throughput",
+        ])
+        .status()
+        .map_err(|e| format!("cannot build the datacheck bench: {e}"))?;
+    if !built.success() {
+        return Err(format!("building the datacheck bench failed ({built})"));
+    }
+    let status = env
+        .python()
+        .arg(crate::cmd::repo_root().join("trainer/bench/bench_data.py"))
+        .arg("--checker")
+        .arg(target_dir().join("release/examples/throughput"))
+        .status()
+        .map_err(|e| format!("cannot run the data bench: {e}"))?;
+    if !status.success() {
+        return Err(format!("the data bench failed ({status})"));
     }
     Ok(())
 }
