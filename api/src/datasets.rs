@@ -122,6 +122,32 @@ pub struct DatasetDeleted {
     pub freed_bytes: u64,
 }
 
+/// The files of a catalogue model's tokenizer that the edge serves to the browser's dataset check
+/// (`GET /api/models/{id}/tokenizer/{name}`), so that the page counts tokens as the trainer
+/// does: the Hugging Face `tokenizer.json`, which counting needs, and what may lie beside it
+/// (the chat template and special tokens). An operator stores them from the model's folder
+/// (`PUT /api/admin/models/{id}/tokenizer/{name}`).
+pub const TOKENIZER_FILES: &[&str] = &[
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+];
+/// The largest tokenizer file the edge keeps: the catalogue's largest `tokenizer.json` (a
+/// 150K-token vocabulary) is under 12 MB.
+pub const MAX_TOKENIZER_FILE_BYTES: u64 = 32 << 20;
+
+/// `PUT /api/admin/models/{id}/tokenizer/{name}`: the file is stored and served.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenizerFileStored {
+    /// The catalogue's id of the model.
+    pub model: String,
+    pub name: String,
+    pub size: u64,
+    /// Lowercase hex.
+    pub sha256: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -40,7 +40,7 @@ pub use credits::{
     Ledger, LedgerEntry, LedgerKind, NewPromoCode, PromoCodeCreated, RedeemRequest, Redeemed,
     Refund, RefundAnswer, RefundRequest,
 };
-pub use datasets::{Dataset, DatasetDeleted, DatasetList, NewDataset};
+pub use datasets::{Dataset, DatasetDeleted, DatasetList, NewDataset, TokenizerFileStored};
 pub use error::{ErrorBody, ErrorCode, ErrorEnvelope, InvalidSpecDetails};
 pub use experiments::{
     Experiment, ExperimentChange, ExperimentDeleted, ExperimentJob, ExperimentUsage, NewExperiment,

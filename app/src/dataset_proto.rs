@@ -1,11 +1,18 @@
 //! The dataset check's messages between the Plan page and its Web Worker (`dataset_worker.rs`):
-//! the page posts `{file, seq_len}` (a `File` cannot travel as JSON), the worker answers in JSON
-//! text, as the model worker does.
+//! the page posts `{file, seq_len, model}` (a `File` cannot travel as JSON; `model` the spec's
+//! catalogue model, whose tokenizer the worker counts with where the edge serves it), the worker
+//! answers in JSON text, as the model worker does.
 
 use serde::{Deserialize, Serialize};
 
 /// The fragment of `/worker.js` that makes the worker a dataset checker, not a model.
 pub const DATASET_WORKER_HASH: &str = "#datacheck";
+
+/// Where the worker fetches a file of a catalogue model's tokenizer (`api::datasets::
+/// TOKENIZER_FILES`), as the edge serves it.
+pub fn tokenizer_url(model: &str, name: &str) -> String {
+    format!("/api/models/{model}/tokenizer/{name}")
+}
 
 /// Bytes the worker reads from the file at a time.
 pub const CHUNK_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
@@ -32,6 +39,10 @@ pub struct DatasetSummary {
     pub tokens_uncut: u64,
     /// False: the tokens are an estimate from the text's length.
     pub exact: bool,
+    /// What counted the tokens: the model's tokenizer (where the worker fetched it from), or
+    /// why there is only an estimate.
+    #[serde(default)]
+    pub counted_with: String,
     pub seq_len: u32,
     pub truncated: u64,
     pub p50: u32,
@@ -57,6 +68,7 @@ impl DatasetSummary {
             tokens: r.tokens,
             tokens_uncut: r.tokens_uncut,
             exact: r.exact,
+            counted_with: r.counted_with.clone(),
             seq_len: r.seq_len,
             truncated: r.truncated,
             p50: r.lengths.p50,

@@ -2,10 +2,14 @@
 //! instead of the model. It reads the chosen file a slice at a time (`Blob::slice`, never the
 //! whole file), feeds datacheck's checker and posts its progress, so that a file of gigabytes
 //! is checked without the page freezing or the tab holding it; its SHA-256 is taken in the same
-//! pass, for an upload.
+//! pass, for an upload. It counts tokens with the spec's model's own tokenizer, fetched from the
+//! edge (`/api/models/{id}/tokenizer/…`, where the operator stored it), rendered as onramp-train
+//! renders an example, so that the page's count is the trainer's; where the edge has none, it
+//! estimates and says why.
 
-use crate::dataset_proto::{CHUNK_BYTES, DatasetOutput, DatasetSummary};
-use datacheck::{Checker, Estimate};
+use crate::dataset_proto::{CHUNK_BYTES, DatasetOutput, DatasetSummary, tokenizer_url};
+use datacheck::hf::{HfCounter, TokenizerFiles, template_for};
+use datacheck::{Checker, Counter, Estimate};
 use sha2::{Digest, Sha256};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -22,15 +26,19 @@ fn post(msg: &DatasetOutput) {
     }
 }
 
-/// Installs the handler: each message is `{file, seq_len}`, checked one after another.
+/// Installs the handler: each message is `{file, seq_len, model}`, checked one after another.
 pub fn start() {
     let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let data = ev.data();
         let field = |k: &str| js_sys::Reflect::get(&data, &JsValue::from_str(k)).ok();
         let file = field("file").and_then(|f| f.dyn_into::<File>().ok());
         let seq_len = field("seq_len").and_then(|v| v.as_f64()).unwrap_or(2048.0);
+        let model = field("model").and_then(|v| v.as_string());
         match file {
-            Some(file) => spawn_local(check(file, seq_len.clamp(1.0, 1_048_576.0) as u32)),
+            Some(file) => spawn_local(async move {
+                let counter = counter(model).await;
+                check(file, counter, seq_len.clamp(1.0, 1_048_576.0) as u32).await
+            }),
             None => post(&DatasetOutput::Error {
                 detail: "the message holds no file".into(),
             }),
@@ -41,11 +49,76 @@ pub fn start() {
     post(&DatasetOutput::Ready);
 }
 
-async fn check(file: File, seq_len: u32) {
+/// The model's own tokenizer where the edge serves it, else an estimate that says why.
+async fn counter(model: Option<String>) -> Box<dyn Counter> {
+    let estimate = |why: String| -> Box<dyn Counter> { Box::new(Estimate { why }) };
+    let Some(model) = model.filter(|m| !m.is_empty()) else {
+        return estimate("the spec names no catalogue model, so there is no tokenizer".into());
+    };
+    let files = match tokenizer_files(&model).await {
+        Ok(Some(files)) => files,
+        Ok(None) => {
+            return estimate(format!(
+                "the tokenizer of {model} is not stored on this Onramp"
+            ));
+        }
+        Err(e) => return estimate(format!("the tokenizer of {model} did not load: {e}")),
+    };
+    let source = format!(
+        "the tokenizer of {model} from {}",
+        tokenizer_url(&model, "")
+    );
+    match HfCounter::new(&files, &template_for(Some(&model)), source) {
+        Ok(c) => Box::new(c),
+        Err(e) => estimate(format!("the tokenizer of {model} cannot be read: {e}")),
+    }
+}
+
+/// The model's tokenizer files from the edge; `None` when it has no `tokenizer.json` for it.
+async fn tokenizer_files(model: &str) -> Result<Option<TokenizerFiles>, String> {
+    let Some(tokenizer_json) = fetch(&tokenizer_url(model, "tokenizer.json")).await? else {
+        return Ok(None);
+    };
+    let urls = [
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "chat_template.jinja",
+    ]
+    .map(|name| tokenizer_url(model, name));
+    let (config, specials, template) =
+        futures::join!(fetch(&urls[0]), fetch(&urls[1]), fetch(&urls[2]));
+    Ok(Some(TokenizerFiles {
+        tokenizer_json,
+        tokenizer_config: config?,
+        special_tokens_map: specials?,
+        chat_template: template?.and_then(|b| String::from_utf8(b).ok()),
+    }))
+}
+
+/// The bytes at `url`, `None` on a 404.
+async fn fetch(url: &str) -> Result<Option<Vec<u8>>, String> {
+    let resp = JsFuture::from(scope().fetch_with_str(url))
+        .await
+        .map_err(|e| format!("{url}: {e:?}"))?
+        .dyn_into::<web_sys::Response>()
+        .map_err(|_| format!("{url}: not a response"))?;
+    if resp.status() == 404 {
+        return Ok(None);
+    }
+    if !resp.ok() {
+        return Err(format!("{url}: HTTP {}", resp.status()));
+    }
+    let buf = resp.array_buffer().map_err(|e| format!("{url}: {e:?}"))?;
+    let buf = JsFuture::from(buf)
+        .await
+        .map_err(|e| format!("{url}: {e:?}"))?;
+    Ok(Some(js_sys::Uint8Array::new(&buf).to_vec()))
+}
+
+async fn check(file: File, counter: Box<dyn Counter>, seq_len: u32) {
     let name = file.name();
     let total = file.size();
-    let why = "the model's tokenizer is not in the browser".to_string();
-    let mut checker = Checker::new(Some(&name), Estimate { why }, seq_len);
+    let mut checker = Checker::new(Some(&name), counter, seq_len);
     let mut sha = Sha256::new();
     let mut at = 0.0;
     while at < total {

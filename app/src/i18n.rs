@@ -121,7 +121,8 @@ messages! {
     DatasetRecords => "Records", "记录";
     DatasetExamples => "Examples per epoch", "每轮样本";
     DatasetTokens => "Tokens per epoch", "每轮 token";
-    DatasetEstimate => "(an estimate: the model's tokenizer is not in the browser)", "（估算：浏览器中没有模型的分词器）";
+    DatasetEstimate => "(an estimate: this Onramp does not hold the model's tokenizer)", "（估算：此 Onramp 上没有该模型的分词器）";
+    DatasetExact => "(counted with the model's own tokenizer, as the trainer counts)", "（用模型自己的分词器计数，与训练程序一致）";
     DatasetCut => "Examples cut at seq_len", "超过 seq_len 被截断的样本";
     DatasetLengths => "Tokens per record (median / p90 / max)", "每条记录的 token（中位 / p90 / 最多）";
     DatasetBad => "Bad lines", "有问题的行";

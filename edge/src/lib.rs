@@ -27,6 +27,7 @@ pub mod public_url;
 pub mod refunds;
 pub mod routes;
 pub mod tls;
+pub mod tokenizer_files;
 /// Time on the wire and in storage: the contract's one time module.
 pub use api::time;
 pub mod wire;

@@ -52,7 +52,8 @@ fn bodies(id: RouteId, s: &mut Schemas) -> (Option<Value>, Option<Value>) {
         UploadDatasetPart | GetDataset => (None, Some(s.of::<api::Dataset>())),
         ListDatasets => (None, Some(s.of::<api::DatasetList>())),
         DeleteDataset => (None, Some(s.of::<api::DatasetDeleted>())),
-        JobDataset => (None, None),
+        JobDataset | ModelTokenizer => (None, None),
+        AdminPutTokenizer => (None, Some(s.of::<api::TokenizerFileStored>())),
         CreateExperiment => io::<api::NewExperiment, api::SavedExperiment>(s),
         GetExperiment => (None, Some(s.of::<api::Experiment>())),
         GetExperimentArtifact => (None, None),
@@ -76,7 +77,16 @@ fn parameters(route: &crate::routes::Route) -> Option<Value> {
             "name": "id", "in": "path", "required": true, "schema": {"type": "string"}
         }));
     }
-    if route.path.contains("{name}") {
+    if matches!(
+        route.id,
+        RouteId::ModelTokenizer | RouteId::AdminPutTokenizer
+    ) {
+        parameters.push(json!({
+            "name": "name", "in": "path", "required": true,
+            "description": "one of the files of a Hugging Face tokenizer folder",
+            "schema": {"type": "string", "enum": api::datasets::TOKENIZER_FILES}
+        }));
+    } else if route.path.contains("{name}") {
         parameters.push(json!({
             "name": "name", "in": "path", "required": true,
             "description": "the artifact's name; a '/' in it is sent as %2F",
@@ -130,6 +140,15 @@ fn bytes_on_the_wire(id: RouteId, op: &mut Value) {
             op["responses"]["200"] = json!({"description": "the whole file", "content": bytes});
             op["responses"]["206"] =
                 json!({"description": "the range asked for", "content": bytes});
+        }
+        RouteId::AdminPutTokenizer => {
+            op["requestBody"] = json!({"required": true, "content": bytes});
+        }
+        RouteId::ModelTokenizer => {
+            op["responses"]["200"] = json!({"description": "the file", "content": {
+                "application/json": {"schema": {"type": "object"}},
+                "text/plain": {"schema": {"type": "string"}}
+            }});
         }
         _ => {}
     }
@@ -341,12 +360,18 @@ mod tests {
             ListArtifacts => "artifact_list",
             DeleteArtifact => "artifact_deleted",
             CreateDataset | UploadDatasetPart | GetDataset => "dataset",
+            AdminPutTokenizer => "tokenizer_file_stored",
             ListDatasets => "dataset_list",
             DeleteDataset => "dataset_deleted",
             CreateExperiment | ChangeExperiment => "saved_experiment",
             DeleteExperiment => "experiment_deleted",
             GetExperiment => "experiment",
-            OpenApi | JobCheckpoint | GetArtifact | GetExperimentArtifact | JobDataset => {
+            OpenApi
+            | JobCheckpoint
+            | GetArtifact
+            | GetExperimentArtifact
+            | JobDataset
+            | ModelTokenizer => {
                 return None;
             }
         })

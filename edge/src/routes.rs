@@ -66,6 +66,8 @@ pub enum RouteId {
     GetDataset,
     DeleteDataset,
     JobDataset,
+    ModelTokenizer,
+    AdminPutTokenizer,
     CreateExperiment,
     GetExperiment,
     GetExperimentArtifact,
@@ -95,6 +97,7 @@ pub const fn body_limit(id: RouteId) -> usize {
         SubmitJob | JobReport | CreateExperiment => crate::wire::MAX_SPEC_BYTES,
         JobLogPush => crate::job_logs::MAX_CHUNK_BYTES,
         UploadPart | UploadDatasetPart => api::artifacts::MAX_PART_BYTES as usize,
+        AdminPutTokenizer => api::datasets::MAX_TOKENIZER_FILE_BYTES as usize,
         _ => crate::wire::MAX_JSON_BYTES,
     }
 }
@@ -484,6 +487,25 @@ pub const ROUTES: &[Route] = &[
         JobToken,
         200,
         "The uploaded dataset the job's spec names, for the job to fetch (honours `Range`; its SHA-256 in `x-onramp-sha256`)",
+    ),
+    r(
+        ModelTokenizer,
+        "GET",
+        "/api/models/{id}/tokenizer/{name}",
+        Public,
+        200,
+        "A file of a catalogue model's tokenizer (tokenizer.json, tokenizer_config.json, \
+         special_tokens_map.json, chat_template.jinja), where the operator stored it: what the \
+         Plan page's dataset check counts tokens with, as the trainer does",
+    ),
+    r(
+        AdminPutTokenizer,
+        "PUT",
+        "/api/admin/models/{id}/tokenizer/{name}",
+        Admin,
+        200,
+        "Store a file of a catalogue model's tokenizer, from its Hugging Face folder, for the \
+         browser's dataset check (replaces the file stored before)",
     ),
     r(
         CreateExperiment,

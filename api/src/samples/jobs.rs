@@ -274,6 +274,15 @@ pub(super) fn dataset_samples() -> Vec<Sample> {
                 freed_bytes: 20 << 20,
             },
         ),
+        sample(
+            "tokenizer_file_stored",
+            TokenizerFileStored {
+                model: "qwen2.5-7b".into(),
+                name: "tokenizer.json".into(),
+                size: 7_031_645,
+                sha256: sha.into(),
+            },
+        ),
     ]
 }
 

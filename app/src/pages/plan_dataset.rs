@@ -1,7 +1,9 @@
 //! The Plan page's dataset check: the user chooses a file, a Web Worker (`dataset_worker.rs`)
 //! checks it a slice at a time while a bar shows how far it got, and the page shows the format,
 //! the counts and every bad line with its number; the counts go into `[data]` with one click, so
-//! that epochs, time and cost are planned on the data as the trainer batches it.
+//! that epochs, time and cost are planned on the data as the trainer batches it. Tokens are
+//! counted with the spec's model's own tokenizer where the edge serves it (else estimated, and
+//! said so); a change of model checks the chosen file again with the new model's tokenizer.
 
 use crate::dataset_proto::{DATASET_WORKER_HASH, DatasetOutput, DatasetSummary};
 use crate::i18n::{Key, Lang, bytes};
@@ -92,6 +94,14 @@ fn start_worker(checker: Shared, state: RwSignal<Check>) -> Option<Worker> {
     Some(worker)
 }
 
+/// The catalogue model the spec names, whose tokenizer the check counts with.
+fn model_of(plan: &Plan) -> Option<String> {
+    match &plan.valid.as_ref()?.spec().model {
+        jobspec::spec::ModelRef::Id(id) => Some(id.clone()),
+        jobspec::spec::ModelRef::Custom(_) => None,
+    }
+}
+
 #[component]
 pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
     let i = use_i18n();
@@ -100,6 +110,31 @@ pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
     let used = RwSignal::new(false);
     let checker: Shared = StoredValue::new_local(None);
     let chosen = StoredValue::new_local(None::<web_sys::File>);
+    // The model the last check counted with.
+    let checked_model = StoredValue::new_local(None::<String>);
+    let check = move |file: web_sys::File| {
+        let (seq_len, model) = plan.with_untracked(|p| {
+            let seq_len = p.valid.as_ref().map(|v| v.spec().data.seq_len);
+            (seq_len, model_of(p))
+        });
+        let msg = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&msg, &"file".into(), &file);
+        let _ = js_sys::Reflect::set(
+            &msg,
+            &"seq_len".into(),
+            &f64::from(seq_len.unwrap_or(2048)).into(),
+        );
+        if let Some(m) = &model {
+            let _ = js_sys::Reflect::set(&msg, &"model".into(), &m.into());
+        }
+        checked_model.set_value(model);
+        used.set(false);
+        state.set(Check::Reading {
+            read: 0,
+            total: file.size() as u64,
+        });
+        send(checker, state, msg.into());
+    };
     let choose = move |ev: leptos::ev::Event| {
         let Some(input) = ev
             .target()
@@ -111,21 +146,18 @@ pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
             return;
         };
         chosen.set_value(Some(file.clone()));
-        let seq_len = plan.with_untracked(|p| p.valid.as_ref().map(|v| v.spec().data.seq_len));
-        let msg = js_sys::Object::new();
-        let _ = js_sys::Reflect::set(&msg, &"file".into(), &file);
-        let _ = js_sys::Reflect::set(
-            &msg,
-            &"seq_len".into(),
-            &f64::from(seq_len.unwrap_or(2048)).into(),
-        );
-        used.set(false);
-        state.set(Check::Reading {
-            read: 0,
-            total: file.size() as u64,
-        });
-        send(checker, state, msg.into());
+        check(file);
     };
+    // Another model counts the same file otherwise: check it again with the new one's tokenizer.
+    Effect::new(move |_| {
+        let model = plan.with(model_of);
+        if model.is_some()
+            && checked_model.with_value(|m| *m != model)
+            && let Some(file) = chosen.get_value()
+        {
+            check(file);
+        }
+    });
     let use_counts = move |_| {
         if let Check::Done(s) = state.get_untracked() {
             let ops: Vec<PatchOp> = s
@@ -171,14 +203,20 @@ fn Summary(s: DatasetSummary, lang: Lang) -> impl IntoView {
     let t = |k: Key| k.text(lang);
     let approx = if s.exact { "" } else { "≈ " };
     let usable = s.examples > 0;
+    let how = if s.exact {
+        Key::DatasetExact
+    } else {
+        Key::DatasetEstimate
+    };
     view! {
         <dl class="dataset" data-testid="dataset-summary" data-examples=s.examples.to_string()
-            data-tokens=s.tokens.to_string() data-format=s.format.clone().unwrap_or_default()>
+            data-tokens=s.tokens.to_string() data-format=s.format.clone().unwrap_or_default()
+            data-exact=s.exact.to_string() data-counted-with=s.counted_with.clone()>
             <dt>{t(Key::DatasetFormat)}</dt><dd>{s.format.clone().unwrap_or_else(|| "-".into())}</dd>
             <dt>{t(Key::DatasetRecords)}</dt><dd>{s.records}</dd>
             <dt>{t(Key::DatasetExamples)}</dt><dd>{s.examples}</dd>
             <dt>{t(Key::DatasetTokens)}</dt>
-            <dd>{format!("{approx}{}", s.tokens)}{(!s.exact).then(|| view! { " "<small>{t(Key::DatasetEstimate)}</small> })}</dd>
+            <dd>{format!("{approx}{}", s.tokens)}" "<small data-testid="dataset-counted">{t(how)}</small></dd>
             <dt>{t(Key::DatasetCut)}</dt><dd>{format!("{} (seq_len = {})", s.truncated, s.seq_len)}</dd>
             <dt>{t(Key::DatasetLengths)}</dt><dd>{format!("{approx}{} / {approx}{} / {approx}{}", s.p50, s.p90, s.max)}</dd>
             <dt>{t(Key::DatasetBad)}</dt><dd data-testid="dataset-bad-count">{s.bad_lines}</dd>

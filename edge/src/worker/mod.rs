@@ -24,6 +24,7 @@ mod passwords;
 mod refunds;
 mod report;
 mod reset;
+mod tokenizers;
 mod verify;
 
 use crate::error::{ApiError, ErrorCode};
@@ -232,5 +233,10 @@ async fn handle(id: RouteId, params: Vec<String>, req: Request, env: &Env) -> Ap
             experiments::change(caller.user()?, req, env, p).await,
         ),
         DeleteExperiment => ok(status, experiments::delete(caller.user()?, env, p).await),
+        ModelTokenizer => tokenizers::get(env, p, name).await,
+        AdminPutTokenizer => ok(
+            status,
+            tokenizers::put(caller.admin()?, req, env, p, name).await,
+        ),
     }
 }
