@@ -12,12 +12,9 @@
 const MODEL_CACHE = "onramp-models-v1";
 const DEFAULT_MODEL = ["/models/stories260K.bin", "/models/tok512.bin"];
 const probablyCached = self.location.hash === "#" + MODEL_CACHE;
-// "#datacheck" (DATASET_WORKER_HASH in app/src/dataset_proto.rs): the same wasm checks a dataset
-// and loads no model.
-const checksData = self.location.hash === "#datacheck";
 self.onrampPrefetch = {
   cache: MODEL_CACHE,
-  responses: probablyCached || checksData ? {} : Object.fromEntries(DEFAULT_MODEL.map((url) => [url,
+  responses: probablyCached ? {} : Object.fromEntries(DEFAULT_MODEL.map((url) => [url,
     // On failure inference.rs takes its ordinary path and reports what went wrong.
     fetch(url).catch(() => null)])),
 };

@@ -5,8 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The fragment of `/worker.js` that makes the worker a dataset checker, not a model.
-pub const DATASET_WORKER_HASH: &str = "#datacheck";
+/// The dataset checker's worker: a binary of its own (`app/worker/src/datacheck.rs`, loaded by
+/// `public/datacheck.js`), so that the tokenizer and template code it carries never weighs on the
+/// inference worker, which the first page a newcomer opens loads.
+pub const DATASET_WORKER_URL: &str = "/datacheck.js";
 
 /// Where the worker fetches a file of a catalogue model's tokenizer (`api::datasets::
 /// TOKENIZER_FILES`), as the edge serves it.

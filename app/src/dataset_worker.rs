@@ -1,5 +1,5 @@
-//! The dataset check's Web Worker: the worker binary started as `/worker.js#datacheck` runs this
-//! instead of the model. It reads the chosen file a slice at a time (`Blob::slice`, never the
+//! The dataset check's Web Worker: the `datacheck` worker binary (`app/worker/src/datacheck.rs`,
+//! started by `public/datacheck.js`) runs this. It reads the chosen file a slice at a time (`Blob::slice`, never the
 //! whole file), feeds datacheck's checker and posts its progress, so that a file of gigabytes
 //! is checked without the page freezing or the tab holding it; its SHA-256 is taken in the same
 //! pass, for an upload. It counts tokens with the spec's model's own tokenizer, fetched from the

@@ -68,14 +68,6 @@ fn js_detail(e: JsValue) -> String {
 
 /// Installs the message handler and tells the page the worker is listening.
 pub fn start() {
-    // The same binary checks datasets when started as `/worker.js#datacheck`.
-    let hash = js_sys::Reflect::get(&scope(), &JsValue::from_str("location"))
-        .and_then(|l| js_sys::Reflect::get(&l, &JsValue::from_str("hash")))
-        .ok()
-        .and_then(|h| h.as_string());
-    if hash.as_deref() == Some(crate::dataset_proto::DATASET_WORKER_HASH) {
-        return crate::dataset_worker::start();
-    }
     let state = Rc::new(State::default());
     let default_load = load(state.clone(), ModelSource::stories260k());
     let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {

@@ -349,9 +349,16 @@ mod loader_tests {
         let index = include_str!("../../public/index.html");
         assert!(index.contains(&format!("\"{MODEL_CACHED_KEY}\"")));
         assert!(index.contains("new Worker(\"/worker.js#\""));
-        // The dataset checker's worker loads no model.
-        let hash = crate::dataset_proto::DATASET_WORKER_HASH;
-        assert!(loader.contains(&format!("=== \"{hash}\"")), "{hash}");
+        // The dataset checker's worker is a binary of its own, with a loader of its own.
+        let checker = include_str!("../../public/datacheck.js");
+        assert!(!loader.contains("datacheck"));
+        assert_eq!(
+            crate::dataset_proto::DATASET_WORKER_URL,
+            "/datacheck.js",
+            "public/datacheck.js is served at /datacheck.js"
+        );
+        assert!(checker.contains("\"/pkg/datacheck_bg.wasm\""));
+        assert!(checker.contains("importScripts(\"/pkg/datacheck.js\")"));
     }
 }
 

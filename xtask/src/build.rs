@@ -35,11 +35,12 @@ pub fn assets() -> Result<(), String> {
     copy_dir(&repo_root().join("public"), &dist)
 }
 
-/// The Leptos app and its inference worker: one build of both binaries with the size-first
+/// The Leptos app, its inference worker and its dataset checker's worker (`datacheck`): one
+/// build of the three binaries with the size-first
 /// `wasm-release` profile, then wasm-bindgen's glue into `dist/pkg` — ES module glue for the page
-/// (`app.js`), classic-script glue for the Web Worker (`worker.js`, loaded by `public/worker.js`
-/// with `importScripts`) — without the name section. Then npm binaryen's `wasm-opt -Oz` shrinks
-/// both (each result kept only when it is smaller); `ONRAMP_WASM_OPT=0` skips that step for
+/// (`app.js`), classic-script glue for the Web Workers (`worker.js` and `datacheck.js`, loaded by
+/// `public/worker.js` and `public/datacheck.js` with `importScripts`) — without the name section.
+/// Then npm binaryen's `wasm-opt -Oz` shrinks each (a result kept only when it is smaller); `ONRAMP_WASM_OPT=0` skips that step for
 /// quicker local rebuilds.
 pub fn app(tools: &BuildTools) -> Result<(), String> {
     cmd::run(
@@ -64,11 +65,17 @@ pub fn app(tools: &BuildTools) -> Result<(), String> {
             "app",
             "--bin",
             "worker",
+            "--bin",
+            "datacheck",
         ]),
     )?;
     let release = target_dir().join("wasm32-unknown-unknown/wasm-release");
     let optimise = std::env::var("ONRAMP_WASM_OPT").map_or(true, |v| v != "0");
-    for (bin, target) in [("app", "web"), ("worker", "no-modules")] {
+    for (bin, target) in [
+        ("app", "web"),
+        ("worker", "no-modules"),
+        ("datacheck", "no-modules"),
+    ] {
         let wasm = release.join(format!("{bin}.wasm"));
         if bindgen(tools, &wasm, target, bin)? && optimise {
             wasm_opt(tools, &dist_dir().join(format!("pkg/{bin}_bg.wasm")))?;

@@ -5,7 +5,7 @@
 //! counted with the spec's model's own tokenizer where the edge serves it (else estimated, and
 //! said so); a change of model checks the chosen file again with the new model's tokenizer.
 
-use crate::dataset_proto::{DATASET_WORKER_HASH, DatasetOutput, DatasetSummary};
+use crate::dataset_proto::{DATASET_WORKER_URL, DatasetOutput, DatasetSummary};
 use crate::i18n::{Key, Lang, bytes};
 use crate::pages::plan_parts::patch_spec;
 use crate::pages::plan_upload::DatasetUpload;
@@ -59,7 +59,7 @@ fn send(checker: Shared, state: RwSignal<Check>, msg: JsValue) {
 }
 
 fn start_worker(checker: Shared, state: RwSignal<Check>) -> Option<Worker> {
-    let worker = Worker::new(&format!("/worker.js{DATASET_WORKER_HASH}")).ok()?;
+    let worker = Worker::new(DATASET_WORKER_URL).ok()?;
     let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let msg = ev
             .data()
