@@ -9,8 +9,8 @@ pub enum Access {
     Public,
     /// A signed-in user: session cookie (with an Origin check on writes) or an API token.
     User,
-    /// Anyone; a signed-in user (as for `User`) is recognised, and a missing or failing
-    /// credential leaves the caller anonymous (what is unpublished shows to its owner only).
+    /// Anyone; a signed-in user (as for `User`) is recognised, a missing or failing credential
+    /// leaves the caller anonymous (what is unpublished shows to its owner only).
     MaybeUser,
     /// `Authorization: Bearer <ADMIN_TOKEN>`.
     Admin,
@@ -88,10 +88,9 @@ pub struct Route {
     pub status: u16,
 }
 
-/// The largest body a route reads (its handler refuses more with 413, and the entry reads no
-/// further than this before it refuses a body, see `worker::http::buffered`): a spec, a report
-/// or an experiment may be as large as a spec; a log chunk as large as one chunk; every other
-/// body is small JSON.
+/// The largest body a route reads (its handler refuses more with 413; the entry reads no further
+/// before it refuses a body, see `worker::http::buffered`): a spec, report or experiment may be
+/// as large as a spec, a log chunk one chunk, a tokenizer file 32 MiB; others are small JSON.
 pub const fn body_limit(id: RouteId) -> usize {
     match id {
         SubmitJob | JobReport | CreateExperiment => crate::wire::MAX_SPEC_BYTES,
@@ -102,9 +101,8 @@ pub const fn body_limit(id: RouteId) -> usize {
     }
 }
 
-/// Whether a route's handler reads its body as a stream (an artifact's part goes on to R2 as it
-/// arrives, never held whole): the entry does not buffer it, and drains it when the handler
-/// refused it unread.
+/// Whether a route's handler streams its body (a part goes on to R2 as it arrives): the entry
+/// does not buffer it, and drains it when the handler refused it unread.
 pub const fn streams_body(id: RouteId) -> bool {
     matches!(id, UploadPart | UploadDatasetPart)
 }
@@ -494,9 +492,7 @@ pub const ROUTES: &[Route] = &[
         "/api/models/{id}/tokenizer/{name}",
         Public,
         200,
-        "A file of a catalogue model's tokenizer (tokenizer.json, tokenizer_config.json, \
-         special_tokens_map.json, chat_template.jinja), where the operator stored it: what the \
-         Plan page's dataset check counts tokens with, as the trainer does",
+        "A file of a catalogue model's tokenizer, for the Plan page's dataset check",
     ),
     r(
         AdminPutTokenizer,
@@ -504,8 +500,7 @@ pub const ROUTES: &[Route] = &[
         "/api/admin/models/{id}/tokenizer/{name}",
         Admin,
         200,
-        "Store a file of a catalogue model's tokenizer, from its Hugging Face folder, for the \
-         browser's dataset check (replaces the file stored before)",
+        "Store (or replace) a file of a catalogue model's tokenizer",
     ),
     r(
         CreateExperiment,

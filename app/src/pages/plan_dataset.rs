@@ -102,6 +102,26 @@ fn model_of(plan: &Plan) -> Option<String> {
     }
 }
 
+/// The message that checks `file` with the plan's `seq_len` and model's tokenizer, and that
+/// model.
+fn check_message(plan: Memo<Plan>, file: &web_sys::File) -> (JsValue, Option<String>) {
+    let (seq_len, model) = plan.with_untracked(|p| {
+        let seq_len = p.valid.as_ref().map(|v| v.spec().data.seq_len);
+        (seq_len, model_of(p))
+    });
+    let msg = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&msg, &"file".into(), file);
+    let _ = js_sys::Reflect::set(
+        &msg,
+        &"seq_len".into(),
+        &f64::from(seq_len.unwrap_or(2048)).into(),
+    );
+    if let Some(m) = &model {
+        let _ = js_sys::Reflect::set(&msg, &"model".into(), &m.into());
+    }
+    (msg.into(), model)
+}
+
 #[component]
 pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
     let i = use_i18n();
@@ -113,27 +133,14 @@ pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
     // The model the last check counted with.
     let checked_model = StoredValue::new_local(None::<String>);
     let check = move |file: web_sys::File| {
-        let (seq_len, model) = plan.with_untracked(|p| {
-            let seq_len = p.valid.as_ref().map(|v| v.spec().data.seq_len);
-            (seq_len, model_of(p))
-        });
-        let msg = js_sys::Object::new();
-        let _ = js_sys::Reflect::set(&msg, &"file".into(), &file);
-        let _ = js_sys::Reflect::set(
-            &msg,
-            &"seq_len".into(),
-            &f64::from(seq_len.unwrap_or(2048)).into(),
-        );
-        if let Some(m) = &model {
-            let _ = js_sys::Reflect::set(&msg, &"model".into(), &m.into());
-        }
+        let (msg, model) = check_message(plan, &file);
         checked_model.set_value(model);
         used.set(false);
         state.set(Check::Reading {
             read: 0,
             total: file.size() as u64,
         });
-        send(checker, state, msg.into());
+        send(checker, state, msg);
     };
     let choose = move |ev: leptos::ev::Event| {
         let Some(input) = ev

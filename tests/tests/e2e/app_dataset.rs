@@ -299,6 +299,37 @@ fn cli_counts(file: &std::path::Path, folder: &std::path::Path, model: &str) -> 
     )
 }
 
+/// The operator stores the tokenizer in `folder` as `model`'s; anyone may read it back, by
+/// another case of the id too, and a file not stored is a 404.
+fn store_tokenizer(stack: &onramp_tests::stack::Stack, folder: &std::path::Path, model: &str) {
+    let admin = onramp_tests::api::Client::with_bearer(&stack.url, &stack.admin_token);
+    for name in ["tokenizer.json", "tokenizer_config.json"] {
+        let bytes = std::fs::read(folder.join(name)).unwrap();
+        let a = admin.request(
+            "PUT",
+            &format!("/api/admin/models/{model}/tokenizer/{name}"),
+            Some(bytes.clone()),
+            &[("content-type", "application/octet-stream")],
+        );
+        assert_eq!(a.status, 200, "{name}: {}", a.shown());
+        assert_eq!(a.json["size"], bytes.len(), "{}", a.shown());
+    }
+    let anyone = onramp_tests::api::Client::new(&stack.url);
+    let served = anyone.get(&format!(
+        "/api/models/{}/tokenizer/tokenizer.json",
+        model.to_ascii_uppercase()
+    ));
+    assert_eq!(served.status, 200);
+    assert_eq!(
+        served.bytes,
+        std::fs::read(folder.join("tokenizer.json")).unwrap()
+    );
+    let missing = anyone.get(&format!(
+        "/api/models/{model}/tokenizer/chat_template.jinja"
+    ));
+    assert_eq!((missing.status, missing.code()), (404, "not_found"));
+}
+
 #[test]
 #[ignore = "needs the built stack and Chromium: cargo xtask test"]
 fn the_page_counts_with_the_models_own_tokenizer_where_the_edge_serves_it() {
@@ -339,29 +370,7 @@ fn the_page_counts_with_the_models_own_tokenizer_where_the_edge_serves_it() {
 
     // The operator stores llama-3-8b's tokenizer; the user switches to that model and the file is
     // checked again with it: the page's counts are the CLI's with the same files.
-    let admin = onramp_tests::api::Client::with_bearer(&stack.url, &stack.admin_token);
-    for name in ["tokenizer.json", "tokenizer_config.json"] {
-        let bytes = std::fs::read(folder.join(name)).unwrap();
-        let a = admin.request(
-            "PUT",
-            &format!("/api/admin/models/llama-3-8b/tokenizer/{name}"),
-            Some(bytes.clone()),
-            &[("content-type", "application/octet-stream")],
-        );
-        assert_eq!(a.status, 200, "{name}: {}", a.shown());
-        assert_eq!(a.json["size"], bytes.len(), "{}", a.shown());
-    }
-    let served = onramp_tests::api::Client::new(&stack.url)
-        .get("/api/models/Llama-3-8B/tokenizer/tokenizer.json");
-    assert_eq!(served.status, 200);
-    assert_eq!(
-        served.bytes,
-        std::fs::read(folder.join("tokenizer.json")).unwrap()
-    );
-    let missing = onramp_tests::api::Client::new(&stack.url)
-        .get("/api/models/llama-3-8b/tokenizer/chat_template.jinja");
-    assert_eq!((missing.status, missing.code()), (404, "not_found"));
-
+    store_tokenizer(&stack, &folder, "llama-3-8b");
     set_value(
         &browser,
         "[data-testid=plan-toml]",
