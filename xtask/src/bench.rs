@@ -107,32 +107,19 @@ fn train() -> Result<(), String> {
 fn data() -> Result<(), String> {
     println!("\n== data: the dataset checker (native) vs Python on the same file and tokenizer ==");
     let env = crate::trainer_env::ensure()?;
-    let built = cargo()
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "-p",
-            "datacheck",
-            "--example",
-            "throughput",
-        ])
-        .status()
-        .map_err(|e| format!("cannot build the datacheck bench: {e}"))?;
-    if !built.success() {
-        return Err(format!("building the datacheck bench failed ({built})"));
-    }
-    let status = env
-        .python()
-        .arg(crate::cmd::repo_root().join("trainer/bench/bench_data.py"))
-        .arg("--checker")
-        .arg(target_dir().join("release/examples/throughput"))
-        .status()
-        .map_err(|e| format!("cannot run the data bench: {e}"))?;
-    if !status.success() {
-        return Err(format!("the data bench failed ({status})"));
-    }
-    Ok(())
+    crate::cmd::run(
+        "cargo build --release -p datacheck --example throughput",
+        cargo()
+            .args(["build", "--quiet", "--release", "-p", "datacheck"])
+            .args(["--example", "throughput"]),
+    )?;
+    crate::cmd::run(
+        "trainer/bench/bench_data.py",
+        env.python()
+            .arg(crate::cmd::repo_root().join("trainer/bench/bench_data.py"))
+            .arg("--checker")
+            .arg(target_dir().join("release/examples/throughput")),
+    )
 }
 
 fn plan() -> Result<(), String> {
