@@ -16,6 +16,7 @@ pub mod error;
 pub mod experiments;
 pub mod job_state;
 pub mod jobs;
+pub mod results;
 pub mod runner;
 /// A sample of every request and answer, for tests (the edge's OpenAPI test answers each route
 /// with its sample): not in the product's build.

@@ -62,6 +62,12 @@ pub const KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "",
+        "eval",
+        "训练中和训练后如何评估：评估集、多久一次、训练前后都要回答的提示。",
+        r#"{ holdout = 0.05, every_steps = 100 }"#,
+    ),
+    (
+        "",
         "deepspeed",
         "DeepSpeed 自己的 ZeRO 调优项（桶、预取与常驻大小），沿用 DeepSpeed 的键名；覆盖在 jobspec 写出的 `zero_optimization` 之上。仅用于 GPU 作业。",
         r#"{ reduce_bucket_size = 200000000 }"#,
@@ -316,6 +322,48 @@ pub const KEY_DOCS: &[(&str, &str, &str, &str)] = &[
         "report_to",
         "除 Onramp 自己的指标外，Trainer 还上报给哪些实验跟踪工具。若后端环境未另行指定：TensorBoard 事件文件和 MLflow 的 SQLite 库写在作业的 `out/` 中；W&B 有 `WANDB_API_KEY` 时在线上报，否则在那里记录离线运行。",
         r#"["tensorboard"]"#,
+    ),
+    (
+        "EvalSpec",
+        "holdout",
+        "从训练数据中留出用于评估的比例（0 < holdout ≤ 0.5）；不能与 `dataset` 同用。",
+        "0.05",
+    ),
+    (
+        "EvalSpec",
+        "dataset",
+        "另用一个数据集来评估（id 或路径，同 `data.dataset`），而不是留出一部分。",
+        r#""alpaca-zh-eval""#,
+    ),
+    (
+        "EvalSpec",
+        "every_steps",
+        "每隔这么多优化器步评估一次，结束时再评估一次（默认：一次运行评估五次）。",
+        "100",
+    ),
+    (
+        "EvalSpec",
+        "max_examples",
+        "每次最多评估多少条样本。",
+        "256",
+    ),
+    (
+        "EvalSpec",
+        "tasks",
+        "训练前后要评分的 lm-evaluation-harness 任务（尚未运行：会被拒绝）。",
+        r#"["cmmlu"]"#,
+    ),
+    (
+        "EvalSpec",
+        "prompts",
+        "基础模型和训练后的模型都要回答的提示（默认：评估集的前几个提示）。",
+        r#"["用一句话介绍你自己。"]"#,
+    ),
+    (
+        "EvalSpec",
+        "max_new_tokens",
+        "回答一个提示最多生成多少个 token。",
+        "64",
     ),
     (
         "EstimateSpec",

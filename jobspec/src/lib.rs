@@ -23,6 +23,7 @@ pub mod deepspeed;
 pub mod diag;
 pub mod duration;
 pub mod estimate;
+pub mod eval_spec;
 mod json_spans;
 mod key_docs;
 pub mod lang;

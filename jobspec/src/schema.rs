@@ -20,10 +20,12 @@ const READER_REQUIRED: &[(&str, &[&str])] = &[
     ("EstimateSpec", &[]),
     ("CheckpointSpec", &[]),
     ("OutputSpec", &[]),
+    ("EvalSpec", &[]),
     ("ZeroTuning", &[]),
 ];
 
 const OPTIM: [(&str, f64, f64); 6] = crate::parse::OPTIM_RANGES;
+const HOLDOUT: (f64, f64) = crate::eval_spec::HOLDOUT_RANGE;
 const ZMAX: f64 = crate::zero_tuning::MAX_ZERO_ELEMENTS as f64;
 
 /// The ranges the reader holds numbers to (`parse/sections.rs`), per table and key.
@@ -68,6 +70,20 @@ const READER_RANGES: &[(&str, &str, f64, f64)] = &[
     ("CheckpointSpec", "every_steps", 1.0, 1e9),
     ("CheckpointSpec", "every_minutes", 0.0, 10_080.0),
     ("EstimateSpec", "mfu", 0.01, 1.0),
+    ("EvalSpec", "holdout", HOLDOUT.0, HOLDOUT.1),
+    ("EvalSpec", "every_steps", 1.0, 1e9),
+    (
+        "EvalSpec",
+        "max_examples",
+        1.0,
+        crate::eval_spec::MAX_EVAL_EXAMPLES as f64,
+    ),
+    (
+        "EvalSpec",
+        "max_new_tokens",
+        1.0,
+        crate::eval_spec::MAX_NEW_TOKENS as f64,
+    ),
     ("CustomModel", "layers", 1.0, 1024.0),
     ("CustomModel", "hidden", 1.0, 131_072.0),
     ("CustomModel", "heads", 1.0, 1024.0),
@@ -210,25 +226,15 @@ fn catalogue_words(
 /// the defaults of a table's keys only on the table.
 fn add_defaults(value: &mut serde_json::Value) {
     use crate::spec::{CheckpointSpec, EstimateSpec, OutputSpec, ParallelSpec, TrainSpec};
+    use serde_json::to_value as v;
     let tables = [
-        ("TrainSpec", serde_json::to_value(TrainSpec::default())),
-        (
-            "ParallelSpec",
-            serde_json::to_value(ParallelSpec::default()),
-        ),
-        (
-            "CheckpointSpec",
-            serde_json::to_value(CheckpointSpec::default()),
-        ),
-        ("OutputSpec", serde_json::to_value(OutputSpec::default())),
-        (
-            "EstimateSpec",
-            serde_json::to_value(EstimateSpec::default()),
-        ),
-        (
-            "ZeroTuning",
-            serde_json::to_value(crate::zero_tuning::ZeroTuning::defaults()),
-        ),
+        ("TrainSpec", v(TrainSpec::default())),
+        ("ParallelSpec", v(ParallelSpec::default())),
+        ("CheckpointSpec", v(CheckpointSpec::default())),
+        ("OutputSpec", v(OutputSpec::default())),
+        ("EvalSpec", v(crate::eval_spec::EvalSpec::default())),
+        ("EstimateSpec", v(EstimateSpec::default())),
+        ("ZeroTuning", v(crate::zero_tuning::ZeroTuning::defaults())),
     ];
     for (def, defaults) in tables {
         let Ok(serde_json::Value::Object(defaults)) = defaults else {
@@ -358,7 +364,7 @@ mod tests {
             zh.contains("| `zero_stage` | 整数 0–3 | `0` | `3` | DeepSpeed ZeRO 阶段"),
             "{zh}"
         );
-        assert_eq!(en.matches("\n| `").count(), KEY_DOCS.len() - 8);
+        assert_eq!(en.matches("\n| `").count(), KEY_DOCS.len() - 9);
     }
 
     use super::*;

@@ -20,6 +20,7 @@ pub(crate) const TABLES: &[(&str, &str)] = &[
     ("ResourcesSpec", "[resources]"),
     ("CheckpointSpec", "[checkpoint]"),
     ("OutputSpec", "[output]"),
+    ("EvalSpec", "[eval]"),
     ("EstimateSpec", "[estimate]"),
     ("ZeroTuning", "[deepspeed]"),
 ];

@@ -4,6 +4,7 @@
 //! invalid. Only `validate` turns it into a `ValidSpec`, which the estimators require.
 
 pub use crate::duration::{format_duration, format_duration_zh, parse_duration_s};
+pub use crate::eval_spec::{EVAL_KEYS, EvalSpec};
 pub use crate::zero_tuning::{ZERO_TUNING_KEYS, ZeroTuning};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -40,6 +41,10 @@ pub struct JobSpec {
     /// What `onramp-train` writes besides checkpoints.
     #[serde(default, skip_serializing_if = "OutputSpec::is_default")]
     pub output: OutputSpec,
+    /// How the run is evaluated while and after it trains: the eval set, how often, the prompts
+    /// answered before and after.
+    #[serde(default, skip_serializing_if = "EvalSpec::is_default")]
+    pub eval: EvalSpec,
     /// DeepSpeed's own ZeRO tuning (bucket, prefetch and persistence sizes), by DeepSpeed's
     /// names; laid over the `zero_optimization` jobspec writes. GPU jobs only.
     #[serde(default, skip_serializing_if = "ZeroTuning::is_default")]

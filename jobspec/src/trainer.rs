@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 pub const RUN_FILE: &str = "onramp-run.json";
 
 /// The shape of [`TrainerRun`]: a trainer refuses a run of another version.
-pub const RUN_VERSION: u32 = 1;
+pub const RUN_VERSION: u32 = 2;
 
 /// One whole run as the trainer takes it.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
@@ -106,6 +106,30 @@ pub struct TrainerLora {
     pub dropout: f64,
 }
 
+/// How the run is evaluated (`[eval]`, with its defaults filled in).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct TrainerEval {
+    /// The share of the training data held out; `null` when `dataset` is set.
+    pub holdout: Option<f64>,
+    /// A dataset of its own to evaluate on.
+    pub dataset: Option<String>,
+    /// The most examples evaluated.
+    pub max_examples: u32,
+    /// Evaluate every this many steps (`eval.every_steps`, else five times a run), and before and
+    /// after training.
+    pub every_steps: u64,
+    /// Prompts answered before and after training; empty: the first [`DEFAULT_PROMPTS`] prompts
+    /// of the eval set.
+    pub prompts: Vec<String>,
+    pub default_prompts: u32,
+    /// The longest answer, in tokens; answers are greedy (no sampling), so they repeat.
+    pub max_new_tokens: u32,
+}
+
+/// How many prompts of the eval set the models answer when `eval.prompts` lists none.
+pub const DEFAULT_PROMPTS: u32 = 3;
+
 /// What the trainer trains: every value of the spec it uses, with jobspec's defaults filled in,
 /// and those derived from them.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
@@ -148,9 +172,7 @@ pub struct TrainerPlan {
     pub resume: bool,
     /// A training loss line every this many steps (a hundred lines a run).
     pub logging_steps: u64,
-    /// The validation loss every this many steps (five times a run), when the data has a
-    /// held-out set.
-    pub eval_steps: u64,
+    pub eval: TrainerEval,
     pub merge_adapter: bool,
     pub report_to: Vec<&'static str>,
 }
@@ -226,9 +248,22 @@ pub fn trainer_plan(v: &ValidSpec) -> TrainerPlan {
         keep_checkpoints: s.checkpoint.keep,
         resume: s.checkpoint.resume,
         logging_steps: (v.steps() / 100).max(1),
-        eval_steps: (v.steps() / 5).max(1),
+        eval: trainer_eval(v),
         merge_adapter: s.output.merge_adapter,
         report_to: s.output.report_to.iter().map(|r| r.as_str()).collect(),
+    }
+}
+
+fn trainer_eval(v: &ValidSpec) -> TrainerEval {
+    let e = &v.spec().eval;
+    TrainerEval {
+        holdout: e.dataset.is_none().then_some(e.holdout),
+        dataset: e.dataset.clone(),
+        max_examples: e.max_examples,
+        every_steps: e.every_steps.unwrap_or((v.steps() / 5).max(1)),
+        prompts: e.prompts.clone(),
+        default_prompts: DEFAULT_PROMPTS,
+        max_new_tokens: e.max_new_tokens(v.spec().data.seq_len),
     }
 }
 

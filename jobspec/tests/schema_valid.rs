@@ -164,6 +164,7 @@ mod generated {
             "ResourcesSpec" => "resources",
             "CheckpointSpec" => "checkpoint",
             "OutputSpec" => "output",
+            "EvalSpec" => "eval",
             "EstimateSpec" => "estimate",
             "ZeroTuning" => "deepspeed",
             _ => return None,

@@ -208,7 +208,7 @@ def test_epochs_of_padded_data_are_the_trainers_batches(tmp_path, examples, epoc
 
     from conftest import run_of
 
-    from onramp_train.train import _split
+    from onramp_train.evaluate import split
 
     text = f"""name = "epochs"
 task = "lora"
@@ -231,6 +231,6 @@ precision = "fp32"
 card = "cpu"
 """
     plan = run_of(text, tmp_path).plan
-    train, _ = _split(list(range(examples)), plan.seed)
+    train, _, _ = split(list(range(examples)), plan, None)
     assert plan.data_examples == examples
     assert plan.max_steps == math.ceil(len(train) * epochs / plan.global_batch)

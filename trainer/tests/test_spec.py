@@ -65,7 +65,7 @@ def test_what_is_not_a_run_is_refused_with_where():
         with pytest.raises(SpecError, match=said):
             spec.parse(json.dumps(run))
 
-    refused(lambda r: r.update(version=2), "version 2, and this trainer reads version 1")
+    refused(lambda r: r.update(version=1), "version 1, and this trainer reads version 2")
     refused(lambda r: r.update(version=True), "version true")
     refused(lambda r: r["plan"]["model"].update(rope=1), r"plan\.model has keys .*: rope")
     refused(lambda r: r["plan"]["optim"].pop("eps"), r"plan\.optim lacks eps")
@@ -73,6 +73,7 @@ def test_what_is_not_a_run_is_refused_with_where():
     refused(lambda r: r["plan"].update(resume="yes"), r"plan\.resume must be true or false")
     refused(lambda r: r["plan"].update(report_to="tensorboard"), r"plan\.report_to must be a list")
     refused(lambda r: r["plan"].update(task="tiny-train"), "tiny-train")
+    refused(lambda r: r["plan"]["eval"].update(prompts="hi"), r"plan\.eval\.prompts must be a list")
     with pytest.raises(SpecError, match="not JSON"):
         spec.parse("{")
     with pytest.raises(SpecError, match="looks like a spec.*--trainer-run"):

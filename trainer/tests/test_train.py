@@ -305,6 +305,12 @@ def test_resume_after_a_kill_continues_the_same_curve(tmp_path, models_dir):
     for s in range(last + 1, steps + 1):
         assert resumed[s] == pytest.approx(reference[s], rel=1e-3, abs=1e-4), s
     assert metrics_of("".join(seen))[0]["step"] == 1
+    # The results keep the base model's measures and answers from the first start.
+    results = json.loads((job / "out" / "results.json").read_text())
+    expected = json.loads((tmp_path / "whole" / "out" / "results.json").read_text())
+    assert results["history"][0]["step"] == 0
+    assert results["table"][0]["base"] == pytest.approx(expected["table"][0]["base"], rel=1e-6)
+    assert [s["base"] for s in results["samples"]] == [s["base"] for s in expected["samples"]]
 
 
 def test_bad_lines_are_reported_with_their_numbers(tmp_path, models_dir):
@@ -416,7 +422,7 @@ def test_a_run_of_another_shape_is_refused_before_any_work(tmp_path):
     text = spec_text("sft", 'model = "stories260K"', DATA / "alpaca.jsonl", 2)
     good = json.loads(derive(text, tmp_path / "good").read_text())
     cases = {
-        "version": (lambda r: r.update(version=2), "version 2"),
+        "version": (lambda r: r.update(version=1), "version 1"),
         "unknown": (lambda r: r["plan"].update(epochs=3), "plan has keys this trainer does not"),
         "missing": (lambda r: r["plan"].pop("max_steps"), "plan lacks max_steps"),
         "type": (lambda r: r["plan"].update(micro_batch="4"), "plan.micro_batch must be a whole"),

@@ -8,6 +8,7 @@ use crate::diag::{Code, Diagnostic, Span, did_you_mean, hint, id_hint};
 use crate::node::{Key, Node, Val};
 use crate::spec::*;
 
+mod eval;
 mod sections;
 
 /// The keys each table accepts. `schema` tests check these against the serde types.
@@ -23,6 +24,7 @@ pub(crate) const ROOT_KEYS: &[&str] = &[
     "estimate",
     "checkpoint",
     "output",
+    "eval",
     "deepspeed",
 ];
 pub(crate) const MODEL_KEYS: &[&str] = &[
@@ -187,7 +189,7 @@ impl Reader {
 
     /// A key that belongs in another table ("seq_len" at the top level) gets that table named.
     fn misplaced_hint(&self, key: &str) -> Option<&'static str> {
-        let tables: [(&str, &[&str]); 8] = [
+        let tables: [(&str, &[&str]); 9] = [
             ("data.", DATA_KEYS),
             ("train.", TRAIN_KEYS),
             ("parallel.", PARALLEL_KEYS),
@@ -195,6 +197,7 @@ impl Reader {
             ("estimate.", ESTIMATE_KEYS),
             ("checkpoint.", CHECKPOINT_KEYS),
             ("output.", OUTPUT_KEYS),
+            ("eval.", EVAL_KEYS),
             ("deepspeed.", ZERO_TUNING_KEYS),
         ];
         for (prefix, keys) in tables {
@@ -437,6 +440,9 @@ const ALIASES: &[(&str, &str)] = &[
     ("eps", "train.adam_epsilon"),
     ("adam_eps", "train.adam_epsilon"),
     ("zero_optimization", "deepspeed"),
+    ("eval_steps", "eval.every_steps"),
+    ("eval_dataset", "eval.dataset"),
+    ("val_set_size", "eval.holdout"),
     ("model_name_or_path", "model"),
     ("base_model", "model"),
 ];
@@ -496,6 +502,13 @@ const QUALIFIED: &[&str] = &[
     "checkpoint.resume_from",
     "output.merge_adapter",
     "output.report_to",
+    "eval.holdout",
+    "eval.dataset",
+    "eval.every_steps",
+    "eval.max_examples",
+    "eval.tasks",
+    "eval.prompts",
+    "eval.max_new_tokens",
     "deepspeed.reduce_bucket_size",
     "deepspeed.allgather_bucket_size",
     "deepspeed.overlap_comm",

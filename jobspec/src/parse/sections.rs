@@ -58,6 +58,9 @@ impl Reader {
         let output = self
             .sub(&t, "output", OUTPUT_KEYS, Self::output, false)
             .unwrap_or_default();
+        let eval = self
+            .sub(&t, "eval", EVAL_KEYS, Self::eval, false)
+            .unwrap_or_default();
         let deepspeed = self
             .sub(&t, "deepspeed", ZERO_TUNING_KEYS, Self::zero_tuning, false)
             .unwrap_or_default();
@@ -73,6 +76,7 @@ impl Reader {
             estimate,
             checkpoint,
             output,
+            eval,
             deepspeed,
         })
     }

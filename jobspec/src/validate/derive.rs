@@ -5,7 +5,7 @@
 
 use super::valid::{DEFAULT_MFU_CPU, DEFAULT_MFU_GPU};
 use crate::catalog::Card;
-use crate::spec::JobSpec;
+use crate::spec::{EvalSpec, JobSpec};
 
 /// LoRA's rank when the spec gives none (alpha is twice the rank unless given).
 pub const DEFAULT_LORA_RANK: u32 = 16;
@@ -33,14 +33,15 @@ pub enum RunLength {
     NoTokens,
 }
 
-/// The examples onramp-train holds out for the validation loss: none under 20, else one in 20
-/// and at most 64 (train.py `_split`). An epoch is a pass over the rest.
-pub fn held_out(examples: u64) -> u64 {
-    if examples < 20 {
-        0
-    } else {
-        (examples / 20).min(64)
+/// The examples onramp-train holds out to evaluate on (evaluate.py `split`): `eval.holdout` of
+/// them, rounded down, at most `eval.max_examples`; none when `[eval]` names a dataset of its
+/// own. An epoch is a pass over the rest.
+pub fn held_out(examples: u64, eval: &EvalSpec) -> u64 {
+    if eval.dataset.is_some() {
+        return 0;
     }
+    let share = (examples as f64 * eval.holdout + 1e-9).floor() as u64;
+    share.min(u64::from(eval.max_examples))
 }
 
 /// `train.steps`, or epochs (one when neither is given) of the data as the trainer batches it:
@@ -59,7 +60,7 @@ pub fn run_length(spec: &JobSpec, dp: u32) -> RunLength {
             tokens: s.saturating_mul(tokens_per_step),
         },
         (_, None, tokens, Some(examples)) => {
-            let trained = examples - held_out(examples);
+            let trained = examples - held_out(examples, &spec.eval);
             let total = (trained as f64 * epochs).min(1e15).ceil() as u64;
             let steps = total.div_ceil(global_batch.max(1));
             // The tokens really in those examples when counted, else their padded bound.
@@ -173,9 +174,32 @@ mod tests {
                 tokens: 10 * 128
             }
         );
+        let e = EvalSpec::default();
         assert_eq!(
-            (held_out(19), held_out(20), held_out(1000), held_out(10_000)),
-            (0, 1, 50, 64)
+            (
+                held_out(19, &e),
+                held_out(20, &e),
+                held_out(1000, &e),
+                held_out(10_000, &e)
+            ),
+            (0, 1, 50, 256)
+        );
+        let own = EvalSpec {
+            dataset: Some("eval.jsonl".into()),
+            ..EvalSpec::default()
+        };
+        let tenth = EvalSpec {
+            holdout: 0.1,
+            max_examples: 30,
+            ..EvalSpec::default()
+        };
+        assert_eq!(
+            (
+                held_out(1000, &own),
+                held_out(99, &tenth),
+                held_out(1000, &tenth)
+            ),
+            (0, 9, 30)
         );
     }
 

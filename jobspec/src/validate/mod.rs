@@ -11,6 +11,7 @@ use crate::spec::*;
 
 mod checker;
 pub(crate) mod derive;
+mod eval;
 mod ranges;
 mod resume;
 mod rules;

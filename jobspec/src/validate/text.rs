@@ -19,6 +19,8 @@ pub(super) enum TextKind {
     Label,
     /// A dataset id or a path: letters, digits and `-_./:@+=~,%`, not starting with `-`.
     Path,
+    /// A prompt for the model: a label that may also hold line feeds and tabs.
+    Prompt,
 }
 
 /// Why a character is refused, for the message.
@@ -61,18 +63,34 @@ fn code_point(c: char) -> String {
 pub(super) fn check_text(c: &mut Checker<'_>, path: &str, value: &str, kind: TextKind) {
     for (i, ch) in value.chars().enumerate() {
         let position = i + 1;
-        if let Some((en, zh)) = refused(ch) {
+        if let Some((en, zh)) =
+            refused(ch).filter(|_| !(kind == TextKind::Prompt && "\n\t".contains(ch)))
+        {
             c.error(
                 Code::BadText,
                 path,
-                format!(
-                    "`{path}` holds {en} ({}) at character {position}; it must be one line of visible text",
-                    code_point(ch)
-                ),
-                format!(
-                    "`{path}` 的第 {position} 个字符是{zh}（{}）；只能是一行可见文字",
-                    code_point(ch)
-                ),
+                if kind == TextKind::Prompt {
+                    format!(
+                        "`{path}` holds {en} ({}) at character {position}; a prompt must be visible text (line feeds and tabs allowed)",
+                        code_point(ch)
+                    )
+                } else {
+                    format!(
+                        "`{path}` holds {en} ({}) at character {position}; it must be one line of visible text",
+                        code_point(ch)
+                    )
+                },
+                if kind == TextKind::Prompt {
+                    format!(
+                        "`{path}` 的第 {position} 个字符是{zh}（{}）；提示只能是可见文字（可含换行和制表符）",
+                        code_point(ch)
+                    )
+                } else {
+                    format!(
+                        "`{path}` 的第 {position} 个字符是{zh}（{}）；只能是一行可见文字",
+                        code_point(ch)
+                    )
+                },
             );
             return;
         }
@@ -172,29 +190,35 @@ pub(super) fn check_free_text(c: &mut Checker<'_>, spec: &JobSpec) {
             );
         }
     }
-    if spec.data.dataset.len() > 512 {
+    check_dataset(c, "data.dataset", &spec.data.dataset);
+}
+
+/// A dataset id or path (`data.dataset`, `eval.dataset`): its length, its characters, and that
+/// it stays inside the datasets root or the job's folder.
+pub(super) fn check_dataset(c: &mut Checker<'_>, path: &str, dataset: &str) {
+    if dataset.len() > 512 {
         c.error(
             Code::BadValue,
-            "data.dataset",
-            "`data.dataset` must be at most 512 bytes".into(),
-            "`data.dataset` 最多 512 字节".into(),
+            path,
+            format!("`{path}` must be at most 512 bytes"),
+            format!("`{path}` 最多 512 字节"),
         );
     }
-    check_text(c, "data.dataset", &spec.data.dataset, TextKind::Path);
-    if let Some((en, zh)) = dataset_escape(&spec.data.dataset) {
+    check_text(c, path, dataset, TextKind::Path);
+    if let Some((en, zh)) = dataset_escape(dataset) {
         c.error(
             Code::BadValue,
-            "data.dataset",
+            path,
             format!(
-                "`data.dataset` = {:?} {en}; a job reads only a dataset the cluster holds, named by its id \
+                "`{path}` = {:?} {en}; a job reads only a dataset the cluster holds, named by its id \
                  (such as `alpaca-zh`), or a file inside its own folder, named relative to it: put the file \
                  in the cluster's datasets folder and give its name",
-                one_line(&spec.data.dataset)
+                one_line(dataset)
             ),
             format!(
-                "`data.dataset` = {:?} {zh}；作业只能读取集群已有的数据集（用 id 指定，例如 `alpaca-zh`）\
+                "`{path}` = {:?} {zh}；作业只能读取集群已有的数据集（用 id 指定，例如 `alpaca-zh`）\
                  或自己文件夹内的文件（用相对路径）：请把文件放进集群的数据集文件夹，再写它的名字",
-                one_line(&spec.data.dataset)
+                one_line(dataset)
             ),
         );
     }

@@ -129,8 +129,9 @@ class Pusher:
 def push_outputs(pusher: Pusher, out: Path) -> list[str]:
     """What a training left in its `out/`: `final/` (an adapter, when it holds
     `adapter_config.json`, else the model) with the run beside it, `merged/` when the adapter was
-    merged, `metrics.json`, and the spec the job ran (`spec.toml` beside `out/`, where the runner
-    and the Slurm script write it). The names pushed."""
+    merged, `metrics.json`, `results.json` (what the run achieved: evaluate.py), and the spec the
+    job ran (`spec.toml` beside `out/`, where the runner and the Slurm script write it). The
+    names pushed."""
     final = out / "final"
     prefix = "adapter" if (final / "adapter_config.json").exists() else "model"
     names = pusher.push_folder(final, prefix)
@@ -138,6 +139,7 @@ def push_outputs(pusher: Pusher, out: Path) -> list[str]:
         names += pusher.push_folder(out / "merged", "merged")
     for path, name in [
         (out / "metrics.json", "metrics.json"),
+        (out / "results.json", "results.json"),
         (out.parent / "spec.toml", "spec.toml"),
     ]:
         if path.is_file():

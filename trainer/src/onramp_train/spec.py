@@ -22,7 +22,7 @@ from typing import Any
 from .errors import SpecError
 
 #: The one shape of `onramp-run.json` this trainer reads (jobspec's `trainer::RUN_VERSION`).
-RUN_VERSION = 1
+RUN_VERSION = 2
 
 #: The file name every launch gives the run.
 RUN_FILE = "onramp-run.json"
@@ -82,6 +82,21 @@ class TrainerOptim:
 
 
 @dataclass(frozen=True)
+class TrainerEval:
+    """How the run is evaluated: a held-out share (`holdout`) or a dataset of its own, how
+    often, and the prompts the base and the trained model answer (none: the eval set's first
+    `default_prompts`)."""
+
+    holdout: float | None
+    dataset: str | None
+    max_examples: int
+    every_steps: int
+    prompts: list[str]
+    default_prompts: int
+    max_new_tokens: int
+
+
+@dataclass(frozen=True)
 class TrainerPlan:
     name: str
     task: str
@@ -116,7 +131,7 @@ class TrainerPlan:
     keep_checkpoints: int
     resume: bool
     logging_steps: int
-    eval_steps: int
+    eval: TrainerEval
     merge_adapter: bool
     report_to: list[str]
 

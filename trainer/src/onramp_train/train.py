@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import artifacts, data, models
+from . import artifacts, data, evaluate, models
 from .errors import CommError, DeviceError, OutOfMemory, SpecError
 from .metrics import MetricsLines, Reporter, SaveEveryMinutes
 from .spec import RUN_FILE, Plan, RunAdvice, TrainerRun
@@ -143,7 +143,7 @@ def training_arguments(plan: Plan, ds: dict[str, Any], out: Path, cuda: bool, ev
         data_seed=plan.seed,
         logging_steps=plan.logging_steps,
         eval_strategy="steps" if evaluate else "no",
-        eval_steps=plan.eval_steps,
+        eval_steps=plan.eval.every_steps,
         save_strategy="steps",
         save_steps=max(1, plan.save_every_steps),
         save_total_limit=plan.keep_checkpoints,
@@ -177,11 +177,13 @@ def run(the_run: TrainerRun, out: Path) -> Path:
         f"({examples.fmt}, {len(examples.items)} examples, {examples.tokens} tokens), "
         f"{plan.max_steps} steps of {plan.global_batch} sequences"
     )
-    train_set, eval_set = _split(examples.items, plan.seed)
+    train_set, eval_set, about = evaluate.split(examples.items, plan, tok)
     say(
         f"counted {len(examples.items)} examples, {examples.tokens} tokens; "
-        f"{len(train_set)} train, {len(eval_set) if eval_set else 0} held out"
+        f"{len(train_set)} train, {len(eval_set) if eval_set else 0} to evaluate on "
+        f"({_about(about)})"
     )
+    prompt_list = evaluate.prompts(plan, examples.fmt, tok, eval_set)
     mismatch = data.plan_mismatch(plan.data_examples, plan.data_tokens, examples)
     if mismatch:
         say(f"warning: {mismatch}")
@@ -193,6 +195,10 @@ def run(the_run: TrainerRun, out: Path) -> Path:
     for line in tracker_destinations(plan, out):
         say(line)
     extra, args = training_arguments(plan, ds, out, cuda, evaluate=eval_set is not None)
+    # Under ZeRO-3 every rank holds a part of each layer: all of them generate together.
+    synced = bool(ds) and plan.zero_stage == 3 and plan.world_size > 1
+    max_new = plan.eval.max_new_tokens
+    baseline = evaluate.Baseline(out, tok, prompt_list, max_new, synced)
     trainer = Trainer(
         **extra,
         model=model,
@@ -201,8 +207,11 @@ def run(the_run: TrainerRun, out: Path) -> Path:
         eval_dataset=eval_set,
         data_collator=DataCollatorForSeq2Seq(tok, padding=True, label_pad_token_id=data.IGNORE),
         processing_class=tok,
-        callbacks=[MetricsLines(), SaveEveryMinutes(plan.save_every_minutes)],
+        compute_metrics=evaluate.token_accuracy if eval_set is not None else None,
+        preprocess_logits_for_metrics=evaluate.argmax_logits if eval_set is not None else None,
+        callbacks=[MetricsLines(), SaveEveryMinutes(plan.save_every_minutes), baseline],
     )
+    baseline.trainer = trainer
     # The metrics lines replace the Trainer's own printed dicts.
     trainer.remove_callback(PrinterCallback)
     last = get_last_checkpoint(str(out)) if out.is_dir() and plan.resume else None
@@ -225,6 +234,7 @@ def run(the_run: TrainerRun, out: Path) -> Path:
     if runtime > 0:
         tokens = trainer.state.num_input_tokens_seen
         say(f"training: {tokens} tokens in {runtime:.2f} s, {tokens / runtime:.1f} tokens/s")
+    answers = evaluate.answer(trainer.model, tok, prompt_list, max_new, synced)
     final = out / "final"
     trainer.save_model(str(final))
     if trainer.is_world_process_zero():
@@ -236,6 +246,12 @@ def run(the_run: TrainerRun, out: Path) -> Path:
             merged = merge(plan, source, final, out / "merged")
             say(f"wrote the merged model to {merged}")
         (out / "metrics.json").write_text(json.dumps(trainer.state.log_history, indent=1) + "\n")
+        doc = evaluate.results(
+            plan, about, trainer.state.log_history, baseline.base, answers, prompt_list, tok
+        )
+        text = json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+        (out / evaluate.RESULTS_FILE).write_text(text, encoding="utf-8")
+        say(_results_line(doc))
         push(out)
     return final
 
@@ -272,31 +288,22 @@ def merge(plan: Plan, source, adapter: Path, dest: Path) -> Path:
     return dest
 
 
-class _Examples:
-    def __init__(self, items):
-        self.items = items
-
-    def __len__(self):
-        return len(self.items)
-
-    def __getitem__(self, i):
-        return self.items[i]
+def _about(about: dict) -> str:
+    if about["source"] == "dataset":
+        return f"the dataset {about['dataset']}"
+    return f"{about['share']:g} of the data held out"
 
 
-def _split(items, seed: int):
-    """A small held-out set for the validation loss, when there is enough data to spare it."""
-    import random
-
-    if len(items) < 20:
-        return _Examples(items), None
-    order = list(range(len(items)))
-    random.Random(seed).shuffle(order)
-    n_eval = min(64, len(items) // 20)
-    held = set(order[:n_eval])
-    return (
-        _Examples([x for i, x in enumerate(items) if i not in held]),
-        _Examples([items[i] for i in sorted(held)]),
-    )
+def _results_line(doc: dict) -> str:
+    parts = []
+    for row in doc["table"]:
+        b, a = row["base"], row["trained"]
+        if b is not None and a is not None:
+            parts.append(f"{row['metric']} {b:.4g} → {a:.4g}")
+        elif a is not None:
+            parts.append(f"{row['metric']} {a:.4g}")
+    samples = len(doc["samples"])
+    return f"results: {', '.join(parts) or 'no eval set'}; {samples} prompts answered"
 
 
 def _dtype(plan: Plan, cuda: bool):

@@ -1,0 +1,98 @@
+//! What a run achieved (`results.json`, one of a job's artifacts, written by onramp-train's
+//! `evaluate.py`): its eval set, the measures at each evaluation, base against trained, and the
+//! prompts both models answered. A job writes it, so readers take it as untrusted: every number
+//! may be missing, and a reader shows what it finds.
+
+use serde::{Deserialize, Serialize};
+
+/// The artifact's name.
+pub const RESULTS_ARTIFACT: &str = "results.json";
+/// The most bytes of `results.json` a reader takes.
+pub const MAX_RESULTS_BYTES: u64 = 4 << 20;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResults {
+    pub version: u32,
+    pub eval_set: EvalSet,
+    #[serde(default)]
+    pub history: Vec<EvalPoint>,
+    #[serde(default)]
+    pub table: Vec<ResultRow>,
+    #[serde(default)]
+    pub samples: Vec<Sample>,
+    pub generation: Generation,
+}
+
+/// What the run was evaluated on: `source` is `holdout` (a `share` of the training data) or
+/// `dataset` (a dataset of its own).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvalSet {
+    pub source: String,
+    #[serde(default)]
+    pub share: Option<f64>,
+    #[serde(default)]
+    pub dataset: Option<String>,
+    pub examples: u64,
+}
+
+/// One evaluation: step 0 is the base model, before any update.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvalPoint {
+    pub step: u64,
+    pub loss: Option<f64>,
+    pub perplexity: Option<f64>,
+    #[serde(default)]
+    pub token_accuracy: Option<f64>,
+}
+
+/// One measure, base against trained: `metric` is `loss`, `perplexity` or `token_accuracy`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResultRow {
+    pub metric: String,
+    pub base: Option<f64>,
+    pub trained: Option<f64>,
+    pub change: Option<f64>,
+}
+
+impl ResultRow {
+    /// Whether a rise of this measure is an improvement (accuracy) rather than a loss.
+    pub fn higher_is_better(&self) -> bool {
+        self.metric == "token_accuracy"
+    }
+}
+
+/// A prompt and the base and trained models' answers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub prompt: String,
+    pub base: Option<String>,
+    pub trained: Option<String>,
+}
+
+/// How the answers were generated.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Generation {
+    pub max_new_tokens: u32,
+    pub greedy: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trainers_document_reads_and_unknown_keys_are_ignored() {
+        let text = r#"{"version":1,"eval_set":{"source":"holdout","share":0.1,"examples":20},
+            "history":[{"step":0,"loss":5.5,"perplexity":244.7,"token_accuracy":0.01},
+                       {"step":30,"loss":null,"perplexity":null}],
+            "table":[{"metric":"loss","base":5.5,"trained":1.5,"change":-4.0}],
+            "samples":[{"prompt":"Say hi","prompt_ids":[1,2],"base":"x","base_ids":[3],
+                        "trained":null,"trained_ids":null}],
+            "generation":{"max_new_tokens":8,"greedy":true}}"#;
+        let r: RunResults = serde_json::from_str(text).unwrap();
+        assert_eq!(r.history[1].loss, None);
+        assert_eq!(r.table[0].change, Some(-4.0));
+        assert!(!r.table[0].higher_is_better());
+        assert_eq!(r.samples[0].trained, None);
+    }
+}

@@ -1,0 +1,176 @@
+//! `[eval]`: what a spec may say about evaluating its run, what is refused and how it reaches the
+//! trainer's run.
+
+// Test helpers outside #[test] functions may unwrap too.
+#![allow(clippy::unwrap_used)]
+
+use expect_test::{Expect, expect};
+use jobspec::trainer::trainer_run;
+use jobspec::{Lang, Severity, validate_toml};
+
+const BASE: &str = r#"name = "m"
+task = "lora"
+model = "qwen2.5-7b"
+[data]
+dataset = "d"
+tokens = 1000000
+seq_len = 256
+[train]
+steps = 100
+[resources]
+card = "a100-80g"
+time_limit = "2h"
+"#;
+
+/// The errors and warnings (not the infos) `[eval]` adds to [`BASE`], in both languages.
+fn check(eval: &str, expect: Expect) {
+    let (valid, diags) = validate_toml(&format!("{BASE}[eval]\n{eval}"));
+    let mut out = String::new();
+    for d in diags.iter().filter(|d| d.severity != Severity::Info) {
+        out.push_str(&format!(
+            "{}:{} {} {} {}: {}\n",
+            d.line,
+            d.column,
+            d.severity.as_str(),
+            d.code.as_str(),
+            d.path,
+            d.message.get(Lang::En)
+        ));
+        assert!(!d.message.get(Lang::Zh).is_empty(), "{d:?}");
+        if let Some(h) = &d.help {
+            out.push_str(&format!("  help: {}\n", h.en));
+        }
+    }
+    out.push_str(&format!("valid: {}\n", valid.is_some()));
+    expect.assert_eq(&out);
+}
+
+#[test]
+fn an_eval_table_reaches_the_trainers_run_with_its_defaults_filled_in() {
+    let (valid, diags) = validate_toml(&format!(
+        "{BASE}[eval]\nholdout = 0.1\nevery_steps = 10\nprompts = [\"Say hi.\", \"两行\\n提示\"]\n"
+    ));
+    let v = valid.unwrap_or_else(|| panic!("{diags:?}"));
+    let e = trainer_run(&v).plan.eval;
+    assert_eq!(e.holdout, Some(0.1));
+    assert_eq!(e.dataset, None);
+    assert_eq!(e.every_steps, 10);
+    assert_eq!(e.prompts, ["Say hi.", "两行\n提示"]);
+    assert_eq!(e.max_new_tokens, 64);
+    assert_eq!(e.max_examples, 256);
+
+    // Without [eval]: five evaluations a run on 5% of the data, and the eval set's own prompts.
+    let (valid, _) = validate_toml(BASE);
+    let e = trainer_run(&valid.unwrap()).plan.eval;
+    assert_eq!((e.holdout, e.every_steps), (Some(0.05), 20));
+    assert!(e.prompts.is_empty() && e.default_prompts > 0);
+
+    let (valid, _) = validate_toml(&format!("{BASE}[eval]\ndataset = \"held-out.jsonl\"\n"));
+    let e = trainer_run(&valid.unwrap()).plan.eval;
+    assert_eq!(
+        (e.holdout, e.dataset.as_deref()),
+        (None, Some("held-out.jsonl"))
+    );
+}
+
+#[test]
+fn an_unknown_task_is_refused_with_the_nearest_name() {
+    check(
+        "tasks = [\"mmlux\"]\n",
+        expect![[r#"
+            14:9 error bad-value eval.tasks: `eval.tasks` has "mmlux", which is not a known task; known: arc_challenge, arc_easy, boolq, ceval-valid, cmmlu, gsm8k, hellaswag, lambada_openai, mmlu, piqa, truthfulqa_mc2, winogrande
+              help: did you mean `mmlu`?
+            valid: false
+        "#]],
+    );
+}
+
+#[test]
+fn a_known_task_is_refused_because_no_task_data_is_run_yet() {
+    check(
+        "tasks = [\"cmmlu\"]\n",
+        expect![[r#"
+            14:9 error bad-value eval.tasks: `eval.tasks` has "cmmlu": benchmark tasks (lm-evaluation-harness) are not run by onramp-train yet, and a task the job cannot run is not accepted; the eval set's loss, perplexity and token accuracy, and `eval.prompts`, are
+            valid: false
+        "#]],
+    );
+}
+
+#[test]
+fn a_prompt_too_long_for_seq_len_with_its_answer_is_refused() {
+    let long = "word ".repeat(700);
+    check(
+        &format!("prompts = [\"short\", \"{long}\"]\n"),
+        expect![[r#"
+            14:11 error conflict eval.prompts: prompt 2 of `eval.prompts` (3500 bytes) is at least 219 tokens; with its answer of up to `eval.max_new_tokens` = 64 it does not fit in `data.seq_len` = 256: shorten the prompt, lower `eval.max_new_tokens`, or raise `data.seq_len`
+            valid: false
+        "#]],
+    );
+    check(
+        "max_new_tokens = 256\n",
+        expect![[r#"
+            14:18 error conflict eval.max_new_tokens: `eval.max_new_tokens` = 256 leaves no room for a prompt in `data.seq_len` = 256; make it smaller than 256
+            valid: false
+        "#]],
+    );
+}
+
+#[test]
+fn bad_eval_sets_and_prompts_are_refused() {
+    check(
+        "holdout = 0.1\ndataset = \"x.jsonl\"\n",
+        expect![[r#"
+            14:11 error conflict eval.holdout: `eval.holdout` holds out a share of the training data and `eval.dataset` names a dataset of its own: keep one of them
+            valid: false
+        "#]],
+    );
+    check(
+        "dataset = \"../../etc/passwd\"\n",
+        expect![[r#"
+            14:11 error bad-value eval.dataset: `eval.dataset` = "../../etc/passwd" leaves its folder through `..`; a job reads only a dataset the cluster holds, named by its id (such as `alpaca-zh`), or a file inside its own folder, named relative to it: put the file in the cluster's datasets folder and give its name
+            valid: false
+        "#]],
+    );
+    check(
+        "holdout = 0.9\nprompts = [\"  \", \"a\\u202eb\"]\nevery_steps = 1000\n",
+        expect![[r#"
+            14:11 error out-of-range eval.holdout: `eval.holdout` = 0.9 is out of range (0.001 to 0.5)
+            15:11 error bad-value eval.prompts: prompt 1 of `eval.prompts` is empty
+            15:11 error bad-text eval.prompts: `eval.prompts` holds a text-direction control (U+202E) at character 2; a prompt must be visible text (line feeds and tabs allowed)
+            16:15 warning suspicious eval.every_steps: `eval.every_steps` = 1000 is more than the run's 100 steps: it evaluates only before and after training
+            valid: false
+        "#]],
+    );
+    check(
+        "dataset = \"ds_0123456789abcdef0123456789abcdef\"\n",
+        expect![[r#"
+            14:11 error bad-value eval.dataset: `eval.dataset` = "ds_0123456789abcdef0123456789abcdef" is an uploaded dataset; a job fetches only its `data.dataset` from the edge, so evaluate on a held-out share of it (`eval.holdout`) or on a dataset the cluster holds
+            valid: false
+        "#]],
+    );
+}
+
+#[test]
+fn tiny_train_takes_no_eval_table() {
+    let spec = r#"name = "t"
+task = "tiny-train"
+model = "stories260k"
+[data]
+dataset = "tinyshakespeare"
+seq_len = 64
+[train]
+steps = 10
+[resources]
+card = "cpu"
+[eval]
+holdout = 0.2
+"#;
+    let (valid, diags) = validate_toml(spec);
+    assert!(valid.is_none());
+    assert!(
+        diags
+            .iter()
+            .any(|d| d.path == "eval" && d.message.get(Lang::En).contains("tiny-train")),
+        "{diags:?}"
+    );
+}
