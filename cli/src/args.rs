@@ -111,6 +111,15 @@ pub enum Command {
     },
     /// A job's artifacts (name, size, sha256), or download or delete them
     Artifacts(ArtifactsArgs),
+    /// What a job achieved: its eval set, base against trained (loss, perplexity, token accuracy), the measures at each evaluation, and the prompts both models answered
+    Results {
+        #[command(flatten)]
+        job: Job,
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        json: Json,
+    },
     /// Your datasets: check one here before training on it, upload it, list and delete them
     #[command(subcommand)]
     Datasets(DatasetsAction),

@@ -8,6 +8,10 @@ use clap::Command;
 /// English text (as clap has it) → Chinese.
 const ZH: &[(&str, &str)] = &[
     (
+        "What a job achieved: its eval set, base against trained (loss, perplexity, token accuracy), the measures at each evaluation, and the prompts both models answered",
+        "作业的成果：评估集、基础模型与训练后模型的对比（损失、困惑度、token 准确率）、每次评估的结果，以及两个模型对同一提示的回答",
+    ),
+    (
         "Your datasets: check one here before training on it, upload it, list and delete them",
         "你的数据集：训练前在本地检查、上传、列出与删除",
     ),

@@ -13,6 +13,7 @@ mod input;
 mod jobs_cmd;
 mod plan_cmd;
 mod remote;
+mod results_cmd;
 mod say;
 mod tokens_cmd;
 mod usage_zh;
@@ -119,6 +120,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             json,
         } => tokens_cmd::run(revoke, remote, json),
         Command::Artifacts(a) => artifacts_cmd::run(a),
+        Command::Results { job, remote, json } => results_cmd::run(&job.id, remote.edge, json.json),
         Command::Datasets(a) => datasets_remote::run(a),
         Command::Jobs { remote, json } => jobs_cmd::jobs(jobs_cmd::Args {
             edge: remote.edge,

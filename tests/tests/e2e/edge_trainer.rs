@@ -95,6 +95,7 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
     assert_eq!(job["checkpoint"], false, "{job}");
     assert_eq!(u.get(&format!("/api/jobs/{id}/checkpoint")).status, 404);
     artifacts_pushed(&u, &id);
+    results_shown(&stack, &u, &id);
 
     // A dataset the machine does not have: the job fails before training, and its page says
     // why and where the trainer looked.
@@ -127,32 +128,81 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
     assert_eq!(job["checkpoint"], false);
 }
 
-/// The corpus uploaded to the account with the CLI, as a user would: its dataset id.
-fn uploaded(stack: &Stack, u: &onramp_tests::api::Client) -> String {
+/// `onramp ARGS` against the stack, signed in as `u` with a fresh API token.
+fn onramp(stack: &Stack, u: &onramp_tests::api::Client, args: &[&str]) -> std::process::Output {
     let token = u
-        .post("/api/tokens", &serde_json::json!({"name": "upload"}))
+        .post("/api/tokens", &serde_json::json!({"name": "cli"}))
         .json["token"]
         .as_str()
         .unwrap()
         .to_string();
-    let corpus = onramp_tests::paths::shared_dir().join("data/tinyshakespeare.txt");
-    let config = std::env::temp_dir().join(format!("onramp-upload-{}", random_hex(6)));
+    let config = std::env::temp_dir().join(format!("onramp-cli-{}", random_hex(6)));
     let out = std::process::Command::new(onramp_tests::paths::cli_bin())
-        .args([
-            "datasets",
-            "upload",
-            corpus.to_str().unwrap(),
-            "--seq-len",
-            "64",
-            "--json",
-        ])
-        .args(["--edge", &stack.url])
+        .args(args)
+        .args(["--edge", &stack.url, "--lang", "en"])
         .env("ONRAMP_CONFIG_DIR", &config)
         .env("ONRAMP_TOKEN", &token)
         .env_remove("ONRAMP_EDGE")
         .output()
         .expect("onramp runs");
     let _ = std::fs::remove_dir_all(&config);
+    out
+}
+
+/// What the job achieved, as `onramp results` shows it: the base model measured before
+/// training and the trained one after, on the held-out share, and the eval set's own prompts
+/// answered by both.
+fn results_shown(stack: &Stack, u: &onramp_tests::api::Client, id: &str) {
+    let out = onramp(stack, u, &["results", id, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["eval_set"]["source"], "holdout", "{r}");
+    let loss = r["table"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["metric"] == "loss")
+        .unwrap_or_else(|| panic!("{r}"));
+    let (base, trained) = (
+        loss["base"].as_f64().unwrap(),
+        loss["trained"].as_f64().unwrap(),
+    );
+    assert!(trained < base, "{r}");
+    assert_eq!(r["history"][0]["step"], 0, "{r}");
+    assert_eq!(r["samples"].as_array().unwrap().len(), 3, "{r}");
+    let out = onramp(stack, u, &["results", id]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains(&format!("results of job {id}")),
+        "{text}"
+    );
+    assert!(
+        text.contains("eval loss") && text.contains("(better)"),
+        "{text}"
+    );
+    let none = onramp(stack, u, &["results", "0123456789abcdef"]);
+    assert!(!none.status.success());
+}
+
+/// The corpus uploaded to the account with the CLI, as a user would: its dataset id.
+fn uploaded(stack: &Stack, u: &onramp_tests::api::Client) -> String {
+    let corpus = onramp_tests::paths::shared_dir().join("data/tinyshakespeare.txt");
+    let out = onramp(
+        stack,
+        u,
+        &[
+            "datasets",
+            "upload",
+            corpus.to_str().unwrap(),
+            "--seq-len",
+            "64",
+            "--json",
+        ],
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -180,6 +230,7 @@ fn artifacts_pushed(u: &onramp_tests::api::Client, id: &str) {
             "adapter/adapter_model.safetensors",
             "adapter/onramp-run.json",
             "metrics.json",
+            "results.json",
             "spec.toml",
         ],
     );
