@@ -61,6 +61,28 @@ impl ResultRow {
     }
 }
 
+/// A measure as a page or a terminal shows it: four decimals, or scientific notation for one
+/// very large or very small (a job may report any number, and `1e308` written out in full is
+/// 309 digits), `—` for none.
+pub fn show_measure(x: Option<f64>) -> String {
+    match x {
+        Some(v) if !v.is_finite() => "—".into(),
+        Some(v) if v.abs() >= 1e5 || (v != 0.0 && v.abs() < 1e-3) => format!("{v:.3e}"),
+        Some(v) => format!("{v:.4}"),
+        None => "—".into(),
+    }
+}
+
+/// A change as a page or a terminal shows it, with its sign.
+pub fn show_change(x: Option<f64>) -> String {
+    match x {
+        Some(v) if !v.is_finite() => "—".into(),
+        Some(v) if v.abs() >= 1e5 || (v != 0.0 && v.abs() < 1e-3) => format!("{v:+.3e}"),
+        Some(v) => format!("{v:+.4}"),
+        None => "—".into(),
+    }
+}
+
 /// A prompt and the base and trained models' answers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
@@ -94,5 +116,15 @@ mod tests {
         assert_eq!(r.table[0].change, Some(-4.0));
         assert!(!r.table[0].higher_is_better());
         assert_eq!(r.samples[0].trained, None);
+    }
+
+    #[test]
+    fn extreme_numbers_show_short() {
+        assert_eq!(show_measure(Some(1e308)), "1.000e308");
+        assert_eq!(show_measure(Some(2.5)), "2.5000");
+        assert_eq!(show_measure(Some(1e-9)), "1.000e-9");
+        assert_eq!(show_measure(None), "—");
+        assert_eq!(show_change(Some(-4.0)), "-4.0000");
+        assert_eq!(show_change(Some(-1e300)), "-1.000e300");
     }
 }

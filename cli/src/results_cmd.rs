@@ -7,7 +7,7 @@ use crate::jobs_cmd::{Args, done, edge_for, print_value};
 use crate::remote::{Failure, describe_error};
 use crate::say::{pad, t, terminal_safe};
 use api::artifacts::artifact_path;
-use api::results::{RESULTS_ARTIFACT, ResultRow, RunResults};
+use api::results::{RESULTS_ARTIFACT, ResultRow, RunResults, show_change, show_measure};
 use std::process::ExitCode;
 
 pub fn run(job: &str, edge: Option<String>, json: bool) -> Result<ExitCode, String> {
@@ -46,11 +46,7 @@ pub fn run(job: &str, edge: Option<String>, json: bool) -> Result<ExitCode, Stri
 }
 
 fn num(x: Option<f64>) -> String {
-    match x {
-        Some(v) if v.abs() >= 1e5 || (v != 0.0 && v.abs() < 1e-3) => format!("{v:.3e}"),
-        Some(v) => format!("{v:.4}"),
-        None => "—".into(),
-    }
+    show_measure(x)
 }
 
 fn change(row: &ResultRow) -> String {
@@ -68,7 +64,7 @@ fn change(row: &ResultRow) -> String {
             } else {
                 t(" (worse)".into(), "（更差）".into())
             };
-            format!("{c:+.4}{mark}")
+            format!("{}{mark}", show_change(Some(c)))
         }
         None => "—".into(),
     }

@@ -83,6 +83,7 @@ fn Snapshot(x: Experiment) -> impl IntoView {
                 </tr></thead>
                 <tbody>{crate::pages::job_artifacts::artifact_rows(x.artifacts.clone())}</tbody>
             </table>
+            <crate::pages::job_results::RunResultsView artifacts=x.artifacts.clone()/>
         })}
         <h2>{i.t(Key::SpecTitle)}</h2>
         <pre class="output spec" data-testid="experiment-spec" tabindex="0">{x.spec}</pre>

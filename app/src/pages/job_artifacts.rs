@@ -52,6 +52,7 @@ pub fn JobArtifacts(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoVie
                     .into_any();
             }
             let used = format!("{} / {}", size(l.used_bytes), size(l.quota_bytes));
+            let results = l.artifacts.clone();
             let items = artifact_rows(l.artifacts);
             // Uploads under way: no link yet, and where they are.
             let under_way = l
@@ -79,6 +80,7 @@ pub fn JobArtifacts(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoVie
                 <p class="muted" data-testid="artifacts-quota">
                     {tr(i, Key::ArtifactsUsed)}" "{used}" · "{tr(i, Key::ArtifactsKeptDays)}" "{l.retention_days}
                 </p>
+                <crate::pages::job_results::RunResultsView artifacts=results/>
             }
             .into_any()
         })

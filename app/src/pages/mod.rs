@@ -10,6 +10,7 @@ pub mod experiment_owner;
 pub mod job;
 pub mod job_artifacts;
 pub mod job_notify;
+pub mod job_results;
 pub mod jobs;
 pub mod loss_chart;
 pub mod placeholder;

@@ -90,6 +90,51 @@ fn a_lora_job_from_the_submit_button_trains_and_draws_its_loss_curve() {
         "the curve is drawn"
     );
     artifacts_listed(&browser);
+    results_shown(&browser);
+}
+
+/// The job page shows what the run achieved: base against trained, the eval loss lower after
+/// training, and the eval set's prompts answered by both models.
+fn results_shown(browser: &Browser) {
+    let rows = onramp_tests::wait::until("the run's results", WAIT, || {
+        let rows = browser
+            .execute(
+                "return [...document.querySelectorAll('[data-testid=run-results] tbody tr')]
+                   .map(r => [r.dataset.metric, ...[...r.children].map(c => c.textContent)]);",
+                json!([]),
+            )
+            .map_err(|e| e.to_string())?;
+        Ok(rows
+            .as_array()
+            .is_some_and(|r| !r.is_empty())
+            .then_some(rows))
+    })
+    .unwrap();
+    let loss = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r[0] == "loss")
+        .unwrap_or_else(|| panic!("{rows}"));
+    let (base, trained): (f64, f64) = (
+        loss[2].as_str().unwrap().parse().unwrap(),
+        loss[3].as_str().unwrap().parse().unwrap(),
+    );
+    assert!(trained < base, "{rows}");
+    let better = browser
+        .execute(
+            "return document.querySelector('[data-metric=loss] [data-testid=result-change]').dataset.better;",
+            json!([]),
+        )
+        .unwrap();
+    assert_eq!(better, "better", "{rows}");
+    let samples = browser
+        .execute(
+            "return document.querySelectorAll('[data-testid=run-sample]').length;",
+            json!([]),
+        )
+        .unwrap();
+    assert_eq!(samples, 3, "the eval set's first three prompts");
 }
 
 /// The job page lists what the trainer pushed, and its links download the files.
