@@ -124,6 +124,7 @@ fn combination_rules() {
             11:1 error conflict parallel: tp × pp × sp = 6 must divide the 8 cards
             13:18 error conflict parallel.offload_params: parameter offload needs ZeRO stage 3
             13:18 warning suspicious parallel.offload_params: parameters are offloaded but the optimizer is not; offload the optimizer first, it saves more
+            14:6 error bad-value parallel.pp: pp = 2: onramp-train does not run pipeline parallelism, so the job would train without it; split the model's states across the cards with ZeRO-3 instead (parallel.zero_stage = 3, with offload_params = "cpu" if it still does not fit) and set pp = 1
             15:6 error conflict parallel.tp: tp = 3 must divide the 28 attention heads
             16:1 info defaulted resources.time_limit: time_limit not given: using 24h; the hold on the balance is for the whole time limit
             16:1 info defaulted resources.nodes: nodes not given: using 1 node

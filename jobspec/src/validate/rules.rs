@@ -34,7 +34,7 @@ pub(super) fn check(
         check_heads(&mut c, &spec.parallel, a);
     }
     check_sequence_split(&mut c, &spec);
-    check_deepspeed(&mut c, &spec.parallel);
+    super::parallel::check_deepspeed(&mut c, &spec.parallel);
     super::tuning::check_tuning(&mut c, &spec, card);
     check_card_and_task(&mut c, &spec, card, world, is_tiny);
     check_pretrained(&mut c, &spec);
@@ -226,48 +226,6 @@ fn check_sequence_split(c: &mut Checker<'_>, spec: &JobSpec) {
             "parallel.sp",
             format!("sp = {} must divide seq_len = {}", p.sp, spec.data.seq_len),
             format!("sp = {} 必须整除 seq_len = {}", p.sp, spec.data.seq_len),
-        );
-    }
-}
-
-/// DeepSpeed's own combination rules.
-fn check_deepspeed(c: &mut Checker<'_>, p: &ParallelSpec) {
-    if p.pp > 1 && p.zero_stage >= 2 {
-        c.error(
-            Code::Conflict,
-            "parallel.zero_stage",
-            format!(
-                "DeepSpeed pipeline parallelism (pp = {}) works with ZeRO stage 0 or 1 only",
-                p.pp
-            ),
-            format!(
-                "DeepSpeed 流水线并行（pp = {}）只能与 ZeRO 0 或 1 同用",
-                p.pp
-            ),
-        );
-    }
-    if p.offload_optimizer.is_on() && p.zero_stage == 0 {
-        c.error(
-            Code::Conflict,
-            "parallel.offload_optimizer",
-            "optimizer offload needs ZeRO stage 1, 2 or 3".into(),
-            "优化器卸载需要 ZeRO 1、2 或 3".into(),
-        );
-    }
-    if p.offload_params.is_on() && p.zero_stage != 3 {
-        c.error(
-            Code::Conflict,
-            "parallel.offload_params",
-            "parameter offload needs ZeRO stage 3".into(),
-            "参数卸载需要 ZeRO 3".into(),
-        );
-    }
-    if p.offload_params.is_on() && !p.offload_optimizer.is_on() {
-        c.warn(
-            Code::Suspicious,
-            "parallel.offload_params",
-            "parameters are offloaded but the optimizer is not; offload the optimizer first, it saves more".into(),
-            "参数已卸载但优化器未卸载；先卸载优化器，省得更多".into(),
         );
     }
 }
