@@ -111,6 +111,16 @@ pub enum Command {
     },
     /// A job's artifacts (name, size, sha256), or download or delete them
     Artifacts(ArtifactsArgs),
+    /// Two or more of your jobs side by side: state, cards, cost and time, what each achieved, train loss at the steps all reported, and their specs diffed key by key
+    Compare {
+        /// The jobs' ids (onramp jobs lists them)
+        #[arg(value_name = "JOB", value_parser = job_id, num_args = 2.., required = true)]
+        jobs: Vec<String>,
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        json: Json,
+    },
     /// What a job achieved: its eval set, base against trained (loss, perplexity, token accuracy), the measures at each evaluation, and the prompts both models answered
     Results {
         #[command(flatten)]

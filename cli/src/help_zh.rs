@@ -8,6 +8,14 @@ use clap::Command;
 /// English text (as clap has it) → Chinese.
 const ZH: &[(&str, &str)] = &[
     (
+        "Two or more of your jobs side by side: state, cards, cost and time, what each achieved, train loss at the steps all reported, and their specs diffed key by key",
+        "把你的两个或更多作业并排比较：状态、卡、费用与时长、各自的成果、都报告过的步上的训练损失，以及逐键对比的规格差异",
+    ),
+    (
+        "The jobs' ids (onramp jobs lists them)",
+        "作业的 id（onramp jobs 会列出它们）",
+    ),
+    (
         "What a job achieved: its eval set, base against trained (loss, perplexity, token accuracy), the measures at each evaluation, and the prompts both models answered",
         "作业的成果：评估集、基础模型与训练后模型的对比（损失、困惑度、token 准确率）、每次评估的结果，以及两个模型对同一提示的回答",
     ),

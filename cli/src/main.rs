@@ -3,6 +3,7 @@
 
 mod args;
 mod artifacts_cmd;
+mod compare_cmd;
 mod credentials;
 mod datasets_cmd;
 mod datasets_remote;
@@ -120,6 +121,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             json,
         } => tokens_cmd::run(revoke, remote, json),
         Command::Artifacts(a) => artifacts_cmd::run(a),
+        Command::Compare { jobs, remote, json } => compare_cmd::run(&jobs, remote.edge, json.json),
         Command::Results { job, remote, json } => results_cmd::run(&job.id, remote.edge, json.json),
         Command::Datasets(a) => datasets_remote::run(a),
         Command::Jobs { remote, json } => jobs_cmd::jobs(jobs_cmd::Args {

@@ -96,6 +96,7 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
     assert_eq!(u.get(&format!("/api/jobs/{id}/checkpoint")).status, 404);
     artifacts_pushed(&u, &id);
     results_shown(&stack, &u, &id);
+    let good = id.clone();
 
     // A dataset the machine does not have: the job fails before training, and its page says
     // why and where the trainer looked.
@@ -110,7 +111,8 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
         ],
     );
     assert_eq!(a.status, 201, "{:?}", a.json);
-    let id = a.json["id"].as_str().unwrap().to_string();
+    let bad = a.json["id"].as_str().unwrap().to_string();
+    let id = bad.clone();
     let job = onramp_tests::wait::until("the bad job to end", Duration::from_secs(300), || {
         let j = u.get(&format!("/api/jobs/{id}")).json;
         match j["state"].as_str() {
@@ -126,6 +128,41 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
         "{job}"
     );
     assert_eq!(job["checkpoint"], false);
+    compared(&stack, &u, &good, &bad);
+}
+
+/// `onramp compare`: the two jobs side by side; their specs differ only in the dataset, and
+/// only the one that trained has results.
+fn compared(stack: &Stack, u: &onramp_tests::api::Client, good: &str, bad: &str) {
+    let out = onramp(stack, u, &["compare", good, bad, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let keys: Vec<&str> = c["spec_diff"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["data.dataset"], "{c}");
+    assert_eq!(c["jobs"][0]["state"], "succeeded", "{c}");
+    assert_eq!(
+        c["jobs"][0]["points"].as_array().unwrap().last().unwrap()["step"],
+        12
+    );
+    assert!(c["jobs"][0]["results"]["table"].is_array(), "{c}");
+    assert!(c["jobs"][1]["results"].is_null(), "{c}");
+    let text = onramp(stack, u, &["compare", good, bad]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("spec differences") && text.contains("data.dataset"),
+        "{text}"
+    );
+    let one = onramp(stack, u, &["compare", good]);
+    assert!(!one.status.success(), "comparing needs two jobs");
 }
 
 /// `onramp ARGS` against the stack, signed in as `u` with a fresh API token.
