@@ -151,6 +151,20 @@ fn bad_eval_sets_and_prompts_are_refused() {
 }
 
 #[test]
+fn the_default_answer_length_never_refuses_a_short_sequence() {
+    for seq_len in [1, 2, 3, 64] {
+        let (valid, diags) =
+            validate_toml(&BASE.replace("seq_len = 256", &format!("seq_len = {seq_len}")));
+        let v = valid.unwrap_or_else(|| panic!("seq_len {seq_len}: {diags:?}"));
+        let e = trainer_run(&v).plan.eval;
+        assert!(
+            e.max_new_tokens >= 1 && e.max_new_tokens <= seq_len.max(1),
+            "{seq_len}"
+        );
+    }
+}
+
+#[test]
 fn tiny_train_takes_no_eval_table() {
     let spec = r#"name = "t"
 task = "tiny-train"
