@@ -13,9 +13,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The prefix of every uploaded dataset's id.
-pub const ID_PREFIX: &str = "ds_";
+pub const ID_PREFIX: &str = jobspec::validate::DATASET_ID_PREFIX;
 /// The hex digits of the SHA-256 an id keeps (128 bits: no two files of one account share it).
-pub const ID_HEX: usize = 32;
+pub const ID_HEX: usize = jobspec::validate::DATASET_ID_HEX;
 /// The longest file name a dataset keeps, in bytes.
 pub const MAX_FILE_NAME_BYTES: usize = 255;
 /// The largest count a dataset's declaration may hold (what jobspec's `data.examples` and
@@ -29,9 +29,7 @@ pub fn dataset_id(sha256: &str) -> String {
 
 /// Whether `s` has the shape of an uploaded dataset's id.
 pub fn is_dataset_id(s: &str) -> bool {
-    s.strip_prefix(ID_PREFIX).is_some_and(|h| {
-        h.len() == ID_HEX && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    })
+    jobspec::validate::is_dataset_id(s)
 }
 
 /// What is wrong with a dataset's file name, if anything: 1 to 255 bytes of printable

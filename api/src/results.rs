@@ -65,21 +65,29 @@ impl ResultRow {
 /// very large or very small (a job may report any number, and `1e308` written out in full is
 /// 309 digits), `—` for none.
 pub fn show_measure(x: Option<f64>) -> String {
-    match x {
-        Some(v) if !v.is_finite() => "—".into(),
-        Some(v) if v.abs() >= 1e5 || (v != 0.0 && v.abs() < 1e-3) => format!("{v:.3e}"),
-        Some(v) => format!("{v:.4}"),
-        None => "—".into(),
-    }
+    show(x, false)
 }
 
 /// A change as a page or a terminal shows it, with its sign.
 pub fn show_change(x: Option<f64>) -> String {
+    show(x, true)
+}
+
+fn show(x: Option<f64>, signed: bool) -> String {
     match x {
-        Some(v) if !v.is_finite() => "—".into(),
-        Some(v) if v.abs() >= 1e5 || (v != 0.0 && v.abs() < 1e-3) => format!("{v:+.3e}"),
-        Some(v) => format!("{v:+.4}"),
-        None => "—".into(),
+        Some(v) if v.is_finite() => {
+            let text = if v.abs() >= 1e5 || (v != 0.0 && v.abs() < 1e-3) {
+                format!("{v:.3e}")
+            } else {
+                format!("{v:.4}")
+            };
+            if signed && v >= 0.0 {
+                format!("+{text}")
+            } else {
+                text
+            }
+        }
+        _ => "—".into(),
     }
 }
 

@@ -200,17 +200,14 @@ pub fn render(all: &[Compared]) -> String {
                 .unwrap_or_else(|| "—".into())
         }),
     ));
-    for (metric, en, zh) in [
-        ("loss", "eval loss", "评估损失"),
-        ("perplexity", "perplexity", "困惑度"),
-        ("token_accuracy", "token accuracy", "token 准确率"),
-    ] {
+    for metric in ["loss", "perplexity", "token_accuracy"] {
+        let name = crate::results_cmd::metric_name(metric);
         out.push_str(&row(
-            t(format!("{en} (base)"), format!("{zh}（基础）")),
+            t(format!("{name} (base)"), format!("{name}（基础）")),
             each(&|c| show_measure(measure(&c.results, metric, false))),
         ));
         out.push_str(&row(
-            t(format!("{en} (trained)"), format!("{zh}（训练后）")),
+            t(format!("{name} (trained)"), format!("{name}（训练后）")),
             each(&|c| show_measure(measure(&c.results, metric, true))),
         ));
     }

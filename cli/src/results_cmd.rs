@@ -45,10 +45,6 @@ pub fn run(job: &str, edge: Option<String>, json: bool) -> Result<ExitCode, Stri
     })())
 }
 
-fn num(x: Option<f64>) -> String {
-    show_measure(x)
-}
-
 fn change(row: &ResultRow) -> String {
     match row.change {
         Some(c) => {
@@ -70,7 +66,8 @@ fn change(row: &ResultRow) -> String {
     }
 }
 
-fn metric_name(m: &str) -> String {
+/// A measure's name in the run's language (`onramp compare` names them the same way).
+pub fn metric_name(m: &str) -> String {
     match m {
         "loss" => t("eval loss".into(), "评估损失".into()),
         "perplexity" => t("perplexity".into(), "困惑度".into()),
@@ -124,8 +121,8 @@ pub fn render(job: &str, r: &RunResults) -> String {
         out.push_str(&format!(
             "{}{}{}{}\n",
             pad(&metric_name(&row.metric), 18),
-            pad(&num(row.base), 14),
-            pad(&num(row.trained), 14),
+            pad(&show_measure(row.base), 14),
+            pad(&show_measure(row.trained), 14),
             change(row)
         ));
     }
@@ -142,16 +139,16 @@ pub fn render(job: &str, r: &RunResults) -> String {
                 format!(
                     "  step {:>6}  loss {}  perplexity {}  token accuracy {}\n",
                     h.step,
-                    num(h.loss),
-                    num(h.perplexity),
-                    num(h.token_accuracy)
+                    show_measure(h.loss),
+                    show_measure(h.perplexity),
+                    show_measure(h.token_accuracy)
                 ),
                 format!(
                     "  第 {:>6} 步  损失 {}  困惑度 {}  token 准确率 {}\n",
                     h.step,
-                    num(h.loss),
-                    num(h.perplexity),
-                    num(h.token_accuracy)
+                    show_measure(h.loss),
+                    show_measure(h.perplexity),
+                    show_measure(h.token_accuracy)
                 ),
             ));
         }

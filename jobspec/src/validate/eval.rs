@@ -22,7 +22,7 @@ pub(super) fn check_eval(c: &mut Checker<'_>, spec: &JobSpec, steps: u64) {
     }
     if let Some(ds) = &e.dataset {
         check_dataset(c, "eval.dataset", ds);
-        if is_uploaded(ds) {
+        if super::is_dataset_id(ds) {
             c.error(
                 Code::BadValue,
                 "eval.dataset",
@@ -43,15 +43,6 @@ pub(super) fn check_eval(c: &mut Checker<'_>, spec: &JobSpec, steps: u64) {
             format!("`eval.every_steps` = {every} 大于本次运行的 {steps} 步：只在训练前后评估"),
         );
     }
-}
-
-fn is_uploaded(ds: &str) -> bool {
-    ds.strip_prefix("ds_").is_some_and(|hex| {
-        hex.len() == 32
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
 }
 
 fn check_tasks(c: &mut Checker<'_>, e: &EvalSpec) {

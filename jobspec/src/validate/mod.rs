@@ -21,7 +21,9 @@ mod tuning;
 mod valid;
 use checker::span_at;
 use rules::check;
-pub use text::{LABEL_PATTERN, is_clean_text, is_job_id};
+pub use text::{
+    DATASET_ID_HEX, DATASET_ID_PREFIX, LABEL_PATTERN, is_clean_text, is_dataset_id, is_job_id,
+};
 pub(crate) use text::{is_refused, not_a_job_id, one_line};
 pub use valid::{DEFAULT_MFU_CPU, DEFAULT_MFU_GPU, LORA_TARGETS, NodeOverride, ValidSpec};
 

@@ -143,6 +143,18 @@ pub fn is_job_id(value: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// The prefix of an uploaded dataset's id, and how many hex digits follow it.
+pub const DATASET_ID_PREFIX: &str = "ds_";
+pub const DATASET_ID_HEX: usize = 32;
+
+/// Whether `value` has the shape of an uploaded dataset's id: `ds_` and 32 lower-case hex digits
+/// (the start of its content's SHA-256).
+pub fn is_dataset_id(value: &str) -> bool {
+    value.strip_prefix(DATASET_ID_PREFIX).is_some_and(|h| {
+        h.len() == DATASET_ID_HEX && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
 /// Why `value` in the key at `path` is refused as a job id, in English and Chinese.
 pub(crate) fn not_a_job_id(path: &str, value: &str) -> (String, String) {
     (
