@@ -2,7 +2,7 @@
 //! sequence with their answers.
 
 use super::checker::Checker;
-use super::text::{TextKind, check_dataset, check_text};
+use super::text::{TextKind, check_dataset, check_text, is_dataset_id};
 use crate::diag::{Code, Diagnostic, did_you_mean, hint};
 use crate::eval_spec::{EvalSpec, KNOWN_TASKS, MAX_PROMPT_CHARS, MAX_PROMPTS};
 use crate::spec::{JobSpec, Task};
@@ -22,7 +22,7 @@ pub(super) fn check_eval(c: &mut Checker<'_>, spec: &JobSpec, steps: u64) {
     }
     if let Some(ds) = &e.dataset {
         check_dataset(c, "eval.dataset", ds);
-        if super::is_dataset_id(ds) {
+        if is_dataset_id(ds) {
             c.error(
                 Code::BadValue,
                 "eval.dataset",
