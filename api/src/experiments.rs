@@ -114,6 +114,12 @@ pub struct ExperimentJob {
     pub message: Option<String>,
     #[serde(default)]
     pub metrics: Vec<MetricPoint>,
+    /// What the run achieved (its `results.json` when it left one), kept with the snapshot so
+    /// that the link shows it without sharing the job's files; its samples (prompts from the
+    /// owner's data, and the answers) only when the snapshot shares the job's artifacts. See
+    /// [`RunResults::for_snapshot`](crate::results::RunResults::for_snapshot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<crate::results::RunResults>,
 }
 
 /// The figures of a saved plan a page shows (the snapshot holds more).

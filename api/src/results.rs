@@ -3,14 +3,18 @@
 //! prompts both models answered. A job writes it, so readers take it as untrusted: every number
 //! may be missing, and a reader shows what it finds.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The artifact's name.
 pub const RESULTS_ARTIFACT: &str = "results.json";
 /// The most bytes of `results.json` a reader takes.
 pub const MAX_RESULTS_BYTES: u64 = 4 << 20;
+/// The most bytes of results an experiment's snapshot keeps (JSON): over it the samples are
+/// left out, and results still over it are not kept.
+pub const MAX_SNAPSHOT_RESULTS_BYTES: usize = 64 << 10;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunResults {
     pub version: u32,
     pub eval_set: EvalSet,
@@ -23,9 +27,24 @@ pub struct RunResults {
     pub generation: Generation,
 }
 
+impl RunResults {
+    /// The results as an experiment's snapshot keeps them: whole when they fit
+    /// [`MAX_SNAPSHOT_RESULTS_BYTES`], else without their samples, else nothing.
+    pub fn for_snapshot(mut self) -> Option<RunResults> {
+        let fits = |r: &RunResults| {
+            serde_json::to_vec(r).is_ok_and(|v| v.len() <= MAX_SNAPSHOT_RESULTS_BYTES)
+        };
+        if fits(&self) {
+            return Some(self);
+        }
+        self.samples.clear();
+        fits(&self).then_some(self)
+    }
+}
+
 /// What the run was evaluated on: `source` is `holdout` (a `share` of the training data) or
 /// `dataset` (a dataset of its own).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EvalSet {
     pub source: String,
     #[serde(default)]
@@ -36,7 +55,7 @@ pub struct EvalSet {
 }
 
 /// One evaluation: step 0 is the base model, before any update.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EvalPoint {
     pub step: u64,
     pub loss: Option<f64>,
@@ -46,7 +65,7 @@ pub struct EvalPoint {
 }
 
 /// One measure, base against trained: `metric` is `loss`, `perplexity` or `token_accuracy`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ResultRow {
     pub metric: String,
     pub base: Option<f64>,
@@ -92,7 +111,7 @@ fn show(x: Option<f64>, signed: bool) -> String {
 }
 
 /// A prompt and the base and trained models' answers.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Sample {
     pub prompt: String,
     pub base: Option<String>,
@@ -100,7 +119,7 @@ pub struct Sample {
 }
 
 /// How the answers were generated.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Generation {
     pub max_new_tokens: u32,
     pub greedy: bool,
@@ -124,6 +143,46 @@ mod tests {
         assert_eq!(r.table[0].change, Some(-4.0));
         assert!(!r.table[0].higher_is_better());
         assert_eq!(r.samples[0].trained, None);
+    }
+
+    #[test]
+    fn a_snapshot_keeps_results_that_fit_dropping_samples_first() {
+        let sample = |n: usize| Sample {
+            prompt: "p".repeat(n),
+            base: None,
+            trained: None,
+        };
+        let r = RunResults {
+            version: 2,
+            eval_set: EvalSet {
+                source: "holdout".into(),
+                share: Some(0.05),
+                dataset: None,
+                examples: 10,
+            },
+            history: Vec::new(),
+            table: Vec::new(),
+            samples: vec![sample(10)],
+            generation: Generation {
+                max_new_tokens: 8,
+                greedy: true,
+            },
+        };
+        assert_eq!(r.clone().for_snapshot(), Some(r.clone()));
+        let big = RunResults {
+            samples: vec![sample(MAX_SNAPSHOT_RESULTS_BYTES)],
+            ..r.clone()
+        };
+        let kept = big.for_snapshot().unwrap();
+        assert!(kept.samples.is_empty());
+        let huge = RunResults {
+            eval_set: EvalSet {
+                dataset: Some("d".repeat(MAX_SNAPSHOT_RESULTS_BYTES)),
+                ..r.eval_set.clone()
+            },
+            ..r
+        };
+        assert_eq!(huge.for_snapshot(), None);
     }
 
     #[test]

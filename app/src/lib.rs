@@ -2,6 +2,7 @@
 //! so tests can mount them; `main.rs` only mounts.
 
 pub mod api_wire;
+pub mod compare;
 pub mod dataset_proto;
 pub mod health;
 pub mod i18n;

@@ -120,21 +120,81 @@ fn place(v: f64, lo: f64, hi: f64, from: f64, to: f64) -> f64 {
     from + t * (to - from)
 }
 
+/// One run's curves: `(x, loss)` of its training loss and of its validation loss.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Series {
+    pub train: Vec<(f64, f64)>,
+    pub val: Vec<(f64, f64)>,
+}
+
+impl Series {
+    /// The finite losses of `points`, against their step times `x_per_step` (1 for the step
+    /// itself; the tokens a step trains to align runs by tokens).
+    pub fn of(points: &[MetricPoint], x_per_step: f64) -> Series {
+        let finite = |v: f64| v.is_finite().then_some(v);
+        let x = |step: u64| step as f64 * x_per_step;
+        Series {
+            train: points
+                .iter()
+                .filter_map(|p| Some((x(p.step), finite(p.loss)?)))
+                .collect(),
+            val: points
+                .iter()
+                .filter_map(|p| Some((x(p.step), finite(p.val_loss?)?)))
+                .collect(),
+        }
+    }
+}
+
+/// One run's paths in an overlay.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunPaths {
+    /// SVG path data of the training loss, `M x y L x y …`; empty when there is no point.
+    pub train: String,
+    /// The same for the validation loss (only the steps that measured it).
+    pub val: String,
+    pub train_points: usize,
+    pub val_points: usize,
+}
+
+/// Several runs' curves on shared axes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Overlay {
+    pub frame: Frame,
+    pub x_ticks: Vec<Tick>,
+    pub y_ticks: Vec<Tick>,
+    /// One per series, in their order.
+    pub runs: Vec<RunPaths>,
+}
+
 /// The chart of `points` in `frame`, or `None` when there is nothing to draw.
 pub fn loss_chart(points: &[MetricPoint], frame: Frame) -> Option<Chart> {
-    let finite = |v: f64| v.is_finite().then_some(v);
-    let train: Vec<(f64, f64)> = points
+    let o = overlay_chart(&[Series::of(points, 1.0)], frame)?;
+    let run = o.runs.into_iter().next()?;
+    Some(Chart {
+        frame,
+        x_ticks: o.x_ticks,
+        y_ticks: o.y_ticks,
+        train: run.train,
+        val: run.val,
+        train_points: run.train_points,
+        val_points: run.val_points,
+    })
+}
+
+/// Every series on one pair of axes that covers them all (non-finite coordinates are left
+/// out), or `None` when none has a point.
+pub fn overlay_chart(series: &[Series], frame: Frame) -> Option<Overlay> {
+    let finite = |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite();
+    let series: Vec<Series> = series
         .iter()
-        .filter_map(|p| Some((p.step as f64, finite(p.loss)?)))
+        .map(|s| Series {
+            train: s.train.iter().filter(finite).copied().collect(),
+            val: s.val.iter().filter(finite).copied().collect(),
+        })
         .collect();
-    let val: Vec<(f64, f64)> = points
-        .iter()
-        .filter_map(|p| Some((p.step as f64, finite(p.val_loss?)?)))
-        .collect();
-    if train.is_empty() && val.is_empty() {
-        return None;
-    }
-    let all = || train.iter().chain(&val);
+    let all = || series.iter().flat_map(|s| s.train.iter().chain(&s.val));
+    all().next()?;
     let fold = |f: fn(f64, f64) -> f64, init: f64, pick: fn(&(f64, f64)) -> f64| {
         all().map(pick).fold(init, f)
     };
@@ -170,7 +230,7 @@ pub fn loss_chart(points: &[MetricPoint], frame: Frame) -> Option<Chart> {
             })
             .collect::<String>()
     };
-    Some(Chart {
+    Some(Overlay {
         frame,
         x_ticks: x_ticks
             .iter()
@@ -187,10 +247,15 @@ pub fn loss_chart(points: &[MetricPoint], frame: Frame) -> Option<Chart> {
                 label: label(*v, y_step),
             })
             .collect(),
-        train: path(&train),
-        val: path(&val),
-        train_points: train.len(),
-        val_points: val.len(),
+        runs: series
+            .iter()
+            .map(|s| RunPaths {
+                train: path(&s.train),
+                val: path(&s.val),
+                train_points: s.train.len(),
+                val_points: s.val.len(),
+            })
+            .collect(),
     })
 }
 
@@ -353,6 +418,30 @@ mod tests {
             let points: Vec<MetricPoint> = points.into_iter().map(|(s, l, v)| p(s, l, v)).collect();
             assert_drawable(&points);
         }
+    }
+
+    #[test]
+    fn runs_overlaid_share_one_pair_of_axes() {
+        let a: Vec<MetricPoint> = (1..=10).map(|s| p(s, 4.0 - s as f64 * 0.1, None)).collect();
+        let b: Vec<MetricPoint> = (1..=20).map(|s| p(s, 2.0, Some(2.5))).collect();
+        let o =
+            overlay_chart(&[Series::of(&a, 1.0), Series::of(&b, 1.0)], Frame::STANDARD).unwrap();
+        assert_eq!(o.runs.len(), 2);
+        assert_eq!((o.runs[0].train_points, o.runs[1].val_points), (10, 20));
+        // The shorter run ends halfway along the x axis the longer one spans.
+        let end_a = coords(&o.runs[0].train).last().unwrap().0;
+        let end_b = coords(&o.runs[1].train).last().unwrap().0;
+        assert!(end_a < end_b, "{end_a} {end_b}");
+        // By tokens, a run that trains twice the tokens a step ends where 20 steps of the other do.
+        let o =
+            overlay_chart(&[Series::of(&a, 2.0), Series::of(&b, 1.0)], Frame::STANDARD).unwrap();
+        let ends: Vec<f64> = o
+            .runs
+            .iter()
+            .map(|r| coords(&r.train).last().unwrap().0)
+            .collect();
+        assert_eq!(ends[0], ends[1]);
+        assert_eq!(overlay_chart(&[Series::default()], Frame::STANDARD), None);
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub enum Route {
     Jobs,
     Job(String),
     Experiment(String),
+    /// `/compare?jobs=…&e=…`, with its query string (`Router::route` fills it in).
+    Compare(String),
     NotFound,
 }
 
@@ -36,6 +38,7 @@ impl Route {
             ["jobs"] => Route::Jobs,
             ["jobs", id] => Route::Job((*id).to_string()),
             ["e", id] => Route::Experiment((*id).to_string()),
+            ["compare"] => Route::Compare(String::new()),
             _ => Route::NotFound,
         }
     }
@@ -53,6 +56,7 @@ impl Route {
             Route::Jobs => Key::NavJobs,
             Route::Job(_) => Key::JobTitle,
             Route::Experiment(_) => Key::ExperimentTitle,
+            Route::Compare(_) => Key::CompareTitle,
             Route::NotFound => Key::PageNotFound,
         }
     }
@@ -96,6 +100,9 @@ pub fn follow_route_with_title_and_focus(router: Router, i: crate::state::I18n) 
 #[derive(Clone, Copy)]
 pub struct Router {
     pub path: RwSignal<String>,
+    /// The query string (`?…`), which only the comparison page reads: another comparison is
+    /// another page.
+    pub search: RwSignal<String>,
 }
 
 impl Router {
@@ -103,10 +110,14 @@ impl Router {
     pub fn install() -> Router {
         let router = Router {
             path: RwSignal::new(current_path()),
+            search: RwSignal::new(current_search()),
         };
         if let Some(w) = web_sys::window() {
-            let path = router.path;
-            let on_pop = Closure::<dyn FnMut()>::new(move || path.set(current_path()));
+            let (path, search) = (router.path, router.search);
+            let on_pop = Closure::<dyn FnMut()>::new(move || {
+                search.set(current_search());
+                path.set(current_path());
+            });
             let _ = w.add_event_listener_with_callback("popstate", on_pop.as_ref().unchecked_ref());
             // One listener for the whole life of the page.
             on_pop.forget();
@@ -116,7 +127,10 @@ impl Router {
     }
 
     pub fn route(self) -> Route {
-        Route::parse(&self.path.get())
+        match Route::parse(&self.path.get()) {
+            Route::Compare(_) => Route::Compare(self.search.get()),
+            r => r,
+        }
     }
 
     /// Goes to `href` (a path) with a history entry, keeping the page.
@@ -124,6 +138,7 @@ impl Router {
         if let Some(h) = web_sys::window().and_then(|w| w.history().ok()) {
             let _ = h.push_state_with_url(&JsValue::NULL, "", Some(href));
         }
+        self.search.set(current_search());
         self.path.set(current_path());
     }
 }
@@ -136,6 +151,12 @@ fn current_path() -> String {
     web_sys::window()
         .and_then(|w| w.location().pathname().ok())
         .unwrap_or_else(|| "/".into())
+}
+
+fn current_search() -> String {
+    web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default()
 }
 
 /// A link that navigates in place; modified clicks (new tab) are left to the browser.

@@ -10,8 +10,8 @@ use crate::say::{pad, t, terminal_safe};
 use api::artifacts::artifact_path;
 use api::results::{RESULTS_ARTIFACT, RunResults, show_measure};
 use api::{Job, MetricPoint, MetricsPage};
+use jobspec::spec_diff::spec_diff;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 /// The most pages of metrics read per job.
@@ -70,58 +70,6 @@ fn fetch(edge: &Edge, id: &str) -> Result<Compared, Failure> {
         points,
         results,
     })
-}
-
-/// Every `table.key` of a spec as jobspec reads it, defaults filled in; `None` for a spec it
-/// cannot read.
-pub fn spec_keys(toml: &str) -> Option<BTreeMap<String, Value>> {
-    let (spec, _) = jobspec::parse_text(toml, jobspec::Format::Toml);
-    let value = serde_json::to_value(spec?).ok()?;
-    let mut out = BTreeMap::new();
-    flatten("", &value, &mut out);
-    Some(out)
-}
-
-fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, Value>) {
-    match v {
-        Value::Object(map) => {
-            for (k, x) in map {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(&key, x, out);
-            }
-        }
-        other => {
-            out.insert(prefix.to_string(), other.clone());
-        }
-    }
-}
-
-/// The keys whose values differ between the specs, each with every spec's value (`null` where a
-/// spec lacks the key or could not be read).
-pub fn spec_diff(specs: &[&str]) -> Vec<(String, Vec<Value>)> {
-    let read: Vec<BTreeMap<String, Value>> = specs
-        .iter()
-        .map(|s| spec_keys(s).unwrap_or_default())
-        .collect();
-    let mut keys: Vec<&String> = read.iter().flat_map(|m| m.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    keys.into_iter()
-        .filter_map(|k| {
-            let values: Vec<Value> = read
-                .iter()
-                .map(|m| m.get(k).cloned().unwrap_or(Value::Null))
-                .collect();
-            values
-                .iter()
-                .any(|v| *v != values[0])
-                .then(|| (k.clone(), values))
-        })
-        .collect()
 }
 
 fn seconds(j: &Job) -> Option<i64> {
@@ -263,29 +211,5 @@ fn curves(out: &mut String, all: &[Compared], row: &dyn Fn(String, Vec<String>) 
             t(format!("  step {step}"), format!("  第 {step} 步")),
             cells,
         ));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const A: &str = "name = \"a\"\ntask = \"lora\"\nmodel = \"qwen2.5-7b\"\n[data]\ndataset = \"d\"\nseq_len = 512\n[train]\nsteps = 10\n[resources]\ncard = \"a100-80g\"\n";
-
-    #[test]
-    fn specs_differ_only_where_their_values_do_defaults_included() {
-        let b = A
-            .replace("steps = 10", "steps = 10\nlr = 0.0002")
-            .replace("\"a\"", "\"b\"");
-        let c = A
-            .replace("seq_len = 512", "seq_len = 1024")
-            .replace("\"a\"", "\"c\"");
-        let diff = spec_diff(&[A, &b, &c]);
-        let keys: Vec<&str> = diff.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, ["data.seq_len", "name", "train.lr"], "{diff:?}");
-        let lr = &diff.iter().find(|(k, _)| k == "train.lr").unwrap().1;
-        assert_eq!(lr[1], json!(0.0002));
-        assert_eq!(lr[0], lr[2], "the default, the same in both");
-        assert!(spec_diff(&[A, A]).is_empty());
     }
 }

@@ -38,6 +38,7 @@ pub mod schema;
 pub mod schema_doc;
 pub mod share;
 pub mod spec;
+pub mod spec_diff;
 pub mod templates;
 pub mod trainer;
 pub mod validate;

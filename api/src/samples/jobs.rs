@@ -327,6 +327,7 @@ pub(super) fn experiments_samples() -> Vec<Sample> {
                     ended_at: finished.ended_at.clone(),
                     message: None,
                     metrics: vec![metric()],
+                    results: Some(results()),
                 }),
                 artifacts: vec![Artifact {
                     name: "adapter/adapter_model.safetensors".into(),
@@ -404,4 +405,39 @@ pub(super) fn runner_samples() -> Vec<Sample> {
             },
         ),
     ]
+}
+
+/// What a run achieved, as a snapshot keeps it.
+fn results() -> crate::results::RunResults {
+    use crate::results::{EvalPoint, EvalSet, Generation, ResultRow, RunResults, Sample};
+    RunResults {
+        version: 2,
+        eval_set: EvalSet {
+            source: "holdout".into(),
+            share: Some(0.05),
+            dataset: None,
+            examples: 12,
+        },
+        history: vec![EvalPoint {
+            step: 0,
+            loss: Some(3.2),
+            perplexity: Some(24.5),
+            token_accuracy: Some(0.31),
+        }],
+        table: vec![ResultRow {
+            metric: "loss".into(),
+            base: Some(3.2),
+            trained: Some(2.1),
+            change: Some(-1.1),
+        }],
+        samples: vec![Sample {
+            prompt: "Say hello".into(),
+            base: Some("hello hello".into()),
+            trained: Some("Hello!".into()),
+        }],
+        generation: Generation {
+            max_new_tokens: 16,
+            greedy: true,
+        },
+    }
 }

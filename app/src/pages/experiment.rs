@@ -39,6 +39,9 @@ fn Snapshot(x: Experiment) -> impl IntoView {
         .as_ref()
         .map(|j| j.metrics.clone())
         .unwrap_or_default();
+    // The results the snapshot keeps; an older snapshot's from the artifacts it shares.
+    let results = x.job.as_ref().and_then(|j| j.results.clone());
+    let from_artifacts = results.is_none().then(|| x.artifacts.clone());
     let owner = x.yours.then(|| {
         view! { <crate::pages::experiment_owner::OwnerControls id=x.id.clone() published=x.published/> }
     });
@@ -83,8 +86,9 @@ fn Snapshot(x: Experiment) -> impl IntoView {
                 </tr></thead>
                 <tbody>{crate::pages::job_artifacts::artifact_rows(x.artifacts.clone())}</tbody>
             </table>
-            <crate::pages::job_results::RunResultsView artifacts=x.artifacts.clone()/>
         })}
+        {results.map(|r| crate::pages::job_results::shown(i, r))}
+        {from_artifacts.map(|a| view! { <crate::pages::job_results::RunResultsView artifacts=a/> })}
         <h2>{i.t(Key::SpecTitle)}</h2>
         <pre class="output spec" data-testid="experiment-spec" tabindex="0">{x.spec}</pre>
     }

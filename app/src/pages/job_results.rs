@@ -34,7 +34,8 @@ pub fn RunResultsView(artifacts: Vec<Artifact>) -> impl IntoView {
     move || results.get().map(|r| shown(i, r))
 }
 
-fn metric_key(metric: &str) -> Option<Key> {
+/// The words for a measure of `results.json`, `None` for one this build does not know.
+pub fn metric_key(metric: &str) -> Option<Key> {
     match metric {
         "loss" => Some(Key::MeasureEvalLoss),
         "perplexity" => Some(Key::MeasurePerplexity),
@@ -85,7 +86,8 @@ fn sample(i: I18n, s: Sample) -> impl IntoView {
     }
 }
 
-fn shown(i: I18n, r: RunResults) -> impl IntoView {
+/// The results as the job page and an experiment's page show them.
+pub fn shown(i: I18n, r: RunResults) -> impl IntoView {
     let set = match (
         r.eval_set.source.as_str(),
         r.eval_set.dataset.clone(),

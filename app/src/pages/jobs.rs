@@ -3,6 +3,7 @@
 
 use crate::api;
 use crate::api_wire::{Job, JobList, StateKey};
+use crate::compare::{RunRef, link_of};
 use crate::i18n::Key;
 use crate::pages::auth::{AuthForm, Refusal};
 use crate::pages::bits::{loading, tr};
@@ -27,6 +28,7 @@ pub fn JobsPage() -> impl IntoView {
     // Read again when the account changes (sign-in on this page), not when its balance does.
     let account = Memo::new(move |_| session.me.with(|m| m.as_ref().map(|m| m.email.clone())));
     let jobs: api::Fetched<JobList> = RwSignal::new(None);
+    let picked = RwSignal::new(Vec::<String>::new());
     Effect::new(move |_| {
         account.track();
         api::fetch_into("/api/jobs".into(), jobs);
@@ -42,9 +44,11 @@ pub fn JobsPage() -> impl IntoView {
                     <p class="muted" data-testid="jobs-empty">{i.t(Key::NoJobs)}" "<Link href="/plan">{i.t(Key::NavPlan)}</Link></p>
                 }.into_any(),
                 Some(Ok(list)) => view! {
+                    <CompareSelected picked=picked/>
                     <div class="table-wrap">
                         <table data-testid="jobs">
                             <thead><tr>
+                                <th scope="col"><span class="sr-only">{i.t(Key::ComparePick)}</span></th>
                                 <th scope="col">{i.t(Key::FieldName)}</th>
                                 <th scope="col">{i.t(Key::State)}</th>
                                 <th scope="col">{i.t(Key::Card)}</th>
@@ -55,8 +59,21 @@ pub fn JobsPage() -> impl IntoView {
                             <tbody>
                                 {list.jobs.into_iter().map(|j| {
                                     let cost = cost_text(i, &j);
+                                    let id = j.id.clone();
+                                    let pick = move |ev| {
+                                        let on = event_target_checked(&ev);
+                                        let id = id.clone();
+                                        picked.update(|p| {
+                                            p.retain(|x| *x != id);
+                                            if on {
+                                                p.push(id);
+                                            }
+                                        });
+                                    };
                                     view! {
                                         <tr data-testid="job-row" data-job=j.id.clone() data-state=j.state.as_str()>
+                                            <td><input type="checkbox" data-testid="job-pick"
+                                                aria-label=format!("{}: {}", i.t(Key::ComparePick), j.name) on:change=pick/></td>
                                             <td><Link href=format!("/jobs/{}", j.id)>{j.name.clone()}</Link></td>
                                             <td><span class=format!("state {}", j.state.as_str())>{i.t(j.state.key())}</span></td>
                                             <td>{format!("{}× {}", j.cards, j.card)}</td>
@@ -72,5 +89,21 @@ pub fn JobsPage() -> impl IntoView {
                 }.into_any(),
             }}
         </section>
+    }
+}
+
+/// "Compare selected" once two or more jobs are ticked (their `/compare` link), else the hint.
+#[component]
+fn CompareSelected(picked: RwSignal<Vec<String>>) -> impl IntoView {
+    let i = use_i18n();
+    move || {
+        let ids = picked.get();
+        if ids.len() < 2 {
+            return view! { <p class="muted" data-testid="jobs-compare-hint">{i.t(Key::ComparePickHint)}</p> }
+                .into_any();
+        }
+        let refs: Vec<RunRef> = ids.into_iter().map(RunRef::Job).collect();
+        view! { <p><Link href=link_of(&refs) testid="jobs-compare">{i.t(Key::CompareSelected)}</Link></p> }
+            .into_any()
     }
 }

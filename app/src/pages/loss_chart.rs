@@ -4,9 +4,9 @@
 
 use crate::api_wire::MetricPoint;
 use crate::i18n::Key;
-use crate::plot::{Frame, loss_chart};
+use crate::plot::{Frame, Tick, loss_chart};
 use crate::progress::{csv_data_url, metrics_csv};
-use crate::state::use_i18n;
+use crate::state::{I18n, use_i18n};
 use leptos::prelude::*;
 
 #[component]
@@ -29,20 +29,7 @@ pub fn LossChart(#[prop(into)] points: Signal<Vec<MetricPoint>>) -> impl IntoVie
                 <figure class="chart">
                     <svg data-testid="loss-chart" data-train-points=c.train_points data-val-points=c.val_points
                         viewBox=format!("0 0 {} {}", f.width, f.height) role="img" aria-label=label>
-                        <g class="grid">
-                            {c.y_ticks.iter().map(|t| view! {
-                                <line x1=f.left x2=f.right y1=t.at y2=t.at></line>
-                                <text x=f.left - 6.0 y=t.at + 4.0 text-anchor="end">{t.label.clone()}</text>
-                            }).collect_view()}
-                            {c.x_ticks.iter().map(|t| view! {
-                                <line x1=t.at x2=t.at y1=f.bottom y2=f.bottom + 5.0></line>
-                                <text x=t.at y=f.bottom + 18.0 text-anchor="middle">{t.label.clone()}</text>
-                            }).collect_view()}
-                        </g>
-                        <rect class="frame" x=f.left y=f.top width=f.right - f.left height=f.bottom - f.top></rect>
-                        <text class="axis" x=(f.left + f.right) / 2.0 y=f.height - 4.0 text-anchor="middle">{i.t(Key::Step)}</text>
-                        <text class="axis" x="12" y=(f.top + f.bottom) / 2.0 text-anchor="middle"
-                            transform=format!("rotate(-90 12 {})", (f.top + f.bottom) / 2.0)>{i.t(Key::Loss)}</text>
+                        {axes(i, f, &c.x_ticks, &c.y_ticks, Key::Step)}
                         <path class="train" data-testid="loss-train" d=c.train.clone()></path>
                         <path class="val" data-testid="loss-val" d=c.val.clone()></path>
                     </svg>
@@ -58,6 +45,28 @@ pub fn LossChart(#[prop(into)] points: Signal<Vec<MetricPoint>>) -> impl IntoVie
             .into_any()
         }
     }
+}
+
+/// The grid, ticks, frame and axis labels of a loss plot in `f` (the loss chart's and the
+/// comparison's), the x axis labelled `x_label`.
+pub fn axes(i: I18n, f: Frame, x_ticks: &[Tick], y_ticks: &[Tick], x_label: Key) -> AnyView {
+    view! {
+        <g class="grid">
+            {y_ticks.iter().map(|t| view! {
+                <line x1=f.left x2=f.right y1=t.at y2=t.at></line>
+                <text x=f.left - 6.0 y=t.at + 4.0 text-anchor="end">{t.label.clone()}</text>
+            }).collect_view()}
+            {x_ticks.iter().map(|t| view! {
+                <line x1=t.at x2=t.at y1=f.bottom y2=f.bottom + 5.0></line>
+                <text x=t.at y=f.bottom + 18.0 text-anchor="middle">{t.label.clone()}</text>
+            }).collect_view()}
+        </g>
+        <rect class="frame" x=f.left y=f.top width=f.right - f.left height=f.bottom - f.top></rect>
+        <text class="axis" x=(f.left + f.right) / 2.0 y=f.height - 4.0 text-anchor="middle">{i.t(x_label)}</text>
+        <text class="axis" x="12" y=(f.top + f.bottom) / 2.0 text-anchor="middle"
+            transform=format!("rotate(-90 12 {})", (f.top + f.bottom) / 2.0)>{i.t(Key::Loss)}</text>
+    }
+    .into_any()
 }
 
 /// The curve's numbers as a table for screen readers (the SVG is one image to them).

@@ -5,6 +5,8 @@ pub mod account_security;
 pub mod account_tokens;
 pub mod auth;
 pub mod bits;
+pub mod compare;
+pub mod compare_load;
 pub mod experiment;
 pub mod experiment_owner;
 pub mod job;
@@ -40,6 +42,7 @@ pub fn page(route: Route) -> AnyView {
         Route::Jobs => view! { <jobs::JobsPage/> }.into_any(),
         Route::Job(id) => view! { <job::JobPage id=id/> }.into_any(),
         Route::Experiment(id) => view! { <experiment::ExperimentPage id=id/> }.into_any(),
+        Route::Compare(search) => view! { <compare::ComparePage search=search/> }.into_any(),
         Route::NotFound => view! { <placeholder::NotFound/> }.into_any(),
     }
 }

@@ -399,6 +399,26 @@ pub async fn stored_of(
         .collect())
 }
 
+/// A stored artifact's bytes, read whole from R2, when it is at most `max` bytes; `None` for
+/// one the job has not stored (or that is larger, or gone from the bucket).
+pub async fn small(env: &Env, job_id: &str, name: &str, max: u64) -> ApiResult<Option<Vec<u8>>> {
+    let Some(r) = row(env, job_id, name)
+        .await?
+        .filter(|r| r.stored() && r.size >= 0 && r.size as u64 <= max)
+    else {
+        return Ok(None);
+    };
+    let object = bucket(env)?
+        .get(object_key(&r.job_id, &r.name))
+        .execute()
+        .await
+        .map_err(r2("get"))?;
+    match object.as_ref().and_then(|o| o.body()) {
+        Some(body) => Ok(Some(body.bytes().await.map_err(r2("read"))?)),
+        None => Ok(None),
+    }
+}
+
 /// One artifact an experiment shares: served while the job still has it with the same bytes
 /// (`sha256`) as when the snapshot was saved, else 404.
 pub async fn serve_shared(

@@ -9,6 +9,7 @@ use super::jobs;
 use super::report;
 use crate::error::{ApiError, ErrorCode};
 use crate::wire::{self, NewExperiment};
+use api::results::{MAX_RESULTS_BYTES, RESULTS_ARTIFACT, RunResults};
 use api::{Experiment, ExperimentJob, SavedExperiment};
 use serde::Deserialize;
 use worker::{Env, Request};
@@ -33,7 +34,7 @@ pub async fn create(user: User, mut req: Request, env: &Env) -> ApiResult<SavedE
     let (name, plan) = saved_plan(&e.spec)?;
     let job = match e.job_id.as_deref() {
         None => None,
-        Some(id) => Some(finished_job(env, &user, id).await?),
+        Some(id) => Some(finished_job(env, &user, id, e.share_artifacts).await?),
     };
     if e.share_artifacts && e.job_id.is_none() {
         return Err(ApiError::new(
@@ -108,8 +109,10 @@ fn saved_plan(spec: &str) -> ApiResult<(String, serde_json::Value)> {
     Ok((valid.spec().name.clone(), wire_plan))
 }
 
-/// The caller's finished job `id` as a snapshot keeps it, with its metrics.
-async fn finished_job(env: &Env, user: &User, id: &str) -> ApiResult<ExperimentJob> {
+/// The caller's finished job `id` as a snapshot keeps it, with its metrics and results; the
+/// results' samples (prompts from the user's data, and the answers) only when the owner shares
+/// the job's files (`samples`).
+async fn finished_job(env: &Env, user: &User, id: &str, samples: bool) -> ApiResult<ExperimentJob> {
     let job = jobs::owned(env, user, id).await?;
     if !job.state().is_terminal() {
         return Err(ApiError::new(
@@ -118,6 +121,12 @@ async fn finished_job(env: &Env, user: &User, id: &str) -> ApiResult<ExperimentJ
         ));
     }
     let metrics = report::metrics_after(env, &job.id, 0).await?;
+    let results = results_of(env, &job.id).await?.map(|mut r| {
+        if !samples {
+            r.samples.clear();
+        }
+        r
+    });
     let w = job.wire();
     Ok(ExperimentJob {
         state: w.state,
@@ -128,7 +137,17 @@ async fn finished_job(env: &Env, user: &User, id: &str) -> ApiResult<ExperimentJ
         ended_at: w.ended_at,
         message: w.message,
         metrics,
+        results,
     })
+}
+
+/// The results the job's trainer left (`results.json`), as a snapshot keeps them; `None` when
+/// it left none, or a file that does not read (a job wrote it: it is not trusted).
+async fn results_of(env: &Env, job_id: &str) -> ApiResult<Option<RunResults>> {
+    let bytes = super::artifacts::small(env, job_id, RESULTS_ARTIFACT, MAX_RESULTS_BYTES).await?;
+    Ok(bytes
+        .and_then(|b| serde_json::from_slice::<RunResults>(&b).ok())
+        .and_then(RunResults::for_snapshot))
 }
 
 fn limits(env: &Env) -> (i64, i64) {

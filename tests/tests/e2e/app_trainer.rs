@@ -30,7 +30,9 @@ fn a_lora_job_from_the_submit_button_trains_and_draws_its_loss_curve() {
     let browser = Browser::start(Some("en")).expect("chromium starts");
 
     sign_up_with_credit(&stack, &browser);
-    let job_id = submit_lora(&browser);
+    // A second run beside the first, at another learning rate, for the comparison at the end.
+    let other = submit_lora(&browser, "app-lora-b", "5e-3");
+    let job_id = submit_lora(&browser, "app-lora", "1e-2");
 
     // It trains: progress as step of the spec's 12, then succeeded.
     browser
@@ -91,6 +93,7 @@ fn a_lora_job_from_the_submit_button_trains_and_draws_its_loss_curve() {
     );
     artifacts_listed(&browser);
     results_shown(&browser);
+    crate::app_compare::compared(&stack, &browser, &job_id, &other);
 }
 
 /// The job page shows what the run achieved: base against trained, the eval loss lower after
@@ -188,14 +191,16 @@ fn sign_up_with_credit(stack: &Stack, browser: &Browser) {
         .expect("the trial credit");
 }
 
-/// Puts the LoRA spec into the Plan page's editor, chooses the runner and presses Submit; the
-/// job's id from its page.
-fn submit_lora(browser: &Browser) -> String {
+/// Puts the LoRA spec named `name` at learning rate `lr` into the Plan page's editor, chooses
+/// the runner and presses Submit; the job's id from its page.
+fn submit_lora(browser: &Browser, name: &str, lr: &str) -> String {
     click(browser, "[data-testid=nav-plan]");
-    let spec = onramp_tests::specs::lora_cpu("app-lora", "auto");
+    let spec =
+        onramp_tests::specs::lora_cpu(name, "auto").replace("lr = 1e-2", &format!("lr = {lr}"));
     set_value(browser, "[data-testid=plan-toml]", &spec);
+    let named = format!("name = \"{name}\"");
     onramp_tests::wait::until("the spec in the editor", WAIT, || {
-        Ok(spec_text(browser).contains("app-lora").then_some(()))
+        Ok(spec_text(browser).contains(&named).then_some(()))
     })
     .unwrap();
     set_value(browser, "[data-testid=submit-backend]", "runner");

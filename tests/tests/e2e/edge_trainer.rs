@@ -96,6 +96,7 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
     assert_eq!(u.get(&format!("/api/jobs/{id}/checkpoint")).status, 404);
     artifacts_pushed(&u, &id);
     results_shown(&stack, &u, &id);
+    results_kept_by_experiments(&stack, &u, &id);
     let good = id.clone();
 
     // A dataset the machine does not have: the job fails before training, and its page says
@@ -163,6 +164,42 @@ fn compared(stack: &Stack, u: &onramp_tests::api::Client, good: &str, bad: &str)
     );
     let one = onramp(stack, u, &["compare", good]);
     assert!(!one.status.success(), "comparing needs two jobs");
+}
+
+/// An experiment saved from the job keeps what it achieved, for whoever opens the link: the
+/// measures always, the samples (prompts from the owner's data) only when its files are shared.
+fn results_kept_by_experiments(stack: &Stack, u: &onramp_tests::api::Client, id: &str) {
+    let spec = u.get(&format!("/api/jobs/{id}")).json["spec"].clone();
+    let stranger = onramp_tests::api::Client::new(&stack.url);
+    for share in [false, true] {
+        let saved = u.post(
+            "/api/experiments",
+            &serde_json::json!({"spec": spec, "job_id": id, "share_artifacts": share}),
+        );
+        assert_eq!(saved.status, 201, "{:?}", saved.json);
+        let x = stranger.get(&format!(
+            "/api/experiments/{}",
+            saved.json["id"].as_str().unwrap()
+        ));
+        assert_eq!(x.status, 200, "{:?}", x.json);
+        let r = &x.json["job"]["results"];
+        let loss = r["table"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["metric"] == "loss")
+            .unwrap_or_else(|| panic!("{r}"));
+        assert!(
+            loss["trained"].as_f64().unwrap() < loss["base"].as_f64().unwrap(),
+            "{r}"
+        );
+        assert_eq!(
+            r["history"][0]["step"], 0,
+            "the base model's evaluation: {r}"
+        );
+        let samples = r["samples"].as_array().map_or(0, Vec::len);
+        assert_eq!(samples > 0, share, "samples only with the files: {r}");
+    }
 }
 
 /// `onramp ARGS` against the stack, signed in as `u` with a fresh API token.
