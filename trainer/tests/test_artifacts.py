@@ -33,3 +33,32 @@ def test_without_a_token_nothing_is_pushed(monkeypatch):
     monkeypatch.setenv("ONRAMP_REPORT_URL", "http://x/api/jobs/j/report")
     assert artifacts.from_env() is None
     assert artifacts.main(["folder", "adapter"]) == 2
+
+
+def test_the_log_is_the_wrappers_else_the_runners(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.delenv("ONRAMP_JOB_LOG", raising=False)
+    assert artifacts.job_log(out) is None
+    (tmp_path / "output.log").write_text("runner\n")
+    assert artifacts.job_log(out) == tmp_path / "output.log"
+    slurm = tmp_path / "onramp-7.1.log"
+    slurm.write_text("slurm\n")
+    monkeypatch.setenv("ONRAMP_JOB_LOG", str(slurm))
+    assert artifacts.job_log(out) == slurm
+    monkeypatch.setenv("ONRAMP_JOB_LOG", str(tmp_path / "gone.log"))
+    assert artifacts.job_log(out) is None
+
+
+def test_a_long_log_goes_as_its_last_whole_lines(tmp_path):
+    log = tmp_path / "log"
+    lines = [f"line {n}\n".encode() for n in range(1000)]
+    log.write_bytes(b"".join(lines))
+    assert artifacts.log_tail(log, tmp_path / "tail", limit=10_000) == log
+    tail = artifacts.log_tail(log, tmp_path / "tail", limit=100)
+    assert tail == tmp_path / "tail"
+    note, *kept = tail.read_bytes().splitlines(keepends=True)
+    assert kept == lines[-len(kept) :] and 0 < len(kept) < 100
+    assert sum(map(len, kept)) <= 100
+    left_out = sum(map(len, lines)) - sum(map(len, kept))
+    assert note.decode() == f"onramp-train: the first {left_out} bytes of this log are left out\n"

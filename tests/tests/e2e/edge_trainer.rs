@@ -306,8 +306,13 @@ fn artifacts_pushed(u: &onramp_tests::api::Client, id: &str) {
             "metrics.json",
             "results.json",
             "spec.toml",
+            "job.log",
         ],
     );
+    // The job's log as far as the trainer had written it when it pushed.
+    let (_, log) = files.iter().find(|(n, _)| n == "job.log").unwrap();
+    let log = String::from_utf8_lossy(log);
+    assert!(log.contains("lora of mini"), "{log}");
     let (_, config) = files
         .iter()
         .find(|(n, _)| n == "adapter/adapter_config.json")

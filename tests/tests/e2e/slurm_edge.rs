@@ -322,13 +322,21 @@ fn trainer(w: &World) {
     );
     assert_eq!(u.balance(), GRANT - charged);
     // What it trained left the cluster: the wrapper pushed it to the edge's R2.
-    u.artifacts_checked(
+    let files = u.artifacts_checked(
         &id,
         &[
             "adapter/adapter_model.safetensors",
             "metrics.json",
             "spec.toml",
+            "job.log",
         ],
+    );
+    // This run's log, the whole training in it: the wrapper pushes after the trainer ends.
+    let (_, log) = files.iter().find(|(n, _)| n == "job.log").unwrap();
+    let log = String::from_utf8_lossy(log);
+    assert!(
+        log.contains("lora of mini") && log.contains("training: "),
+        "{log}"
     );
     trainer_jobs_continue_only_what_they_name(w, &u, &id);
 

@@ -26,6 +26,13 @@ from pathlib import Path
 #: How many times one request is tried before the push gives up.
 TRIES = 4
 
+#: The artifact the job's log goes to.
+LOG_ARTIFACT = "job.log"
+
+#: The most bytes of the log pushed: a longer log goes as its last `MAX_LOG_BYTES`, from the
+#: start of a line, so that a job that prints without end cannot fill the account's quota.
+MAX_LOG_BYTES = 32 << 20
+
 
 class PushError(Exception):
     pass
@@ -126,11 +133,36 @@ class Pusher:
         return names
 
 
+def job_log(out: Path) -> Path | None:
+    """The job's log: the file `ONRAMP_JOB_LOG` names (the Slurm wrapper's log of this run),
+    else the runner's `output.log` beside `out/`; None when there is none."""
+    named = os.environ.get("ONRAMP_JOB_LOG")
+    path = Path(named) if named else out.parent / "output.log"
+    return path if path.is_file() else None
+
+
+def log_tail(path: Path, into: Path, limit: int = MAX_LOG_BYTES) -> Path:
+    """`path` itself when it is at most `limit` bytes; else its last `limit` bytes from the
+    first whole line, after a line that says how much was left out, written to `into`."""
+    size = path.stat().st_size
+    if size <= limit:
+        return path
+    with path.open("rb") as f:
+        f.seek(size - limit)
+        tail = f.read(limit)
+    cut = tail.find(b"\n") + 1
+    tail = tail[cut:]
+    note = f"onramp-train: the first {size - len(tail)} bytes of this log are left out\n"
+    into.write_bytes(note.encode() + tail)
+    return into
+
+
 def push_outputs(pusher: Pusher, out: Path) -> list[str]:
     """What a training left in its `out/`: `final/` (an adapter, when it holds
     `adapter_config.json`, else the model) with the run beside it, `merged/` when the adapter was
-    merged, `metrics.json`, `results.json` (what the run achieved: evaluate.py), and the spec the
-    job ran (`spec.toml` beside `out/`, where the runner and the Slurm script write it). The
+    merged, `metrics.json`, `results.json` (what the run achieved: evaluate.py), the spec the
+    job ran (`spec.toml` beside `out/`, where the runner and the Slurm script write it), and the
+    job's log as far as it was written (`job.log`: see `job_log`, cut by `log_tail`). The
     names pushed."""
     final = out / "final"
     prefix = "adapter" if (final / "adapter_config.json").exists() else "model"
@@ -145,6 +177,10 @@ def push_outputs(pusher: Pusher, out: Path) -> list[str]:
         if path.is_file():
             pusher.push_file(path, name)
             names.append(name)
+    log = job_log(out)
+    if log is not None:
+        pusher.push_file(log_tail(log, out / "job.log.tail"), LOG_ARTIFACT)
+        names.append(LOG_ARTIFACT)
     return names
 
 

@@ -205,11 +205,12 @@ fn the_tiny_train_script_reports_and_ships_its_log() {
             esac
           done
         }
-        # What the training left in out/ (onramp-train's final/, merged/ and metrics.json) goes to the
-        # edge as the job's artifacts, pushed by the trainer's own pusher: only it is handed the token.
+        # What the training left in out/ (onramp-train's final/, merged/ and metrics.json) and this run's
+        # log go to the edge as the job's artifacts, pushed by the trainer's own pusher: only it is
+        # handed the token.
         onramp_push() {
           [ -n "$ONRAMP_URL" ] && [ -d "$ONRAMP_JOB_DIR/out/final" ] || return 0
-          ONRAMP_REPORT_URL="$ONRAMP_URL" ONRAMP_REPORT_TOKEN="$ONRAMP_TOKEN" \
+          ONRAMP_REPORT_URL="$ONRAMP_URL" ONRAMP_REPORT_TOKEN="$ONRAMP_TOKEN" ONRAMP_JOB_LOG="$ONRAMP_LOG" \
             "${ONRAMP_PYTHON:-python3}" -m onramp_train.artifacts "$ONRAMP_JOB_DIR/out" \
             || echo "onramp: the trained model could not be pushed to the edge; it stays in $ONRAMP_JOB_DIR/out"
         }
