@@ -171,7 +171,7 @@ pub const KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     (
         "TrainSpec",
         "grad_checkpointing",
-        "激活重计算：`true`（即 `\"full\"`）、`false`（即 `\"none\"`）或 `\"selective\"`。",
+        "激活重计算：`true`（即 `\"full\"`，整层重算）或 `false`（即 `\"none\"`）。",
         "true",
     ),
     (

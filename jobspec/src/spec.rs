@@ -209,7 +209,8 @@ pub struct TrainSpec {
     pub schedule: Schedule,
     /// Number format of weights and activations: `bf16`, `fp16` or `fp32`.
     pub precision: Precision,
-    /// Activation recomputation: `true` (= `"full"`), `false` (= `"none"`) or `"selective"`.
+    /// Activation recomputation: `true` (= `"full"`: whole layers recomputed) or `false`
+    /// (= `"none"`). `"selective"` is read and refused: the trainer does not run it.
     #[schemars(schema_with = "recompute_schema")]
     pub grad_checkpointing: Recompute,
     /// FlashAttention: the s×s attention scores are never stored.
@@ -296,10 +297,10 @@ impl Default for TrainSpec {
 
 fn recompute_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
-        "description": "Activation recomputation: true (= \"full\"), false (= \"none\") or \"selective\".",
+        "description": "Activation recomputation: true (= \"full\": whole layers recomputed) or false (= \"none\").",
         "anyOf": [
             { "type": "boolean" },
-            { "type": "string", "enum": ["none", "selective", "full"] }
+            { "type": "string", "enum": ["none", "full"] }
         ]
     })
 }

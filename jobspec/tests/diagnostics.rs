@@ -111,6 +111,24 @@ fn misplaced_key_names_its_table() {
     );
 }
 
+/// Selective recomputation is not what the trainer runs: refused, naming the settings that run.
+#[test]
+fn selective_recomputation_is_refused() {
+    let src = MINIMAL.replace(
+        "[resources]\ncard = \"a100-80g\"\n",
+        "[train]\nsteps = 10\ngrad_checkpointing = \"selective\"\n[resources]\ncard = \"a100-80g\"\ntime_limit = \"1h\"\n",
+    );
+    check(
+        &src,
+        expect![[r#"
+        10:22 error bad-value train.grad_checkpointing: grad_checkpointing = "selective": onramp-train recomputes whole layers, not only attention, so the job would not run as planned; use "full" (true: least memory, about a third more compute) or "none" (false: fastest, most memory)
+        11:1 info defaulted resources.cards_per_node: cards_per_node not given: using 1 card per node
+        11:1 info defaulted resources.nodes: nodes not given: using 1 node
+        valid: false
+    "#]],
+    );
+}
+
 #[test]
 fn combination_rules() {
     let src = MINIMAL.replace(

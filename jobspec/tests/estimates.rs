@@ -103,13 +103,8 @@ fn activations_move_the_right_way() {
     };
     let none = act("[train]\nflash_attention = false\n");
     let flash = act("[train]\nflash_attention = true\n");
-    let selective = act("[train]\ngrad_checkpointing = \"selective\"\nflash_attention = false\n");
     let full = act("[train]\ngrad_checkpointing = true\n");
-    assert!(
-        full < selective && selective < none,
-        "{full} {selective} {none}"
-    );
-    assert_eq!(flash, selective);
+    assert!(full < flash && flash < none, "{full} {flash} {none}");
     let sp = act("[parallel]\nsp = 8\n[train]\nflash_attention = true\n");
     assert_eq!(sp, flash / 8);
     // Korthikanti et al. Table 2, no parallelism: s·b·h·(34 + 5·a·s/h) per layer.

@@ -51,7 +51,7 @@ const LENGTHS: &[&str] = &["steps = 40", "epochs = 2", "epochs = 0.5", "", "step
 const TRAIN_EXTRA: &[&str] = &[
     "",
     "schedule = \"linear\"\nwarmup = 5\nprecision = \"fp32\"\nseed = 7",
-    "schedule = \"constant\"\ngrad_checkpointing = \"selective\"\noptimizer = \"sgd\"",
+    "schedule = \"constant\"\ngrad_checkpointing = \"full\"\noptimizer = \"sgd\"",
     "grad_checkpointing = true\nlora_rank = 8\nlora_targets = [\"all-linear\"]",
     "precision = \"fp16\"\nlora_alpha = 64\nlora_targets = [\"q_proj\", \"v_proj\", \"down_proj\"]",
 ];

@@ -1,8 +1,9 @@
-//! The parallel settings DeepSpeed allows together, and those onramp-train does not run.
+//! The parallel settings DeepSpeed allows together, and the settings onramp-train does not run
+//! (pipeline parallelism, selective recomputation).
 
 use super::checker::Checker;
 use crate::diag::Code;
-use crate::spec::ParallelSpec;
+use crate::spec::{ParallelSpec, Recompute, TrainSpec};
 
 /// DeepSpeed's own combination rules, and pipeline parallelism, which onramp-train does not run
 /// (a setting the job would ignore is refused, never costed and then dropped).
@@ -60,6 +61,25 @@ pub(super) fn check_deepspeed(c: &mut Checker<'_>, p: &ParallelSpec) {
             "parallel.offload_params",
             "parameters are offloaded but the optimizer is not; offload the optimizer first, it saves more".into(),
             "参数已卸载但优化器未卸载；先卸载优化器，省得更多".into(),
+        );
+    }
+}
+
+/// Selective recomputation (only attention's cheap parts, Korthikanti et al. 2022) is not what
+/// the locked Transformers runs: its gradient checkpointing recomputes whole layers. Refused,
+/// naming the two settings that run as costed.
+pub(super) fn check_recompute(c: &mut Checker<'_>, t: &TrainSpec) {
+    if t.grad_checkpointing == Recompute::Selective {
+        c.error(
+            Code::BadValue,
+            "train.grad_checkpointing",
+            "grad_checkpointing = \"selective\": onramp-train recomputes whole layers, not only \
+             attention, so the job would not run as planned; use \"full\" (true: least memory, about \
+             a third more compute) or \"none\" (false: fastest, most memory)"
+                .into(),
+            "grad_checkpointing = \"selective\"：onramp-train 按整层重算，而不是只重算注意力，作业不会按计划运行；\
+             请改用 \"full\"（true：显存最少，计算量约多三分之一）或 \"none\"（false：最快，显存最多）"
+                .into(),
         );
     }
 }

@@ -35,6 +35,7 @@ pub(super) fn check(
     }
     check_sequence_split(&mut c, &spec);
     super::parallel::check_deepspeed(&mut c, &spec.parallel);
+    super::parallel::check_recompute(&mut c, &spec.train);
     super::tuning::check_tuning(&mut c, &spec, card);
     check_card_and_task(&mut c, &spec, card, world, is_tiny);
     check_pretrained(&mut c, &spec);
