@@ -160,6 +160,10 @@ pub struct TrainerPlan {
     pub hf_schedule: &'static str,
     pub precision: &'static str,
     pub grad_checkpointing: bool,
+    /// `train.flash_attention`: attention that never stores the s×s scores (FlashAttention 2
+    /// where the machine has it, else PyTorch's fused SDPA kernels), as the memory estimate
+    /// assumes; `false`: eager attention, scores stored.
+    pub flash_attention: bool,
     pub zero_stage: u8,
     pub offload_optimizer: &'static str,
     pub offload_params: &'static str,
@@ -232,6 +236,7 @@ pub fn trainer_plan(v: &ValidSpec) -> TrainerPlan {
         hf_schedule: hf_schedule(t.schedule),
         precision: t.precision.as_str(),
         grad_checkpointing: t.grad_checkpointing != Recompute::None,
+        flash_attention: t.flash_attention,
         zero_stage: p.zero_stage,
         offload_optimizer: p.offload_optimizer.as_str(),
         offload_params: p.offload_params.as_str(),

@@ -552,3 +552,37 @@ def test_the_seed_is_set_before_the_model_and_its_adapters_are_made(
         assert random_ones, list(a)
         assert all(torch.equal(a[k], b[k]) for k in random_ones)
         assert any(not torch.equal(a[k], c[k]) for k in random_ones)
+
+
+def test_flash_attention_picks_the_attention_the_estimate_assumed(
+    tmp_path, models_dir, monkeypatch
+):
+    """`train.flash_attention` (on by default) runs attention that stores no s×s scores: PyTorch's
+    fused SDPA on this CPU (FlashAttention 2 only on a GPU that has it); off, eager attention.
+    Both for a catalogue model loaded from its folder and for one built from its numbers."""
+    from onramp_train import models
+    from onramp_train.train import initial_model
+
+    monkeypatch.setenv("ONRAMP_MODELS", str(models_dir))
+    loaded = spec_text("sft", 'model = "stories260K"', DATA / "chat.jsonl", 4)
+    custom = spec_text(
+        "pretrain",
+        '[model]\nname = "mini"\nlayers = 1\nhidden = 32\nheads = 2\nkv_heads = 2\n'
+        "ffn = 64\nvocab = 512",
+        "tinyshakespeare",
+        4,
+    )
+    for n, (text, flash) in enumerate(
+        [(loaded, True), (loaded, False), (custom, True), (custom, False)]
+    ):
+        folder = tmp_path / f"run-{n}"
+        folder.mkdir()
+        flag = "true" if flash else "false"
+        text = text.replace("[train]\n", f"[train]\nflash_attention = {flag}\n")
+        plan = run_of(text, folder).plan
+        assert plan.flash_attention is flash
+        model = initial_model(plan, models.resolve(plan), cuda=False)
+        assert model.config._attn_implementation == ("sdpa" if flash else "eager")
+        assert models.attention(plan, cuda=True) in (
+            ("flash_attention_2", "sdpa") if flash else ("eager",)
+        )

@@ -8,6 +8,7 @@ nowhere is refused before any work, naming every place that was looked at.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -96,17 +97,31 @@ def hf_config(arch: Arch, max_positions: int):
     return LlamaConfig(**common, attention_bias=False, mlp_bias=False)
 
 
-def build(plan: Plan, source: ModelSource, dtype, quantization=None):
-    """The model to train: loaded from its folder or the hub, or built from its numbers."""
+def attention(plan: Plan, cuda: bool) -> str:
+    """The attention implementation `train.flash_attention` asks for: FlashAttention 2 on a GPU
+    that has the `flash_attn` package, else PyTorch's fused SDPA kernels (neither stores the s×s
+    scores, which is what the memory estimate assumed); `eager` when flash attention is off."""
+    if not plan.flash_attention:
+        return "eager"
+    if cuda and importlib.util.find_spec("flash_attn") is not None:
+        return "flash_attention_2"
+    return "sdpa"
+
+
+def build(plan: Plan, source: ModelSource, dtype, quantization=None, cuda: bool = False):
+    """The model to train: loaded from its folder or the hub, or built from its numbers, with
+    the attention `attention` picks."""
     import torch
     from transformers import AutoModelForCausalLM
 
+    attn = attention(plan, cuda)
     if source.kind == "config":
         positions = max(plan.seq_len, plan.model.max_seq_len or 0)
         torch.manual_seed(plan.seed)
-        model = AutoModelForCausalLM.from_config(hf_config(plan.model.arch, positions))
+        config = hf_config(plan.model.arch, positions)
+        model = AutoModelForCausalLM.from_config(config, attn_implementation=attn)
         return model.to(dtype)
-    kwargs = {"dtype": dtype}
+    kwargs = {"dtype": dtype, "attn_implementation": attn}
     if quantization is not None:
         kwargs["quantization_config"] = quantization
     try:

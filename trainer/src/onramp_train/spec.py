@@ -120,6 +120,7 @@ class TrainerPlan:
     hf_schedule: str
     precision: str
     grad_checkpointing: bool
+    flash_attention: bool
     zero_stage: int
     offload_optimizer: str
     offload_params: str

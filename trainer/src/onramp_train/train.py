@@ -342,7 +342,8 @@ def initial_model(plan: Plan, source, cuda: bool):
     set_seed(plan.seed)
     dtype = _dtype(plan, cuda)
     quant = _quantization(plan) if plan.task == "qlora" else None
-    model = models.build(plan, source, dtype, quant)
+    say(f"attention: {models.attention(plan, cuda)}")
+    model = models.build(plan, source, dtype, quant, cuda)
     if plan.lora is not None:
         model = _with_adapters(model, plan)
     return model
