@@ -176,6 +176,33 @@ mod tests {
         assert_eq!(none.code, ErrorCode::NoBackend);
     }
 
+    /// A spec that offloads to NVMe goes only to a backend that names its nodes' NVMe folder;
+    /// elsewhere it is refused as not fitting, with the NVMe it lacks.
+    #[test]
+    fn nvme_offload_goes_where_there_is_a_folder_for_it() {
+        let spec = "name = \"n\"\ntask = \"sft\"\nmodel = \"llama-3-8b\"\n[data]\ndataset = \"alpaca\"\n\
+                    seq_len = 1024\n[train]\nsteps = 100\nmicro_batch = 1\n\
+                    [parallel]\nzero_stage = 3\noffload_optimizer = \"nvme\"\n\
+                    [resources]\ncard = \"a100-80g\"\ncards_per_node = 8\ntime_limit = \"1d\"\n";
+        let (v, diags) = jobspec::validate_toml(spec);
+        let v = v.unwrap_or_else(|| panic!("{diags:?}"));
+        let bare = b("bare", BackendKind::Slurm, "a100-80g", 8);
+        let e = pick_for_spec(std::slice::from_ref(&bare), &v).unwrap_err();
+        assert_eq!((e.status, e.code), (422, ErrorCode::InvalidSpec), "{e:?}");
+        assert_eq!(
+            e.details["diagnostics"][0]["code"], "host-does-not-fit",
+            "{:?}",
+            e.details
+        );
+        let nvme = BackendConfig {
+            nvme_path: Some("/local/nvme".into()),
+            ..b("nvme", BackendKind::Slurm, "a100-80g", 8)
+        };
+        let both = [bare, nvme];
+        let (chosen, _) = pick_for_spec(&both, &v).unwrap();
+        assert_eq!(chosen.name, "nvme");
+    }
+
     #[test]
     fn wait_reasons_read_in_both_languages() {
         let m = reason_messages("Resources");

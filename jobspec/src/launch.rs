@@ -12,7 +12,9 @@ use serde::Serialize;
 /// Every generated launch artifact of a spec.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Artifacts {
-    /// Pretty-printed ds_config.json (empty for the CPU runner, which does not use DeepSpeed).
+    /// Pretty-printed ds_config.json (empty for the CPU runner, which does not use DeepSpeed),
+    /// with DeepSpeed's own optimizer and scheduler for running it outside onramp-train; a job
+    /// runs `crate::deepspeed::engine_config`, the same numbers through the trainer's.
     pub ds_config: String,
     /// Single-node launch with the DeepSpeed launcher.
     pub deepspeed: String,

@@ -29,7 +29,9 @@ pub struct TrainerRun {
     #[schemars(schema_with = "version_schema")]
     pub version: u32,
     pub plan: TrainerPlan,
-    /// jobspec's ds_config, for DeepSpeed; `null` on the CPU card, which runs without it.
+    /// The ds_config DeepSpeed runs ([`crate::deepspeed::engine_config`]: the optimizer and
+    /// the schedule are the trainer's, from this plan); `null` on the CPU card, which runs
+    /// without DeepSpeed.
     pub ds_config: Option<Value>,
     /// The plan's memory estimate and the changes that lower it, said when CUDA runs out of
     /// memory; `null` on the CPU card.
@@ -294,7 +296,7 @@ pub fn trainer_run(v: &ValidSpec) -> TrainerRun {
     TrainerRun {
         version: RUN_VERSION,
         plan: trainer_plan(v),
-        ds_config: gpu.then(|| crate::deepspeed::ds_config(v)),
+        ds_config: gpu.then(|| crate::deepspeed::engine_config(v)),
         oom_advice: gpu.then(|| advice(v)),
     }
 }

@@ -284,3 +284,43 @@ fn optimizers_and_schedules_the_trainer_does_not_run_are_named() {
         "#]],
     );
 }
+
+/// The engine's config (the run's) leaves the optimizer and the schedule to the trainer, which
+/// builds them from the run's plan as it does on the CPU; everything else is the ds_config's.
+#[test]
+fn the_engine_runs_the_trainers_optimizer_and_schedule() {
+    let spec = |optimizer: &str, offload: &str| {
+        format!(
+            "name = \"e\"\ntask = \"sft\"\nmodel = \"llama-3-8b\"\n[data]\ndataset = \"alpaca\"\nseq_len = 2048\n\
+             [train]\nsteps = 100\noptimizer = \"{optimizer}\"\n[parallel]\nzero_stage = 2\n\
+             offload_optimizer = \"{offload}\"\n[resources]\ncard = \"a100-80g\"\ncards_per_node = 8\n"
+        )
+    };
+    for (optimizer, offload, forced) in [
+        ("adamw", "none", None),
+        ("adamw", "cpu", None),
+        ("sgd", "none", None),
+        ("sgd", "cpu", Some(false)),
+    ] {
+        let (v, d) = jobspec::validate_toml(&spec(optimizer, offload));
+        let v = v.unwrap_or_else(|| panic!("{d:#?}"));
+        let full = ds_config(&v);
+        let engine = jobspec::deepspeed::engine_config(&v);
+        assert!(full.get("optimizer").is_some() && full.get("scheduler").is_some());
+        assert!(engine.get("optimizer").is_none() && engine.get("scheduler").is_none());
+        assert_eq!(
+            engine
+                .get("zero_force_ds_cpu_optimizer")
+                .and_then(|f| f.as_bool()),
+            forced,
+            "{optimizer} {offload}"
+        );
+        for (k, value) in full.as_object().unwrap() {
+            if k != "optimizer" && k != "scheduler" {
+                assert_eq!(&engine[k], value, "{k}");
+            }
+        }
+        let run = serde_json::to_value(jobspec::trainer::trainer_run(&v)).unwrap();
+        assert_eq!(run["ds_config"], engine);
+    }
+}

@@ -4,6 +4,7 @@ LoRA, pretraining a custom architecture, optimizer offload, and resume after a k
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -153,11 +154,52 @@ def test_lora_with_zero3_on_two_ranks_and_merge(tmp_path, models_dir):
         models=models_dir,
     )
     assert_learns(run, steps)
+    # Built under zero.Init: each of the two ranks holds about half of the model, never all.
+    held = re.search(r"this rank holds (\d+) of its (\d+) parameters", run.stderr)
+    assert held, run.stderr[-3000:]
+    assert 0 < int(held[1]) <= int(held[2]) // 2 + 64, held[0]
     final = tmp_path / "out" / "final"
     assert (final / "adapter_config.json").is_file()
     assert not (final / "model.safetensors").exists(), "only the adapter is saved"
     assert len(generates(final, adapter_of=models_dir / "stories260K")) == 6
     assert len(generates(tmp_path / "out" / "merged")) == 6
+
+
+def test_deepspeed_steps_the_learning_rate_and_decay_as_the_cpu_does(tmp_path, models_dir):
+    """The same spec on the CPU card (no DeepSpeed) and on two GPUs (DeepSpeed ZeRO-2, run here on
+    the CPU): the learning rate of every step is the same, and so are the optimizer's groups'
+    weight decays (biases and norms undecayed on both). DeepSpeed's own scheduler warms up on a
+    log curve and starts its cosine a step early, and its optimizer decays every parameter."""
+    steps = 10
+    runs = {}
+    for card in ("cpu", "a100-80g"):
+        text = spec_text(
+            "sft",
+            'model = "stories260K"',
+            DATA / "alpaca.jsonl",
+            steps,
+            card=card,
+            cards=1 if card == "cpu" else 2,
+            parallel="[parallel]\nzero_stage = 2\n" if card != "cpu" else "",
+            train='schedule = "cosine"\nweight_decay = 0.05',
+        ).replace("warmup = 2", "warmup = 3")
+        # DeepSpeed under torchrun, as a job launches it; the schedule does not depend on ranks.
+        nproc = 1 if card == "cpu" else 2
+        runs[card] = run_trainer(tmp_path / card, text, nproc=nproc, models=models_dir)
+        assert runs[card].rc == 0, runs[card].stderr[-3000:]
+    # A step's line comes again when the validation loss joins it: one lr per step.
+    lrs = {card: {m["step"]: m["lr"] for m in run.metrics} for card, run in runs.items()}
+    assert sorted(lrs["cpu"]) == list(range(1, steps + 1))
+    assert len(set(lrs["cpu"].values())) >= steps - 1, lrs  # a curve: warm-up, then cosine
+    assert sorted(lrs["a100-80g"]) == sorted(lrs["cpu"])
+    for step, lr in lrs["cpu"].items():
+        assert lrs["a100-80g"][step] == pytest.approx(lr, rel=1e-9, abs=1e-12), (step, lrs)
+    lines = {
+        card: next(x for x in run.stderr.splitlines() if "weight decay by group" in x)
+        for card, run in runs.items()
+    }
+    assert lines["cpu"].endswith("optimizer: AdamW, weight decay by group: 0.05, 0"), lines
+    assert lines["a100-80g"] == lines["cpu"], lines
 
 
 def test_pretrain_a_custom_architecture_on_plain_text(tmp_path, models_dir):
@@ -245,10 +287,12 @@ def test_a_users_zero3_config_imported_into_the_spec_runs(tmp_path, models_dir):
     run = run_of(spec.read_text(), tmp_path / "derived")
     zero = run.ds_config["zero_optimization"]
     assert (zero["stage"], zero["offload_optimizer"]["device"]) == (3, "cpu")
-    assert run.ds_config["scheduler"]["type"] == "WarmupDecayLR"
-    assert run.ds_config["scheduler"]["params"]["warmup_num_steps"] == 3
-    params = run.ds_config["optimizer"]["params"]
-    assert (params["betas"], params["eps"], params["weight_decay"]) == ([0.85, 0.98], 1e-6, 0.01)
+    # The schedule and the optimizer's numbers are the plan's: the Trainer builds both, and
+    # DeepSpeed runs them (the run's ds_config has neither section).
+    assert "scheduler" not in run.ds_config and "optimizer" not in run.ds_config
+    assert (run.plan.hf_schedule, run.plan.warmup_steps) == ("linear", 3)
+    o = run.plan.optim
+    assert (list(o.betas), o.eps, o.weight_decay) == ([0.85, 0.98], 1e-6, 0.01)
     assert run.ds_config["gradient_clipping"] == 0.5
     assert (zero["stage3_prefetch_bucket_size"], zero["stage3_max_live_parameters"]) == (
         20_000_000,
@@ -259,6 +303,8 @@ def test_a_users_zero3_config_imported_into_the_spec_runs(tmp_path, models_dir):
     assert "not-carried" not in imported.stdout + imported.stderr
     trained = run_trainer(tmp_path / "job", spec.read_text(), nproc=2, models=models_dir)
     assert_learns(trained, steps)
+    # ZeRO-Offload steps DeepSpeed's CPU Adam, over the Trainer's groups: norms not decayed.
+    assert "optimizer: DeepSpeedCPUAdam, weight decay by group: 0.01, 0\n" in trained.stderr
 
 
 def test_resume_after_a_kill_continues_the_same_curve(tmp_path, models_dir):
@@ -377,6 +423,20 @@ def test_qlora_on_a_machine_without_cuda_is_refused_before_any_work(tmp_path):
     )
     assert run.rc == 7, run.stderr
     assert "qlora" in run.stderr and "CUDA" in run.stderr
+
+
+def test_a_quantized_model_loads_on_its_own_ranks_gpu(monkeypatch):
+    """QLoRA on many GPUs: bitsandbytes places the 4-bit model as it loads, so each rank names
+    its own GPU (LOCAL_RANK); without it every rank's model would land on GPU 0."""
+    from onramp_train import models
+
+    quant = object()
+    for rank in (0, 3):
+        monkeypatch.setenv("LOCAL_RANK", str(rank))
+        kwargs = models.load_kwargs("bfloat16", "sdpa", quant)
+        assert kwargs["device_map"] == {"": rank} and kwargs["quantization_config"] is quant
+    # Unquantized models are placed by the Trainer (or DeepSpeed), not at load.
+    assert "device_map" not in models.load_kwargs("bfloat16", "sdpa")
 
 
 def test_a_launch_that_does_not_match_the_spec_is_refused(tmp_path, models_dir):

@@ -5,6 +5,7 @@
 //! "cards": {"cpu": 1}}]`. No user-supplied URL is ever fetched.
 
 use super::slurm::credentials::Credentials;
+use super::slurm::request::NVME_PATH_ENV;
 use super::slurm::version::ApiVersion;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -61,8 +62,15 @@ pub struct BackendConfig {
     #[serde(default)]
     pub node_ram_gib: Option<u64>,
     /// Local NVMe per node in GiB (where ZeRO-Infinity offloads to); the catalogue's when absent.
+    /// Counted only with `nvme_path`: a backend that names no folder to offload to has none.
     #[serde(default)]
     pub node_nvme_gib: Option<u64>,
+    /// The folder on each node's local NVMe where a job that offloads to NVMe keeps its swap
+    /// files (absolute), given to the job as `ONRAMP_NVME_PATH`; the trainer swaps in a folder
+    /// of the job's own under it and removes it at the end. Without it, NVMe offload goes to no
+    /// job of this backend.
+    #[serde(default)]
+    pub nvme_path: Option<String>,
     /// An `http://` URL on a private network, allowed where the deployment requires TLS
     /// (`crate::tls`): the operator says so by name.
     #[serde(default)]
@@ -74,8 +82,21 @@ impl BackendConfig {
     pub fn node(&self) -> jobspec::NodeOverride {
         jobspec::NodeOverride {
             ram_bytes: self.node_ram_gib.map(|g| g << 30),
-            nvme_bytes: self.node_nvme_gib.map(|g| g << 30),
+            nvme_bytes: match self.nvme_path {
+                Some(_) => self.node_nvme_gib.map(|g| g << 30),
+                None => Some(0),
+            },
         }
+    }
+
+    /// The environment this backend gives every job beyond the job's own: its `env`, and
+    /// `ONRAMP_NVME_PATH` where it has an `nvme_path`.
+    pub fn job_env(&self) -> BTreeMap<String, String> {
+        let mut env = self.env.clone();
+        if let Some(p) = &self.nvme_path {
+            env.insert(NVME_PATH_ENV.into(), p.clone());
+        }
+        env
     }
 
     /// The retention in seconds (`parse` has checked that it reads).
@@ -235,6 +256,19 @@ fn check_text_fields(b: &BackendConfig) -> Result<(), String> {
     {
         return Err(format!(
             "BACKENDS: backend {:?} has partition {p:?}; a partition name is letters, digits and - _ .",
+            b.name
+        ));
+    }
+    if let Some(p) = b.nvme_path.as_ref().filter(|p| {
+        !p.starts_with('/')
+            || p.len() > 256
+            || p.split('/').any(|part| part == "..")
+            || !p
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/_.-".contains(c))
+    }) {
+        return Err(format!(
+            "BACKENDS: backend {:?} has nvme_path {p:?}; give an absolute path of letters, digits and / _ . - (no ..)",
             b.name
         ));
     }
@@ -398,7 +432,32 @@ mod tests {
                 nvme_bytes: Some(0)
             }
         );
-        assert_eq!(one("").unwrap()[0].node(), jobspec::NodeOverride::default());
+        // Without a folder to offload to, a backend's nodes offer no NVMe, whatever they hold.
+        assert_eq!(
+            one("").unwrap()[0].node(),
+            jobspec::NodeOverride {
+                ram_bytes: None,
+                nvme_bytes: Some(0)
+            }
+        );
+        let with_path = one(r#", "node_nvme_gib": 3000, "nvme_path": "/local/nvme""#).unwrap();
+        assert_eq!(with_path[0].node().nvme_bytes, Some(3000 << 30));
+        assert_eq!(with_path[0].job_env()[NVME_PATH_ENV], "/local/nvme");
+        assert_eq!(
+            one(r#", "nvme_path": "/scratch""#).unwrap()[0].node(),
+            jobspec::NodeOverride::default()
+        );
+        for bad in [
+            "scratch",
+            "/scratch/../etc",
+            "/a b",
+            "/x;rm",
+            "/x%y",
+            "/x\\\\y",
+        ] {
+            let e = one(&format!(r#", "nvme_path": "{bad}""#)).unwrap_err();
+            assert!(e.contains("nvme_path"), "{bad}: {e}");
+        }
         for bad in [r#", "node_ram_gib": 0"#, r#", "node_nvme_gib": 9999999999"#] {
             let e = one(bad).unwrap_err();
             assert!(e.contains("GiB per node"), "{e}");

@@ -14,6 +14,8 @@ use serde::Deserialize;
 pub struct RunnerBackend {
     url: String,
     secret: String,
+    /// What the backend's configuration gives every job (`BackendConfig::job_env`).
+    env: std::collections::BTreeMap<String, String>,
 }
 
 fn json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, BackendError> {
@@ -32,6 +34,7 @@ impl RunnerBackend {
         RunnerBackend {
             url: config.url.clone(),
             secret: config.secret.clone(),
+            env: config.job_env(),
         }
     }
 
@@ -65,7 +68,13 @@ impl Backend for RunnerBackend {
             // read, whichever form (TOML or JSON) the user sent.
             spec_toml: jobspec::trainer::spec_toml(&job.spec),
             command,
-            env: job.env.clone(),
+            // The job's own environment wins over the deployment's.
+            env: self
+                .env
+                .iter()
+                .chain(&job.env)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             time_limit_s: job.spec.time_limit_s(),
             report_url: Some(job.report_url.clone()),
             report_token: Some(job.report_token.clone()),
@@ -264,6 +273,15 @@ mod tests {
         assert_eq!(argv[2], jobspec::launch::torchrun_command(&job.spec));
         assert!(argv[2].contains("onramp_train"), "{argv:?}");
         assert_eq!(body.time_limit_s, job.spec.time_limit_s());
+        assert!(body.env.is_empty(), "{:?}", body.env);
+        // A runner with an NVMe folder gives it to every job.
+        let with_nvme = RunnerBackend::new(&BackendConfig {
+            nvme_path: Some("/nvme/swap".into()),
+            ..BackendConfig::default()
+        });
+        let body: SubmitJob =
+            serde_json::from_str(with_nvme.submit(&job).unwrap().body.as_deref().unwrap()).unwrap();
+        assert_eq!(body.env["ONRAMP_NVME_PATH"], "/nvme/swap");
     }
 
     #[test]

@@ -43,6 +43,28 @@ pub fn ds_config(v: &ValidSpec) -> Value {
     Value::Object(cfg)
 }
 
+/// The ds_config a job's DeepSpeed engine runs (the run's `ds_config`): [`ds_config`] without
+/// its `optimizer` and `scheduler`. onramp-train then builds both as the Hugging Face Trainer
+/// does on the CPU, from the run's `plan.optim` and `plan.hf_schedule` (the same numbers), and
+/// hands them to DeepSpeed: weight decay spares biases and norms, and the learning rate follows
+/// the same curve step for step. DeepSpeed's own would decay every parameter (the Trainer gives
+/// it one flat group), warm up on a log curve and start its cosine a step early. An SGD whose
+/// states are offloaded is not DeepSpeed's CPU optimizer, which DeepSpeed must be told it may
+/// run (`zero_force_ds_cpu_optimizer`). [`ds_config`] keeps both sections for running the
+/// config outside onramp-train, where DeepSpeed must make them itself.
+pub fn engine_config(v: &ValidSpec) -> Value {
+    let mut cfg = ds_config(v);
+    if let Value::Object(m) = &mut cfg {
+        m.remove("optimizer");
+        m.remove("scheduler");
+        let p = &v.spec().parallel;
+        if v.spec().train.optimizer == Optimizer::Sgd && p.offload_optimizer != Offload::None {
+            m.insert("zero_force_ds_cpu_optimizer".into(), json!(false));
+        }
+    }
+    cfg
+}
+
 /// The ZeRO stage with its buckets, and where optimizer states and parameters are offloaded;
 /// the spec's `[deepspeed]` keys over jobspec's own.
 fn zero_optimization(v: &ValidSpec) -> Value {
@@ -57,6 +79,8 @@ fn zero_optimization(v: &ValidSpec) -> Value {
     let offload = |o: Offload| match o {
         Offload::None => None,
         Offload::Cpu => Some(json!({ "device": "cpu", "pin_memory": true })),
+        // The path stands for the node's NVMe folder: a job swaps in a folder of its own under
+        // its backend's `nvme_path`, which onramp-train puts here (ONRAMP_NVME_PATH).
         Offload::Nvme => {
             Some(json!({ "device": "nvme", "nvme_path": "/local_nvme", "pin_memory": true }))
         }

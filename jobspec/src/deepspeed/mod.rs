@@ -13,7 +13,7 @@ mod tuning;
 pub use carry::not_carried;
 pub use export::{
     ADAMW_BETAS, ADAMW_EPS, ADAMW_WEIGHT_DECAY, GRAD_CLIP, OptimNumbers, SGD_MOMENTUM, ds_config,
-    optim_numbers,
+    engine_config, optim_numbers,
 };
 pub use import::{DsImport, import_ds_config};
 pub use tuning::Tuning;

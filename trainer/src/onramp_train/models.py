@@ -119,15 +119,33 @@ def build(plan: Plan, source: ModelSource, dtype, quantization=None, cuda: bool 
         positions = max(plan.seq_len, plan.model.max_seq_len or 0)
         torch.manual_seed(plan.seed)
         config = hf_config(plan.model.arch, positions)
-        model = AutoModelForCausalLM.from_config(config, attn_implementation=attn)
-        return model.to(dtype)
+        # Built in its dtype (not cast after): under zero.Init its weights are already parts.
+        return AutoModelForCausalLM.from_config(config, attn_implementation=attn, dtype=dtype)
+    try:
+        return AutoModelForCausalLM.from_pretrained(
+            source.where, **load_kwargs(dtype, attn, quantization)
+        )
+    except OSError as e:
+        raise ModelNotFound(f"cannot load the model from {source.where}: {e}") from e
+
+
+def load_kwargs(dtype, attn: str, quantization=None) -> dict:
+    """`from_pretrained`'s arguments. A quantized model is placed by bitsandbytes as it loads: on
+    this rank's own GPU (`LOCAL_RANK`), not on the first GPU of the node for every rank."""
     kwargs = {"dtype": dtype, "attn_implementation": attn}
     if quantization is not None:
         kwargs["quantization_config"] = quantization
-    try:
-        return AutoModelForCausalLM.from_pretrained(source.where, **kwargs)
-    except OSError as e:
-        raise ModelNotFound(f"cannot load the model from {source.where}: {e}") from e
+        kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
+    return kwargs
+
+
+def partitioned(model) -> tuple[int, int] | None:
+    """For a model built under DeepSpeed's zero.Init: the parameters this rank holds and the
+    model's whole count; None for a model every rank holds whole."""
+    params = [p for p in model.parameters() if hasattr(p, "ds_numel")]
+    if not params:
+        return None
+    return sum(p.ds_tensor.numel() for p in params), sum(p.ds_numel for p in params)
 
 
 def tokenizer(plan: Plan, source: ModelSource):

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
+
+from transformers import TrainerCallback
 
 from . import artifacts, data, evaluate, models
 from .errors import CommError, DeviceError, OutOfMemory, SpecError
@@ -114,12 +117,9 @@ def training_arguments(plan: Plan, ds: dict[str, Any], out: Path, cuda: bool, ev
     steps = plan.max_steps
     o = plan.optim
     extra: dict[str, Any] = {}
-    if not ds and o.name == "sgd":
-        # The Trainer's own "sgd" takes no momentum: the run's SGD is built from its numbers.
-        import torch
-
-        sgd = {"lr": o.lr, "momentum": o.momentum}
-        extra["optimizer_cls_and_kwargs"] = (torch.optim.SGD, sgd)
+    chosen = optimizer_class(plan, ds)
+    if chosen is not None:
+        extra["optimizer_cls_and_kwargs"] = chosen
     return extra, TrainingArguments(
         output_dir=str(out),
         max_steps=steps,
@@ -129,7 +129,8 @@ def training_arguments(plan: Plan, ds: dict[str, Any], out: Path, cuda: bool, ev
         learning_rate=o.lr,
         warmup_steps=plan.warmup_steps,
         lr_scheduler_type=plan.hf_schedule,
-        # Without DeepSpeed, the run's optimizer (with it, the ds_config's, the same numbers).
+        # The Trainer's optimizer and schedule, with DeepSpeed too: the run's ds_config has
+        # neither, so a GPU run decays and steps its learning rate as the CPU run does.
         optim="adamw_torch" if o.name == "adamw" else "sgd",
         adam_beta1=o.betas[0],
         adam_beta2=o.betas[1],
@@ -158,12 +159,93 @@ def training_arguments(plan: Plan, ds: dict[str, Any], out: Path, cuda: bool, ev
     )
 
 
+def optimizer_class(plan: Plan, ds: dict[str, Any]):
+    """The optimizer the Trainer builds in place of its `optim` (None: `optim` itself), over its
+    parameter groups (weight decay spares biases and norms) with the run's numbers. The Trainer's
+    own "sgd" takes no momentum, so SGD is torch's; AdamW whose states DeepSpeed offloads is
+    DeepSpeed's CPU Adam, the optimizer ZeRO-Offload steps on the host."""
+    import torch
+
+    o = plan.optim
+    if o.name == "sgd":
+        return torch.optim.SGD, {"lr": o.lr, "momentum": o.momentum}
+    offload = (ds.get("zero_optimization") or {}).get("offload_optimizer") or {}
+    if offload.get("device") in ("cpu", "nvme"):
+        from deepspeed.ops.adam import DeepSpeedCPUAdam
+
+        adam = {"lr": o.lr, "betas": tuple(o.betas), "eps": o.eps, "adamw_mode": True}
+        return DeepSpeedCPUAdam, adam
+    return None
+
+
+def optimizer_line(optimizer) -> str:
+    """The optimizer that steps, under its wrappers (Accelerate's, ZeRO's), and the weight decay
+    of each of its parameter groups (DeepSpeed drops a group left empty, as the no-decay one is
+    when only adapters train)."""
+    inner = optimizer
+    while getattr(inner, "optimizer", None) is not None:
+        inner = inner.optimizer
+    decays = [f"{g.get('weight_decay', 0.0):g}" for g in getattr(inner, "param_groups", [])]
+    return f"optimizer: {type(inner).__name__}, weight decay by group: {', '.join(decays)}"
+
+
+class OptimizerLine(TrainerCallback):
+    def on_train_begin(self, args, state, control, optimizer=None, **kwargs):
+        say(optimizer_line(optimizer))
+
+
+# Where a job finds its node's NVMe folder: the backend's `nvme_path`.
+NVME_PATH_ENV = "ONRAMP_NVME_PATH"
+
+
+def nvme_offload(ds: dict[str, Any], out: Path) -> tuple[dict[str, Any], Path | None]:
+    """The ds_config with every offload to NVMe swapping in a folder of this job's own under the
+    node's NVMe folder (`ONRAMP_NVME_PATH`; jobspec's config holds a placeholder there), and that
+    folder; the config as it is and None when nothing goes to NVMe. Jobs that share a node never
+    share swap files."""
+    zero = ds.get("zero_optimization") or {}
+    keys = [
+        k
+        for k in ("offload_optimizer", "offload_param")
+        if (zero.get(k) or {}).get("device") == "nvme"
+    ]
+    if not keys:
+        return ds, None
+    root = os.environ.get(NVME_PATH_ENV)
+    if not root:
+        raise DeviceError(
+            "the run offloads to NVMe, but its backend names no NVMe folder on its nodes: set the "
+            f"backend's nvme_path (it reaches the job as {NVME_PATH_ENV}), or offload to the CPU"
+        )
+    job = os.environ.get("ONRAMP_JOB_ID") or out.resolve().parent.name
+    name = "".join(c for c in job if c.isascii() and (c.isalnum() or c in "-_")) or "job"
+    folder = Path(root) / f"onramp-{name}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DeviceError(f"cannot make the NVMe swap folder {folder}: {e}") from e
+    zero = {**zero, **{k: {**zero[k], "nvme_path": str(folder)} for k in keys}}
+    return {**ds, "zero_optimization": zero}, folder
+
+
 def run(the_run: TrainerRun, out: Path) -> Path:
+    """Trains the run into `out`; an NVMe swap folder it made goes when it ends, however."""
+    ds, swap = nvme_offload(the_run.ds_config or {}, out)
+    if swap is not None:
+        say(f"offload: NVMe swap files in {swap}")
+    try:
+        return _train(the_run, ds, out)
+    finally:
+        if swap is not None:
+            shutil.rmtree(swap, ignore_errors=True)
+
+
+def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
     import torch
     from transformers import DataCollatorForSeq2Seq, PrinterCallback, Trainer
     from transformers.trainer_utils import get_last_checkpoint
 
-    plan, ds = the_run.plan, the_run.ds_config or {}
+    plan = the_run.plan
     cuda = torch.cuda.is_available()
     source = models.resolve(plan)
     tok = models.tokenizer(plan, source)
@@ -190,11 +272,20 @@ def run(the_run: TrainerRun, out: Path) -> Path:
         if int(os.environ.get("RANK", "0")) == 0:
             Reporter.from_env().message(f"warning: {mismatch}")
 
-    model = initial_model(plan, source, cuda)
-
     for line in tracker_destinations(plan, out):
         say(line)
+    # The arguments first: under ZeRO-3 they tell Transformers to build the model partitioned
+    # (DeepSpeed's zero.Init), so no rank ever holds a whole copy of it. `args` keeps that alive.
     extra, args = training_arguments(plan, ds, out, cuda, evaluate=eval_set is not None)
+    # Its device joins the ranks (zero.Init partitions over them) and picks this rank's GPU.
+    say(f"device: {args.device}, {args.world_size} rank(s)")
+    if ds and torch.distributed.is_initialized():
+        # DeepSpeed's own view of those ranks, which zero.Init reads (Accelerate gives it one on
+        # GPUs; on the CPU it leaves it to the engine, which comes too late for the model).
+        import deepspeed
+
+        deepspeed.init_distributed(dist_backend=torch.distributed.get_backend())
+    model = initial_model(plan, source, cuda)
     # Under ZeRO-3 every rank holds a part of each layer: all of them generate together.
     synced = bool(ds) and plan.zero_stage == 3 and plan.world_size > 1
     max_new = plan.eval.max_new_tokens
@@ -209,7 +300,12 @@ def run(the_run: TrainerRun, out: Path) -> Path:
         processing_class=tok,
         compute_metrics=evaluate.token_accuracy if eval_set is not None else None,
         preprocess_logits_for_metrics=evaluate.argmax_logits if eval_set is not None else None,
-        callbacks=[MetricsLines(), SaveEveryMinutes(plan.save_every_minutes), baseline],
+        callbacks=[
+            MetricsLines(),
+            SaveEveryMinutes(plan.save_every_minutes),
+            baseline,
+            OptimizerLine(),
+        ],
     )
     baseline.trainer = trainer
     # The metrics lines replace the Trainer's own printed dicts.
@@ -344,6 +440,12 @@ def initial_model(plan: Plan, source, cuda: bool):
     quant = _quantization(plan) if plan.task == "qlora" else None
     say(f"attention: {models.attention(plan, cuda)}")
     model = models.build(plan, source, dtype, quant, cuda)
+    held = models.partitioned(model)
+    if held is not None:
+        say(
+            f"model: built partitioned (ZeRO-3 zero.Init), this rank holds {held[0]} of its "
+            f"{held[1]} parameters"
+        )
     if plan.lora is not None:
         model = _with_adapters(model, plan)
     return model

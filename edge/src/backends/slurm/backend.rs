@@ -68,7 +68,7 @@ impl SlurmBackend {
             partition: config.partition.clone(),
             cpus_per_task: config.cpus_per_task,
             retention_s: config.retention_s(),
-            env: config.env.clone(),
+            env: config.job_env(),
         })
     }
 

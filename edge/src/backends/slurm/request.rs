@@ -43,9 +43,12 @@ pub fn log_path(work_dir: &str) -> String {
     format!("{}/slurm-%j.out", work_dir.trim_end_matches('/'))
 }
 
+/// Where a job finds its node's NVMe folder (a backend's `nvme_path`).
+pub const NVME_PATH_ENV: &str = "ONRAMP_NVME_PATH";
+
 /// Variables the edge sets for every job, which no configuration may replace: the report hooks,
-/// `PATH`, and those that say where the job works (a shared `ONRAMP_OUTPUT_DIR` would put every
-/// job's checkpoints in one folder again).
+/// `PATH`, those that say where the job works (a shared `ONRAMP_OUTPUT_DIR` would put every
+/// job's checkpoints in one folder again) and the NVMe folder (set by `nvme_path`).
 pub fn is_reserved_env(name: &str) -> bool {
     name.starts_with("ONRAMP_REPORT_")
         || [
@@ -57,6 +60,7 @@ pub fn is_reserved_env(name: &str) -> bool {
             "ONRAMP_RETENTION_S",
             "ONRAMP_OUTPUT_DIR",
             "ONRAMP_RESUME_DIR",
+            NVME_PATH_ENV,
         ]
         .contains(&name)
 }
