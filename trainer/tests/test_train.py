@@ -435,8 +435,10 @@ def test_a_quantized_model_loads_on_its_own_ranks_gpu(monkeypatch):
         monkeypatch.setenv("LOCAL_RANK", str(rank))
         kwargs = models.load_kwargs("bfloat16", "sdpa", quant)
         assert kwargs["device_map"] == {"": rank} and kwargs["quantization_config"] is quant
-    # Unquantized models are placed by the Trainer (or DeepSpeed), not at load.
+    # Unquantized models are placed by the Trainer (or DeepSpeed), not at load; under ZeRO-3
+    # DeepSpeed places the quantized one's parts too.
     assert "device_map" not in models.load_kwargs("bfloat16", "sdpa")
+    assert "device_map" not in models.load_kwargs("bfloat16", "sdpa", quant, zero3=True)
 
 
 def test_a_launch_that_does_not_match_the_spec_is_refused(tmp_path, models_dir):

@@ -122,20 +122,23 @@ def build(plan: Plan, source: ModelSource, dtype, quantization=None, cuda: bool 
         # Built in its dtype (not cast after): under zero.Init its weights are already parts.
         return AutoModelForCausalLM.from_config(config, attn_implementation=attn, dtype=dtype)
     try:
-        return AutoModelForCausalLM.from_pretrained(
-            source.where, **load_kwargs(dtype, attn, quantization)
-        )
+        from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled
+
+        kwargs = load_kwargs(dtype, attn, quantization, is_deepspeed_zero3_enabled())
+        return AutoModelForCausalLM.from_pretrained(source.where, **kwargs)
     except OSError as e:
         raise ModelNotFound(f"cannot load the model from {source.where}: {e}") from e
 
 
-def load_kwargs(dtype, attn: str, quantization=None) -> dict:
+def load_kwargs(dtype, attn: str, quantization=None, zero3: bool = False) -> dict:
     """`from_pretrained`'s arguments. A quantized model is placed by bitsandbytes as it loads: on
-    this rank's own GPU (`LOCAL_RANK`), not on the first GPU of the node for every rank."""
+    this rank's own GPU (`LOCAL_RANK`), not on the first GPU of the node for every rank; under
+    ZeRO-3 DeepSpeed places the parts (and Transformers refuses a `device_map`)."""
     kwargs = {"dtype": dtype, "attn_implementation": attn}
     if quantization is not None:
         kwargs["quantization_config"] = quantization
-        kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
+        if not zero3:
+            kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
     return kwargs
 
 

@@ -422,11 +422,15 @@ def _quantization(plan: Plan):
         raise DeviceError(
             "qlora needs bitsandbytes in the job's environment: pip install 'onramp-train[qlora]'"
         ) from e
+    compute = torch.bfloat16 if plan.precision == "bf16" else torch.float16
     return BitsAndBytesConfig(
         load_in_4bit=True,
         bnb_4bit_quant_type="nf4",
         bnb_4bit_use_double_quant=True,
-        bnb_4bit_compute_dtype=torch.bfloat16 if plan.precision == "bf16" else torch.float16,
+        bnb_4bit_compute_dtype=compute,
+        # The packed 4-bit weights stored as the compute dtype, so that ZeRO-3 can cut them into
+        # parts like every other parameter.
+        bnb_4bit_quant_storage=compute,
     )
 
 
