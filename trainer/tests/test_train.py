@@ -221,6 +221,40 @@ def test_pretrain_a_custom_architecture_on_plain_text(tmp_path, models_dir):
     assert len(generates(tmp_path / "out" / "final")) == 6
 
 
+def test_pretraining_a_catalogue_model_uses_its_own_tokenizer(tmp_path, models_dir):
+    """Pretraining starts from random weights, but the text is cut by the catalogue model's own
+    tokenizer (from its folder), not a SentencePiece model that merely has as many tokens: here
+    there is none, only the model's folder."""
+    only_the_model = tmp_path / "models"
+    only_the_model.mkdir()
+    (only_the_model / "stories260K").symlink_to(models_dir / "stories260K")
+    steps = 6
+    run = run_trainer(
+        tmp_path / "job",
+        spec_text("pretrain", 'model = "stories260K"', "tinyshakespeare", steps),
+        models=only_the_model,
+        extra_env={"ONRAMP_DATASETS": str(shared_dir() / "data")},
+    )
+    assert run.rc == 0, run.stderr[-3000:]
+    assert "(config: " in run.stderr, "the weights are new, built from the numbers"
+    from transformers import AutoTokenizer
+
+    saved = AutoTokenizer.from_pretrained(tmp_path / "job" / "out" / "final")
+    own = AutoTokenizer.from_pretrained(models_dir / "stories260K")
+    assert saved.get_vocab() == own.get_vocab()
+    # Neither the folder nor a tokenizer of its vocabulary: the refusal names both places.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run = run_trainer(
+        tmp_path / "job2",
+        spec_text("pretrain", 'model = "stories260K"', "tinyshakespeare", steps),
+        models=empty,
+        extra_env={"ONRAMP_DATASETS": str(shared_dir() / "data")},
+    )
+    assert run.rc != 0
+    assert "stories260K" in run.stderr and "tok512.model" in run.stderr, run.stderr[-2000:]
+
+
 def test_optimizer_offload_to_the_cpu(tmp_path, models_dir):
     steps = 8
     run = run_trainer(

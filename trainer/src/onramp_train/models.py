@@ -55,6 +55,12 @@ def resolve(plan: Plan) -> ModelSource:
     """Where this plan's weights come from; raises ModelNotFound naming where it looked."""
     if plan.task == "pretrain" or plan.model.id is None:
         return ModelSource("config", plan.model.name)
+    return _catalogue_model(plan)
+
+
+def _catalogue_model(plan: Plan) -> ModelSource:
+    """The catalogue model's Hugging Face folder (`ONRAMP_MODELS/<id>`), else its hub repo where
+    the machine has the hub; raises ModelNotFound naming where it looked."""
     looked = []
     root = models_root()
     if root is not None:
@@ -152,14 +158,29 @@ def partitioned(model) -> tuple[int, int] | None:
 
 
 def tokenizer(plan: Plan, source: ModelSource):
-    """The model's own tokenizer, or for models built from numbers a SentencePiece model of the
-    same vocabulary: `ONRAMP_TOKENIZER`, else `ONRAMP_MODELS/tok<vocab>.model`."""
+    """The model's own tokenizer: a catalogue model's, from its folder or the hub, even when it is
+    pretrained from random weights; for a model of numbers (or a catalogue model whose folder is
+    not here) a SentencePiece model of the same vocabulary, `ONRAMP_TOKENIZER`, else
+    `ONRAMP_MODELS/tok<vocab>.model`."""
     from transformers import AutoTokenizer
 
+    if source.kind == "config" and plan.model.id is not None:
+        try:
+            source = _catalogue_model(plan)
+        except ModelNotFound as missing:
+            try:
+                tok = _tokenizer_for_vocab(plan.model.arch.vocab)
+            except ModelNotFound as e:
+                raise ModelNotFound(f"{missing}; and {e}") from e
+            return _ready(tok, plan)
     if source.kind in ("folder", "hub"):
         tok = AutoTokenizer.from_pretrained(source.where)
     else:
         tok = _tokenizer_for_vocab(plan.model.arch.vocab)
+    return _ready(tok, plan)
+
+
+def _ready(tok, plan: Plan):
     if tok.pad_token is None:
         tok.pad_token = tok.unk_token or tok.eos_token
     if tok.chat_template is None:
