@@ -35,6 +35,13 @@ impl Dispatch {
     pub fn task(&self) -> Task {
         Task::of(&self.spec)
     }
+
+    /// The job's environment over the backend's (`BackendConfig::job_env`): the job's own wins.
+    pub fn env_over(&self, backend: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        let mut env = backend.clone();
+        env.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        env
+    }
 }
 
 /// What a backend runs for a job, decided by its spec's task.

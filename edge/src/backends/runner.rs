@@ -68,13 +68,7 @@ impl Backend for RunnerBackend {
             // read, whichever form (TOML or JSON) the user sent.
             spec_toml: jobspec::trainer::spec_toml(&job.spec),
             command,
-            // The job's own environment wins over the deployment's.
-            env: self
-                .env
-                .iter()
-                .chain(&job.env)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            env: job.env_over(&self.env),
             time_limit_s: job.spec.time_limit_s(),
             report_url: Some(job.report_url.clone()),
             report_token: Some(job.report_token.clone()),

@@ -126,13 +126,7 @@ impl Backend for SlurmBackend {
                 log_url: job.log_url.clone(),
                 token: job.report_token.clone(),
             }),
-            // The job's own environment wins over the deployment's defaults.
-            env: self
-                .env
-                .iter()
-                .chain(&job.env)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            env: job.env_over(&self.env),
             cpus_per_task: self.cpus_per_task,
             // The script runs the spec's own launch (ds_config, srun torchrun on every node, or
             // tiny-train): the same line as the runner's command, written for the cluster.
