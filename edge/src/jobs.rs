@@ -41,6 +41,22 @@ pub fn pick_for_spec<'a>(
     backends: &'a [BackendConfig],
     v: &jobspec::ValidSpec,
 ) -> Result<(&'a BackendConfig, jobspec::ValidSpec), ApiError> {
+    let (card, n, pref) = (v.card().id, v.world_size(), &v.spec().backend);
+    // A model that runs its repo's code goes only where the operator allows it.
+    let allowed: Vec<&BackendConfig> = backends.iter().filter(|b| b.runs_model(v)).collect();
+    if let Some(m) = crate::backends::config::remote_code_model(v)
+        && pick_backend(allowed.iter().copied(), card, n, pref).is_err()
+        && pick_backend(backends, card, n, pref).is_ok()
+    {
+        return Err(ApiError::new(
+            ErrorCode::NoBackend,
+            format!(
+                "model {} loads only by running code from its repository ({}, trust_remote_code), and no backend with {n} × {card} allows it; the operator adds \"{}\" to a backend's trust_remote_code, or choose another model",
+                m.id, m.hf_repo, m.id
+            ),
+        )
+        .with_field("model"));
+    }
     let on = |b: &BackendConfig| v.clone().with_node(b.node());
     let host_errors = |spec: jobspec::ValidSpec| {
         let plan = jobspec::plan::finish(Some(spec), Vec::new());
@@ -52,13 +68,13 @@ pub fn pick_for_spec<'a>(
         errors
     };
     // The estimate alone says whether it fits; the whole plan only for a refusal's words.
-    let fitting = backends
+    let fitting = allowed
         .iter()
+        .copied()
         .filter(|b| jobspec::estimate(&on(b)).memory.host_fits);
-    let (card, n, pref) = (v.card().id, v.world_size(), &v.spec().backend);
     match pick_backend(fitting, card, n, pref) {
         Ok(b) => Ok((b, on(b))),
-        Err(e) => match pick_backend(backends, card, n, pref) {
+        Err(e) => match pick_backend(allowed.iter().copied(), card, n, pref) {
             Ok(b) => Err(ApiError::new(
                 ErrorCode::InvalidSpec,
                 format!(
@@ -201,6 +217,62 @@ mod tests {
         let both = [bare, nvme];
         let (chosen, _) = pick_for_spec(&both, &v).unwrap();
         assert_eq!(chosen.name, "nvme");
+    }
+
+    /// ChatGLM3 loads only by running its repo's code: it goes only to a backend whose operator
+    /// lists it in `trust_remote_code` (which reaches the job as `ONRAMP_TRUST_REMOTE_CODE`), and
+    /// is refused, naming the setting, where none does; other models go anywhere.
+    #[test]
+    fn a_model_of_remote_code_goes_only_where_the_operator_allows_it() {
+        use crate::backends::config::parse;
+        let spec = |model: &str| {
+            let (v, diags) = jobspec::validate_toml(&format!(
+                "name = \"g\"\ntask = \"lora\"\nmodel = \"{model}\"\n[data]\ndataset = \"alpaca\"\n\
+                 seq_len = 1024\n[train]\nsteps = 10\n[resources]\ncard = \"a100-80g\"\ntime_limit = \"1h\"\n"
+            ));
+            v.unwrap_or_else(|| panic!("{diags:?}"))
+        };
+        let list = parse(Some(
+            r#"[{"name": "plain", "kind": "slurm", "url": "http://127.0.0.1:1", "secret": "u:t", "cards": {"a100-80g": 8}},
+                {"name": "glm", "kind": "runner", "url": "http://127.0.0.1:2", "cards": {"a100-80g": 8},
+                 "trust_remote_code": ["ChatGLM3-6B", "chatglm3-6b"]}]"#,
+        ))
+        .unwrap();
+        assert_eq!(
+            list[1].trust_remote_code,
+            ["chatglm3-6b"],
+            "the catalogue's id, once"
+        );
+        assert_eq!(list[1].job_env()["ONRAMP_TRUST_REMOTE_CODE"], "chatglm3-6b");
+        assert!(!list[0].job_env().contains_key("ONRAMP_TRUST_REMOTE_CODE"));
+        let glm = spec("chatglm3-6b");
+        assert_eq!(pick_for_spec(&list, &glm).unwrap().0.name, "glm");
+        assert_eq!(
+            pick_for_spec(&list, &spec("qwen2.5-7b")).unwrap().0.name,
+            "plain"
+        );
+        let e = pick_for_spec(&list[..1], &glm).unwrap_err();
+        assert_eq!((e.status, e.code), (409, ErrorCode::NoBackend), "{e:?}");
+        assert!(
+            e.message.contains("trust_remote_code") && e.message.contains("chatglm3-6b"),
+            "{}",
+            e.message
+        );
+        // Only models that need it may be listed, and the job cannot be given it another way.
+        for bad in [
+            r#""trust_remote_code": ["qwen2.5-7b"]"#,
+            r#""trust_remote_code": ["nope"]"#,
+            r#""env": {"ONRAMP_TRUST_REMOTE_CODE": "chatglm3-6b"}"#,
+        ] {
+            let e = parse(Some(&format!(
+                r#"[{{"name": "x", "kind": "runner", "url": "http://127.0.0.1:1", {bad}}}]"#
+            )))
+            .unwrap_err();
+            assert!(
+                e.contains("trust_remote_code") || e.contains("ONRAMP_TRUST_REMOTE_CODE"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

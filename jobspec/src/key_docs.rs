@@ -201,7 +201,7 @@ pub const KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     (
         "TrainSpec",
         "lora_targets",
-        "加适配器的模块名，或 `[\"all-linear\"]`。",
+        "加适配器的层名，按模型自己的命名(Llama、Qwen、Mistral、DeepSeek：`q_proj` … `down_proj`；ChatGLM：`query_key_value`、`dense`、`dense_h_to_4h`、`dense_4h_to_h`)，或 `[\"all-linear\"]`。默认为注意力投影。",
         r#"["q_proj", "v_proj"]"#,
     ),
     (
@@ -259,12 +259,22 @@ pub const KEY_DOCS: &[(&str, &str, &str, &str)] = &[
         "参数在两次使用之间放在哪里：`none`（GPU）、`cpu` 或 `nvme`（仅 ZeRO 3）。",
         r#""cpu""#,
     ),
-    ("ParallelSpec", "tp", "张量并行度。", "2"),
-    ("ParallelSpec", "pp", "流水线并行度。", "2"),
+    (
+        "ParallelSpec",
+        "tp",
+        "张量并行度。onramp-train 不运行张量并行，所以只接受 1；请用 ZeRO-3 或 sp。",
+        "1",
+    ),
+    (
+        "ParallelSpec",
+        "pp",
+        "流水线并行度。onramp-train 不运行流水线并行，所以只接受 1；请用 ZeRO-3。",
+        "1",
+    ),
     (
         "ParallelSpec",
         "sp",
-        "序列并行度（DeepSpeed-Ulysses）：把每条序列切到多张 GPU 上。",
+        "序列并行度（DeepSpeed-Ulysses，经 Accelerate 的 ALST）：把每条序列切到 sp 张卡上。须整除 seq_len、注意力头数，并与键值头数互相整除；需要 flash_attention = true。",
         "4",
     ),
     (

@@ -155,6 +155,7 @@ pub fn json_schema() -> serde_json::Value {
             prop.insert("allOf".into(), all.into());
         }
     }
+    add_exclusions(&mut value);
     let cards = catalogue_words(crate::catalog::card_ids());
     if let Some(card) = value
         .pointer_mut("/$defs/ResourcesSpec/properties/card")
@@ -291,6 +292,20 @@ fn add_defaults(value: &mut serde_json::Value) {
         {
             prop.insert("default".into(), default);
         }
+    }
+}
+
+/// Keys the reader refuses together: an eval table that both holds out a share and names a
+/// dataset of its own.
+fn add_exclusions(value: &mut serde_json::Value) {
+    if let Some(eval) = value
+        .pointer_mut("/$defs/EvalSpec")
+        .and_then(|p| p.as_object_mut())
+    {
+        eval.insert(
+            "not".into(),
+            serde_json::json!({ "required": ["holdout", "dataset"] }),
+        );
     }
 }
 

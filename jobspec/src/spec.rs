@@ -223,7 +223,9 @@ pub struct TrainSpec {
     /// LoRA scaling numerator: the update is scaled by alpha / rank (default 2 × rank).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lora_alpha: Option<u32>,
-    /// Module names that get adapters, or `["all-linear"]`.
+    /// Layers that get adapters, by the model's own names (Llama, Qwen, Mistral, DeepSeek: `q_proj`
+    /// … `down_proj`; ChatGLM: `query_key_value`, `dense`, `dense_h_to_4h`, `dense_4h_to_h`), or
+    /// `["all-linear"]`. The attention projections by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lora_targets: Option<Vec<String>>,
     /// Seed of the weights' initialisation, the data order and every other random choice.
@@ -426,11 +428,15 @@ pub struct ParallelSpec {
     pub offload_optimizer: Offload,
     /// Where the parameters live between uses: `none` (GPU), `cpu` or `nvme` (ZeRO 3 only).
     pub offload_params: Offload,
-    /// Tensor-parallel degree.
+    /// Tensor-parallel degree. onramp-train does not run tensor parallelism, so only 1 is
+    /// accepted; use ZeRO-3 or sp.
     pub tp: u32,
-    /// Pipeline-parallel degree.
+    /// Pipeline-parallel degree. onramp-train does not run pipeline parallelism, so only 1 is
+    /// accepted; use ZeRO-3.
     pub pp: u32,
-    /// Sequence-parallel degree (DeepSpeed-Ulysses): splits each sequence across GPUs.
+    /// Sequence-parallel degree (DeepSpeed-Ulysses, through Accelerate's ALST): splits each
+    /// sequence across sp cards. It must divide seq_len and the attention heads, and divide or be
+    /// divided by the key/value heads; it needs flash_attention = true.
     pub sp: u32,
 }
 

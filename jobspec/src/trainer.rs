@@ -95,6 +95,9 @@ pub struct TrainerModel {
     pub name: String,
     pub arch: Arch,
     pub max_seq_len: Option<u32>,
+    /// Its repo's own code must run to load it (`trust_remote_code`), which the trainer does
+    /// only where the backend's operator allows the model (`ONRAMP_TRUST_REMOTE_CODE`).
+    pub remote_code: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
@@ -205,6 +208,7 @@ pub fn trainer_plan(v: &ValidSpec) -> TrainerPlan {
                 name: v.model_name().to_string(),
                 arch: *v.arch(),
                 max_seq_len: m.map(|m| m.max_seq_len),
+                remote_code: m.is_some_and(|m| m.remote_code),
             }
         }
         ModelRef::Custom(_) => TrainerModel {
@@ -213,6 +217,7 @@ pub fn trainer_plan(v: &ValidSpec) -> TrainerPlan {
             name: v.model_name().to_string(),
             arch: *v.arch(),
             max_seq_len: None,
+            remote_code: false,
         },
     };
     TrainerPlan {
@@ -368,6 +373,9 @@ pub fn catalog_export() -> Value {
                 "display": m.display,
                 "hf_repo": m.hf_repo,
                 "chat_template": m.chat_template,
+                "family": m.family,
+                "lora_modules": m.family.modules(),
+                "remote_code": m.remote_code,
                 "max_seq_len": m.max_seq_len,
                 "arch": m.arch,
                 "params": crate::estimate::params::count(&m.arch).total,

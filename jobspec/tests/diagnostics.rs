@@ -144,6 +144,7 @@ fn combination_rules() {
             13:18 warning suspicious parallel.offload_params: parameters are offloaded but the optimizer is not; offload the optimizer first, it saves more
             14:6 error bad-value parallel.pp: pp = 2: onramp-train does not run pipeline parallelism, so the job would train without it; split the model's states across the cards with ZeRO-3 instead (parallel.zero_stage = 3, with offload_params = "cpu" if it still does not fit) and set pp = 1
             15:6 error conflict parallel.tp: tp = 3 must divide the 28 attention heads
+            15:6 error bad-value parallel.tp: tp = 3: onramp-train does not run tensor parallelism, so the job would train without it; split the model's states across the cards with ZeRO-3 instead (parallel.zero_stage = 3), and long sequences with sequence parallelism (parallel.sp), and set tp = 1
             16:1 info defaulted resources.time_limit: time_limit not given: using 24h; the hold on the balance is for the whole time limit
             16:1 info defaulted resources.nodes: nodes not given: using 1 node
             19:1 error unknown-key resources.backend: unknown key `backend` in [resources]
@@ -372,5 +373,106 @@ fn hub_repo_ids_resolve_and_near_ids_are_suggested() {
     assert_eq!(
         help("mistralai/Mistral-7B-v0.3", "a100-80g", "unknown-model"),
         "did you mean `mistral-7b`?"
+    );
+}
+
+#[test]
+fn lora_targets_are_the_models_own_layer_names() {
+    let lora = |model: &str, targets: &str| {
+        MINIMAL
+            .replace("task = \"sft\"", "task = \"lora\"")
+            .replace("qwen2.5-7b", model)
+            .replace(
+                "[resources]\ncard = \"a100-80g\"\n",
+                &format!("[train]\nsteps = 10\n{targets}[resources]\ncard = \"a100-80g\"\ntime_limit = \"1h\"\n"),
+            )
+    };
+    // ChatGLM fuses q, k and v into one layer: Llama's names are not its layers.
+    check(
+        &lora("chatglm3-6b", "lora_targets = [\"q_proj\", \"dense\"]\n"),
+        expect![[r#"
+            8:1 info defaulted train.lora_rank: lora_rank not given: using 16
+            10:16 error bad-value train.lora_targets: `q_proj` is not a layer of `chatglm3-6b`; its LoRA targets are query_key_value, dense, dense_h_to_4h, dense_4h_to_h, all-linear
+              help: did you mean `query_key_value`?
+            11:1 info defaulted resources.cards_per_node: cards_per_node not given: using 1 card per node
+            11:1 info defaulted resources.nodes: nodes not given: using 1 node
+            valid: false
+        "#]],
+    );
+    // ChatGLM's names are not a Llama's either.
+    let (valid, diags) = validate_toml(&lora(
+        "qwen2.5-7b",
+        "lora_targets = [\"query_key_value\"]\n",
+    ));
+    assert!(valid.is_none(), "{diags:?}");
+    // Without targets each family adapts its own attention layers, and the estimate counts
+    // ChatGLM's fused q/k/v layer as one: r × (4096 + 4096 + 2 × 2 × 128) for it, r × 2 × 4096
+    // for `dense`, in each of 28 blocks.
+    let glm = validate_toml(&lora("chatglm3-6b", "")).0.unwrap();
+    assert_eq!(glm.lora_targets(), ["query_key_value", "dense"]);
+    let adapter = jobspec::estimate::parameters(&glm).adapter;
+    assert_eq!(adapter, 16 * ((4096 + 4096 + 512) + 2 * 4096) * 28);
+    let plan = jobspec::trainer::trainer_plan(&glm);
+    assert!(plan.model.remote_code);
+    let llama = validate_toml(&lora("llama-3-8b", "")).0.unwrap();
+    assert_eq!(
+        llama.lora_targets(),
+        ["q_proj", "k_proj", "v_proj", "o_proj"]
+    );
+    assert!(!jobspec::trainer::trainer_plan(&llama).model.remote_code);
+}
+
+#[test]
+fn sequence_parallelism_is_refused_where_ulysses_cannot_run_it() {
+    let sp = |model: &str, extra: &str, sp: u32| {
+        let src = MINIMAL.replace("qwen2.5-7b", model).replace(
+            "[resources]\ncard = \"a100-80g\"\n",
+            &format!(
+                "[train]\nsteps = 10\n{extra}[parallel]\nzero_stage = 3\nsp = {sp}\n\
+                 [resources]\ncard = \"a100-80g\"\ncards_per_node = 8\ntime_limit = \"1h\"\n"
+            ),
+        );
+        let (valid, diags) = validate_toml(&src);
+        let errors: Vec<String> = diags
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| format!("{}: {}", d.path, d.message.get(Lang::En)))
+            .collect();
+        (valid.is_some(), errors)
+    };
+    // Llama 3 8B: 32 heads, 8 key/value heads: sp = 8 splits both, sp = 4 splits both.
+    assert_eq!(sp("llama-3-8b", "", 8), (true, vec![]));
+    // Qwen2.5 7B: 28 heads, 4 key/value heads; sp = 2 splits both.
+    assert_eq!(sp("qwen2.5-7b", "", 2), (true, vec![]));
+    let (ok, e) = sp("llama-3-8b", "flash_attention = false\n", 8);
+    assert!(
+        !ok && e[0].starts_with("train.flash_attention: sp = 8"),
+        "{e:?}"
+    );
+    let (ok, e) = sp("chatglm3-6b", "", 2);
+    assert!(
+        !ok && e.iter().any(|e| e.contains("repository's own code")),
+        "{e:?}"
+    );
+    // A custom model of 12 heads and 3 key/value heads: sp = 4 splits the heads, not the 3.
+    let custom =
+        "[model]\nlayers = 2\nhidden = 768\nheads = 12\nkv_heads = 3\nffn = 2048\nvocab = 32000\n";
+    let src = MINIMAL
+        .replace("task = \"sft\"", "task = \"pretrain\"")
+        .replace("model = \"qwen2.5-7b\"\n", "")
+        .replace(
+            "[resources]\ncard = \"a100-80g\"\n",
+            &format!(
+                "[train]\nsteps = 10\n[parallel]\nsp = 4\n{custom}[resources]\ncard = \"a100-80g\"\ncards_per_node = 4\ntime_limit = \"1h\"\n"
+            ),
+        );
+    let (valid, diags) = validate_toml(&src);
+    assert!(valid.is_none());
+    assert!(
+        diags.iter().any(|d| d.is_error()
+            && d.message
+                .get(Lang::En)
+                .contains("3 key/value heads must divide one another")),
+        "{diags:?}"
     );
 }

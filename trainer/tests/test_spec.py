@@ -92,6 +92,9 @@ def test_a_model_built_from_the_catalogue_has_jobspecs_parameter_count():
             model = AutoModelForCausalLM.from_config(hf_config(arch, m["max_seq_len"]))
         counted = sum(p.numel() for p in model.parameters())
         assert counted == m["params"], m["id"]
+        if m["family"] == "llama":  # the names jobspec lets LoRA target are this build's layers
+            names = {n.rsplit(".", 1)[-1] for n, _ in model.named_modules()}
+            assert set(m["lora_modules"]) <= names, m["id"]
 
 
 def test_a_custom_architecture_too():

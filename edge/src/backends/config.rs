@@ -5,7 +5,7 @@
 //! "cards": {"cpu": 1}}]`. No user-supplied URL is ever fetched.
 
 use super::slurm::credentials::Credentials;
-use super::slurm::request::NVME_PATH_ENV;
+use super::slurm::request::{NVME_PATH_ENV, TRUST_REMOTE_CODE_ENV};
 use super::slurm::version::ApiVersion;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -71,6 +71,11 @@ pub struct BackendConfig {
     /// job of this backend.
     #[serde(default)]
     pub nvme_path: Option<String>,
+    /// Catalogue models whose Hugging Face repo runs code of its own to load (ChatGLM3's
+    /// `trust_remote_code`) that this backend's operator allows to run, by id; given to the job
+    /// as `ONRAMP_TRUST_REMOTE_CODE`. A spec of such a model goes only to a backend that lists it.
+    #[serde(default)]
+    pub trust_remote_code: Vec<String>,
     /// An `http://` URL on a private network, allowed where the deployment requires TLS
     /// (`crate::tls`): the operator says so by name.
     #[serde(default)]
@@ -96,7 +101,19 @@ impl BackendConfig {
         if let Some(p) = &self.nvme_path {
             env.insert(NVME_PATH_ENV.into(), p.clone());
         }
+        if !self.trust_remote_code.is_empty() {
+            env.insert(
+                TRUST_REMOTE_CODE_ENV.into(),
+                self.trust_remote_code.join(","),
+            );
+        }
         env
+    }
+
+    /// Whether this backend may run the spec's model: any model that needs no code of its own,
+    /// and one that does only where the operator lists it in `trust_remote_code`.
+    pub fn runs_model(&self, v: &jobspec::ValidSpec) -> bool {
+        remote_code_model(v).is_none_or(|m| self.trust_remote_code.iter().any(|id| id == m.id))
     }
 
     /// The retention in seconds (`parse` has checked that it reads).
@@ -105,6 +122,14 @@ impl BackendConfig {
             .as_deref()
             .and_then(jobspec::duration::parse_duration_s)
             .unwrap_or(super::slurm::request::DEFAULT_RETENTION_S)
+    }
+}
+
+/// The spec's catalogue model when its repo runs code of its own to load (`trust_remote_code`).
+pub fn remote_code_model(v: &jobspec::ValidSpec) -> Option<&'static jobspec::catalog::Model> {
+    match &v.spec().model {
+        jobspec::spec::ModelRef::Id(id) => jobspec::catalog::model(id).filter(|m| m.remote_code),
+        jobspec::spec::ModelRef::Custom(_) => None,
     }
 }
 
@@ -165,11 +190,40 @@ pub fn parse_with(text: Option<&str>, require_tls: bool) -> Result<Vec<BackendCo
         }
         check_text_fields(b)?;
         check_kind_fields(b)?;
+        check_remote_code(b)?;
         while b.url.ends_with('/') {
             b.url.pop();
         }
     }
     Ok(list)
+}
+
+/// `trust_remote_code` names catalogue models that need it, each once; ids are stored as the
+/// catalogue spells them.
+fn check_remote_code(b: &mut BackendConfig) -> Result<(), String> {
+    let needing = || {
+        jobspec::catalog::MODELS
+            .iter()
+            .filter(|m| m.remote_code)
+            .map(|m| m.id)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut ids = Vec::new();
+    for id in &b.trust_remote_code {
+        let Some(m) = jobspec::catalog::model(id).filter(|m| m.remote_code) else {
+            return Err(format!(
+                "BACKENDS: backend {:?} has trust_remote_code {id:?}, which is not a catalogue model that runs code of its own; those are: {}",
+                b.name,
+                needing()
+            ));
+        };
+        if !ids.contains(&m.id.to_string()) {
+            ids.push(m.id.to_string());
+        }
+    }
+    b.trust_remote_code = ids;
+    Ok(())
 }
 
 /// The Slurm-only fields belong to Slurm backends, and hold what Slurm accepts.

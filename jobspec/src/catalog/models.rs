@@ -36,6 +36,68 @@ pub struct Model {
     /// The chat layout its conversations are written in (`chatml`, `llama-3`, …; empty: none of
     /// its own), which the trainer uses when the tokenizer brings no chat template.
     pub chat_template: &'static str,
+    /// How its blocks name their linear layers, which decides what LoRA can target.
+    pub family: Family,
+    /// Its Hugging Face repo runs code of its own (`trust_remote_code`): trained only on a
+    /// backend whose operator allows it by id.
+    pub remote_code: bool,
+}
+
+/// The module layout of a model's blocks: the names PEFT targets LoRA adapters by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// Llama, Qwen2, Mistral, DeepSeek: `q_proj`, `k_proj`, `v_proj`, `o_proj` and the gated
+    /// MLP's `gate_proj`, `up_proj`, `down_proj`.
+    Llama,
+    /// ChatGLM: fused `query_key_value`, `dense`, and the MLP's fused `dense_h_to_4h` and
+    /// `dense_4h_to_h`.
+    ChatGlm,
+}
+
+impl Family {
+    /// The linear layers of one block that LoRA may target, by PEFT module name.
+    pub fn modules(self) -> &'static [&'static str] {
+        match self {
+            Family::Llama => &[
+                "q_proj",
+                "k_proj",
+                "v_proj",
+                "o_proj",
+                "gate_proj",
+                "up_proj",
+                "down_proj",
+            ],
+            Family::ChatGlm => &["query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"],
+        }
+    }
+
+    /// The layer of this family that does the work another family's layer `name` does
+    /// (ChatGLM's `query_key_value` is Llama's `q_proj`, `k_proj` and `v_proj`), so that a
+    /// refusal can name it.
+    pub fn counterpart(self, name: &str) -> Option<&'static str> {
+        const PAIRS: [(&str, &str); 7] = [
+            ("q_proj", "query_key_value"),
+            ("k_proj", "query_key_value"),
+            ("v_proj", "query_key_value"),
+            ("o_proj", "dense"),
+            ("gate_proj", "dense_h_to_4h"),
+            ("up_proj", "dense_h_to_4h"),
+            ("down_proj", "dense_4h_to_h"),
+        ];
+        PAIRS.iter().find_map(|&(llama, glm)| match self {
+            Family::Llama => (glm == name).then_some(llama),
+            Family::ChatGlm => (llama == name).then_some(glm),
+        })
+    }
+
+    /// The targets LoRA gets when the spec names none: the attention projections.
+    pub fn default_lora_targets(self) -> &'static [&'static str] {
+        match self {
+            Family::Llama => &["q_proj", "k_proj", "v_proj", "o_proj"],
+            Family::ChatGlm => &["query_key_value", "dense"],
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)] // one argument per config.json field, in that order
@@ -71,6 +133,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 4096,
         hf_repo: "deepseek-ai/deepseek-llm-7b-base",
         chat_template: "deepseek",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 6_910_000_000,
     },
     // huggingface.co/deepseek-ai/deepseek-llm-7b-chat: the base model's config, tuned for chat.
@@ -81,6 +145,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 4096,
         hf_repo: "deepseek-ai/deepseek-llm-7b-chat",
         chat_template: "deepseek",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 6_910_000_000,
     },
     // huggingface.co/deepseek-ai/DeepSeek-R1-Distill-Qwen-7B config.json (Qwen2.5-Math-7B
@@ -93,6 +159,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 131_072,
         hf_repo: "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
         chat_template: "deepseek-r1",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 7_620_000_000,
     },
     // huggingface.co/Qwen/Qwen2.5-7B config.json; Qwen2.5 technical report (2024) table 1:
@@ -104,6 +172,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 131_072,
         hf_repo: "Qwen/Qwen2.5-7B",
         chat_template: "chatml",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 7_610_000_000,
     },
     // huggingface.co/Qwen/Qwen2.5-7B-Instruct config.json: the base's numbers, 32K positions (128K with YaRN).
@@ -114,6 +184,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 32_768,
         hf_repo: "Qwen/Qwen2.5-7B-Instruct",
         chat_template: "chatml",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 7_610_000_000,
     },
     // huggingface.co/Qwen/Qwen2.5-14B config.json: 48 layers, hidden 5120, 40 heads, 8 KV heads,
@@ -125,6 +197,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 131_072,
         hf_repo: "Qwen/Qwen2.5-14B",
         chat_template: "chatml",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 14_700_000_000,
     },
     // huggingface.co/Qwen/Qwen2.5-14B-Instruct config.json: the base's numbers, 32K positions.
@@ -135,6 +209,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 32_768,
         hf_repo: "Qwen/Qwen2.5-14B-Instruct",
         chat_template: "chatml",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 14_700_000_000,
     },
     // huggingface.co/Qwen/Qwen2.5-72B config.json: 80 layers, hidden 8192, 64 heads, 8 KV heads,
@@ -146,6 +222,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 131_072,
         hf_repo: "Qwen/Qwen2.5-72B",
         chat_template: "chatml",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 72_700_000_000,
     },
     // huggingface.co/Qwen/Qwen2.5-72B-Instruct config.json: the base's numbers, 32K positions.
@@ -156,6 +234,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 32_768,
         hf_repo: "Qwen/Qwen2.5-72B-Instruct",
         chat_template: "chatml",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 72_700_000_000,
     },
     // huggingface.co/meta-llama/Meta-Llama-3-8B config.json: 32 layers, hidden 4096, 32 heads,
@@ -167,6 +247,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 8192,
         hf_repo: "meta-llama/Meta-Llama-3-8B",
         chat_template: "llama-3",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 8_030_000_000,
     },
     // huggingface.co/meta-llama/Meta-Llama-3-8B-Instruct config.json: the base's numbers.
@@ -177,6 +259,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 8192,
         hf_repo: "meta-llama/Meta-Llama-3-8B-Instruct",
         chat_template: "llama-3",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 8_030_000_000,
     },
     // huggingface.co/meta-llama/Meta-Llama-3-70B config.json: 80 layers, hidden 8192, 64 heads,
@@ -188,6 +272,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 8192,
         hf_repo: "meta-llama/Meta-Llama-3-70B",
         chat_template: "llama-3",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 70_600_000_000,
     },
     // huggingface.co/meta-llama/Meta-Llama-3-70B-Instruct config.json: the base's numbers.
@@ -198,6 +284,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 8192,
         hf_repo: "meta-llama/Meta-Llama-3-70B-Instruct",
         chat_template: "llama-3",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 70_600_000_000,
     },
     // huggingface.co/THUDM/chatglm3-6b config.json: num_layers 28, hidden 4096, 32 heads,
@@ -210,6 +298,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 8192,
         hf_repo: "THUDM/chatglm3-6b",
         chat_template: "chatglm3",
+        family: Family::ChatGlm,
+        remote_code: true,
         published_params: 6_240_000_000,
     },
     // huggingface.co/mistralai/Mistral-7B-v0.1 config.json: 32 layers, hidden 4096, 32 heads,
@@ -221,6 +311,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 32_768,
         hf_repo: "mistralai/Mistral-7B-v0.1",
         chat_template: "mistral",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 7_240_000_000,
     },
     // huggingface.co/mistralai/Mistral-7B-Instruct-v0.2 config.json: v0.1's numbers, 32K context without sliding window.
@@ -231,6 +323,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 32_768,
         hf_repo: "mistralai/Mistral-7B-Instruct-v0.2",
         chat_template: "mistral",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 7_240_000_000,
     },
     // karpathy/llama2.c README, "custom tokenizers" table, and the header of stories260K.bin
@@ -242,6 +336,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 512,
         hf_repo: "karpathy/tinyllamas/stories260K",
         chat_template: "",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 260_000,
     },
     // karpathy/llama2.c README model table: dim 288, 6 layers, 6 heads, seq 256, 15M;
@@ -253,6 +349,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 256,
         hf_repo: "karpathy/tinyllamas/stories15M.bin",
         chat_template: "",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 15_000_000,
     },
     // karpathy/llama2.c README: dim 512, 8 layers, 8 heads, seq 1024, 42M; hidden_dim 1376.
@@ -263,6 +361,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 1024,
         hf_repo: "karpathy/tinyllamas/stories42M.bin",
         chat_template: "",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 42_000_000,
     },
     // karpathy/llama2.c README: dim 768, 12 layers, 12 heads, seq 1024, 110M; hidden_dim 2048.
@@ -273,6 +373,8 @@ pub const MODELS: &[Model] = &[
         max_seq_len: 1024,
         hf_repo: "karpathy/tinyllamas/stories110M.bin",
         chat_template: "",
+        family: Family::Llama,
+        remote_code: false,
         published_params: 110_000_000,
     },
 ];

@@ -1,6 +1,6 @@
 //! Parameter counts of a llama-family decoder and of its LoRA adapters, from the shapes.
 
-use crate::catalog::Arch;
+use crate::catalog::{Arch, Family};
 use serde::Serialize;
 
 /// Parameter counts of a model as trained by one spec.
@@ -74,10 +74,25 @@ pub fn count(a: &Arch) -> ParamCount {
     }
 }
 
-/// LoRA adds A (r × in) and B (out × r) to each targeted projection of every block.
-pub fn lora_adapter(a: &Arch, rank: u32, targets: &[String]) -> u64 {
+/// The (in, out) shape of each linear layer of one block as the family names and fuses them
+/// (ChatGLM's `query_key_value` is q, k and v in one; its `dense_h_to_4h` is gate and up).
+pub fn family_linears(a: &Arch, family: Family) -> Vec<(&'static str, u64, u64)> {
+    let [q, k, v, o, gate, up, down] = block_linears(a);
+    match family {
+        Family::Llama => vec![q, k, v, o, gate, up, down],
+        Family::ChatGlm => vec![
+            ("query_key_value", q.1, q.2 + k.2 + v.2),
+            ("dense", o.1, o.2),
+            ("dense_h_to_4h", gate.1, gate.2 + up.2),
+            ("dense_4h_to_h", down.1, down.2),
+        ],
+    }
+}
+
+/// LoRA adds A (r × in) and B (out × r) to each targeted linear layer of every block.
+pub fn lora_adapter(a: &Arch, family: Family, rank: u32, targets: &[String]) -> u64 {
     let all = targets.iter().any(|t| t == "all-linear");
-    let per_block: u64 = block_linears(a)
+    let per_block: u64 = family_linears(a, family)
         .iter()
         .filter(|(name, _, _)| all || targets.iter().any(|t| t == name))
         .map(|(_, i, o)| u64::from(rank) * (i + o))

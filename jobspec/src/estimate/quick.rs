@@ -10,7 +10,7 @@ use crate::validate::ValidSpec;
 pub fn parameters(v: &ValidSpec) -> ParamCount {
     let mut pc = params::count(v.arch());
     if v.spec().task.is_adapter() {
-        pc.adapter = params::lora_adapter(v.arch(), v.lora_rank(), v.lora_targets());
+        pc.adapter = params::lora_adapter(v.arch(), v.family(), v.lora_rank(), v.lora_targets());
         pc.trainable = pc.adapter;
     }
     pc

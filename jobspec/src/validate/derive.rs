@@ -3,15 +3,26 @@
 //! functions of the spec: the rules (`rules.rs`) check their results and word what is wrong,
 //! and `ValidSpec` carries them.
 
-use super::valid::{DEFAULT_MFU_CPU, DEFAULT_MFU_GPU};
-use crate::catalog::Card;
-use crate::spec::{EvalSpec, JobSpec};
+use crate::catalog::{self, Card, Family};
+use crate::spec::{EvalSpec, JobSpec, ModelRef};
+
+/// Default model FLOPs utilisation on GPUs: a typical well-tuned dense-transformer figure
+/// (Megatron-LM and PaLM report 0.4–0.55; 0.4 is the conservative end).
+pub const DEFAULT_MFU_GPU: f64 = 0.40;
+/// Default utilisation of the local runner's CPU cores for candle training.
+pub const DEFAULT_MFU_CPU: f64 = 0.20;
 
 /// LoRA's rank when the spec gives none (alpha is twice the rank unless given).
 pub const DEFAULT_LORA_RANK: u32 = 16;
 
-/// The modules LoRA adapts when the spec names none.
-pub const DEFAULT_LORA_TARGETS: [&str; 4] = ["q_proj", "k_proj", "v_proj", "o_proj"];
+/// How the spec's model names its layers: the catalogue's family, Llama's for an architecture
+/// given by its numbers (the trainer builds it as a Llama).
+pub fn family(spec: &JobSpec) -> Family {
+    match &spec.model {
+        ModelRef::Id(id) => catalog::model(id).map_or(Family::Llama, |m| m.family),
+        ModelRef::Custom(_) => Family::Llama,
+    }
+}
 
 /// Total cards, and the data-parallel size (`None` when tp × pp × sp does not divide them).
 pub fn world_and_dp(spec: &JobSpec) -> (u32, Option<u32>) {
@@ -92,10 +103,13 @@ pub fn lora(spec: &JobSpec) -> (u32, u32, Vec<String>) {
     let t = &spec.train;
     let rank = t.lora_rank.unwrap_or(DEFAULT_LORA_RANK);
     let alpha = t.lora_alpha.unwrap_or(rank.saturating_mul(2));
-    let targets = t
-        .lora_targets
-        .clone()
-        .unwrap_or_else(|| DEFAULT_LORA_TARGETS.map(String::from).to_vec());
+    let targets = t.lora_targets.clone().unwrap_or_else(|| {
+        family(spec)
+            .default_lora_targets()
+            .iter()
+            .map(|t| t.to_string())
+            .collect()
+    });
     (rank, alpha, targets)
 }
 
@@ -207,7 +221,13 @@ mod tests {
     fn lora_defaults_are_rank_16_alpha_twice_and_the_attention_projections() {
         assert_eq!(
             lora(&spec("", "", "")),
-            (16, 32, DEFAULT_LORA_TARGETS.map(String::from).to_vec())
+            (
+                16,
+                32,
+                ["q_proj", "k_proj", "v_proj", "o_proj"]
+                    .map(String::from)
+                    .to_vec()
+            )
         );
         let (r, a, t) = lora(&spec(
             "lora_rank = 4\nlora_targets = [\"all-linear\"]",

@@ -20,12 +20,13 @@ mod text;
 mod tuning;
 mod valid;
 use checker::span_at;
+pub use derive::{DEFAULT_MFU_CPU, DEFAULT_MFU_GPU};
 use rules::check;
 pub use text::{
     DATASET_ID_HEX, DATASET_ID_PREFIX, LABEL_PATTERN, is_clean_text, is_dataset_id, is_job_id,
 };
 pub(crate) use text::{is_refused, not_a_job_id, one_line};
-pub use valid::{DEFAULT_MFU_CPU, DEFAULT_MFU_GPU, LORA_TARGETS, NodeOverride, ValidSpec};
+pub use valid::{ALL_LINEAR, NodeOverride, ValidSpec};
 
 /// Which text format a spec is written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,12 +1,80 @@
-//! The parallel settings DeepSpeed allows together, and the settings onramp-train does not run
-//! (pipeline parallelism, selective recomputation).
+//! The parallel settings DeepSpeed allows together, sequence parallelism as onramp-train runs it
+//! (DeepSpeed's Ulysses), and the settings onramp-train does not run (pipeline parallelism,
+//! selective recomputation).
 
 use super::checker::Checker;
+use crate::catalog::{self, Arch};
 use crate::diag::Code;
-use crate::spec::{ParallelSpec, Recompute, TrainSpec};
+use crate::spec::{JobSpec, ModelRef, ParallelSpec, Recompute, TrainSpec};
 
-/// DeepSpeed's own combination rules, and pipeline parallelism, which onramp-train does not run
-/// (a setting the job would ignore is refused, never costed and then dropped).
+/// Sequence parallelism as onramp-train runs it, DeepSpeed's Ulysses: every sequence split
+/// evenly, the attention heads (and the key/value heads, or their copies) split evenly across
+/// the `sp` ranks, and an attention that Ulysses wraps (SDPA or FlashAttention, which
+/// `flash_attention` selects; not eager, not a model's own code).
+pub(super) fn check_sequence_parallel(c: &mut Checker<'_>, spec: &JobSpec, arch: Option<&Arch>) {
+    let sp = spec.parallel.sp;
+    if spec.data.seq_len.checked_rem(sp) != Some(0) {
+        c.error(
+            Code::Conflict,
+            "parallel.sp",
+            format!("sp = {sp} must divide seq_len = {}", spec.data.seq_len),
+            format!("sp = {sp} 必须整除 seq_len = {}", spec.data.seq_len),
+        );
+    }
+    if sp <= 1 {
+        return;
+    }
+    if let Some(a) = arch {
+        if !a.heads.is_multiple_of(sp) {
+            c.error(
+                Code::Conflict,
+                "parallel.sp",
+                format!(
+                    "sp = {sp} must divide the {} attention heads (DeepSpeed-Ulysses splits heads)",
+                    a.heads
+                ),
+                format!(
+                    "sp = {sp} 必须整除 {} 个注意力头（DeepSpeed-Ulysses 按头切分）",
+                    a.heads
+                ),
+            );
+        } else if !a.kv_heads.is_multiple_of(sp) && !sp.is_multiple_of(a.kv_heads.max(1)) {
+            c.error(
+                Code::Conflict,
+                "parallel.sp",
+                format!(
+                    "sp = {sp} and the {} key/value heads must divide one another (DeepSpeed-Ulysses splits them, or copies them when there are fewer)",
+                    a.kv_heads
+                ),
+                format!(
+                    "sp = {sp} 与 {} 个键值头必须能互相整除（DeepSpeed-Ulysses 切分它们，较少时复制）",
+                    a.kv_heads
+                ),
+            );
+        }
+    }
+    if !spec.train.flash_attention {
+        c.error(
+            Code::Conflict,
+            "train.flash_attention",
+            format!("sp = {sp} runs DeepSpeed-Ulysses around SDPA or FlashAttention, not eager attention; set flash_attention = true or sp = 1"),
+            format!("sp = {sp} 的 DeepSpeed-Ulysses 包裹的是 SDPA 或 FlashAttention，而不是普通注意力；请设 flash_attention = true 或 sp = 1"),
+        );
+    }
+    if let ModelRef::Id(id) = &spec.model
+        && catalog::model(id).is_some_and(|m| m.remote_code)
+    {
+        c.error(
+            Code::Conflict,
+            "parallel.sp",
+            format!("sp = {sp}: `{id}` attends with its repository's own code, which DeepSpeed-Ulysses cannot wrap; set sp = 1 (ZeRO-3 with offload_params = \"cpu\" saves memory instead)"),
+            format!("sp = {sp}：`{id}` 用其仓库自带的代码计算注意力，DeepSpeed-Ulysses 无法包裹；请设 sp = 1（可改用 ZeRO-3 加 offload_params = \"cpu\" 节省显存）"),
+        );
+    }
+}
+
+/// DeepSpeed's own combination rules, and tensor and pipeline parallelism, which onramp-train
+/// does not run (a setting the job would ignore is refused, never costed and then dropped).
 pub(super) fn check_deepspeed(c: &mut Checker<'_>, p: &ParallelSpec) {
     if p.pp > 1 {
         c.error(
@@ -22,6 +90,23 @@ pub(super) fn check_deepspeed(c: &mut Checker<'_>, p: &ParallelSpec) {
                 "pp = {}：onramp-train 不运行流水线并行，作业会在没有它的情况下训练；\
                  请改用 ZeRO-3 把模型状态分到各卡上（parallel.zero_stage = 3，仍放不下时再设 offload_params = \"cpu\"），并设 pp = 1",
                 p.pp
+            ),
+        );
+    }
+    if p.tp > 1 {
+        c.error(
+            Code::BadValue,
+            "parallel.tp",
+            format!(
+                "tp = {}: onramp-train does not run tensor parallelism, so the job would train without it; \
+                 split the model's states across the cards with ZeRO-3 instead (parallel.zero_stage = 3), \
+                 and long sequences with sequence parallelism (parallel.sp), and set tp = 1",
+                p.tp
+            ),
+            format!(
+                "tp = {}：onramp-train 不运行张量并行，作业会在没有它的情况下训练；\
+                 请改用 ZeRO-3 把模型状态分到各卡上（parallel.zero_stage = 3），长序列用序列并行（parallel.sp），并设 tp = 1",
+                p.tp
             ),
         );
     }

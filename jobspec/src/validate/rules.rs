@@ -5,7 +5,7 @@ use super::checker::Checker;
 use super::derive::{self, RunLength};
 use super::ranges::check_ranges;
 use super::text::check_free_text;
-use super::valid::{LORA_TARGETS, ValidSpec};
+use super::valid::{ALL_LINEAR, ValidSpec};
 use crate::catalog::{self, Arch};
 use crate::diag::{Code, Diagnostic, did_you_mean, hint};
 use crate::node::Node;
@@ -33,7 +33,7 @@ pub(super) fn check(
     if let Some(a) = &arch {
         check_heads(&mut c, &spec.parallel, a);
     }
-    check_sequence_split(&mut c, &spec);
+    super::parallel::check_sequence_parallel(&mut c, &spec, arch.as_ref());
     super::parallel::check_deepspeed(&mut c, &spec.parallel);
     super::parallel::check_recompute(&mut c, &spec.train);
     super::tuning::check_tuning(&mut c, &spec, card);
@@ -87,6 +87,18 @@ fn resolve_card(c: &mut Checker<'_>, spec: &JobSpec) -> Option<&'static catalog:
             );
             None
         }
+    }
+}
+
+/// The model as a diagnostic names it, in English and Chinese: its catalogue id, or a model
+/// given by its numbers.
+fn model_label(spec: &JobSpec) -> (String, String) {
+    match &spec.model {
+        ModelRef::Id(id) => (format!("`{id}`"), format!("`{id}`")),
+        ModelRef::Custom(_) => (
+            "a Llama-style model given by its numbers".into(),
+            "按数字给出的 Llama 式模型".into(),
+        ),
     }
 }
 
@@ -181,7 +193,7 @@ fn check_cluster(c: &mut Checker<'_>, spec: &JobSpec, card: Option<&catalog::Car
     (world, dp)
 }
 
-/// Tensor, sequence and pipeline parallelism against the model's heads and layers.
+/// Tensor and pipeline parallelism against the model's heads and layers.
 fn check_heads(c: &mut Checker<'_>, p: &ParallelSpec, a: &Arch) {
     if a.heads.checked_rem(p.tp) != Some(0) {
         c.error(
@@ -189,20 +201,6 @@ fn check_heads(c: &mut Checker<'_>, p: &ParallelSpec, a: &Arch) {
             "parallel.tp",
             format!("tp = {} must divide the {} attention heads", p.tp, a.heads),
             format!("tp = {} 必须整除 {} 个注意力头", p.tp, a.heads),
-        );
-    }
-    if a.heads.checked_rem(p.sp) != Some(0) {
-        c.error(
-            Code::Conflict,
-            "parallel.sp",
-            format!(
-                "sp = {} must divide the {} attention heads (DeepSpeed-Ulysses splits heads)",
-                p.sp, a.heads
-            ),
-            format!(
-                "sp = {} 必须整除 {} 个注意力头（DeepSpeed-Ulysses 按头切分）",
-                p.sp, a.heads
-            ),
         );
     }
     if a.layers.checked_rem(p.pp) != Some(0) {
@@ -214,19 +212,6 @@ fn check_heads(c: &mut Checker<'_>, p: &ParallelSpec, a: &Arch) {
                 p.pp, a.layers
             ),
             format!("pp = {} 不能整除 {} 层：各流水线阶段不均衡", p.pp, a.layers),
-        );
-    }
-}
-
-/// Sequence parallelism splits every sequence evenly.
-fn check_sequence_split(c: &mut Checker<'_>, spec: &JobSpec) {
-    let p = &spec.parallel;
-    if spec.data.seq_len.checked_rem(p.sp) != Some(0) {
-        c.error(
-            Code::Conflict,
-            "parallel.sp",
-            format!("sp = {} must divide seq_len = {}", p.sp, spec.data.seq_len),
-            format!("sp = {} 必须整除 seq_len = {}", p.sp, spec.data.seq_len),
         );
     }
 }
@@ -527,22 +512,34 @@ fn check_lora(c: &mut Checker<'_>, spec: &JobSpec) -> (u32, u32, Vec<String>) {
             "lora_targets 为空：没有可训练的参数".into(),
         );
     }
+    let family = derive::family(spec);
+    let known: Vec<&str> = family
+        .modules()
+        .iter()
+        .copied()
+        .chain([ALL_LINEAR])
+        .collect();
+    let (en, zh) = model_label(spec);
     for target in &targets {
-        if !LORA_TARGETS.contains(&target.as_str()) {
+        if !known.contains(&target.as_str()) {
             c.push(
                 Diagnostic::error(
                     Code::BadValue,
                     "train.lora_targets",
                     format!(
-                        "unknown LoRA target `{target}`; known: {}",
-                        LORA_TARGETS.join(", ")
+                        "`{target}` is not a layer of {en}; its LoRA targets are {}",
+                        known.join(", ")
                     ),
                     format!(
-                        "未知的 LoRA 目标 `{target}`；可选：{}",
-                        LORA_TARGETS.join(", ")
+                        "`{target}` 不是 {zh} 的层；它的 LoRA 目标可选：{}",
+                        known.join(", ")
                     ),
                 )
-                .with_help(hint(did_you_mean(target, LORA_TARGETS.iter().copied()))),
+                .with_help(hint(
+                    family
+                        .counterpart(target)
+                        .or_else(|| did_you_mean(target, known.iter().copied())),
+                )),
             );
         }
     }

@@ -1,26 +1,12 @@
 //! A spec that passed validation, with everything the estimators need resolved (`rules.rs`
 //! builds it), and the defaults it resolves with.
 
-use crate::catalog::{self, Arch, Card};
+use super::derive::{DEFAULT_MFU_CPU, DEFAULT_MFU_GPU};
+use crate::catalog::{self, Arch, Card, Family};
 use crate::spec::*;
 
-/// Default model FLOPs utilisation on GPUs: a typical well-tuned dense-transformer figure
-/// (Megatron-LM and PaLM report 0.4–0.55; 0.4 is the conservative end).
-pub const DEFAULT_MFU_GPU: f64 = 0.40;
-/// Default utilisation of the local runner's CPU cores for candle training.
-pub const DEFAULT_MFU_CPU: f64 = 0.20;
-
-/// Module names that may carry LoRA adapters (Hugging Face PEFT names for llama-family models).
-pub const LORA_TARGETS: &[&str] = &[
-    "q_proj",
-    "k_proj",
-    "v_proj",
-    "o_proj",
-    "gate_proj",
-    "up_proj",
-    "down_proj",
-    "all-linear",
-];
+/// The LoRA target that means every linear layer of every block, in any family.
+pub const ALL_LINEAR: &str = "all-linear";
 
 /// A spec that passed validation, with everything the estimators need resolved.
 #[derive(Clone, Debug, PartialEq)]
@@ -103,6 +89,10 @@ impl ValidSpec {
     }
     pub fn lora_targets(&self) -> &[String] {
         &self.lora_targets
+    }
+    /// How the model names its layers (what the LoRA targets are names in).
+    pub fn family(&self) -> Family {
+        super::derive::family(&self.spec)
     }
     /// The same job on another card type, same cluster shape (clamped to what a node holds);
     /// MFU follows the card type unless the spec fixed it.

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ModelNotFound
+from .errors import ModelNotFound, SpecError
 from .spec import Arch, Plan
 
 # The chat layouts, one file that the dataset checker (Rust, datacheck) reads too, so that its
@@ -44,6 +44,31 @@ class ModelSource:
 
     kind: str
     where: str
+    # Loading it runs its repo's own code (`trust_remote_code`); the operator allowed it.
+    remote_code: bool = False
+
+
+# The catalogue ids of the models whose repo code the backend's operator allows to run
+# (comma-separated; the backend's `trust_remote_code`, set by the edge).
+TRUST_REMOTE_CODE_ENV = "ONRAMP_TRUST_REMOTE_CODE"
+
+
+def remote_code_allowed(plan: Plan) -> bool:
+    """Whether this plan's model may run its repo's own code: False for a model that needs
+    none; True where the operator lists it in `ONRAMP_TRUST_REMOTE_CODE`; otherwise the run is
+    refused before any work, since the model cannot load without it."""
+    if not plan.model.remote_code:
+        return False
+    listed = os.environ.get(TRUST_REMOTE_CODE_ENV, "")
+    allowed = {m.strip().lower() for m in listed.split(",") if m.strip()}
+    if (plan.model.id or "").lower() in allowed:
+        return True
+    raise SpecError(
+        f"model `{plan.model.id}` loads only by running code from its repository "
+        f"({plan.model.hf_repo}, trust_remote_code), and this backend's operator has not allowed "
+        f"it: the operator adds `{plan.model.id}` to the backend's trust_remote_code (it reaches "
+        f"the job as {TRUST_REMOTE_CODE_ENV}), or choose a model that needs no code of its own"
+    )
 
 
 def models_root() -> Path | None:
@@ -62,16 +87,17 @@ def _catalogue_model(plan: Plan) -> ModelSource:
     """The catalogue model's Hugging Face folder (`ONRAMP_MODELS/<id>`), else its hub repo where
     the machine has the hub; raises ModelNotFound naming where it looked."""
     looked = []
+    remote = remote_code_allowed(plan)
     root = models_root()
     if root is not None:
         folder = root / plan.model.id
         if (folder / "config.json").is_file():
-            return ModelSource("folder", str(folder))
+            return ModelSource("folder", str(folder), remote)
         looked.append(f"{folder} (no config.json there)")
     else:
         looked.append("ONRAMP_MODELS/<id> (ONRAMP_MODELS is not set)")
     if os.environ.get("ONRAMP_HUB") == "1" and plan.model.hf_repo:
-        return ModelSource("hub", plan.model.hf_repo)
+        return ModelSource("hub", plan.model.hf_repo, remote)
     looked.append(
         f"the hub repo {plan.model.hf_repo} (not tried: this machine does not declare hub "
         "access; set ONRAMP_HUB=1 where it has it)"
@@ -106,7 +132,11 @@ def hf_config(arch: Arch, max_positions: int):
 def attention(plan: Plan, cuda: bool) -> str:
     """The attention implementation `train.flash_attention` asks for: FlashAttention 2 on a GPU
     that has the `flash_attn` package, else PyTorch's fused SDPA kernels (neither stores the s×s
-    scores, which is what the memory estimate assumed); `eager` when flash attention is off."""
+    scores, which is what the memory estimate assumed); `eager` when flash attention is off. A
+    model of remote code brings its own attention (ChatGLM's calls PyTorch's SDPA itself), and
+    Transformers cannot choose one for it: `its own`."""
+    if plan.model.remote_code:
+        return "its own"
     if not plan.flash_attention:
         return "eager"
     if cuda and importlib.util.find_spec("flash_attn") is not None:
@@ -131,6 +161,9 @@ def build(plan: Plan, source: ModelSource, dtype, quantization=None, cuda: bool 
         from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled
 
         kwargs = load_kwargs(dtype, attn, quantization, is_deepspeed_zero3_enabled())
+        if source.remote_code:
+            kwargs["trust_remote_code"] = True
+            del kwargs["attn_implementation"]
         return AutoModelForCausalLM.from_pretrained(source.where, **kwargs)
     except OSError as e:
         raise ModelNotFound(f"cannot load the model from {source.where}: {e}") from e
@@ -174,7 +207,7 @@ def tokenizer(plan: Plan, source: ModelSource):
                 raise ModelNotFound(f"{missing}; and {e}") from e
             return _ready(tok, plan)
     if source.kind in ("folder", "hub"):
-        tok = AutoTokenizer.from_pretrained(source.where)
+        tok = AutoTokenizer.from_pretrained(source.where, trust_remote_code=source.remote_code)
     else:
         tok = _tokenizer_for_vocab(plan.model.arch.vocab)
     return _ready(tok, plan)

@@ -60,6 +60,8 @@ class TrainerModel:
     name: str
     arch: Arch
     max_seq_len: int | None
+    # Loading it runs its repo's own code: only where the operator allows the model.
+    remote_code: bool
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,8 @@ def preflight(plan: Plan) -> bool:
             "(CUDA_VISIBLE_DEVICES, driver); set ONRAMP_TRAIN_DEVICE=cpu to run it on the CPU"
         )
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world == 1 and plan.is_gpu:
+        single_process_rendezvous()
     if world != plan.world_size:
         raise SpecError(
             f"the spec plans {plan.world_size} card(s) but {world} process(es) were launched; "
@@ -109,6 +111,21 @@ def preflight(plan: Plan) -> bool:
         )
     missing_trackers(plan.report_to)
     return cuda
+
+
+def single_process_rendezvous() -> None:
+    """A one-card DeepSpeed run started without a launcher (`python -m onramp_train`) is a world
+    of one on this machine: without RANK and a master address DeepSpeed would look for MPI."""
+    if "RANK" in os.environ:
+        return
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    os.environ.update(
+        RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
+    )
 
 
 def training_arguments(plan: Plan, ds: dict[str, Any], out: Path, cuda: bool, evaluate: bool):
@@ -156,6 +173,55 @@ def training_arguments(plan: Plan, ds: dict[str, Any], out: Path, cuda: bool, ev
         include_num_input_tokens_seen=True,
         disable_tqdm=True,
         dataloader_num_workers=0,
+        parallelism_config=sequence_parallel(plan, cuda),
+    )
+
+
+def collator(plan: Plan, tok):
+    """Pads each batch to its longest example, labels with the ignored index. Under sequence
+    parallelism on the right, to a multiple of `sp` (Ulysses cuts each sequence into `sp` equal
+    parts and attends without the padding mask, so padding must come after every real token),
+    with every token's position given, as its part no longer says where it sits."""
+    import copy
+
+    from transformers import DataCollatorForSeq2Seq
+
+    if plan.sp <= 1:
+        return DataCollatorForSeq2Seq(tok, padding=True, label_pad_token_id=data.IGNORE)
+    tok = copy.copy(tok)
+    tok.padding_side = "right"
+    pad = DataCollatorForSeq2Seq(
+        tok, padding=True, label_pad_token_id=data.IGNORE, pad_to_multiple_of=plan.sp
+    )
+
+    def with_positions(features):
+        import torch
+
+        batch = pad(features)
+        ids = batch["input_ids"]
+        batch["position_ids"] = torch.arange(ids.shape[1]).expand_as(ids).clone()
+        return batch
+
+    return with_positions
+
+
+def sequence_parallel(plan: Plan, cuda: bool):
+    """`parallel.sp`: DeepSpeed's Ulysses sequence parallelism (ALST) through Accelerate. Each
+    group of `sp` ranks reads the same sequences, holds 1/sp of each one's tokens, and swaps
+    heads for tokens around attention (all-to-all); None without it."""
+    if plan.sp <= 1:
+        return None
+    from accelerate.parallelism_config import ParallelismConfig
+    from accelerate.utils import DeepSpeedSequenceParallelConfig
+
+    return ParallelismConfig(
+        sp_backend="deepspeed",
+        sp_size=plan.sp,
+        dp_shard_size=1,
+        sp_handler=DeepSpeedSequenceParallelConfig(
+            sp_seq_length_is_variable=True,
+            sp_attn_implementation=models.attention(plan, cuda),
+        ),
     )
 
 
@@ -231,6 +297,10 @@ def nvme_offload(ds: dict[str, Any], out: Path) -> tuple[dict[str, Any], Path | 
 def run(the_run: TrainerRun, out: Path) -> Path:
     """Trains the run into `out`; an NVMe swap folder it made goes when it ends, however."""
     ds, swap = nvme_offload(the_run.ds_config or {}, out)
+    if the_run.plan.sp > 1 and ds:
+        # Transformers checks the batch as ranks × micro × accumulation; Accelerate then sets it
+        # to the data-parallel groups' (jobspec's figure) as it starts DeepSpeed's Ulysses.
+        ds = {**ds, "train_batch_size": "auto"}
     if swap is not None:
         say(f"offload: NVMe swap files in {swap}")
     try:
@@ -242,7 +312,7 @@ def run(the_run: TrainerRun, out: Path) -> Path:
 
 def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
     import torch
-    from transformers import DataCollatorForSeq2Seq, PrinterCallback, Trainer
+    from transformers import PrinterCallback, Trainer
     from transformers.trainer_utils import get_last_checkpoint
 
     plan = the_run.plan
@@ -296,7 +366,7 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
         args=args,
         train_dataset=train_set,
         eval_dataset=eval_set,
-        data_collator=DataCollatorForSeq2Seq(tok, padding=True, label_pad_token_id=data.IGNORE),
+        data_collator=collator(plan, tok),
         processing_class=tok,
         compute_metrics=evaluate.token_accuracy if eval_set is not None else None,
         preprocess_logits_for_metrics=evaluate.argmax_logits if eval_set is not None else None,
@@ -443,6 +513,11 @@ def initial_model(plan: Plan, source, cuda: bool):
     dtype = _dtype(plan, cuda)
     quant = _quantization(plan) if plan.task == "qlora" else None
     say(f"attention: {models.attention(plan, cuda)}")
+    if plan.sp > 1:
+        say(
+            f"sequence parallel: {plan.sp} ranks per sequence (DeepSpeed Ulysses), "
+            f"{plan.world_size // plan.sp} sequence group(s)"
+        )
     model = models.build(plan, source, dtype, quant, cuda)
     held = models.partitioned(model)
     if held is not None:

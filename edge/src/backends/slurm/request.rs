@@ -46,9 +46,14 @@ pub fn log_path(work_dir: &str) -> String {
 /// Where a job finds its node's NVMe folder (a backend's `nvme_path`).
 pub const NVME_PATH_ENV: &str = "ONRAMP_NVME_PATH";
 
+/// The catalogue models a job may load by running their repo's code (a backend's
+/// `trust_remote_code`, comma-separated).
+pub const TRUST_REMOTE_CODE_ENV: &str = "ONRAMP_TRUST_REMOTE_CODE";
+
 /// Variables the edge sets for every job, which no configuration may replace: the report hooks,
 /// `PATH`, those that say where the job works (a shared `ONRAMP_OUTPUT_DIR` would put every
-/// job's checkpoints in one folder again) and the NVMe folder (set by `nvme_path`).
+/// job's checkpoints in one folder again), the NVMe folder (set by `nvme_path`) and the models
+/// allowed to run their own code (set by `trust_remote_code`).
 pub fn is_reserved_env(name: &str) -> bool {
     name.starts_with("ONRAMP_REPORT_")
         || [
@@ -61,6 +66,7 @@ pub fn is_reserved_env(name: &str) -> bool {
             "ONRAMP_OUTPUT_DIR",
             "ONRAMP_RESUME_DIR",
             NVME_PATH_ENV,
+            TRUST_REMOTE_CODE_ENV,
         ]
         .contains(&name)
 }

@@ -1,0 +1,53 @@
+"""Model parallelism the planner costs, run for real on the CPU: DeepSpeed's Ulysses sequence
+parallelism (`parallel.sp`, ALST through Accelerate) on two gloo ranks, whose all-to-all gloo
+has. Each sequence split over two ranks must train as the whole sequence does on one rank."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from conftest import run_trainer
+from test_train import spec_text
+
+RECORD = {
+    "messages": [
+        {"role": "system", "content": "You answer in one short sentence."},
+        {"role": "user", "content": "Spell the word lantern backwards, letter by letter."},
+        {"role": "assistant", "content": "n, r, e, t, n, a, l: lantern backwards is nretnal."},
+    ]
+}
+
+
+def test_sequence_parallel_trains_as_one_rank_with_the_whole_sequence(tmp_path, models_dir):
+    """Every batch is the same sequences, so the two runs see the same data whatever order each
+    reads it in: their losses differ only by how the sums are cut (Ulysses' all-to-alls)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "same.jsonl").write_text("\n".join(json.dumps(RECORD) for _ in range(96)) + "\n")
+    steps = 6
+    env = {"ONRAMP_DATASETS": str(data)}
+
+    def spec(cards: int, sp: int) -> str:
+        return spec_text(
+            "sft",
+            'model = "stories260K"',
+            "same.jsonl",
+            steps,
+            card="a100-80g",
+            cards=cards,
+            parallel=f"[parallel]\nzero_stage = 1\nsp = {sp}\n",
+            seq_len=256,
+            lr=1e-2,
+        )
+
+    whole = run_trainer(tmp_path / "whole", spec(1, 1), models=models_dir, extra_env=env)
+    assert whole.rc == 0, whole.stderr[-3000:]
+    split = run_trainer(tmp_path / "split", spec(2, 2), nproc=2, models=models_dir, extra_env=env)
+    assert split.rc == 0, split.stderr[-3000:]
+    assert re.search(r"sequence parallel: 2 ranks per sequence", split.stderr), split.stderr[-3000:]
+    a, b = whole.train_losses(), split.train_losses()
+    assert sorted(a) == sorted(b) == list(range(1, steps + 1)), (a, b)
+    for step in a:
+        assert abs(a[step] - b[step]) <= 1e-4 * abs(a[step]), (step, a, b)
+    assert a[steps] < a[1] - 0.5, a
