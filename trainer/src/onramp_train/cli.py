@@ -65,12 +65,25 @@ def main(argv: list[str] | None = None) -> int:
 
         train.preflight(run.plan)
         train.run(run, args.output_dir)
+        _leave_process_group()
         return 0
     except TrainError as e:
         rank = os.environ.get("RANK")
         where = f" (rank {rank})" if rank not in (None, "0") else ""
         print(f"onramp-train: error{where}: [{e.kind}] {e}", file=sys.stderr, flush=True)
         return e.exit_code
+
+
+def _leave_process_group() -> None:
+    """Each rank shuts its own process group down once its work is done, rather than leaving it
+    to the interpreter's exit: a CI run saw a gloo rank that finished first (while rank 0 still
+    merged the adapter) abort at exit with `terminate called without an active exception`,
+    which failed a job whose work was done. Local to the rank: no barrier, so rank 0's merge and
+    push take as long as they take."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _prepare_environment() -> None:
