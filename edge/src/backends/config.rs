@@ -127,10 +127,7 @@ impl BackendConfig {
 
 /// The spec's catalogue model when its repo runs code of its own to load (`trust_remote_code`).
 pub fn remote_code_model(v: &jobspec::ValidSpec) -> Option<&'static jobspec::catalog::Model> {
-    match &v.spec().model {
-        jobspec::spec::ModelRef::Id(id) => jobspec::catalog::model(id).filter(|m| m.remote_code),
-        jobspec::spec::ModelRef::Custom(_) => None,
-    }
+    v.catalogue_model().filter(|m| m.remote_code)
 }
 
 /// Parses `BACKENDS`. An absent or empty variable means no backends; a malformed one is an error

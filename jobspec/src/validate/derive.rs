@@ -3,7 +3,7 @@
 //! functions of the spec: the rules (`rules.rs`) check their results and word what is wrong,
 //! and `ValidSpec` carries them.
 
-use crate::catalog::{self, Card, Family};
+use crate::catalog::{self, Card, Family, Model};
 use crate::spec::{EvalSpec, JobSpec, ModelRef};
 
 /// Default model FLOPs utilisation on GPUs: a typical well-tuned dense-transformer figure
@@ -18,9 +18,14 @@ pub const DEFAULT_LORA_RANK: u32 = 16;
 /// How the spec's model names its layers: the catalogue's family, Llama's for an architecture
 /// given by its numbers (the trainer builds it as a Llama).
 pub fn family(spec: &JobSpec) -> Family {
+    catalogue_model(spec).map_or(Family::Llama, |m| m.family)
+}
+
+/// The catalogue entry the spec names, if it names one (not an architecture of numbers).
+pub fn catalogue_model(spec: &JobSpec) -> Option<&'static Model> {
     match &spec.model {
-        ModelRef::Id(id) => catalog::model(id).map_or(Family::Llama, |m| m.family),
-        ModelRef::Custom(_) => Family::Llama,
+        ModelRef::Id(id) => catalog::model(id),
+        ModelRef::Custom(_) => None,
     }
 }
 

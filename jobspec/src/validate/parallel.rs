@@ -3,9 +3,9 @@
 //! selective recomputation).
 
 use super::checker::Checker;
-use crate::catalog::{self, Arch};
+use crate::catalog::Arch;
 use crate::diag::Code;
-use crate::spec::{JobSpec, ModelRef, ParallelSpec, Recompute, TrainSpec};
+use crate::spec::{JobSpec, ParallelSpec, Recompute, TrainSpec};
 
 /// Sequence parallelism as onramp-train runs it, DeepSpeed's Ulysses: every sequence split
 /// evenly, the attention heads (and the key/value heads, or their copies) split evenly across
@@ -61,8 +61,9 @@ pub(super) fn check_sequence_parallel(c: &mut Checker<'_>, spec: &JobSpec, arch:
             format!("sp = {sp} 的 DeepSpeed-Ulysses 包裹的是 SDPA 或 FlashAttention，而不是普通注意力；请设 flash_attention = true 或 sp = 1"),
         );
     }
-    if let ModelRef::Id(id) = &spec.model
-        && catalog::model(id).is_some_and(|m| m.remote_code)
+    if let Some(id) = super::derive::catalogue_model(spec)
+        .filter(|m| m.remote_code)
+        .map(|m| m.id)
     {
         c.error(
             Code::Conflict,

@@ -90,6 +90,10 @@ impl ValidSpec {
     pub fn lora_targets(&self) -> &[String] {
         &self.lora_targets
     }
+    /// The catalogue entry of the model, if the spec names one.
+    pub fn catalogue_model(&self) -> Option<&'static catalog::Model> {
+        super::derive::catalogue_model(&self.spec)
+    }
     /// How the model names its layers (what the LoRA targets are names in).
     pub fn family(&self) -> Family {
         super::derive::family(&self.spec)
