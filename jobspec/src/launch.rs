@@ -252,7 +252,8 @@ pub fn sbatch_script(v: &ValidSpec) -> String {
     );
     // The job's own rendezvous port, from its id: two jobs that share a first node differ.
     out.push_str("export MASTER_PORT=$((20000 + ${SLURM_JOB_ID:-0} % 20000))\n");
-    out.push_str("export OMP_NUM_THREADS=8\n");
+    // The backend's `env` may set it (fewer cores per rank than 8).
+    out.push_str("export OMP_NUM_THREADS=\"${OMP_NUM_THREADS:-8}\"\n");
     out.push_str("export TOKENIZERS_PARALLELISM=false\n");
     if v.card().is_gpu && r.nodes > 1 {
         // The DeepSpeed launcher's hostfile (`deepspeed_command`), from the allocation.
@@ -271,7 +272,11 @@ pub fn sbatch_script(v: &ValidSpec) -> String {
     }
     if v.card().is_gpu {
         // One task per node with the job's CPUs (some Slurm versions give a step one CPU).
-        out.push_str("srun --ntasks-per-node=1 --cpus-per-task=\"$SLURM_CPUS_PER_TASK\" ");
+        // Slurm sets SLURM_CPUS_PER_TASK only when the job asked for a count; slurmrestd's
+        // submission of one CPU does not, and `set -u` must not end the job there.
+        out.push_str(
+            "srun --ntasks-per-node=1 ${SLURM_CPUS_PER_TASK:+--cpus-per-task=\"$SLURM_CPUS_PER_TASK\"} ",
+        );
         out.push_str(&torchrun_command(v));
     } else {
         out.push('\n');

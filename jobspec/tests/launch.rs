@@ -96,7 +96,7 @@ fn the_step_gets_the_jobs_cpus_and_nccl_settings_are_current() {
         let a = artifacts(nodes, cards);
         assert!(
             a.sbatch.contains(
-                "srun --ntasks-per-node=1 --cpus-per-task=\"$SLURM_CPUS_PER_TASK\" torchrun"
+                "srun --ntasks-per-node=1 ${SLURM_CPUS_PER_TASK:+--cpus-per-task=\"$SLURM_CPUS_PER_TASK\"} torchrun"
             ),
             "{}",
             a.sbatch

@@ -10,9 +10,12 @@
 //! namespace (slurmstepd leaves the launcher's process group, never its namespace) and removes
 //! its folder. Needs root (mount, chroot, mknod).
 
+mod launcher;
+
 use crate::process::{Service, free_port};
 use crate::stack::random_hex;
 use crate::wait;
+use launcher::{LAUNCHER, free_subnet, pids};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -90,77 +93,6 @@ pub fn ensure_chroot() -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-/// The script that runs inside the new mount namespace: private mounts, keys, configuration,
-/// fake GPUs, the four daemons, and a JWT for root written to `token` once slurmctld answers.
-/// Arguments: chroot, run folder (inside the chroot), ctld port, slurmd port, rest port, GPUs,
-/// then pairs of (host folder, folder inside the chroot) to bind.
-const LAUNCHER: &str = r#"set -eu
-C=$1; R=$2; H=$C$R; GPUS=$6
-mount -t proc proc "$C/proc"
-mount --rbind /sys "$C/sys"
-mkdir -p "$H/munge" "$H/state" "$H/spool" "$H/dev" "$H/jobs"
-chmod 755 "$H" "$H/munge" "$H/jobs"
-head -c 1024 /dev/urandom > "$H/munge.key"; chmod 600 "$H/munge.key"
-head -c 32 /dev/urandom > "$H/jwt.key"; chmod 600 "$H/jwt.key"
-for i in $(seq 0 $((GPUS - 1))); do mknod "$H/dev/gpu$i" c 195 "$i"; done
-cat > "$H/slurm.conf" <<CONF
-ClusterName=onramp
-SlurmctldHost=$(hostname)(127.0.0.1)
-SlurmctldPort=$3
-SlurmdPort=$4
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$R/munge/munge.socket
-AuthAltTypes=auth/jwt
-AuthAltParameters=jwt_key=$R/jwt.key
-StateSaveLocation=$R/state
-SlurmdSpoolDir=$R/spool
-SlurmctldPidFile=$R/slurmctld.pid
-SlurmdPidFile=$R/slurmd.pid
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
-GresTypes=gpu
-ReturnToService=2
-MpiDefault=none
-MailProg=/bin/true
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-NodeName=onramp0 NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1024 Gres=gpu:$GPUS State=UNKNOWN
-PartitionName=debug Nodes=onramp0 Default=YES MaxTime=INFINITE State=UP
-CONF
-echo "CgroupPlugin=disabled" > "$H/cgroup.conf"
-if [ "$GPUS" -gt 0 ]; then
-  printf 'AutoDetect=off\nNodeName=onramp0 Name=gpu File=%s/dev/gpu[0-%d]\n' "$R" $((GPUS - 1)) > "$H/gres.conf"
-else
-  echo "AutoDetect=off" > "$H/gres.conf"
-fi
-chmod 644 "$H"/*.conf
-export SLURM_CONF=$R/slurm.conf
-chroot "$C" /usr/sbin/munged -F --force --socket="$R/munge/munge.socket" --key-file="$R/munge.key" \
-  --pid-file="$R/munged.pid" --log-file="$R/munged.log" --seed-file="$R/munge.seed" &
-until [ -S "$H/munge/munge.socket" ]; do sleep 0.1; done
-chroot "$C" /usr/sbin/slurmctld -D -i &
-chroot "$C" /usr/sbin/slurmd -D -N onramp0 &
-SLURM_JWT=daemon chroot "$C" /usr/sbin/slurmrestd -u nobody -g nogroup -a rest_auth/jwt \
-  -s openapi/slurmctld "127.0.0.1:$5" &
-until chroot "$C" /usr/bin/scontrol token username=root lifespan=86400 > "$H/token.tmp" 2>/dev/null; do
-  sleep 0.2
-done
-# Host folders bound into the chroot, in this namespace only (what a cluster has on every node).
-shift 6
-while [ $# -ge 2 ]; do
-  [ -d "$C$2" ] || mkdir -p "$H/${2#"$R"/}"
-  mount --bind "$1" "$C$2"
-  shift 2
-done
-mv "$H/token.tmp" "$H/token"
-wait
-"#;
-
 /// A running Slurm; dropping it stops every process it started and removes its folder.
 pub struct Slurm {
     /// slurmrestd's base URL.
@@ -169,6 +101,8 @@ pub struct Slurm {
     /// A JWT for `user` (valid a day).
     pub token: String,
     pub gpus: u32,
+    /// Nodes, each with `gpus` GPUs.
+    pub nodes: u32,
     chroot: PathBuf,
     /// The run folder as the jobs see it (inside the chroot).
     run_inner: String,
@@ -188,6 +122,17 @@ impl Slurm {
     /// ([`Slurm::run_dir`]); an absolute one must already exist in the chroot (e.g.
     /// `/usr/local/bin`, where a cluster installs `onramp-runner`).
     pub fn start_with_binds(gpus: u32, binds: &[(PathBuf, String)]) -> Result<Slurm, String> {
+        Slurm::start_cluster(1, gpus, binds)
+    }
+
+    /// `start_with_binds` for a cluster of `nodes` nodes (`onramp0`, `onramp1`, …) with `gpus`
+    /// fake GPUs each: with more than one, each node has a network and a hostname of its own
+    /// (see [`LAUNCHER`]), so jobs across nodes talk over a network as on a real cluster.
+    pub fn start_cluster(
+        nodes: u32,
+        gpus: u32,
+        binds: &[(PathBuf, String)],
+    ) -> Result<Slurm, String> {
         if !chroot_ready() {
             return Err(format!(
                 "no Slurm chroot at {}: run `cargo xtask setup`",
@@ -213,7 +158,10 @@ impl Slurm {
         .arg(&chroot)
         .arg(&run_inner)
         .args([ctld, slurmd, rest].map(|p| p.to_string()))
-        .arg(gpus.to_string());
+        .arg(gpus.to_string())
+        .arg(nodes.max(1).to_string())
+        .arg(free_subnet()?)
+        .arg(random_hex(6));
         for (host, inner) in binds {
             let inner = if inner.starts_with('/') {
                 if !chroot.join(inner.trim_start_matches('/')).is_dir() {
@@ -232,6 +180,7 @@ impl Slurm {
             user: "root".into(),
             token: String::new(),
             gpus,
+            nodes: nodes.max(1),
             chroot,
             run_inner,
             launcher: Some(launcher),
@@ -254,23 +203,91 @@ impl Slurm {
         slurm.namespace = std::fs::read_link(format!("/proc/{}/ns/mnt", launcher.pid()))
             .ok()
             .map(|p| p.display().to_string());
-        wait::until("the Slurm node to be idle", Duration::from_secs(60), || {
-            let (status, v) = slurm.request("GET", "/slurm/v0.0.42/nodes", None);
-            if status != 200 {
-                return Err(format!("HTTP {status}: {v}"));
-            }
-            let state = v.pointer("/nodes/0/state").cloned().unwrap_or(Value::Null);
-            let idle = state
-                .as_array()
-                .is_some_and(|s| s.iter().any(|x| x == "IDLE"));
-            if idle {
-                Ok(Some(()))
-            } else {
-                Err(format!("node state {state}"))
-            }
-        })
-        .map_err(|e| format!("{e}\n{}", slurm.log_tail()))?;
+        slurm.wait_idle()?;
         Ok(slurm)
+    }
+
+    /// Waits until slurmctld has every node registered and idle.
+    pub fn wait_idle(&self) -> Result<(), String> {
+        wait::until(
+            "the Slurm nodes to be idle",
+            Duration::from_secs(60),
+            || {
+                let (status, v) = self.request("GET", "/slurm/v0.0.42/nodes", None);
+                if status != 200 {
+                    return Err(format!("HTTP {status}: {v}"));
+                }
+                let nodes = v["nodes"].as_array().cloned().unwrap_or_default();
+                let idle = nodes
+                    .iter()
+                    .filter(|n| {
+                        n["state"]
+                            .as_array()
+                            .is_some_and(|s| s.iter().any(|x| x == "IDLE"))
+                    })
+                    .count();
+                if idle == self.nodes as usize {
+                    Ok(Some(()))
+                } else {
+                    Err(format!("{idle} of {} idle: {v}", self.nodes))
+                }
+            },
+        )
+        .map_err(|e| format!("{e}\n{}", self.log_tail()))
+    }
+
+    /// The process holding node `i`'s namespaces (several nodes only).
+    fn node_holder(&self, i: u32) -> Result<String, String> {
+        let file = self.host_path(&format!("{}/node{i}.pid", self.run_inner));
+        std::fs::read_to_string(&file)
+            .map(|p| p.trim().to_string())
+            .map_err(|e| format!("no node {i} ({}): {e}", file.display()))
+    }
+
+    /// Node `i` dies as a machine does: every process on it (its slurmd, the steps and the
+    /// training it runs) is killed at once; it keeps its address, so it can come back.
+    pub fn kill_node(&self, i: u32) -> Result<(), String> {
+        let holder = self.node_holder(i)?;
+        let net = std::fs::read_link(format!("/proc/{holder}/ns/net"))
+            .map_err(|e| format!("node {i}'s namespace: {e}"))?;
+        for _ in 0..3 {
+            let mut found = false;
+            for pid in pids() {
+                if pid.to_string() != holder
+                    && std::fs::read_link(format!("/proc/{pid}/ns/net")).is_ok_and(|n| n == net)
+                {
+                    found = true;
+                    let _ = Command::new("kill")
+                        .args(["-KILL", &pid.to_string()])
+                        .status();
+                }
+            }
+            if !found {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts node `i`'s slurmd again (after [`Slurm::kill_node`]); Slurm returns it to service
+    /// when it registers.
+    pub fn restart_node(&self, i: u32) -> Result<(), String> {
+        let holder = self.node_holder(i)?;
+        let status = Command::new("nsenter")
+            .args(["-t", &holder, "-m", "-n", "-u", "--"])
+            .arg("env")
+            .arg(format!("SLURM_CONF={}/slurm.conf", self.run_inner))
+            .arg("chroot")
+            .arg(&self.chroot)
+            .args(["/usr/sbin/slurmd", "-N", &format!("onramp{i}"), "-f"])
+            .arg(format!("{}/slurm-onramp{i}.conf", self.run_inner))
+            .status()
+            .map_err(|e| format!("cannot run nsenter: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("slurmd on onramp{i} did not start: {status}"))
+        }
     }
 
     /// This Slurm's run folder, as the jobs see it.
@@ -303,11 +320,15 @@ impl Slurm {
         let interpreter = std::fs::canonicalize(&venv_python).expect("the environment's python");
         let dir = crate::stack::unique_temp_dir("slurm-python");
         std::fs::create_dir_all(dir.join("site")).expect("a temp folder");
-        // `site.addsitedir` also reads the environment's .pth files, as its own interpreter would.
+        let wrapper = dir.join("python");
+        let inner_wrapper = format!("{host}{}", wrapper.display());
+        // `site.addsitedir` also reads the environment's .pth files, as its own interpreter would;
+        // `sys.executable` is this wrapper, so that what starts Python again (torchrun's ranks,
+        // multiprocessing) starts it the same way.
         std::fs::write(
             dir.join("site/sitecustomize.py"),
             format!(
-                "import site\nsite.addsitedir({:?})\n",
+                "import site\nimport sys\nsite.addsitedir({:?})\nsys.executable = {inner_wrapper:?}\n",
                 format!("{host}{}", site.display())
             ),
         )
@@ -321,12 +342,16 @@ impl Slurm {
             src = trainer_src.display(),
             interp = interpreter.display(),
         );
-        let wrapper = dir.join("python");
-        std::fs::write(&wrapper, script).expect("the python wrapper");
+        // torchrun, which the GPU jobs' launch line runs from the environment's `bin/`.
+        let torchrun = format!("#!/bin/sh\nexec {inner_wrapper} -m torch.distributed.run \"$@\"\n");
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
-            .expect("the python wrapper's mode");
-        format!("{host}{}", wrapper.display())
+        for (name, text) in [("python", script), ("torchrun", torchrun)] {
+            let file = dir.join(name);
+            std::fs::write(&file, text).expect("a wrapper");
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755))
+                .expect("a wrapper's mode");
+        }
+        inner_wrapper
     }
 
     /// A path inside the chroot, seen from the host.
@@ -397,15 +422,8 @@ impl Slurm {
         }
         for _ in 0..3 {
             let mut found = false;
-            for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-                let Some(pid) = entry
-                    .file_name()
-                    .to_str()
-                    .and_then(|s| s.parse::<u32>().ok())
-                else {
-                    continue;
-                };
-                let link = std::fs::read_link(entry.path().join("ns/mnt"));
+            for pid in pids() {
+                let link = std::fs::read_link(format!("/proc/{pid}/ns/mnt"));
                 if link.is_ok_and(|l| l.display().to_string() == *ns) {
                     found = true;
                     let _ = Command::new("kill")

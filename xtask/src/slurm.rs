@@ -5,9 +5,19 @@
 use crate::cmd;
 use std::process::Command;
 
-/// Makes sure the chroot exists, installing mmdebstrap first when it is missing.
+/// Makes sure the chroot exists, and the host tools the test clusters need: mmdebstrap to build
+/// it, iproute2's `ip` to give a cluster's nodes their networks.
 pub fn ensure() -> Result<(), String> {
-    if onramp_tests::slurm::chroot_ready() {
+    let ready = onramp_tests::slurm::chroot_ready();
+    let has = |bin: &str, probe: &str| cmd::output(Command::new(bin).arg(probe)).is_some();
+    let mut missing = vec![];
+    if !has("ip", "-V") {
+        missing.push("iproute2");
+    }
+    if !ready && !has("mmdebstrap", "--version") {
+        missing.push("mmdebstrap");
+    }
+    if ready && missing.is_empty() {
         return Ok(());
     }
     let root = cmd::output(Command::new("id").arg("-u")).as_deref() == Some("0\n");
@@ -20,7 +30,7 @@ pub fn ensure() -> Result<(), String> {
         );
         return Ok(());
     }
-    if cmd::output(Command::new("mmdebstrap").arg("--version")).is_none() {
+    if !missing.is_empty() {
         // A machine that already had Chromium may never have fetched the package lists.
         cmd::run(
             "apt-get update",
@@ -29,9 +39,10 @@ pub fn ensure() -> Result<(), String> {
                 .env("DEBIAN_FRONTEND", "noninteractive"),
         )?;
         cmd::run(
-            "apt-get install mmdebstrap",
+            &format!("apt-get install {}", missing.join(" ")),
             Command::new("apt-get")
-                .args(["install", "-y", "-qq", "mmdebstrap"])
+                .args(["install", "-y", "-qq"])
+                .args(&missing)
                 .env("DEBIAN_FRONTEND", "noninteractive"),
         )?;
     }

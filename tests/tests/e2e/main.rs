@@ -37,6 +37,7 @@ mod runner_sandbox;
 mod runner_tiny_train;
 mod runner_trainer;
 mod slurm_backend;
+mod slurm_cluster;
 mod slurm_edge;
 mod slurm_jwt;
 mod stack;

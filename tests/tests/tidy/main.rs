@@ -127,7 +127,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
         91,
     ),
     ("tests/tests/e2e/attack.rs", "stolen_tokens", 90),
-    ("tests/src/slurm.rs", "start_with_binds", 85),
     (
         "tests/tests/e2e/slurm_edge.rs",
         "slurm_jobs_through_the_edge",

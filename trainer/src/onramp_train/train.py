@@ -310,6 +310,16 @@ def run(the_run: TrainerRun, out: Path) -> Path:
             shutil.rmtree(swap, ignore_errors=True)
 
 
+def gloo_collectives() -> None:
+    """DeepSpeed ranks on the CPU talk through gloo, as the Trainer's do, not through DeepSpeed's
+    shared-memory all-reduce: that one is C++ built on first use, which needs a compiler on every
+    node and joins only the ranks of one node. DeepSpeed reads which ops it may build from this
+    dict, which it keeps once probed."""
+    import deepspeed.ops
+
+    deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
+
+
 def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
     import torch
     from transformers import PrinterCallback, Trainer
@@ -317,6 +327,8 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
 
     plan = the_run.plan
     cuda = torch.cuda.is_available()
+    if ds and not cuda:
+        gloo_collectives()
     source = models.resolve(plan)
     tok = models.tokenizer(plan, source)
     examples = data.load(plan.dataset, tok, plan.seq_len, plan.task)

@@ -118,7 +118,7 @@ fn wraps_the_tiny_train_command() {
 
         export MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"
         export MASTER_PORT=$((20000 + ${SLURM_JOB_ID:-0} % 20000))
-        export OMP_NUM_THREADS=8
+        export OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}"
         export TOKENIZERS_PARALLELISM=false
 
         onramp-runner tiny-train \
@@ -229,7 +229,9 @@ fn a_gpu_job_keeps_its_gres_line_and_a_payload_replaces_the_command() {
     assert!(!s.contains("#SBATCH --output"), "{s}");
     let full = job_script(&valid(GPU), None);
     assert!(
-        full.contains("srun --ntasks-per-node=1 --cpus-per-task=\"$SLURM_CPUS_PER_TASK\" torchrun"),
+        full.contains(
+            "srun --ntasks-per-node=1 ${SLURM_CPUS_PER_TASK:+--cpus-per-task=\"$SLURM_CPUS_PER_TASK\"} torchrun"
+        ),
         "{full}"
     );
     assert!(

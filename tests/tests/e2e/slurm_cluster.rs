@@ -1,0 +1,199 @@
+//! onramp-train's multi-rank jobs on a real Slurm, launched by the sbatch script jobspec writes
+//! (`srun … torchrun …`), on the CPU (gloo) with fake GPUs through GRES:
+//!
+//! - two 2-rank jobs at once on one node both succeed: each job's rendezvous is its own
+//!   (`torchrun --standalone` on one node), not a shared 29500;
+//! - one job across two nodes (each a network namespace with its own address and hostname)
+//!   starts through c10d rendezvous on its first node and trains exactly as the same spec does
+//!   on one node with two ranks.
+//!
+//! Needs root, the Slurm chroot, the trainer's environment (`ONRAMP_PYTHON`) and `../shared`:
+//! ignored in a plain `cargo test`, run by `cargo xtask test`.
+#![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
+
+use api::JobState;
+use edge::backends::slurm::{
+    ApiVersion, JobStatus, SubmitOptions, parse_job, parse_submit, submit_body,
+};
+use onramp_tests::slurm::Slurm;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const V: ApiVersion = ApiVersion::V0042;
+
+/// onramp-train's smallest LoRA job on `nodes` × `cards` A100s (run on the CPU here).
+fn spec(nodes: u32, cards: u32) -> jobspec::ValidSpec {
+    let toml = onramp_tests::specs::lora_cpu("ranks", "slurm").replace(
+        "card = \"cpu\"",
+        &format!("card = \"a100-80g\"\ncards_per_node = {cards}\nnodes = {nodes}"),
+    );
+    let (v, diags) = jobspec::validate_toml(&toml);
+    v.unwrap_or_else(|| panic!("{diags:?}\n{toml}"))
+}
+
+/// A cluster with the trainer's environment, the models and the corpora on every node.
+fn cluster(nodes: u32, gpus: u32) -> Slurm {
+    Slurm::start_cluster(
+        nodes,
+        gpus,
+        &[
+            (onramp_tests::paths::shared_dir(), "shared".into()),
+            ("/".into(), "host".into()),
+        ],
+    )
+    .unwrap()
+}
+
+struct Jobs<'a> {
+    slurm: &'a Slurm,
+    work_dir: String,
+    python: String,
+}
+
+impl<'a> Jobs<'a> {
+    fn new(slurm: &'a Slurm) -> Jobs<'a> {
+        Jobs {
+            slurm,
+            work_dir: slurm.job_dir("work").unwrap(),
+            python: slurm.trainer_python(),
+        }
+    }
+
+    /// Submits the spec as the edge would, its generated launch line unchanged.
+    fn submit(&self, v: &jobspec::ValidSpec, name: &str) -> u64 {
+        let run = self.slurm.run_dir();
+        let env = BTreeMap::from(
+            [
+                ("ONRAMP_PYTHON", self.python.clone()),
+                ("ONRAMP_MODELS", format!("{run}/shared/models")),
+                ("ONRAMP_DATASETS", format!("{run}/shared/data")),
+                ("ONRAMP_TRAIN_DEVICE", "cpu".into()),
+                ("OMP_NUM_THREADS", "1".into()),
+            ]
+            .map(|(k, v)| (k.to_string(), v)),
+        );
+        let o = SubmitOptions {
+            version: V,
+            job_id: name.into(),
+            partition: None,
+            work_dir: self.work_dir.clone(),
+            retention_s: edge::backends::slurm::DEFAULT_RETENTION_S,
+            report: None,
+            env,
+            cpus_per_task: Some(1),
+            payload: None,
+        };
+        let body = submit_body(v, &o).unwrap();
+        let (_, answer) = self.slurm.request("POST", &V.submit_path(), Some(&body));
+        parse_submit(&answer).unwrap_or_else(|e| panic!("{e}: {answer}"))
+    }
+
+    fn status(&self, id: u64) -> Result<JobStatus, String> {
+        let (code, body) = self.slurm.request("GET", &V.job_path(id), None);
+        if code != 200 {
+            return Err(format!("HTTP {code}: {body}"));
+        }
+        parse_job(&body)
+    }
+
+    fn log_file(&self, id: u64) -> PathBuf {
+        self.slurm
+            .host_path(&self.work_dir)
+            .join(format!("slurm-{id}.out"))
+    }
+
+    fn log(&self, id: u64) -> String {
+        std::fs::read_to_string(self.log_file(id)).unwrap_or_default()
+    }
+
+    /// Waits for the job's end and requires that it succeeded; its losses by step.
+    fn losses(&self, id: u64) -> Vec<(u64, f64)> {
+        let end = onramp_tests::wait::until(
+            &format!("Slurm job {id} to end"),
+            Duration::from_secs(300),
+            || {
+                let s = self.status(id)?;
+                Ok(s.state.is_terminal().then_some(s))
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}\n{}\n{}", self.log(id), self.slurm.log_tail()));
+        let log = self.log(id);
+        assert_eq!(end.state, JobState::Succeeded, "{end:?}\n{log}");
+        // A step that was also evaluated prints its line again with `val_loss`.
+        let mut losses: Vec<(u64, f64)> = log
+            .lines()
+            .filter(|l| l.starts_with("{\"step\":"))
+            .map(|l| {
+                let p: serde_json::Value = serde_json::from_str(l).unwrap();
+                (p["step"].as_u64().unwrap(), p["loss"].as_f64().unwrap())
+            })
+            .collect();
+        losses.dedup_by_key(|p| p.0);
+        assert_eq!(
+            losses.iter().map(|p| p.0).collect::<Vec<_>>(),
+            (1..=12).collect::<Vec<_>>(),
+            "{log}"
+        );
+        losses
+    }
+}
+
+fn assert_same_losses(a: &[(u64, f64)], b: &[(u64, f64)]) {
+    assert_eq!(a.len(), b.len(), "{a:?}\n{b:?}");
+    for ((step, x), (_, y)) in a.iter().zip(b) {
+        assert!((x - y).abs() <= 1e-4 * x.abs(), "step {step}: {a:?}\n{b:?}");
+    }
+    assert!(a[a.len() - 1].1 < a[0].1, "the loss did not fall: {a:?}");
+}
+
+#[test]
+#[ignore = "needs root, the Slurm chroot, the trainer's environment and ../shared: run through `cargo xtask test`"]
+fn multi_rank_jobs_share_a_node_and_span_two() {
+    // Two jobs of two ranks each, at once, on one node of four GPUs.
+    let one = cluster(1, 4);
+    let jobs = Jobs::new(&one);
+    let v = spec(1, 2);
+    let ids = ["side-a", "side-b"].map(|name| jobs.submit(&v, name));
+    onramp_tests::wait::until("both jobs to run at once", Duration::from_secs(120), || {
+        let states = ids.map(|id| jobs.status(id).map(|s| s.state));
+        match states {
+            [Ok(JobState::Running), Ok(JobState::Running)] => Ok(Some(())),
+            [Ok(a), Ok(b)] if a.is_terminal() && b.is_terminal() => {
+                Err(format!("both ended before they ran together: {a:?} {b:?}"))
+            }
+            s => Err(format!("{s:?}")),
+        }
+    })
+    .unwrap_or_else(|e| {
+        let logs = ids.map(|id| jobs.log(id));
+        panic!("{e}\n{logs:#?}\n{}", one.log_tail())
+    });
+    let [a, b] = ids.map(|id| jobs.losses(id));
+    for id in ids {
+        assert!(
+            jobs.log(id).contains("2 rank(s)"),
+            "not two ranks: {}",
+            jobs.log(id)
+        );
+    }
+    // The same spec and seed: the same run.
+    assert_same_losses(&a, &b);
+    drop(jobs);
+    drop(one);
+
+    // The same spec over two nodes of one rank each trains as the two ranks of one node did.
+    let two = cluster(2, 1);
+    let jobs = Jobs::new(&two);
+    let id = jobs.submit(&spec(2, 1), "across");
+    let across = jobs.losses(id);
+    let (_, job) = two.request("GET", &V.job_path(id), None);
+    assert_eq!(
+        job.pointer("/jobs/0/nodes"),
+        Some(&"onramp[0-1]".into()),
+        "{job}"
+    );
+    let log = jobs.log(id);
+    assert!(log.contains("2 rank(s)"), "{log}");
+    assert_same_losses(&a, &across);
+}
