@@ -4,7 +4,8 @@ Every launch writes the run next to the job as `onramp-run.json`; by hand,
 `onramp plan --trainer-run spec.toml > onramp-run.json` writes it.
 
 Exit status: 0 done, 2 bad spec or launch, 3 model not found, 4 bad or missing data, 5 CUDA out
-of memory, 6 ranks lost each other (NCCL, timeouts), 7 wrong device, 1 anything else. The last
+of memory, 6 ranks lost each other (NCCL, timeouts), 7 wrong device, 143 stopped by SIGTERM after
+saving a checkpoint (a requeue, a preemption, a cancel: see `stop.py`), 1 anything else. The last
 line on stderr says why, prefixed `onramp-train: error:`.
 """
 

@@ -17,6 +17,7 @@ from . import artifacts, data, evaluate, models
 from .errors import CommError, DeviceError, OutOfMemory, SpecError
 from .metrics import MetricsLines, Reporter, SaveEveryMinutes
 from .spec import RUN_FILE, Plan, RunAdvice, TrainerRun
+from .stop import StopOnSignal, Stopped
 
 
 def say(msg: str) -> None:
@@ -372,6 +373,7 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
     synced = bool(ds) and plan.zero_stage == 3 and plan.world_size > 1
     max_new = plan.eval.max_new_tokens
     baseline = evaluate.Baseline(out, tok, prompt_list, max_new, synced)
+    stopper = StopOnSignal()
     trainer = Trainer(
         **extra,
         model=model,
@@ -387,6 +389,7 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
             SaveEveryMinutes(plan.save_every_minutes),
             baseline,
             OptimizerLine(),
+            stopper,
         ],
     )
     baseline.trainer = trainer
@@ -397,6 +400,11 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
         say(f"resuming from {last}")
     try:
         result = trainer.train(resume_from_checkpoint=last)
+        if stopper.stopped_at is not None:
+            raise Stopped(
+                f"stopped by the cluster (SIGTERM) at step {stopper.stopped_at}: its checkpoint "
+                f"is out/checkpoint-{stopper.stopped_at}, where this job started again resumes"
+            )
     except torch.cuda.OutOfMemoryError as e:
         raise OutOfMemory(_oom_message(plan, str(e), the_run.oom_advice)) from e
     except RuntimeError as e:
@@ -408,6 +416,8 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
                 "from its last checkpoint"
             ) from e
         raise
+    finally:
+        stopper.restore()
     runtime = result.metrics.get("train_runtime") or 0.0
     if runtime > 0:
         tokens = trainer.state.num_input_tokens_seen

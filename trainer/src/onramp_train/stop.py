@@ -1,0 +1,55 @@
+"""Stopped by the cluster, kept: Slurm sends SIGTERM to every process of a job it requeues,
+preempts or cancels, and kills it after its grace time (`KillWait`, 30 s by default). The
+trainer then saves a checkpoint at the end of the step it is in and exits with 143 (128 +
+SIGTERM), without writing a final model; the job started again (a requeue runs the same script
+in the same folder) resumes from that checkpoint.
+
+Every rank gets the signal, but not within the same step: at each step's end the ranks agree
+(an all-reduce of one flag), so that all of them save and stop at the same step, as a save needs.
+"""
+
+from __future__ import annotations
+
+import signal
+
+from transformers import TrainerCallback
+
+from .errors import TrainError
+
+STOP_SIGNALS = (signal.SIGTERM,)
+
+
+class Stopped(TrainError):
+    exit_code = 128 + signal.SIGTERM
+    kind = "stopped"
+
+
+class StopOnSignal(TrainerCallback):
+    """Installs the handlers while it lives (the trainer's main thread); `stopped_at` is the step
+    whose checkpoint the stop saved."""
+
+    def __init__(self) -> None:
+        self.signalled: int | None = None
+        self.stopped_at: int | None = None
+        self._before = {s: signal.signal(s, self._note) for s in STOP_SIGNALS}
+
+    def _note(self, signum, frame) -> None:
+        self.signalled = signum
+
+    def restore(self) -> None:
+        for s, handler in self._before.items():
+            signal.signal(s, handler)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        asked = self.signalled is not None
+        import torch
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            flag = torch.tensor([1 if asked else 0], device=args.device)
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            asked = bool(flag.item())
+        if asked:
+            control.should_save = True
+            control.should_training_stop = True
+            self.stopped_at = state.global_step

@@ -1,0 +1,65 @@
+"""A job the cluster stops (SIGTERM, as Slurm sends before it requeues, preempts or cancels)
+saves a checkpoint at the step it is in and exits with 143; started again in the same folder,
+it resumes there and trains on exactly as a run that was never stopped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+from conftest import DATA, environment, metrics_of, run_trainer, start, stop
+from test_train import spec_text
+
+
+def test_sigterm_saves_a_checkpoint_and_the_restart_goes_on_from_it(tmp_path, models_dir):
+    steps = 30
+    # Checkpoints every 100 steps: the only one before the end is the stop's.
+    text = spec_text(
+        "sft",
+        'model = "stories260K"',
+        DATA / "alpaca.jsonl",
+        steps,
+        tail="[checkpoint]\nevery_steps = 100\n",
+    )
+    whole = run_trainer(tmp_path / "whole", text, models=models_dir)
+    assert whole.rc == 0, whole.stderr[-3000:]
+
+    job = tmp_path / "job"
+    proc = start(job, text, 1, environment(models_dir))
+    seen: list[str] = []
+    errors: list[str] = []
+    drain = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
+    drain.start()
+    deadline = time.monotonic() + 300
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith('{"step": 8,') or time.monotonic() > deadline:
+                # As Slurm does: every process of the job gets it.
+                os.killpg(proc.pid, signal.SIGTERM)
+                break
+        seen.extend(proc.stdout)
+        proc.wait(timeout=120)
+    finally:
+        stop(proc)
+    drain.join(timeout=10)
+    err = "".join(errors)
+    assert proc.returncode == 143, (proc.returncode, err[-3000:])
+    saved = [int(p.name.split("-")[1]) for p in (job / "out").glob("checkpoint-*")]
+    assert len(saved) == 1, (saved, err[-3000:])
+    at = saved[0]
+    assert 8 <= at < steps, at
+    assert f"stopped by the cluster (SIGTERM) at step {at}" in err, err[-3000:]
+    assert metrics_of("".join(seen))[-1]["step"] == at
+    assert not (job / "out" / "final").exists()
+
+    again = run_trainer(job, text, models=models_dir)
+    assert again.rc == 0, again.stderr[-3000:]
+    assert f"resuming from out/checkpoint-{at}" in again.stderr
+    resumed, reference = again.train_losses(), whole.train_losses()
+    assert min(resumed) == at + 1
+    for s in range(at + 1, steps + 1):
+        assert resumed[s] == pytest.approx(reference[s], rel=1e-3, abs=1e-4), s
