@@ -253,7 +253,8 @@ fn full_report_has_artifacts() {
         "deepspeed --num_gpus 8",
         "torchrun",
         "#SBATCH --gres=gpu:8",
-        "srun --ntasks-per-node=1 --cpus-per-task=\"$SLURM_CPUS_PER_TASK\" torchrun",
+        "srun --ntasks-per-node=1 ${SLURM_CPUS_PER_TASK:+--cpus-per-task=\"$SLURM_CPUS_PER_TASK\"} torchrun",
+        "#SBATCH --requeue",
     ] {
         assert!(out.contains(needle), "missing {needle}");
     }

@@ -231,6 +231,9 @@ pub fn sbatch_script(v: &ValidSpec) -> String {
         slurm_time(v.time_limit_s())
     ));
     out.push_str("#SBATCH --output=%x-%j.out\n");
+    // A job stopped by a failed node or a preemption runs again in its own folder, where the
+    // trainer resumes from the checkpoint it saved on Slurm's SIGTERM.
+    out.push_str("#SBATCH --requeue\n");
     // The script's comments are in both languages: it is one file, whoever reads it.
     let model = crate::validate::one_line(v.model_name());
     out.push_str(&format!(

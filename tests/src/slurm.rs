@@ -236,6 +236,27 @@ impl Slurm {
         .map_err(|e| format!("{e}\n{}", self.log_tail()))
     }
 
+    /// Runs `scontrol` with `args` on this cluster, as its operator would; its output.
+    pub fn scontrol(&self, args: &[&str]) -> Result<String, String> {
+        let launcher = self.launcher.as_ref().ok_or("no launcher")?;
+        let out = Command::new("nsenter")
+            .args(["-t", &launcher.pid().to_string(), "-m", "--", "env"])
+            .arg(format!("SLURM_CONF={}/slurm.conf", self.run_inner))
+            .arg("chroot")
+            .arg(&self.chroot)
+            .arg("/usr/bin/scontrol")
+            .args(args)
+            .output()
+            .map_err(|e| format!("cannot run nsenter: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            Ok(text)
+        } else {
+            Err(format!("scontrol {args:?}: {}: {text}", out.status))
+        }
+    }
+
     /// The process holding node `i`'s namespaces (several nodes only).
     fn node_holder(&self, i: u32) -> Result<String, String> {
         let file = self.host_path(&format!("{}/node{i}.pid", self.run_inner));

@@ -53,6 +53,11 @@ pub struct BackendConfig {
     /// Slurm: CPUs per task (the spec's when absent: 8 per GPU, 4 for a CPU job).
     #[serde(default)]
     pub cpus_per_task: Option<u32>,
+    /// Slurm: whether Slurm may requeue a job that a failed node or a preemption stopped
+    /// (`requeue` in the submit request); on when absent. A requeued job runs its script again in
+    /// its own folder and the trainer resumes from the checkpoint it saved when it was stopped.
+    #[serde(default)]
+    pub requeue: Option<bool>,
     /// Slurm: how long a job's folder (`<work_dir>/<job id>`) stays after the job ended, as a
     /// duration (`"7d"`, `"36h"`); 7 days when absent.
     #[serde(default)]

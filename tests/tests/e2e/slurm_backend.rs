@@ -43,6 +43,7 @@ fn options(slurm: &Slurm, version: ApiVersion, name: &str, payload: &str) -> Sub
         env: BTreeMap::new(),
         cpus_per_task: Some(1),
         payload: Some(payload.into()),
+        requeue: true,
     }
 }
 

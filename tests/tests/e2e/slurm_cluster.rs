@@ -3,6 +3,8 @@
 //!
 //! - two 2-rank jobs at once on one node both succeed: each job's rendezvous is its own
 //!   (`torchrun --standalone` on one node), not a shared 29500;
+//! - a job requeued mid-run (`scontrol requeue`) saves a checkpoint on Slurm's SIGTERM and its
+//!   second attempt resumes there, ending with the losses of a run never stopped;
 //! - one job across two nodes (each a network namespace with its own address and hostname)
 //!   starts through c10d rendezvous on its first node and trains exactly as the same spec does
 //!   on one node with two ranks.
@@ -83,6 +85,7 @@ impl<'a> Jobs<'a> {
             env,
             cpus_per_task: Some(1),
             payload: None,
+            requeue: true,
         };
         let body = submit_body(v, &o).unwrap();
         let (_, answer) = self.slurm.request("POST", &V.submit_path(), Some(&body));
@@ -107,8 +110,21 @@ impl<'a> Jobs<'a> {
         std::fs::read_to_string(self.log_file(id)).unwrap_or_default()
     }
 
-    /// Waits for the job's end and requires that it succeeded; its losses by step.
+    /// Waits for the job's end and requires that it succeeded; its losses by step, all 12.
     fn losses(&self, id: u64) -> Vec<(u64, f64)> {
+        let losses = self.losses_from(id, 0);
+        assert_eq!(
+            losses.iter().map(|p| p.0).collect::<Vec<_>>(),
+            (1..=12).collect::<Vec<_>>(),
+            "{}",
+            self.log(id)
+        );
+        losses
+    }
+
+    /// Waits for the job's end and requires that it succeeded; the losses its `attempt` (0 for
+    /// the first run, 1 after one requeue) printed, by step.
+    fn losses_from(&self, id: u64, attempt: u32) -> Vec<(u64, f64)> {
         let end = onramp_tests::wait::until(
             &format!("Slurm job {id} to end"),
             Duration::from_secs(300),
@@ -120,6 +136,13 @@ impl<'a> Jobs<'a> {
         .unwrap_or_else(|e| panic!("{e}\n{}\n{}", self.log(id), self.slurm.log_tail()));
         let log = self.log(id);
         assert_eq!(end.state, JobState::Succeeded, "{end:?}\n{log}");
+        let folder = self.slurm.host_path(&self.work_dir);
+        let log = std::fs::read_dir(&folder)
+            .unwrap()
+            .flatten()
+            .map(|d| d.path().join(format!("onramp-{id}.{attempt}.log")))
+            .find_map(|f| std::fs::read_to_string(f).ok())
+            .unwrap_or_else(|| panic!("no log of attempt {attempt} of {id}: {log}"));
         // A step that was also evaluated prints its line again with `val_loss`.
         let mut losses: Vec<(u64, f64)> = log
             .lines()
@@ -130,13 +153,44 @@ impl<'a> Jobs<'a> {
             })
             .collect();
         losses.dedup_by_key(|p| p.0);
-        assert_eq!(
-            losses.iter().map(|p| p.0).collect::<Vec<_>>(),
-            (1..=12).collect::<Vec<_>>(),
-            "{log}"
-        );
         losses
     }
+}
+
+/// `scontrol requeue` while the job trains: Slurm stops it (SIGTERM), the trainer saves a
+/// checkpoint at that step on both ranks and exits, and Slurm runs the script again in the same
+/// folder, where the trainer resumes at that step and ends as a run never stopped (`reference`).
+fn requeued_mid_run_resumes_at_its_checkpoint(jobs: &Jobs<'_>, reference: &[(u64, f64)]) {
+    let id = jobs.submit(&spec(1, 2), "requeued");
+    let folder = jobs.slurm.host_path(&jobs.work_dir).join("requeued");
+    let attempt = |n: u32| {
+        std::fs::read_to_string(folder.join(format!("onramp-{id}.{n}.log"))).unwrap_or_default()
+    };
+    onramp_tests::wait::until("the job's step 3", Duration::from_secs(300), || {
+        Ok(attempt(0).contains("{\"step\": 3,").then_some(()))
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", jobs.log(id)));
+    jobs.slurm
+        .scontrol(&["requeue", &id.to_string()])
+        .unwrap_or_else(|e| panic!("{e}\n{}", attempt(0)));
+    let after = jobs.losses_from(id, 1);
+    let first = attempt(0);
+    let stopped = first
+        .lines()
+        .find_map(|l| l.split("stopped by the cluster (SIGTERM) at step ").nth(1))
+        .and_then(|r| r.split(':').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("the first attempt did not stop with a checkpoint: {first}"));
+    assert!((3..12).contains(&stopped), "{first}");
+    let second = attempt(1);
+    assert!(
+        second.contains("resuming from ")
+            && second.contains(&format!("/requeued/out/checkpoint-{stopped}\n")),
+        "{second}"
+    );
+    assert_eq!(after.first().map(|p| p.0), Some(stopped + 1), "{second}");
+    let rest = &reference[stopped as usize..];
+    assert_same_losses(rest, &after);
 }
 
 fn assert_same_losses(a: &[(u64, f64)], b: &[(u64, f64)]) {
@@ -144,7 +198,6 @@ fn assert_same_losses(a: &[(u64, f64)], b: &[(u64, f64)]) {
     for ((step, x), (_, y)) in a.iter().zip(b) {
         assert!((x - y).abs() <= 1e-4 * x.abs(), "step {step}: {a:?}\n{b:?}");
     }
-    assert!(a[a.len() - 1].1 < a[0].1, "the loss did not fall: {a:?}");
 }
 
 #[test]
@@ -170,6 +223,7 @@ fn multi_rank_jobs_share_a_node_and_span_two() {
         panic!("{e}\n{logs:#?}\n{}", one.log_tail())
     });
     let [a, b] = ids.map(|id| jobs.losses(id));
+    assert!(a[11].1 < a[0].1, "the loss did not fall: {a:?}");
     for id in ids {
         assert!(
             jobs.log(id).contains("2 rank(s)"),
@@ -179,6 +233,7 @@ fn multi_rank_jobs_share_a_node_and_span_two() {
     }
     // The same spec and seed: the same run.
     assert_same_losses(&a, &b);
+    requeued_mid_run_resumes_at_its_checkpoint(&jobs, &a);
     drop(jobs);
     drop(one);
 

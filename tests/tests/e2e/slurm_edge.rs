@@ -438,6 +438,7 @@ fn hold_both_gpus(w: &World) -> u64 {
         env: Default::default(),
         cpus_per_task: Some(1),
         payload: Some("sleep 300".into()),
+        requeue: true,
     };
     let body = submit_body(&valid, &options).unwrap();
     let (_, answer) = w

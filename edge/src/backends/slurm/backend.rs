@@ -44,6 +44,7 @@ pub struct SlurmBackend {
     cpus_per_task: Option<u32>,
     retention_s: u64,
     env: BTreeMap<String, String>,
+    requeue: bool,
 }
 
 impl SlurmBackend {
@@ -69,6 +70,7 @@ impl SlurmBackend {
             cpus_per_task: config.cpus_per_task,
             retention_s: config.retention_s(),
             env: config.job_env(),
+            requeue: config.requeue.unwrap_or(true),
         })
     }
 
@@ -131,6 +133,7 @@ impl Backend for SlurmBackend {
             // The script runs the spec's own launch (ds_config, srun torchrun on every node, or
             // tiny-train): the same line as the runner's command, written for the cluster.
             payload: None,
+            requeue: self.requeue,
         };
         // The spec is valid by its type; what can still be wrong is the deployment's options.
         let body = submit_body(&job.spec, &options).map_err(BackendError::Misconfigured)?;

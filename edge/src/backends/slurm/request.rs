@@ -32,6 +32,8 @@ pub struct SubmitOptions {
     pub cpus_per_task: Option<u32>,
     /// Replaces the spec's launch command in the script (a custom command).
     pub payload: Option<String>,
+    /// Whether Slurm may requeue the job (a failed node, a preemption, `scontrol requeue`).
+    pub requeue: bool,
 }
 
 /// `PATH` of every job: the system's, so that `curl`, `srun` and the training tools are found.
@@ -143,6 +145,7 @@ pub fn submit_body(v: &ValidSpec, o: &SubmitOptions) -> Result<Value, String> {
         "maximum_nodes": r.nodes,
         "tasks_per_node": 1,
         "cpus_per_task": cpus,
+        "requeue": o.requeue,
         // Slurm counts minutes; a limit is never rounded down below what the spec allows.
         "time_limit": {"set": true, "infinite": false, "number": v.time_limit_s().div_ceil(60).max(1)},
     });
@@ -176,6 +179,7 @@ mod tests {
             env: BTreeMap::from([("HF_HOME".into(), "/shared/hf".into())]),
             cpus_per_task: None,
             payload: None,
+            requeue: true,
         }
     }
 
@@ -208,6 +212,7 @@ mod tests {
                 "minimum_nodes": 1,
                 "name": "qwen2.5-7b-lora-4090-job_01H",
                 "partition": "gpu",
+                "requeue": true,
                 "script": "…",
                 "standard_error": "/shared/onramp/slurm-%j.out",
                 "standard_output": "/shared/onramp/slurm-%j.out",
