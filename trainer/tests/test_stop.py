@@ -63,3 +63,19 @@ def test_sigterm_saves_a_checkpoint_and_the_restart_goes_on_from_it(tmp_path, mo
     assert min(resumed) == at + 1
     for s in range(at + 1, steps + 1):
         assert resumed[s] == pytest.approx(reference[s], rel=1e-3, abs=1e-4), s
+
+
+def test_a_checkpoint_whose_save_was_cut_off_is_passed_over(tmp_path):
+    from onramp_train.stop import last_checkpoint
+
+    out = tmp_path / "out"
+    for step, done in [(4, True), (8, True), (12, False)]:
+        d = out / f"checkpoint-{step}"
+        d.mkdir(parents=True)
+        if done:
+            (d / "trainer_state.json").write_text("{}")
+    (out / "checkpoint-x").mkdir()
+    said: list[str] = []
+    assert last_checkpoint(out, said.append) == str(out / "checkpoint-8")
+    assert said == [f"passed over {out / 'checkpoint-12'}: its save did not finish"]
+    assert last_checkpoint(tmp_path / "none", said.append) is None

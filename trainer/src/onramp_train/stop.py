@@ -10,13 +10,35 @@ Every rank gets the signal, but not within the same step: at each step's end the
 
 from __future__ import annotations
 
+import re
 import signal
+from collections.abc import Callable
+from pathlib import Path
 
 from transformers import TrainerCallback
 
 from .errors import TrainError
 
 STOP_SIGNALS = (signal.SIGTERM,)
+
+
+def last_checkpoint(out: Path, say: Callable[[str], None]) -> str | None:
+    """The newest checkpoint in `out` whose save finished: the Trainer writes
+    `trainer_state.json` after the model, optimizer and RNG states, so a folder without it is a
+    save that a kill cut off (a node that died, a grace time too short), which would fail the
+    resume; it is passed over, and said so."""
+    if not out.is_dir():
+        return None
+    found = []
+    for d in out.iterdir():
+        m = re.fullmatch(r"checkpoint-(\d+)", d.name)
+        if m and d.is_dir():
+            found.append((int(m.group(1)), d))
+    for _, d in sorted(found, reverse=True):
+        if (d / "trainer_state.json").is_file():
+            return str(d)
+        say(f"passed over {d}: its save did not finish")
+    return None
 
 
 class Stopped(TrainError):

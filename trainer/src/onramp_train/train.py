@@ -17,7 +17,7 @@ from . import artifacts, data, evaluate, models
 from .errors import CommError, DeviceError, OutOfMemory, SpecError
 from .metrics import MetricsLines, Reporter, SaveEveryMinutes
 from .spec import RUN_FILE, Plan, RunAdvice, TrainerRun
-from .stop import StopOnSignal, Stopped
+from .stop import StopOnSignal, Stopped, last_checkpoint
 
 
 def say(msg: str) -> None:
@@ -324,7 +324,6 @@ def gloo_collectives() -> None:
 def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
     import torch
     from transformers import PrinterCallback, Trainer
-    from transformers.trainer_utils import get_last_checkpoint
 
     plan = the_run.plan
     cuda = torch.cuda.is_available()
@@ -395,7 +394,7 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
     baseline.trainer = trainer
     # The metrics lines replace the Trainer's own printed dicts.
     trainer.remove_callback(PrinterCallback)
-    last = get_last_checkpoint(str(out)) if out.is_dir() and plan.resume else None
+    last = last_checkpoint(out, say) if plan.resume else None
     if last:
         say(f"resuming from {last}")
     try:
