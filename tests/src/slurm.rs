@@ -15,7 +15,7 @@ mod launcher;
 use crate::process::{Service, free_port};
 use crate::stack::random_hex;
 use crate::wait;
-use launcher::{LAUNCHER, free_subnet, pids};
+use launcher::{LAUNCHER, free_subnet, kill_all};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -271,22 +271,10 @@ impl Slurm {
         let holder = self.node_holder(i)?;
         let net = std::fs::read_link(format!("/proc/{holder}/ns/net"))
             .map_err(|e| format!("node {i}'s namespace: {e}"))?;
-        for _ in 0..3 {
-            let mut found = false;
-            for pid in pids() {
-                if pid.to_string() != holder
-                    && std::fs::read_link(format!("/proc/{pid}/ns/net")).is_ok_and(|n| n == net)
-                {
-                    found = true;
-                    let _ = Command::new("kill")
-                        .args(["-KILL", &pid.to_string()])
-                        .status();
-                }
-            }
-            if !found {
-                break;
-            }
-        }
+        kill_all(|pid| {
+            pid.to_string() != holder
+                && std::fs::read_link(format!("/proc/{pid}/ns/net")).is_ok_and(|n| n == net)
+        });
         Ok(())
     }
 
@@ -441,21 +429,10 @@ impl Slurm {
         if own.map_or(true, |own| own == *ns) {
             return;
         }
-        for _ in 0..3 {
-            let mut found = false;
-            for pid in pids() {
-                let link = std::fs::read_link(format!("/proc/{pid}/ns/mnt"));
-                if link.is_ok_and(|l| l.display().to_string() == *ns) {
-                    found = true;
-                    let _ = Command::new("kill")
-                        .args(["-KILL", &pid.to_string()])
-                        .status();
-                }
-            }
-            if !found {
-                break;
-            }
-        }
+        kill_all(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/ns/mnt"))
+                .is_ok_and(|l| l.display().to_string() == *ns)
+        });
     }
 }
 

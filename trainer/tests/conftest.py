@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,6 +156,23 @@ def stop(proc: subprocess.Popen) -> None:
         except ProcessLookupError:
             pass
         proc.wait()
+
+
+def read_until(proc: subprocess.Popen, prefix: str, timeout_s: float = 300):
+    """Reads the trainer's stdout lines as they come (no pause between them) until one starts
+    with `prefix` or the time is up; stderr is drained beside it so that the trainer never
+    blocks on a full pipe. Returns the stdout lines seen, the stderr lines (still filling) and
+    the draining thread."""
+    seen: list[str] = []
+    errors: list[str] = []
+    drain = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
+    drain.start()
+    deadline = time.monotonic() + timeout_s
+    for line in proc.stdout:
+        seen.append(line)
+        if line.startswith(prefix) or time.monotonic() > deadline:
+            break
+    return seen, errors, drain
 
 
 def run_trainer(

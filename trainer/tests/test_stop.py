@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
-import time
 
 import pytest
-from conftest import DATA, environment, metrics_of, run_trainer, start, stop
+from conftest import DATA, environment, metrics_of, read_until, run_trainer, start, stop
 from test_train import spec_text
 
 
@@ -29,18 +27,10 @@ def test_sigterm_saves_a_checkpoint_and_the_restart_goes_on_from_it(tmp_path, mo
 
     job = tmp_path / "job"
     proc = start(job, text, 1, environment(models_dir))
-    seen: list[str] = []
-    errors: list[str] = []
-    drain = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
-    drain.start()
-    deadline = time.monotonic() + 300
     try:
-        for line in proc.stdout:
-            seen.append(line)
-            if line.startswith('{"step": 8,') or time.monotonic() > deadline:
-                # As Slurm does: every process of the job gets it.
-                os.killpg(proc.pid, signal.SIGTERM)
-                break
+        seen, errors, drain = read_until(proc, '{"step": 8,')
+        # As Slurm does: every process of the job gets it.
+        os.killpg(proc.pid, signal.SIGTERM)
         seen.extend(proc.stdout)
         proc.wait(timeout=120)
     finally:

@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from conftest import (
     derive,
     environment,
     metrics_of,
+    read_until,
     run_of,
     run_trainer,
     shared_dir,
@@ -356,18 +356,9 @@ def test_resume_after_a_kill_continues_the_same_curve(tmp_path, models_dir):
 
     job = tmp_path / "job"
     proc = start(job, text, 1, environment(models_dir))
-    seen: list[str] = []
-    errors: list[str] = []
-    # stderr is drained beside stdout so that the trainer never blocks on a full pipe.
-    drain = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
-    drain.start()
-    deadline = time.monotonic() + 300
     try:
-        # Lines are read as they come (no pause between them), and the kill follows step 12.
-        for line in proc.stdout:
-            seen.append(line)
-            if line.startswith('{"step": 12,') or time.monotonic() > deadline:
-                break
+        # The kill follows step 12.
+        seen, errors, drain = read_until(proc, '{"step": 12,')
     finally:
         stop(proc)
     drain.join(timeout=10)
@@ -557,7 +548,6 @@ def test_a_run_of_another_shape_is_refused_before_any_work(tmp_path):
 
 
 def test_metrics_reach_the_report_url_the_runner_gives(tmp_path, models_dir):
-    import threading
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
     received: list[tuple[str, dict]] = []

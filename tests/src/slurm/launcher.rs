@@ -139,7 +139,7 @@ wait
 "#;
 
 /// Every process's id.
-pub(super) fn pids() -> Vec<u32> {
+fn pids() -> Vec<u32> {
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
@@ -163,4 +163,21 @@ pub(super) fn free_subnet() -> Result<String, String> {
         }
     }
     Err("no free 10.x.y network for the cluster".into())
+}
+
+/// Kills every process `doomed` picks, again until none is left (one killed may have started
+/// another meanwhile), three rounds at most.
+pub(super) fn kill_all(doomed: impl Fn(u32) -> bool) {
+    for _ in 0..3 {
+        let mut found = false;
+        for pid in pids().into_iter().filter(|&p| doomed(p)) {
+            found = true;
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        if !found {
+            break;
+        }
+    }
 }

@@ -124,6 +124,16 @@ impl<'a> Jobs<'a> {
         losses
     }
 
+    /// The log of the job's `attempt` (0 for the first run, 1 after one requeue), which the job
+    /// script keeps in the job's own folder, if there is one yet.
+    fn attempt(&self, id: u64, attempt: u32) -> Option<String> {
+        std::fs::read_dir(self.slurm.host_path(&self.work_dir))
+            .ok()?
+            .flatten()
+            .map(|d| d.path().join(format!("onramp-{id}.{attempt}.log")))
+            .find_map(|f| std::fs::read_to_string(f).ok())
+    }
+
     /// Waits for the job's end and requires that it succeeded; the losses its `attempt` (0 for
     /// the first run, 1 after one requeue) printed, by step.
     fn losses_from(&self, id: u64, attempt: u32) -> Vec<(u64, f64)> {
@@ -138,12 +148,8 @@ impl<'a> Jobs<'a> {
         .unwrap_or_else(|e| panic!("{e}\n{}\n{}", self.log(id), self.slurm.log_tail()));
         let log = self.log(id);
         assert_eq!(end.state, JobState::Succeeded, "{end:?}\n{log}");
-        let folder = self.slurm.host_path(&self.work_dir);
-        let log = std::fs::read_dir(&folder)
-            .unwrap()
-            .flatten()
-            .map(|d| d.path().join(format!("onramp-{id}.{attempt}.log")))
-            .find_map(|f| std::fs::read_to_string(f).ok())
+        let log = self
+            .attempt(id, attempt)
             .unwrap_or_else(|| panic!("no log of attempt {attempt} of {id}: {log}"));
         // A step that was also evaluated prints its line again with `val_loss`.
         let mut losses: Vec<(u64, f64)> = log
@@ -164,10 +170,7 @@ impl<'a> Jobs<'a> {
 /// folder, where the trainer resumes at that step and ends as a run never stopped (`reference`).
 fn requeued_mid_run_resumes_at_its_checkpoint(jobs: &Jobs<'_>, reference: &[(u64, f64)]) {
     let id = jobs.submit(&spec(1, 2), "requeued");
-    let folder = jobs.slurm.host_path(&jobs.work_dir).join("requeued");
-    let attempt = |n: u32| {
-        std::fs::read_to_string(folder.join(format!("onramp-{id}.{n}.log"))).unwrap_or_default()
-    };
+    let attempt = |n: u32| jobs.attempt(id, n).unwrap_or_default();
     onramp_tests::wait::until("the job's step 3", Duration::from_secs(300), || {
         Ok(attempt(0).contains("{\"step\": 3,").then_some(()))
     })
@@ -267,10 +270,7 @@ fn a_job_whose_node_dies_runs_again_on_the_other_from_its_checkpoint() {
     let (v, diags) = jobspec::validate_toml(&toml);
     let v = v.unwrap_or_else(|| panic!("{diags:?}"));
     let id = jobs.submit(&v, "node-dies");
-    let folder = two.host_path(&jobs.work_dir).join("node-dies");
-    let attempt = |n: u32| {
-        std::fs::read_to_string(folder.join(format!("onramp-{id}.{n}.log"))).unwrap_or_default()
-    };
+    let attempt = |n: u32| jobs.attempt(id, n).unwrap_or_default();
     onramp_tests::wait::until("the job's step 5", Duration::from_secs(300), || {
         Ok(attempt(0).contains("{\"step\": 5,").then_some(()))
     })
