@@ -1,6 +1,6 @@
 //! A submitted job's state: one definition for the edge, the runner and the app, spelled on the
-//! wire and in records as `dispatching`, `queued`, `running`, `succeeded`, `failed`, `cancelled`,
-//! `timed_out`, `lost`.
+//! wire and in records as `dispatching`, `queued`, `running`, `requeued`, `succeeded`, `failed`,
+//! `cancelled`, `timed_out`, `lost`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -13,6 +13,9 @@ pub enum JobState {
     Dispatching,
     Queued,
     Running,
+    /// Stopped by its cluster (a requeue, a preemption, a node that died) and waiting to run
+    /// again from its last checkpoint: live, and billed for every attempt that ran.
+    Requeued,
     Succeeded,
     Failed,
     Cancelled,
@@ -23,10 +26,11 @@ pub enum JobState {
 
 impl JobState {
     /// Every state, in lifecycle order.
-    pub const ALL: [JobState; 8] = [
+    pub const ALL: [JobState; 9] = [
         JobState::Dispatching,
         JobState::Queued,
         JobState::Running,
+        JobState::Requeued,
         JobState::Succeeded,
         JobState::Failed,
         JobState::Cancelled,
@@ -40,6 +44,7 @@ impl JobState {
             JobState::Dispatching => "dispatching",
             JobState::Queued => "queued",
             JobState::Running => "running",
+            JobState::Requeued => "requeued",
             JobState::Succeeded => "succeeded",
             JobState::Failed => "failed",
             JobState::Cancelled => "cancelled",
@@ -53,20 +58,36 @@ impl JobState {
         JobState::ALL.into_iter().find(|j| j.as_str() == s)
     }
 
-    /// Whether the job has ended (anything but dispatching, queued or running).
+    /// Whether the job has ended (anything but dispatching, queued, running or requeued).
     pub fn is_terminal(self) -> bool {
         !matches!(
             self,
-            JobState::Dispatching | JobState::Queued | JobState::Running
+            JobState::Dispatching | JobState::Queued | JobState::Running | JobState::Requeued
         )
     }
 
-    /// A terminal state is final: late or repeated reports cannot reopen or relabel a job.
+    /// The live states, as SQL spells a list of them: `'dispatching', 'queued', …`.
+    pub const LIVE_SQL: &'static str = "'dispatching', 'queued', 'running', 'requeued'";
+
+    /// A terminal state is final: late or repeated reports cannot reopen or relabel a job. A job
+    /// that ran never goes back to the queue (a requeue is `requeued`), and one waiting to run
+    /// again is not newly queued.
     pub fn can_become(self, next: JobState) -> bool {
         !self.is_terminal()
             && self != next
             && next != JobState::Dispatching
-            && !(self == JobState::Running && next == JobState::Queued)
+            && !(matches!(self, JobState::Running | JobState::Requeued) && next == JobState::Queued)
+    }
+
+    /// The states a job may be in for `next` to be recorded (`next` itself included, so a repeat
+    /// refreshes what comes with it), as a SQL list.
+    pub fn sources_sql(next: JobState) -> String {
+        JobState::ALL
+            .into_iter()
+            .filter(|s| *s == next && !s.is_terminal() || s.can_become(next))
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -92,6 +113,24 @@ mod tests {
         assert!(Dispatching.can_become(Queued) && Dispatching.can_become(Running));
         assert!(Dispatching.can_become(Failed) && !Dispatching.is_terminal());
         assert!(!Queued.can_become(Dispatching) && !Running.can_become(Dispatching));
+        // A requeue: running → requeued → running, never back to queued.
+        assert!(Running.can_become(Requeued) && Requeued.can_become(Running));
+        assert!(Queued.can_become(Requeued) && !Requeued.can_become(Queued));
+        assert!(Requeued.can_become(Failed) && !Requeued.is_terminal());
+        assert_eq!(
+            JobState::sources_sql(Queued),
+            "'dispatching', 'queued'".to_string()
+        );
+        assert_eq!(
+            JobState::sources_sql(Requeued),
+            "'dispatching', 'queued', 'running', 'requeued'".to_string()
+        );
+        let live: Vec<String> = JobState::ALL
+            .into_iter()
+            .filter(|s| !s.is_terminal())
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect();
+        assert_eq!(live.join(", "), JobState::LIVE_SQL);
         for end in JobState::ALL.into_iter().filter(|s| s.is_terminal()) {
             assert!(JobState::ALL.iter().all(|&next| !end.can_become(next)));
         }

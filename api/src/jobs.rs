@@ -58,6 +58,23 @@ pub struct Job {
     pub checkpoint: bool,
     /// The spec as submitted (TOML).
     pub spec: String,
+    /// Its runs, when its cluster stopped it and ran it again (a requeue, a node that died):
+    /// each attempt's times and where its log begins. Empty in lists, and for a job that has
+    /// told the edge of no attempt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<JobAttempt>,
+}
+
+/// One run of a job (see [`Job::attempts`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct JobAttempt {
+    /// Counted from 0.
+    pub attempt: u32,
+    /// RFC 3339, UTC: when it started, and when its cluster stopped it (none for the last).
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    /// Where its output begins in `GET /api/jobs/{id}/logs`, once it printed some.
+    pub log_offset: Option<u64>,
 }
 
 /// `GET /api/jobs`: newest first.
@@ -120,6 +137,10 @@ pub struct Report {
     pub metrics: Vec<MetricPoint>,
     #[serde(default)]
     pub message: Option<String>,
+    /// Which run of the job reports, counted from 0 (Slurm's `SLURM_RESTART_COUNT`), when its
+    /// cluster may run it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
 }
 
 /// The answer to a report: the job's state after it, and how many points were stored.

@@ -49,6 +49,7 @@ pub use experiments::{
 };
 pub use job_state::JobState;
 pub use jobs::{
-    CheckpointEntry, CheckpointList, Job, JobList, LogAccepted, LogChunk, Messages, MetricPoint,
-    MetricsPage, Report, ReportAccepted, Severity, SpecBody, SpecDiagnostic, SubmitRequest,
+    CheckpointEntry, CheckpointList, Job, JobAttempt, JobList, LogAccepted, LogChunk, Messages,
+    MetricPoint, MetricsPage, Report, ReportAccepted, Severity, SpecBody, SpecDiagnostic,
+    SubmitRequest,
 };

@@ -6,9 +6,10 @@
 
 use crate::i18n::Key;
 pub use api::{
-    BackendList, ErrorCode, Experiment, ExperimentDeleted, Job, JobList, JobState, Ledger,
-    LedgerKind, LogChunk, MetricPoint, MetricsPage, PasswordChanged, Redeemed, ResetRequested,
-    SavedExperiment, SignedOutEverywhere, TokenList, TokenRevoked, VerificationSent, Verified,
+    BackendList, ErrorCode, Experiment, ExperimentDeleted, Job, JobAttempt, JobList, JobState,
+    Ledger, LedgerKind, LogChunk, MetricPoint, MetricsPage, PasswordChanged, Redeemed,
+    ResetRequested, SavedExperiment, SignedOutEverywhere, TokenList, TokenRevoked,
+    VerificationSent, Verified,
 };
 use serde::Deserialize;
 
@@ -26,6 +27,7 @@ impl StateKey for JobState {
             JobState::Dispatching => Key::StateDispatching,
             JobState::Queued => Key::StateQueued,
             JobState::Running => Key::StateRunning,
+            JobState::Requeued => Key::StateRequeued,
             JobState::Succeeded => Key::StateSucceeded,
             JobState::Failed => Key::StateFailed,
             JobState::Cancelled => Key::StateCancelled,
@@ -39,7 +41,7 @@ impl StateKey for JobState {
 /// edge gave one, else its message.
 pub fn job_message(job: &Job, lang: crate::i18n::Lang) -> Option<String> {
     match (&job.reason_messages, job.state) {
-        (Some(r), JobState::Queued) => Some(match lang {
+        (Some(r), JobState::Queued | JobState::Requeued) => Some(match lang {
             crate::i18n::Lang::En => r.en.clone(),
             crate::i18n::Lang::Zh => r.zh_cn.clone(),
         }),

@@ -215,6 +215,9 @@ messages! {
     StateDispatching => "dispatching", "提交中";
     StateQueued => "queued", "排队中";
     StateRunning => "running", "运行中";
+    StateRequeued => "requeued", "已重新排队";
+    Attempts => "Attempts", "运行次数";
+    AttemptBegins => "── attempt {n} begins: the cluster stopped the run before it, which continues from its last checkpoint ──", "── 第 {n} 次运行开始：集群停止了上一次运行，本次从最近的检查点继续 ──";
     StateSucceeded => "succeeded", "已成功";
     StateFailed => "failed", "已失败";
     StateCancelled => "cancelled", "已取消";

@@ -2,7 +2,7 @@
 //! before asking again (and when to stop), how metric pages and log chunks accumulate, and
 //! which Idempotency-Key a submission uses.
 
-use crate::api_wire::{JobState, LogChunk, MetricPoint, MetricsPage};
+use crate::api_wire::{JobAttempt, JobState, LogChunk, MetricPoint, MetricsPage};
 
 /// Milliseconds until the next poll, or `None` to stop: a finished job changes no more. Failed
 /// polls back off (1 s, 2 s, 4 s … at most 15 s) so a struggling edge is not hammered.
@@ -82,6 +82,40 @@ impl LogTail {
     }
 }
 
+/// The log text as read so far (`text`, which ends at offset `end`) cut where each attempt after
+/// the first begins, for a job its cluster ran again: every piece with the attempt that begins
+/// there (none for the text before the first such start).
+pub fn log_by_attempt(text: &str, end: u64, attempts: &[JobAttempt]) -> Vec<(Option<u32>, String)> {
+    let start = end.saturating_sub(text.len() as u64);
+    let mut marks: Vec<(usize, u32)> = attempts
+        .iter()
+        .filter(|a| a.attempt > 0)
+        .filter_map(|a| {
+            let at = a.log_offset.filter(|o| (start..=end).contains(o))?;
+            let mut at = usize::try_from(at - start).ok()?;
+            while !text.is_char_boundary(at) {
+                at += 1;
+            }
+            Some((at, a.attempt))
+        })
+        .collect();
+    marks.sort_unstable();
+    let mut pieces = vec![(None, String::new())];
+    let mut from = 0;
+    for (at, attempt) in marks {
+        if let Some(last) = pieces.last_mut() {
+            last.1 = text[from..at].to_string();
+        }
+        pieces.push((Some(attempt), String::new()));
+        from = at;
+    }
+    if let Some(last) = pieces.last_mut() {
+        last.1 = text[from..].to_string();
+    }
+    pieces.retain(|(mark, piece)| mark.is_some() || !piece.is_empty());
+    pieces
+}
+
 /// The Idempotency-Key of one submission: the same spec sent again (a double click, a retry
 /// after a network error) reuses its key, so the edge answers with the job it already made;
 /// another spec gets a fresh key.
@@ -124,6 +158,41 @@ mod tests {
             epoch: None,
             peak_mem_bytes: None,
         }
+    }
+
+    #[test]
+    fn the_log_is_cut_where_each_attempt_begins() {
+        let attempt = |attempt: u32, log_offset: Option<u64>| JobAttempt {
+            attempt,
+            started_at: None,
+            ended_at: None,
+            log_offset,
+        };
+        let text = "step 1\nstep 2\nresuming\nstep 3\n";
+        let attempts = [attempt(0, Some(0)), attempt(1, Some(14)), attempt(2, None)];
+        assert_eq!(
+            log_by_attempt(text, text.len() as u64, &attempts),
+            vec![
+                (None, "step 1\nstep 2\n".to_string()),
+                (Some(1), "resuming\nstep 3\n".to_string())
+            ]
+        );
+        // The page kept only the log's end (it started at 10): the mark is still in its place.
+        assert_eq!(
+            log_by_attempt(&text[10..], 10 + text[10..].len() as u64, &attempts),
+            vec![
+                (None, "p 2\n".to_string()),
+                (Some(1), "resuming\nstep 3\n".to_string())
+            ]
+        );
+        // An attempt that has begun but printed nothing yet is shown at the end; a start before
+        // the text kept is not shown.
+        let at_end = [attempt(1, Some(33)), attempt(2, Some(3))];
+        assert_eq!(
+            log_by_attempt(&text[10..], 33, &at_end),
+            vec![(None, text[10..].to_string()), (Some(1), String::new())]
+        );
+        assert_eq!(log_by_attempt("", 0, &[]), Vec::new());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 pub mod access;
 pub mod accounts;
 pub mod artifacts;
+pub mod attempts;
 pub mod backends;
 pub mod coordinator;
 pub mod credits;

@@ -38,6 +38,7 @@ pub fn parse_metric_lines(body: &[u8]) -> Result<Report, ApiError> {
         state: None,
         metrics,
         message: None,
+        attempt: None,
     })
 }
 

@@ -189,13 +189,15 @@ pub fn clean_message(message: &str) -> String {
     out
 }
 
-/// Refuses states a job may not report (`queued`, which only the edge sets) and non-finite
-/// numbers, which JSON cannot carry back out.
+/// Refuses states a job may not report (`queued` and `requeued`, which only the edge sets from
+/// its backend's word), an attempt past [`crate::attempts::MAX_ATTEMPT`] and non-finite numbers,
+/// which JSON cannot carry back out.
 impl Check for &Report {
     type Checked = ();
 
     fn check(self) -> Result<(), ApiError> {
-        if let Some(s @ (crate::jobs::JobState::Queued | crate::jobs::JobState::Dispatching)) =
+        use crate::jobs::JobState;
+        if let Some(s @ (JobState::Queued | JobState::Dispatching | JobState::Requeued)) =
             self.state
         {
             return Err(ApiError::new(
@@ -210,6 +212,7 @@ impl Check for &Report {
             ));
         }
         crate::metric_points::check_points(&self.metrics)?;
+        crate::attempts::check_attempt(self.attempt.map_or(0, u64::from))?;
         if self.message.as_ref().is_some_and(|m| m.len() > 4096) {
             return Err(ApiError::new(
                 ErrorCode::InvalidField,
@@ -413,6 +416,12 @@ mod tests {
         );
         let r: Report = parse_json(br#"{"state":"queued"}"#).unwrap();
         assert_eq!(r.check().unwrap_err().code, ErrorCode::InvalidState);
+        let r: Report = parse_json(br#"{"state":"requeued"}"#).unwrap();
+        assert_eq!(r.check().unwrap_err().code, ErrorCode::InvalidState);
+        let r: Report = parse_json(br#"{"state":"running","attempt":2}"#).unwrap();
+        assert!(r.check().is_ok());
+        let r: Report = parse_json(br#"{"state":"running","attempt":1001}"#).unwrap();
+        assert_eq!(r.check().unwrap_err().code, ErrorCode::InvalidField);
         assert!(parse_json::<Report>(br#"{"state":"flying"}"#).is_err());
         assert_eq!(query_u64(Some("offset=12&x=1"), "offset", 0).unwrap(), 12);
         assert_eq!(query_u64(None, "offset", 7).unwrap(), 7);

@@ -64,6 +64,7 @@ pub fn job() -> Job {
         }),
         checkpoint: false,
         spec: "name = \"tiny\"\ntask = \"tiny-train\"\n".into(),
+        attempts: Vec::new(),
     }
 }
 

@@ -91,6 +91,34 @@ pub(super) fn jobs_samples() -> Vec<Sample> {
         ),
         sample("job", job()),
         sample(
+            "job_requeued",
+            Job {
+                state: JobState::Requeued,
+                started_at: Some(T0.into()),
+                message: Some("stopped by the cluster and requeued: it runs again from its last checkpoint; waiting for its start time (BeginTime)".into()),
+                reason: Some("BeginTime".into()),
+                reason_messages: Some(Messages {
+                    en: "waiting for its start time (BeginTime)".into(),
+                    zh_cn: "等待开始时间（BeginTime）".into(),
+                }),
+                attempts: vec![
+                    JobAttempt {
+                        attempt: 0,
+                        started_at: Some(T0.into()),
+                        ended_at: Some(T1.into()),
+                        log_offset: Some(0),
+                    },
+                    JobAttempt {
+                        attempt: 1,
+                        started_at: None,
+                        ended_at: None,
+                        log_offset: None,
+                    },
+                ],
+                ..job()
+            },
+        ),
+        sample(
             "job_list",
             JobList {
                 jobs: vec![finished.clone(), job()],
@@ -135,6 +163,7 @@ pub(super) fn job_progress_samples() -> Vec<Sample> {
                 state: Some(JobState::Running),
                 metrics: vec![metric()],
                 message: None,
+                attempt: None,
             },
         ),
         sample(

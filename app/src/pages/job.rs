@@ -153,9 +153,39 @@ pub fn JobPage(id: String) -> impl IntoView {
             {move || live.logs.with(|l| l.truncated).then(|| view! { <p class="muted">{i.t(Key::LogTruncated)}</p> })}
             <pre class="output logs" data-testid="job-logs" data-offset=move || live.logs.with(|l| l.offset) tabindex="0"
                 aria-label=tr(i, Key::Logs)>
-                {move || live.logs.with(|l| if l.text.is_empty() { i.t(Key::NoLogsYet).to_string() } else { l.text.clone() })}
+                <LogText live=live/>
             </pre>
         </section>
+    }
+}
+
+/// The log read so far, with a line where each attempt after the first begins (a job its
+/// cluster stopped and ran again).
+#[component]
+fn LogText(live: Live) -> impl IntoView {
+    let i = use_i18n();
+    let attempts = Memo::new(move |_| {
+        live.job
+            .with(|j| j.as_ref().map(|j| j.attempts.clone()).unwrap_or_default())
+    });
+    move || {
+        let pieces = live
+            .logs
+            .with(|l| attempts.with(|a| crate::poll::log_by_attempt(&l.text, l.offset, a)));
+        if pieces.is_empty() {
+            return i.t(Key::NoLogsYet).to_string().into_any();
+        }
+        pieces
+            .into_iter()
+            .map(|(mark, text)| {
+                let mark = mark.map(|n| {
+                    let words = i.t(Key::AttemptBegins).replace("{n}", &(n + 1).to_string());
+                    view! { <strong class="attempt-mark" data-testid="job-log-attempt" data-attempt=n>{words}"\n"</strong> }
+                });
+                view! { {mark}{text} }
+            })
+            .collect_view()
+            .into_any()
     }
 }
 
@@ -208,7 +238,7 @@ fn JobProgress(job: RwSignal<Option<Job>>, points: RwSignal<Vec<MetricPoint>>) -
 #[component]
 fn JobFacts(job: Job) -> impl IntoView {
     let i = use_i18n();
-    let reason_key = if job.state == JobState::Queued {
+    let reason_key = if matches!(job.state, JobState::Queued | JobState::Requeued) {
         Key::WaitingReason
     } else {
         Key::BackendSays
@@ -231,6 +261,7 @@ fn JobFacts(job: Job) -> impl IntoView {
             {fact(i, Key::Created, short_utc(&job.created_at), "")}
             {job.started_at.as_deref().map(|t| fact(i, Key::Started, short_utc(t), ""))}
             {job.ended_at.as_deref().map(|t| fact(i, Key::Ended, short_utc(t), ""))}
+            {(job.attempts.len() > 1).then(|| fact(i, Key::Attempts, job.attempts.len().to_string(), "job-attempts"))}
         </dl>
     }
 }

@@ -87,6 +87,11 @@ pub struct RemoteStatus {
     /// What to show the user about the wait or the end (English; the reason code is the key
     /// a page translates).
     pub message: Option<String>,
+    /// Which run of the job this is, counted from 0, on a backend that runs a job again after
+    /// it stopped it (Slurm's requeue); none where a job runs once.
+    pub attempt: Option<u32>,
+    /// When the backend stopped the attempt before this one (the end of its billed time).
+    pub requeued_at_ms: Option<i64>,
 }
 
 /// A slice of a job's log (the wire type of the edge's API and of the runner contract).

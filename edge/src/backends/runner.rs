@@ -132,6 +132,8 @@ impl Backend for RunnerBackend {
                 .as_deref()
                 .map(|r| super::slurm::state::pending_reason(r).0),
             reason: a.reason,
+            attempt: None,
+            requeued_at_ms: None,
         })
     }
 

@@ -6,6 +6,7 @@ use super::access::JobCaller;
 use super::db::{self, n, s};
 use super::http::{self, ApiResult};
 use crate::backends::adapter::LogChunk;
+use crate::error::ApiError;
 use crate::job_logs::{self, MAX_CHUNK_BYTES, MAX_LOG_BYTES, MAX_READ_BYTES};
 use crate::wire;
 use api::LogAccepted;
@@ -39,13 +40,29 @@ async fn stored_bytes(env: &Env, job_id: &str) -> ApiResult<u64> {
         .map_or(0, |(at, bytes)| at + bytes))
 }
 
+/// Stores a chunk of the job's log. A job its cluster ran again pushes each attempt's log with
+/// offsets of its own (`attempt=N`, Slurm's restart count): an attempt's log goes after the
+/// ones before it, and a late chunk of an attempt that a newer one has followed is dropped.
 pub async fn push(caller: JobCaller, mut req: Request, env: &Env) -> ApiResult<LogAccepted> {
     let job = caller.job();
-    let offset = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "offset", 0)?;
+    let query = req.url().ok();
+    let query = query.as_ref().and_then(|u| u.query());
+    let offset = wire::query_u64(query, "offset", 0)?;
+    let attempt = wire::query_u64(query, "attempt", 0)?;
+    let attempt = crate::attempts::check_attempt(attempt)?;
     let body = http::body(&mut req, MAX_CHUNK_BYTES).await?;
     let last = last_piece(env, &job.id).await?;
     let stored = last.map_or(0, |(at, bytes)| at + bytes);
-    let plan = job_logs::plan_append(stored, offset, body.len())?;
+    let Some(base) = super::attempts::log_base(env, &job.id, attempt, stored).await? else {
+        return Ok(LogAccepted {
+            next_offset: offset,
+            stored: 0,
+            dropped: body.len(),
+            limit_bytes: MAX_LOG_BYTES,
+        });
+    };
+    let plan = job_logs::plan_append(stored, base.saturating_add(offset), body.len())
+        .map_err(|e| in_attempt(e, base))?;
     if plan.take > 0 {
         let text = job_logs::to_text(&body[plan.skip..plan.skip + plan.take]);
         let take = i64::try_from(plan.take).unwrap_or(i64::MAX);
@@ -85,11 +102,27 @@ pub async fn push(caller: JobCaller, mut req: Request, env: &Env) -> ApiResult<L
     }
     let next = plan.offset + plan.take as u64;
     Ok(LogAccepted {
-        next_offset: next,
+        next_offset: next.saturating_sub(base),
         stored: plan.take,
         dropped: plan.dropped,
         limit_bytes: MAX_LOG_BYTES,
     })
+}
+
+/// A refusal's `next_offset` counted in the attempt's own offsets, as the job sent its own.
+fn in_attempt(mut e: ApiError, base: u64) -> ApiError {
+    if let Some(next) = e
+        .details
+        .get("next_offset")
+        .and_then(serde_json::Value::as_u64)
+    {
+        e.details["next_offset"] = serde_json::json!(next.saturating_sub(base));
+        e.message = format!(
+            "the edge has {} bytes of this attempt's log; a later chunk would leave a gap",
+            next.saturating_sub(base)
+        );
+    }
+    e
 }
 
 /// The last non-empty line of a pushed log (from its last 4 KiB), if the job pushed one: what a

@@ -7,6 +7,7 @@ mod access;
 mod account_sweep;
 mod accounts;
 mod artifacts;
+mod attempts;
 mod backends;
 mod coordinator;
 mod credits;

@@ -50,23 +50,14 @@ pub async fn report(caller: JobCaller, mut req: Request, env: &Env) -> ApiResult
                 _ => {
                     db::run(
                         env,
-                        "UPDATE jobs SET ending = ? WHERE id = ? AND state IN ('dispatching', 'queued', 'running')",
+                        "UPDATE jobs SET ending = ? WHERE id = ? AND state IN ('dispatching', 'queued', 'running', 'requeued')",
                         &[s(next.as_str()), s(&job.id)],
                     )
                     .await?;
                 }
             }
         }
-        Some(JobState::Running) if current.can_become(JobState::Running) => {
-            db::run(
-                env,
-                "UPDATE jobs SET state = 'running', started_at = COALESCE(started_at, ?), reason = NULL, \
-                 message = CASE WHEN reason IS NOT NULL OR state = 'dispatching' THEN NULL ELSE message END \
-                 WHERE id = ? AND state IN ('dispatching', 'queued')",
-                &[n(now), s(&job.id)],
-            )
-            .await?;
-        }
+        Some(JobState::Running) => running(env, job, r.attempt.unwrap_or(0), now).await?,
         _ => {}
     }
     let after = row::by_id(env, &job.id)
@@ -76,6 +67,27 @@ pub async fn report(caller: JobCaller, mut req: Request, env: &Env) -> ApiResult
         state: after,
         metrics_stored: r.metrics.len(),
     })
+}
+
+/// The job says it runs: its attempt `attempt` started (on the edge's clock, unless the backend
+/// said first). A job waiting in a queue, or requeued, runs; one running an older attempt runs
+/// this one; a report from an attempt older than the newest known changes nothing.
+async fn running(env: &Env, job: &JobRow, attempt: u32, now: i64) -> ApiResult<()> {
+    let k = i64::from(attempt);
+    if k < job.attempt || job.state().is_terminal() {
+        return Ok(());
+    }
+    super::attempts::started(env, &job.id, attempt, now).await?;
+    db::run(
+        env,
+        "UPDATE jobs SET state = 'running', attempt = ?, started_at = COALESCE(started_at, ?), reason = NULL, \
+         message = CASE WHEN reason IS NOT NULL OR state IN ('dispatching', 'requeued') THEN NULL ELSE message END \
+         WHERE id = ? AND attempt <= ? \
+         AND (state IN ('dispatching', 'queued', 'requeued') OR (state = 'running' AND attempt < ?))",
+        &[n(k), n(now), s(&job.id), n(k), n(k)],
+    )
+    .await?;
+    Ok(())
 }
 
 /// Finishes a job its backend says has ended, by the backend's state and times; the message is
@@ -98,6 +110,12 @@ async fn ended(
     let bare = message
         .as_deref()
         .is_none_or(|m| m.starts_with("exited with code") || m.starts_with("exit code"));
+    // Earlier attempts end where the backend requeued them; the last one is billed by the
+    // backend's times.
+    super::attempts::observe(env, &job.id, st, now_ms()).await?;
+    if let Some(k) = st.attempt {
+        super::attempts::reached(env, &job.id, k).await?;
+    }
     if st.state == JobState::Failed
         && bare
         && let Some(line) = super::job_logs::last_line(env, &job.id).await?
@@ -231,7 +249,7 @@ pub async fn adopt(env: &Env, job_id: &str, sub: &Submitted, now: i64) -> ApiRes
          started_at = CASE WHEN state = 'dispatching' THEN ? ELSE started_at END, \
          message = CASE WHEN state = 'dispatching' THEN NULL ELSE message END, \
          state = CASE WHEN state = 'dispatching' THEN ? ELSE state END \
-         WHERE id = ? AND remote_id IS NULL AND state IN ('dispatching', 'queued', 'running')",
+         WHERE id = ? AND remote_id IS NULL AND state IN ('dispatching', 'queued', 'running', 'requeued')",
         &[
             s(&sub.remote_id),
             n(now),
@@ -354,23 +372,41 @@ pub async fn progress(
     st: &adapter::RemoteStatus,
     now: i64,
 ) -> ApiResult<()> {
-    let waiting = st.state == JobState::Queued;
+    let waiting = matches!(st.state, JobState::Queued | JobState::Requeued);
+    let k = st.attempt.map(i64::from);
+    // Only a move the state machine allows (a job that ran never goes back to the queue), and
+    // never news of an older attempt: a requeue of attempt k does not undo attempt k running.
     db::run(
         env,
-        "UPDATE jobs SET state = ?, started_at = COALESCE(started_at, ?), last_report_at = ?, reason = ?, \
-         message = CASE WHEN ? THEN ? ELSE message END WHERE id = ? AND state IN ('dispatching', 'queued', 'running')",
+        &format!(
+            "UPDATE jobs SET state = ?, attempt = MAX(attempt, COALESCE(?, attempt)), \
+             started_at = COALESCE(started_at, ?), last_report_at = ?, reason = ?, \
+             message = CASE WHEN ? THEN ? WHEN ? THEN message WHEN reason IS NOT NULL THEN NULL ELSE message END \
+             WHERE id = ? AND state IN ({}) \
+             AND (? IS NULL OR (attempt <= ? AND NOT (state = 'running' AND attempt = ? AND ? = 'requeued')))",
+            JobState::sources_sql(st.state)
+        ),
         &[
             s(st.state.as_str()),
+            db::opt_n(k),
             // A waiting job has not started, whatever start time a backend forecasts.
             db::opt_n(st.started_at_ms.filter(|_| !waiting)),
             n(now),
             db::opt_s(st.reason.as_deref().filter(|_| waiting)),
             n(i64::from(waiting && st.message.is_some())),
             db::opt_s(st.message.as_deref().map(wire::clean_message).as_deref()),
+            n(i64::from(waiting)),
             s(&job.id),
+            db::opt_n(k),
+            db::opt_n(k),
+            db::opt_n(k),
+            s(st.state.as_str()),
         ],
     )
     .await?;
+    if k.is_none_or(|k| k >= job.attempt) {
+        super::attempts::observe(env, &job.id, st, now).await?;
+    }
     Ok(())
 }
 
@@ -392,34 +428,46 @@ pub async fn finish(
     let message = message.map(wire::clean_message);
     let message = message.as_deref();
     // Card time is measured on one clock: the backend's when it reports both ends (it saw the
-    // process run), else the edge's own (first "running" until now). A job that never started
-    // used no card time.
+    // process run), else the edge's own (the attempt's first "running" until now). A job that
+    // never started, or waits to run again, used no card time since. Attempts before the last
+    // (the cluster ran the job again) add theirs; the hold caps the sum.
+    let billed = super::attempts::billed(env, &job.id).await?;
     let (started, ended) = match (started_ms, ended_ms) {
         (Some(st), Some(en)) => (st, en),
         _ => {
             let now = now_ms();
-            (job.started_at.unwrap_or(now), now)
+            let start = match (job.state(), billed.last) {
+                (JobState::Requeued, _) => now,
+                (_, 0) => job.started_at.unwrap_or(now),
+                _ => billed.last_started_at.unwrap_or(now),
+            };
+            (start, now)
         }
     };
+    let used = billed
+        .earlier_ms
+        .saturating_add(ended.saturating_sub(started).max(0));
     let capture = settle_fen(
         state,
         job.hold_fen,
         u64::try_from(job.price_fen_per_hour).unwrap_or(0),
         u32::try_from(job.cards).unwrap_or(0),
-        ended - started,
+        used,
     );
     let changed = db::run(
         env,
         "UPDATE jobs SET state = ?, ended_at = ?, started_at = COALESCE(?, started_at), charged_fen = ?, \
          message = CASE WHEN ? = 'cancelled' AND cancel_requested_at IS NOT NULL THEN ? \
          ELSE COALESCE(?, CASE WHEN reason IS NOT NULL THEN NULL ELSE message END) END, reason = NULL \
-         WHERE id = ? AND state IN ('dispatching', 'queued', 'running')",
+         WHERE id = ? AND state IN ('dispatching', 'queued', 'running', 'requeued')",
         &[
             s(state.as_str()),
             n(ended),
             // Both ends on the clock that was billed, so the job never shows ending before it
-            // started; without the backend's times, the edge's own first "running".
+            // started; without the backend's times, the edge's own first "running". A job run
+            // again keeps its first start.
             db::opt_n(match (started_ms, ended_ms) {
+                _ if billed.last > 0 => None,
                 (Some(_), Some(_)) => Some(started),
                 _ => job.started_at.or(started_ms),
             }),
@@ -494,7 +542,7 @@ pub async fn reconcile(
     let live: Vec<JobRow> = db::all(
         env,
         &format!(
-            "SELECT {} FROM jobs WHERE state IN ('dispatching', 'queued', 'running') \
+            "SELECT {} FROM jobs WHERE state IN ('dispatching', 'queued', 'running', 'requeued') \
              AND (COALESCE(last_report_at, created_at) <= ? OR COALESCE(checked_at, created_at) <= ? \
              OR remote_id IS NULL OR ending IS NOT NULL) ORDER BY COALESCE(checked_at, 0) LIMIT 100",
             row::COLUMNS
@@ -526,7 +574,7 @@ pub async fn reconcile(
     }
     let unsettled: Vec<Unsettled> = db::all(
         env,
-        "SELECT id, user_id, charged_fen FROM jobs WHERE settled = 0 AND state NOT IN ('dispatching', 'queued', 'running') LIMIT 100",
+        "SELECT id, user_id, charged_fen FROM jobs WHERE settled = 0 AND state NOT IN ('dispatching', 'queued', 'running', 'requeued') LIMIT 100",
         &[],
     )
     .await?;

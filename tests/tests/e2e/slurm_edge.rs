@@ -13,7 +13,9 @@
 //! - Slurm's time limit kills a job; the cron sweep learns it from Slurm and the job pays its
 //!   whole hold;
 //! - a `lora` job runs onramp-train through the generated sbatch script (the backend names the
-//!   trainer's Python in `ONRAMP_PYTHON`), reports its metrics and settles.
+//!   trainer's Python in `ONRAMP_PYTHON`), reports its metrics and settles;
+//! - a job requeued mid-run is `requeued`, runs again from its checkpoint and is billed for both
+//!   attempts (`requeue.rs`).
 //!
 //! Needs root, the Slurm chroot (`cargo xtask setup`), the built stack and `../shared`: ignored
 //! in a plain `cargo test`, run by `cargo xtask test`.
@@ -25,6 +27,8 @@ use onramp_tests::stack::{Stack, StackExtras, StackOptions, random_hex};
 use onramp_tests::wait;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
+
+mod requeue;
 
 const GRANT: i64 = 100_000;
 
@@ -139,6 +143,33 @@ fn gpu_spec(gpus: u32) -> String {
     )
 }
 
+/// The edge's `BACKENDS` entry for the test's Slurm.
+fn backend(slurm: &Slurm) -> Value {
+    let python = slurm.trainer_python();
+    let work_dir = slurm.job_dir("edge").unwrap();
+    json!({
+        "name": "hpc", "kind": "slurm", "url": slurm.url,
+        "secret": format!("{}:{}", slurm.user, slurm.token),
+        // The oldest data parser, named (slurm_jwt.rs lets the edge pick the newest served).
+        "api_version": "v0.0.40",
+        // The deployment declares four GPUs; the node has two (a node is down, say), so Slurm
+        // itself refuses what cannot fit.
+        "cards": {"cpu": 1, "rtx-4090": 4, "a100-80g": 2},
+        "work_dir": work_dir, "cpus_per_task": 1,
+        "env": {
+            "ONRAMP_SHARED": format!("{}/shared", slurm.run_dir()),
+            "RAYON_NUM_THREADS": "1",
+            // Where the nodes find onramp-train's environment, models and corpora.
+            "ONRAMP_PYTHON": python,
+            "ONRAMP_MODELS": format!("{}/shared/models", slurm.run_dir()),
+            "ONRAMP_DATASETS": format!("{}/shared/data", slurm.run_dir()),
+            "OMP_NUM_THREADS": "1",
+            // No node has a GPU: a GPU spec trains on the CPU (gloo).
+            "ONRAMP_TRAIN_DEVICE": "cpu",
+        },
+    })
+}
+
 #[test]
 #[ignore = "needs root, the Slurm chroot, the built stack and ../shared: run through `cargo xtask test`"]
 fn slurm_jobs_through_the_edge() {
@@ -158,27 +189,7 @@ fn slurm_jobs_through_the_edge() {
         ],
     )
     .unwrap();
-    let python = slurm.trainer_python();
-    let work_dir = slurm.job_dir("edge").unwrap();
-    let backend = json!({
-        "name": "hpc", "kind": "slurm", "url": slurm.url,
-        "secret": format!("{}:{}", slurm.user, slurm.token),
-        // The oldest data parser, named (slurm_jwt.rs lets the edge pick the newest served).
-        "api_version": "v0.0.40",
-        // The deployment declares four GPUs; the node has two (a node is down, say), so Slurm
-        // itself refuses what cannot fit.
-        "cards": {"cpu": 1, "rtx-4090": 4},
-        "work_dir": work_dir, "cpus_per_task": 1,
-        "env": {
-            "ONRAMP_SHARED": format!("{}/shared", slurm.run_dir()),
-            "RAYON_NUM_THREADS": "1",
-            // Where the nodes find onramp-train's environment, models and corpora.
-            "ONRAMP_PYTHON": python,
-            "ONRAMP_MODELS": format!("{}/shared/models", slurm.run_dir()),
-            "ONRAMP_DATASETS": format!("{}/shared/data", slurm.run_dir()),
-            "OMP_NUM_THREADS": "1",
-        },
-    });
+    let backend = backend(&slurm);
     let stack = Stack::start_with(
         StackOptions {
             with_runner: false,
@@ -223,6 +234,13 @@ fn slurm_jobs_through_the_edge() {
         &[(
             "onramp-train on Slurm: the sbatch script runs the trainer, metrics, settlement",
             trainer,
+        )],
+    );
+    run_scenarios(
+        &world,
+        &[(
+            "a job requeued mid-run: requeued, resumed, both attempts logged and billed",
+            requeue::requeued,
         )],
     );
 }

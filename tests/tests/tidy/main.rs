@@ -128,11 +128,6 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ),
     ("tests/tests/e2e/attack.rs", "stolen_tokens", 90),
     (
-        "tests/tests/e2e/slurm_edge.rs",
-        "slurm_jobs_through_the_edge",
-        85,
-    ),
-    (
         "xtask/src/deploy/tests.rs",
         "a_deploy_fills_in_the_deployment_and_names_what_is_missing",
         85,

@@ -205,8 +205,11 @@ impl Backend for SlurmBackend {
     fn parse_status(&self, status: u16, body: &[u8]) -> Result<RemoteStatus, BackendError> {
         common_status(status, body)?;
         let s = parse_job(&json(body)?).map_err(BackendError::Protocol)?;
-        // For a pending job Slurm's start_time is its guess of when the job will start.
-        let started = s.start_time.filter(|_| s.state != JobState::Queued);
+        // For a pending job (a requeued one too) Slurm's start_time is its guess of when the
+        // job will start.
+        let started = s
+            .start_time
+            .filter(|_| !matches!(s.state, JobState::Queued | JobState::Requeued));
         Ok(RemoteStatus {
             state: s.state,
             exit_code: s.exit_code,
@@ -215,6 +218,8 @@ impl Backend for SlurmBackend {
             checkpoint: false,
             reason: s.reason,
             message: s.message.map(|(en, _)| en),
+            attempt: Some(s.attempt),
+            requeued_at_ms: s.requeued_at.map(|t| t * 1000),
         })
     }
 

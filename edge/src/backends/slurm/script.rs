@@ -7,7 +7,7 @@
 //! pusher (`python -m onramp_train.artifacts`), the one program the wrapper hands the token.
 //!
 //! Slurm serves no job output over HTTP, so the wrapper also sends its log to the edge
-//! (`POST <ONRAMP_LOG_URL>?offset=N`, raw bytes, in chunks of at most 64 KiB every 2 s), which
+//! (`POST <ONRAMP_LOG_URL>?offset=N&attempt=K`, raw bytes, in chunks of at most 64 KiB every 2 s), which
 //! stores it for `GET /api/jobs/{id}/logs`; all it needs is what the reports already need, a
 //! route from the compute nodes to the edge. When Slurm stops a job (cancel, time limit) it
 //! sends SIGTERM and, after its grace period (`KillWait`, 30 s by default), SIGKILL: the training
@@ -42,7 +42,10 @@ unset ONRAMP_REPORT_URL ONRAMP_REPORT_TOKEN ONRAMP_LOG_URL
 # The job's own folder, <work_dir>/<job id>: everything the job writes stays in there.
 ONRAMP_JOB_DIR="${ONRAMP_JOB_DIR:-$PWD/onramp-${SLURM_JOB_ID:-0}}"
 export ONRAMP_JOB_DIR
-ONRAMP_LOG="$ONRAMP_JOB_DIR/onramp-${SLURM_JOB_ID:-0}.${SLURM_RESTART_COUNT:-0}.log"
+# Which run of the job this is (Slurm's restart count): each attempt has its own log, pushed as its.
+ONRAMP_ATTEMPT="${SLURM_RESTART_COUNT:-0}"
+case "$ONRAMP_ATTEMPT" in '' | *[!0-9]*) ONRAMP_ATTEMPT=0 ;; esac
+ONRAMP_LOG="$ONRAMP_JOB_DIR/onramp-${SLURM_JOB_ID:-0}.$ONRAMP_ATTEMPT.log"
 # A request the network or the edge dropped (a timeout, a 5xx, a 429) goes again, 3 times at
 # most: every report and log chunk is safe to send twice (the edge keeps the first).
 onramp_curl() {
@@ -66,7 +69,7 @@ onramp_ship() {
       tail -c +"$((off + 1))" "$ONRAMP_LOG" | head -c 65536 > "$ONRAMP_LOG.chunk"
       n=$(stat -c %s "$ONRAMP_LOG.chunk")
       onramp_curl -H 'Content-Type: application/octet-stream' \
-        --data-binary @"$ONRAMP_LOG.chunk" "$ONRAMP_LOGS?offset=$off" || break
+        --data-binary @"$ONRAMP_LOG.chunk" "$ONRAMP_LOGS?offset=$off&attempt=$ONRAMP_ATTEMPT" || break
       off=$((off + n))
     done
     if [ -n "$last" ]; then
@@ -136,7 +139,7 @@ if [ -n "${ONRAMP_RESUME_DIR:-}" ] && ! compgen -G 'out/checkpoint-*' > /dev/nul
     exit 1
   fi
 fi
-onramp_post '{"state":"running"}'
+onramp_post "{\"state\":\"running\",\"attempt\":$ONRAMP_ATTEMPT}"
 ONRAMP_SHIP=''
 if [ -n "$ONRAMP_LOGS" ]; then onramp_ship & ONRAMP_SHIP=$!; fi
 # Stopped by Slurm: the command below gets the SIGTERM; this shell notes it and finishes up.

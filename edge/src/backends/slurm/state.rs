@@ -28,6 +28,12 @@ pub struct JobStatus {
     /// Unix seconds.
     pub start_time: Option<i64>,
     pub end_time: Option<i64>,
+    /// How many times Slurm started the job again (`restart_cnt`): the attempt now running or
+    /// waiting, counted from 0.
+    pub attempt: u32,
+    /// For an attempt after the first, when Slurm requeued the job (Slurm resets `submit_time`
+    /// to the requeue): where the attempt before it ended. Unix seconds.
+    pub requeued_at: Option<i64>,
 }
 
 /// The Slurm job id from a submit response, or every error Slurm gave.
@@ -84,7 +90,20 @@ pub fn parse_job(body: &Value) -> Result<JobStatus, String> {
         .and_then(Value::as_str)
         .filter(|r| !r.is_empty() && *r != "None")
         .map(str::to_string);
-    let (state, message) = map_state(&slurm_state, exit_code, signal, reason.as_deref());
+    let attempt = job
+        .get("restart_cnt")
+        .and_then(number)
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(0);
+    // Requeued: on its way back to the queue (a REQUEUE flag, whatever the base state says), or
+    // back in it after an attempt ran.
+    let requeued = flags.iter().any(|f| REQUEUE_FLAGS.contains(&f.as_str()))
+        || (attempt > 0 && slurm_state == "PENDING");
+    let (state, message) = if requeued {
+        requeued_state(reason.as_deref())
+    } else {
+        map_state(&slurm_state, exit_code, signal, reason.as_deref())
+    };
     Ok(JobStatus {
         slurm_job_id,
         slurm_state,
@@ -96,7 +115,28 @@ pub fn parse_job(body: &Value) -> Result<JobStatus, String> {
         message,
         start_time: job.get("start_time").and_then(number).filter(|t| *t > 0),
         end_time: job.get("end_time").and_then(number).filter(|t| *t > 0),
+        attempt,
+        requeued_at: job
+            .get("submit_time")
+            .and_then(number)
+            .filter(|t| *t > 0 && attempt > 0),
     })
+}
+
+/// The flags Slurm sets on a job it puts back in the queue.
+const REQUEUE_FLAGS: &[&str] = &["REQUEUED", "REQUEUE_HOLD", "REQUEUE_CRON", "REQUEUE_FED"];
+
+/// A requeued job: live, waiting to run again (why, when Slurm says).
+fn requeued_state(reason: Option<&str>) -> (JobState, Message) {
+    let (en, zh) = (
+        "stopped by the cluster and requeued: it runs again from its last checkpoint",
+        "被集群停止并重新排队：将从最近的检查点继续运行",
+    );
+    let message = match reason.map(pending_reason) {
+        Some((why_en, why_zh)) => (format!("{en}; {why_en}"), format!("{zh}；{why_zh}")),
+        None => (en.to_string(), zh.to_string()),
+    };
+    (JobState::Requeued, Some(message))
 }
 
 /// Slurm's base job states (the rest of `job_state` are flags).
@@ -328,6 +368,43 @@ mod tests {
                 "COMPLETED [\"COMPLETING\"] → failed code=Some(2) signal=None | exited with code 2 | 退出码 2"
             ],
         );
+    }
+
+    /// What Slurm 24.11 answered for a job requeued by `scontrol requeue`: first PENDING with
+    /// COMPLETING while the attempt's processes end, then PENDING held back until its begin time,
+    /// with `restart_cnt` 1 and `submit_time` reset to the requeue.
+    #[test]
+    fn a_requeued_job_is_live_with_its_attempt() {
+        let mut body = job(&["PENDING", "COMPLETING"], 0, 0, "None");
+        body["jobs"][0]["restart_cnt"] = json!(1);
+        body["jobs"][0]["submit_time"] =
+            json!({"set": true, "infinite": false, "number": 1_700_000_100});
+        let s = parse_job(&body).unwrap();
+        assert_eq!(
+            (s.state, s.attempt, s.requeued_at),
+            (JobState::Requeued, 1, Some(1_700_000_100))
+        );
+        body["jobs"][0]["job_state"] = json!(["PENDING"]);
+        body["jobs"][0]["state_reason"] = json!("BeginTime");
+        check(
+            body.clone(),
+            expect![
+                "PENDING [] → requeued code=Some(0) signal=None | stopped by the cluster and requeued: it runs again from its last checkpoint; waiting for its start time (BeginTime) | 被集群停止并重新排队：将从最近的检查点继续运行；等待开始时间（BeginTime）"
+            ],
+        );
+        // A node that failed under a requeueable job: the flag says it comes back.
+        check(
+            job(&["NODE_FAIL", "REQUEUED"], 0, 9, "None"),
+            expect![
+                "NODE_FAIL [\"REQUEUED\"] → requeued code=Some(0) signal=Some(9) | stopped by the cluster and requeued: it runs again from its last checkpoint | 被集群停止并重新排队：将从最近的检查点继续运行"
+            ],
+        );
+        // Running again: attempt 1, no requeue time before the job has been requeued.
+        body["jobs"][0]["job_state"] = json!(["RUNNING"]);
+        let s = parse_job(&body).unwrap();
+        assert_eq!((s.state, s.attempt), (JobState::Running, 1));
+        let s = parse_job(&job(&["RUNNING"], 0, 0, "None")).unwrap();
+        assert_eq!((s.attempt, s.requeued_at), (0, None));
     }
 
     #[test]

@@ -53,7 +53,11 @@ pub async fn get(user: &User, env: &Env, id: &str) -> ApiResult<JobWire> {
     if refresh(env, &job).await {
         job = owned(env, user, id).await?;
     }
-    Ok(job.wire())
+    let mut wire = job.wire();
+    if job.attempt > 0 {
+        wire.attempts = super::attempts::wire(env, &job.id).await?;
+    }
+    Ok(wire)
 }
 
 /// A live job the edge cannot learn about from its reports: one its backend has not confirmed
@@ -68,7 +72,7 @@ async fn refresh(env: &Env, job: &JobRow) -> bool {
         1_000
     } else if job.remote_id.is_none() {
         2_000
-    } else if job.state() == JobState::Queued {
+    } else if matches!(job.state(), JobState::Queued | JobState::Requeued) {
         5_000
     } else {
         return false;
@@ -205,7 +209,7 @@ async fn mark_cancel_requested(env: &Env, id: &str) -> ApiResult<()> {
     db::run(
         env,
         "UPDATE jobs SET cancel_requested_at = COALESCE(cancel_requested_at, ?) \
-         WHERE id = ? AND state IN ('dispatching', 'queued', 'running')",
+         WHERE id = ? AND state IN ('dispatching', 'queued', 'running', 'requeued')",
         &[db::n(now_ms()), s(id)],
     )
     .await?;

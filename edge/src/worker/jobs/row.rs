@@ -40,6 +40,9 @@ pub struct JobRow {
     /// The spec's time limit (absent on rows from before it was kept).
     #[serde(default)]
     pub time_limit_s: Option<i64>,
+    /// The newest attempt the edge has heard of (0 until the cluster runs the job again).
+    #[serde(default)]
+    pub attempt: i64,
 }
 
 impl JobRow {
@@ -65,12 +68,13 @@ impl JobRow {
             reason_messages: self.reason.as_deref().map(reason_messages),
             checkpoint: self.checkpoint != 0,
             spec: self.spec.clone(),
+            attempts: Vec::new(),
         }
     }
 }
 
 pub const COLUMNS: &str = "id, user_id, name, spec, state, backend, remote_id, card, cards, price_fen_per_hour, hold_fen, \
-     charged_fen, created_at, started_at, ended_at, last_report_at, message, reason, ending, checkpoint, token_hash, time_limit_s";
+     charged_fen, created_at, started_at, ended_at, last_report_at, message, reason, ending, checkpoint, token_hash, time_limit_s, attempt";
 
 /// The job with this id, whoever owns it.
 pub async fn by_id(env: &Env, id: &str) -> ApiResult<Option<JobRow>> {

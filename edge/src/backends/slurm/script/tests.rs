@@ -23,7 +23,7 @@ fn tiny_train_script() -> [String; 4] {
     let hooks = script.find("onramp_curl() {").unwrap();
     let folder = script.find("# Folders of jobs that ended").unwrap();
     let run = script
-        .find("onramp_post '{\"state\":\"running\"}'")
+        .find("onramp_post \"{\\\"state\\\":\\\"running\\\"")
         .unwrap();
     [
         &script[..hooks],
@@ -96,12 +96,15 @@ fn wraps_the_tiny_train_command() {
         # The job's own folder, <work_dir>/<job id>: everything the job writes stays in there.
         ONRAMP_JOB_DIR="${ONRAMP_JOB_DIR:-$PWD/onramp-${SLURM_JOB_ID:-0}}"
         export ONRAMP_JOB_DIR
-        ONRAMP_LOG="$ONRAMP_JOB_DIR/onramp-${SLURM_JOB_ID:-0}.${SLURM_RESTART_COUNT:-0}.log"
+        # Which run of the job this is (Slurm's restart count): each attempt has its own log, pushed as its.
+        ONRAMP_ATTEMPT="${SLURM_RESTART_COUNT:-0}"
+        case "$ONRAMP_ATTEMPT" in '' | *[!0-9]*) ONRAMP_ATTEMPT=0 ;; esac
+        ONRAMP_LOG="$ONRAMP_JOB_DIR/onramp-${SLURM_JOB_ID:-0}.$ONRAMP_ATTEMPT.log"
         # A request the network or the edge dropped (a timeout, a 5xx, a 429) goes again, 3 times at
         # most: every report and log chunk is safe to send twice (the edge keeps the first).
     "##]].assert_eq(&header);
     expect![[r#"
-        onramp_post '{"state":"running"}'
+        onramp_post "{\"state\":\"running\",\"attempt\":$ONRAMP_ATTEMPT}"
         ONRAMP_SHIP=''
         if [ -n "$ONRAMP_LOGS" ]; then onramp_ship & ONRAMP_SHIP=$!; fi
         # Stopped by Slurm: the command below gets the SIGTERM; this shell notes it and finishes up.
@@ -178,7 +181,7 @@ fn the_tiny_train_script_reports_and_ships_its_log() {
               tail -c +"$((off + 1))" "$ONRAMP_LOG" | head -c 65536 > "$ONRAMP_LOG.chunk"
               n=$(stat -c %s "$ONRAMP_LOG.chunk")
               onramp_curl -H 'Content-Type: application/octet-stream' \
-                --data-binary @"$ONRAMP_LOG.chunk" "$ONRAMP_LOGS?offset=$off" || break
+                --data-binary @"$ONRAMP_LOG.chunk" "$ONRAMP_LOGS?offset=$off&attempt=$ONRAMP_ATTEMPT" || break
               off=$((off + n))
             done
             if [ -n "$last" ]; then

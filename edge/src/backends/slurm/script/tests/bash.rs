@@ -65,6 +65,8 @@ impl Recorder {
             let Some(off) = path.split("?offset=").nth(1) else {
                 continue;
             };
+            let (off, attempt) = off.split_once("&attempt=").expect("attempt");
+            assert_eq!(attempt, "0", "outside Slurm a job is its first attempt");
             let off: usize = off.parse().expect("offset");
             assert!(
                 off <= log.len(),
@@ -166,7 +168,7 @@ fn a_job_stopped_by_sigterm_still_ships_its_whole_log() {
         String::from_utf8_lossy(&printed),
         "the edge's copy of the log differs from what the job printed"
     );
-    assert_eq!(edge.reports(), [r#"{"state":"running"}"#]);
+    assert_eq!(edge.reports(), [r#"{"state":"running","attempt":0}"#]);
 }
 
 /// A job whose output tries to close the metrics array early and add a state of its own:
@@ -195,7 +197,7 @@ fn a_metrics_line_is_forwarded_alone_and_cannot_add_to_a_report() {
     assert_eq!(
         reports,
         [
-            r#"{"state":"running"}"#.to_string(),
+            r#"{"state":"running","attempt":0}"#.to_string(),
             format!("{forged}\n"),
             format!("{honest}\n"),
             r#"{"state":"failed","message":"exited with code 1"}"#.to_string(),
@@ -235,7 +237,7 @@ fn dropped_reports_are_sent_again_and_a_lost_one_is_noted_in_the_log() {
     assert_eq!(
         edge.reports(),
         [
-            r#"{"state":"running"}"#,
+            r#"{"state":"running","attempt":0}"#,
             "{\"step\":1,\"loss\":2.0}\n",
             "{\"step\":2,\"loss\":1.5}\n",
             r#"{"state":"succeeded"}"#,

@@ -1,0 +1,104 @@
+//! A job's attempts: the runs of one job that its cluster started again after stopping it (a
+//! Slurm requeue, a preemption, a node that died). Each attempt's card time is billed, the
+//! hold caps the sum, and each attempt's log follows the one before it in the job's log. The
+//! rules here; the D1 side is `worker/attempts.rs`.
+
+use crate::error::{ApiError, ErrorCode};
+use serde::Deserialize;
+
+/// The most attempts of one job the edge keeps (Slurm's own `MaxBatchRequeue` is 5 by default).
+pub const MAX_ATTEMPT: u64 = 1000;
+
+/// Refuses an attempt number past [`MAX_ATTEMPT`] (a job's report or log push names it).
+pub fn check_attempt(attempt: u64) -> Result<u32, ApiError> {
+    u32::try_from(attempt)
+        .ok()
+        .filter(|a| u64::from(*a) <= MAX_ATTEMPT)
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidField,
+                format!("attempt is at most {MAX_ATTEMPT} (got {attempt})"),
+            )
+            .with_details(serde_json::json!({"field": "attempt"}))
+        })
+}
+
+/// One attempt as `job_attempts` keeps it (milliseconds on the backend's clock, or the edge's
+/// when only the job said it started).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Attempt {
+    pub attempt: u32,
+    pub started_at: Option<i64>,
+    pub ended_at: Option<i64>,
+    /// Where its log begins in the job's stored log, once it pushed some.
+    pub log_offset: Option<i64>,
+}
+
+/// The card time of the attempts before `last`, the one whose time the backend reports at the
+/// end: each from its start to its end, never negative. An attempt whose start the edge never
+/// learnt (the backend ran and stopped it between two looks, and its report never came) is not
+/// billed: nothing measured it.
+pub fn earlier_ms(attempts: &[Attempt], last: u32) -> i64 {
+    attempts
+        .iter()
+        .filter(|a| a.attempt < last)
+        .filter_map(|a| Some(a.ended_at?.saturating_sub(a.started_at?).max(0)))
+        .fold(0i64, i64::saturating_add)
+}
+
+/// Where an attempt's log chunk lands: an attempt's offsets count from its own start, and its
+/// log goes after everything stored before it began. `None` when a newer attempt has begun its
+/// log (a late chunk of one stopped: dropped, its place taken).
+pub fn log_base(attempts: &[Attempt], attempt: u32) -> Option<i64> {
+    if attempts
+        .iter()
+        .any(|a| a.attempt > attempt && a.log_offset.is_some())
+    {
+        return None;
+    }
+    attempts
+        .iter()
+        .find(|a| a.attempt == attempt)
+        .and_then(|a| a.log_offset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(attempt: u32, started: Option<i64>, ended: Option<i64>, log: Option<i64>) -> Attempt {
+        Attempt {
+            attempt,
+            started_at: started,
+            ended_at: ended,
+            log_offset: log,
+        }
+    }
+
+    #[test]
+    fn every_earlier_attempt_that_ran_is_billed() {
+        let list = [
+            a(0, Some(1_000), Some(61_000), Some(0)),
+            a(1, None, Some(90_000), None),
+            a(2, Some(100_000), Some(99_000), Some(500)),
+            a(3, Some(200_000), None, Some(900)),
+        ];
+        // 60 s of attempt 0; attempt 1 never seen running; attempt 2 ends before it starts (a
+        // clock step): nothing; the last attempt is billed by the backend's own times.
+        assert_eq!(earlier_ms(&list, 3), 60_000);
+        assert_eq!(earlier_ms(&list, 0), 0);
+        assert_eq!(earlier_ms(&[], 5), 0);
+    }
+
+    #[test]
+    fn an_attempts_log_follows_the_one_before_and_a_late_chunk_is_dropped() {
+        let list = [
+            a(0, Some(0), Some(1), Some(0)),
+            a(1, Some(2), None, Some(700)),
+        ];
+        assert_eq!(log_base(&list, 1), Some(700));
+        assert_eq!(log_base(&list, 0), None);
+        assert_eq!(log_base(&list, 2), None);
+        assert_eq!(log_base(&[a(0, None, None, Some(0))], 0), Some(0));
+    }
+}

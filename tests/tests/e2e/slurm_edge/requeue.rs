@@ -1,0 +1,107 @@
+//! A job its cluster stops and runs again, through the edge: `scontrol requeue` mid-run. The
+//! edge shows the job `requeued` (live, never back to `queued`), then `running` again; the
+//! trainer saves a checkpoint on Slurm's SIGTERM and the second attempt resumes there; the job
+//! page lists both attempts, the log holds both, one after the other, with where the second
+//! begins; the metrics are steps 1 to the end, once each; and both attempts are billed.
+
+use super::{World, edge_log, steps_of, submit};
+use edge::backends::slurm::ApiVersion;
+use edge::credits::capture_fen;
+use serde_json::Value;
+
+/// onramp-train's smallest LoRA job on 1 node × 2 A100s (2 ranks on the CPU here, gloo): a card
+/// priced high enough that the seconds of each attempt show in the bill.
+fn spec() -> String {
+    onramp_tests::specs::lora_cpu("requeue", "slurm").replace(
+        "card = \"cpu\"",
+        "card = \"a100-80g\"\ncards_per_node = 2\nnodes = 1",
+    )
+}
+
+/// Slurm's id of the edge's job `id` (Slurm names it `<spec name>-<job id>`).
+fn slurm_id(w: &World, id: &str) -> u64 {
+    let (_, jobs) = w.slurm.request("GET", &ApiVersion::V0040.jobs_path(), None);
+    let suffix = format!("-{}", jobspec::launch::safe_name(id));
+    jobs["jobs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|j| j["name"].as_str().is_some_and(|n| n.ends_with(&suffix)))
+        .and_then(|j| j["job_id"].as_u64())
+        .unwrap_or_else(|| panic!("Slurm has no job named *{suffix}: {jobs}"))
+}
+
+fn ms(t: &Value) -> i64 {
+    t.as_str()
+        .and_then(api::time::parse_rfc3339_ms)
+        .unwrap_or_else(|| panic!("not a time: {t}"))
+}
+
+pub(super) fn requeued(w: &World) {
+    let u = w.user("slurm-requeue");
+    let (status, a) = submit(&u, &spec());
+    assert_eq!(status, 201, "{a}");
+    let id = a["id"].as_str().unwrap().to_string();
+    let hold = a["hold_fen"].as_i64().unwrap();
+    w.wait_job(&u, &id, 600, false, |_| {
+        steps_of(&u, &id).last().is_some_and(|s| *s >= 3)
+    });
+    let sid = slurm_id(w, &id).to_string();
+    w.slurm
+        .scontrol(&["requeue", &sid])
+        .unwrap_or_else(|e| panic!("{e}\n{}", w.logs()));
+    // The sweep (and the page) learn it from Slurm: requeued, waiting to run again.
+    let job = w.wait_job(&u, &id, 120, true, |j| j["state"] != "running");
+    assert_eq!(job["state"], "requeued", "{job}\n{}", w.logs());
+    assert!(
+        job["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("requeued")),
+        "{job}"
+    );
+    // Slurm holds a requeued job back for two minutes; the operator lets it go now.
+    w.slurm
+        .scontrol(&["update", &format!("jobid={sid}"), "starttime=now"])
+        .unwrap_or_else(|e| panic!("{e}\n{}", w.logs()));
+    let job = w.wait_job(&u, &id, 600, true, |j| {
+        !matches!(j["state"].as_str(), Some("requeued" | "running" | "queued"))
+    });
+    let text = edge_log(&u, &id);
+    assert_eq!(job["state"], "succeeded", "{job}\n{text}\n{}", w.logs());
+
+    // Both attempts, the first ended where Slurm requeued it, the second's log after the first's.
+    let attempts = job["attempts"].as_array().cloned().unwrap_or_default();
+    assert_eq!(attempts.len(), 2, "{job}");
+    let (first, second) = (&attempts[0], &attempts[1]);
+    assert_eq!(
+        (first["attempt"].as_u64(), second["attempt"].as_u64()),
+        (Some(0), Some(1))
+    );
+    let first_ms = ms(&first["ended_at"]) - ms(&first["started_at"]);
+    assert!(first_ms > 0, "{job}");
+    assert!(ms(&second["started_at"]) >= ms(&first["ended_at"]), "{job}");
+    let at = usize::try_from(second["log_offset"].as_u64().unwrap()).unwrap();
+    let (before, after) = text.split_at(at);
+    assert!(
+        before.contains("stopped by the cluster (SIGTERM) at step "),
+        "{before}\n--- the second attempt ---\n{after}"
+    );
+    assert!(
+        after.contains("resuming from ") && !before.contains("resuming from "),
+        "{before}\n--- the second attempt ---\n{after}"
+    );
+    // Every step once, in order, across the two attempts.
+    assert_eq!(steps_of(&u, &id), (1..=12).collect::<Vec<u64>>(), "{text}");
+
+    // Billed for both: at least the first attempt's time plus the second's (from its start as
+    // the edge recorded it to the end Slurm gave; a second either way for the clocks).
+    let charged = job["charged_fen"].as_i64().unwrap();
+    let second_ms = ms(&job["ended_at"]) - ms(&second["started_at"]);
+    let both = capture_fen(hold, 1000, 2, first_ms + second_ms - 2000);
+    let last_only = capture_fen(hold, 1000, 2, second_ms + 2000);
+    assert!(
+        charged >= both && charged > last_only && charged <= hold,
+        "charged {charged} fen; both attempts {both}, the last alone {last_only}: {job}"
+    );
+    assert_eq!(u.balance(), super::GRANT - charged);
+}
