@@ -60,6 +60,8 @@ pub fn log_base(attempts: &[Attempt], attempt: u32) -> Option<i64> {
         .iter()
         .find(|a| a.attempt == attempt)
         .and_then(|a| a.log_offset)
+        // The first attempt's log starts the job's, with no row needed.
+        .or((attempt == 0).then_some(0))
 }
 
 #[cfg(test)]
@@ -100,5 +102,9 @@ mod tests {
         assert_eq!(log_base(&list, 0), None);
         assert_eq!(log_base(&list, 2), None);
         assert_eq!(log_base(&[a(0, None, None, Some(0))], 0), Some(0));
+        // The first attempt's row, made when it started, has no offset: its log starts at 0.
+        assert_eq!(log_base(&[a(0, Some(5), None, None)], 0), Some(0));
+        assert_eq!(log_base(&[], 0), Some(0));
+        assert_eq!(log_base(&[a(1, None, None, None)], 1), None);
     }
 }

@@ -147,8 +147,20 @@ pub async fn authenticate(
         Lookup::Job { id, token } => {
             let job = row::by_id(env, id).await?;
             let grace_s = db::setting(env, "TOKEN_GRACE_S", 900);
+            // Each attempt of a job its cluster ran again has the whole time limit: the token
+            // counts from the newest attempt's start once the edge knows it.
+            let started = match &job {
+                Some(j) if j.attempt > 0 => {
+                    let attempt = u32::try_from(j.attempt).unwrap_or(u32::MAX);
+                    super::attempts::started_at(env, id, attempt)
+                        .await?
+                        .or(j.started_at)
+                }
+                Some(j) => j.started_at,
+                None => None,
+            };
             let job = access::check_job_token(id, token, job, now_ms(), |j: &JobRow| {
-                let expires_at = access::token_expires_at(j.started_at, j.time_limit_s, grace_s);
+                let expires_at = access::token_expires_at(started, j.time_limit_s, grace_s);
                 (j.token_hash.as_str(), j.state(), expires_at)
             })?;
             Caller::Job(JobCaller(Box::new(job)))

@@ -42,6 +42,21 @@ pub async fn wire(env: &Env, job_id: &str) -> ApiResult<Vec<JobAttempt>> {
         .collect())
 }
 
+/// When attempt `attempt` started, if the edge knows.
+pub async fn started_at(env: &Env, job_id: &str, attempt: u32) -> ApiResult<Option<i64>> {
+    #[derive(serde::Deserialize)]
+    struct Start {
+        started_at: Option<i64>,
+    }
+    Ok(db::first::<Start>(
+        env,
+        "SELECT started_at FROM job_attempts WHERE job_id = ? AND attempt = ?",
+        &[s(job_id), n(i64::from(attempt))],
+    )
+    .await?
+    .and_then(|r| r.started_at))
+}
+
 /// Records that attempt `attempt` started at `at` (the first word of it wins: the backend's
 /// start, or the job's own report on the edge's clock).
 pub async fn started(env: &Env, job_id: &str, attempt: u32, at: i64) -> ApiResult<()> {
@@ -138,26 +153,18 @@ pub async fn log_base(
     let known = list
         .iter()
         .any(|a| a.attempt == attempt && a.log_offset.is_some());
-    if !known {
-        if attempt == 0 {
-            // The first attempt's log starts at 0, with no row to write.
-            list.push(Attempt {
-                attempt: 0,
-                started_at: None,
-                ended_at: None,
-                log_offset: Some(0),
-            });
-        } else {
-            let at = i64::try_from(stored).unwrap_or(i64::MAX);
-            db::run(
-                env,
-                "INSERT INTO job_attempts (job_id, attempt, log_offset) VALUES (?, ?, ?) \
-                 ON CONFLICT (job_id, attempt) DO UPDATE SET log_offset = COALESCE(job_attempts.log_offset, excluded.log_offset)",
-                &[s(job_id), n(i64::from(attempt)), n(at)],
-            )
-            .await?;
-            list = self::list(env, job_id).await?;
-        }
+    // The first attempt's log starts at 0 (no row to write); a later one's where the log ends
+    // when its first chunk comes.
+    if !known && attempt > 0 {
+        let at = i64::try_from(stored).unwrap_or(i64::MAX);
+        db::run(
+            env,
+            "INSERT INTO job_attempts (job_id, attempt, log_offset) VALUES (?, ?, ?) \
+             ON CONFLICT (job_id, attempt) DO UPDATE SET log_offset = COALESCE(job_attempts.log_offset, excluded.log_offset)",
+            &[s(job_id), n(i64::from(attempt)), n(at)],
+        )
+        .await?;
+        list = self::list(env, job_id).await?;
     }
     Ok(attempts::log_base(&list, attempt).and_then(|b| u64::try_from(b).ok()))
 }

@@ -102,6 +102,27 @@ impl<'a> Jobs<'a> {
         parse_job(&body)
     }
 
+    /// Waits for Slurm's requeue of the job: the edge reads its status `requeued`, attempt 1,
+    /// with the requeue's time. Slurm holds a requeued job back two minutes (`BeginTime`); the
+    /// operator lets it go at once instead.
+    fn release_requeued(&self, id: u64) {
+        let st =
+            onramp_tests::wait::until("Slurm to requeue the job", Duration::from_secs(180), || {
+                let s = self.status(id)?;
+                let held = s.reason.as_deref() == Some("BeginTime");
+                Ok((s.attempt >= 1 && (held || s.state == JobState::Running)).then_some(s))
+            })
+            .unwrap_or_else(|e| panic!("{e}\n{}", self.log(id)));
+        assert_eq!(st.attempt, 1, "{st:?}");
+        assert!(st.requeued_at.is_some(), "{st:?}");
+        if st.state != JobState::Running {
+            assert_eq!(st.state, JobState::Requeued, "{st:?}");
+            self.slurm
+                .scontrol(&["update", &format!("jobid={id}"), "starttime=now"])
+                .unwrap_or_else(|e| panic!("{e}\n{}", self.log(id)));
+        }
+    }
+
     fn log_file(&self, id: u64) -> PathBuf {
         self.slurm
             .host_path(&self.work_dir)
@@ -178,6 +199,7 @@ fn requeued_mid_run_resumes_at_its_checkpoint(jobs: &Jobs<'_>, reference: &[(u64
     jobs.slurm
         .scontrol(&["requeue", &id.to_string()])
         .unwrap_or_else(|e| panic!("{e}\n{}", attempt(0)));
+    jobs.release_requeued(id);
     let after = jobs.losses_from(id, 1);
     let first = attempt(0);
     let stopped = first
@@ -284,6 +306,7 @@ fn a_job_whose_node_dies_runs_again_on_the_other_from_its_checkpoint() {
     two.kill_node(node).unwrap();
     // Slurm finds the node gone, requeues the job and runs it on the other node, where the
     // trainer resumes from the last checkpoint it saved on the shared storage.
+    jobs.release_requeued(id);
     let after = jobs.losses_from(id, 1);
     let (_, job) = two.request("GET", &V.job_path(id), None);
     let other = format!("onramp{}", 1 - node);

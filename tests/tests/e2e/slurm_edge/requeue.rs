@@ -50,19 +50,27 @@ pub(super) fn requeued(w: &World) {
     w.slurm
         .scontrol(&["requeue", &sid])
         .unwrap_or_else(|e| panic!("{e}\n{}", w.logs()));
-    // The sweep (and the page) learn it from Slurm: requeued, waiting to run again.
-    let job = w.wait_job(&u, &id, 120, true, |j| j["state"] != "running");
+    // The sweep (and the page) learn it from Slurm: requeued, waiting to run again (held back
+    // until its begin time).
+    let job = w.wait_job(&u, &id, 180, true, |j| {
+        j["state"] != "running" || j["reason"] == "BeginTime"
+    });
     assert_eq!(job["state"], "requeued", "{job}\n{}", w.logs());
-    assert!(
-        job["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("requeued")),
-        "{job}"
-    );
+    let job = w.wait_job(&u, &id, 180, true, |j| {
+        j["state"] != "requeued" || j["reason"] == "BeginTime"
+    });
     // Slurm holds a requeued job back for two minutes; the operator lets it go now.
-    w.slurm
-        .scontrol(&["update", &format!("jobid={sid}"), "starttime=now"])
-        .unwrap_or_else(|e| panic!("{e}\n{}", w.logs()));
+    if job["state"] == "requeued" {
+        assert!(
+            job["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("requeued")),
+            "{job}"
+        );
+        w.slurm
+            .scontrol(&["update", &format!("jobid={sid}"), "starttime=now"])
+            .unwrap_or_else(|e| panic!("{e}\n{}", w.logs()));
+    }
     let job = w.wait_job(&u, &id, 600, true, |j| {
         !matches!(j["state"].as_str(), Some("requeued" | "running" | "queued"))
     });
