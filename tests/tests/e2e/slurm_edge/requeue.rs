@@ -112,4 +112,8 @@ pub(super) fn requeued(w: &World) {
         "charged {charged} fen; both attempts {both}, the last alone {last_only}: {job}"
     );
     assert_eq!(u.balance(), super::GRANT - charged);
+    println!(
+        "requeued job: attempt 0 ran {first_ms} ms, attempt 1 {second_ms} ms; charged {charged} fen \
+         (both attempts: at least {both}; the last alone: {last_only}; hold {hold})"
+    );
 }
