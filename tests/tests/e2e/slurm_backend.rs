@@ -141,11 +141,7 @@ fn jobs_run_report_and_end_with_mapped_states_on_every_data_parser() {
             Ok((mine.len() >= 3).then_some(mine))
         })
         .unwrap();
-        assert_eq!(
-            got[0],
-            serde_json::json!({"state": "running", "attempt": 0}),
-            "{got:?}"
-        );
+        assert_eq!(got[0]["state"], "running", "{got:?}");
         assert_eq!(got[1]["loss"], 2.5, "{got:?}");
         assert_eq!(got[2], serde_json::json!({"state": "succeeded"}), "{got:?}");
     }
