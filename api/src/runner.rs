@@ -89,6 +89,17 @@ pub struct RunnerJob {
     /// all taken), worded by the edge like Slurm's wait reasons.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Which run of the job this is, from 0: a runner that stopped while the job was active runs
+    /// it again when it starts (from the job's last checkpoint). `started_at` is this attempt's.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub attempt: u32,
+    /// When the attempt before this one stopped (RFC 3339, UTC), for an attempt after the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requeued_at: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// `GET /health`.

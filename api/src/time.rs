@@ -33,13 +33,6 @@ pub fn format_rfc3339_ms(ms: i64) -> String {
     )
 }
 
-/// Epoch seconds as `YYYY-MM-DDTHH:MM:SSZ` (the runner's times: whole seconds), clamped like
-/// [`format_rfc3339_ms`].
-pub fn format_rfc3339_s(s: i64) -> String {
-    let ms = format_rfc3339_ms(s.saturating_mul(1000));
-    format!("{}Z", ms.split('.').next().unwrap_or(&ms))
-}
-
 /// An RFC 3339 time shortened for a table: `2026-11-29 18:02:03 UTC` (the fraction dropped).
 pub fn short_utc(rfc3339: &str) -> String {
     let t = rfc3339.trim_end_matches('Z');
@@ -101,10 +94,6 @@ mod tests {
             format_rfc3339_ms(1_893_456_000_123),
             "2030-01-01T00:00:00.123Z"
         );
-        assert_eq!(format_rfc3339_s(0), "1970-01-01T00:00:00Z");
-        assert_eq!(format_rfc3339_s(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(format_rfc3339_s(1_709_251_199), "2024-02-29T23:59:59Z");
-        assert_eq!(format_rfc3339_s(4_102_444_800), "2100-01-01T00:00:00Z");
         assert_eq!(
             short_utc("2026-11-29T18:02:03.456Z"),
             "2026-11-29 18:02:03 UTC"

@@ -1,18 +1,18 @@
 //! The job registry: accepts submissions, keeps every job's record (in memory and on disk),
-//! answers queries, forwards cancels to the job's supervisor, and on start-up marks the jobs that
-//! a previous runner left queued or running as lost.
+//! answers queries, forwards cancels to the job's supervisor, and on start-up carries on with the
+//! jobs a previous runner left queued or running (a running one runs again from its checkpoint).
 
 use crate::assets::Assets;
 use crate::clock::now_rfc3339;
 use crate::error::ApiError;
 use crate::report::{self, Report};
-use crate::store::{JobRecord, Store};
+use crate::store::{JobRecord, MAX_ATTEMPTS, Store};
 use crate::supervise::{self, Stop};
 use crate::wire::{JobRef, JobRequest, JobState, JobView, Task};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::sync::{Semaphore, mpsc, watch};
 
 pub use crate::store::QUEUED_REASON;
@@ -41,8 +41,10 @@ pub struct Runner {
 }
 
 impl Runner {
-    /// Loads the records on disk. Jobs that were queued or running belong to a runner that is
-    /// gone: they become `lost` (their leftover processes are stopped) and the edge is told.
+    /// Loads the records on disk and carries on with the jobs a previous runner left active:
+    /// a queued job waits again; a running one is requeued (`JobRecord::requeue`) and runs again
+    /// from its last checkpoint once what the previous runner left of it has stopped. A job the
+    /// runner stopped [`MAX_ATTEMPTS`] times under it is lost instead, and the edge is told.
     pub fn open(
         store: Store,
         assets: Assets,
@@ -53,29 +55,46 @@ impl Runner {
         let (records, mut problems) = store.load_all();
         let mut jobs = BTreeMap::new();
         let mut to_report = Vec::new();
+        let mut to_run = Vec::new();
         for mut record in records {
-            if !record.state.is_terminal() {
+            let before = record.clone();
+            let mut active = !record.state.is_terminal();
+            if record.state == JobState::Running && record.attempt + 1 >= MAX_ATTEMPTS {
                 if let Some(pgid) = record.pgid {
                     supervise::kill_orphan_group(pgid, &store.job_dir(&record.id));
                 }
                 record.state = JobState::Lost;
                 record.ended_at = Some(now_rfc3339());
-                record.message = Some("the runner stopped while this job was active".into());
+                record.message = Some(format!(
+                    "its runner stopped while it ran, {MAX_ATTEMPTS} times: it is not run again"
+                ));
                 record.pgid = None;
-                if let Err(e) = store.save(&record) {
-                    problems.push(e);
-                }
                 to_report.push(record.clone());
+                active = false;
             }
-            let (_, done) = watch::channel(true);
-            jobs.insert(
-                record.id.clone(),
+            record.requeue(SystemTime::now());
+            if record != before
+                && let Err(e) = store.save(&record)
+            {
+                problems.push(e);
+            }
+            let entry = if active {
+                let (stop_tx, stop_rx) = mpsc::unbounded_channel();
+                let (done_tx, done) = watch::channel(false);
+                to_run.push((record.id.clone(), stop_rx, done_tx));
+                Entry {
+                    record,
+                    stop: Some(stop_tx),
+                    done,
+                }
+            } else {
                 Entry {
                     record,
                     stop: None,
-                    done,
-                },
-            );
+                    done: watch::channel(true).1,
+                }
+            };
+            jobs.insert(entry.record.id.clone(), entry);
         }
         let runner = Arc::new(Runner {
             store,
@@ -88,6 +107,9 @@ impl Runner {
         });
         for record in to_report {
             runner.report_state(&record);
+        }
+        for (id, stop, done) in to_run {
+            tokio::spawn(supervise::run(runner.clone(), id, stop, done));
         }
         (runner, problems)
     }
@@ -144,6 +166,9 @@ impl Runner {
             exit_code: None,
             pgid: None,
             message: None,
+            attempt: 0,
+            requeued_at: None,
+            used_s: 0,
         };
         self.store.create(&record).map_err(ApiError::internal)?;
         let (stop_tx, stop_rx) = mpsc::unbounded_channel();
@@ -279,7 +304,9 @@ impl Runner {
         }
     }
 
-    /// Stops every active job (the runner is shutting down) and waits for their supervisors.
+    /// Stops every active job (the runner is shutting down) and waits for their supervisors: a
+    /// running job gets SIGTERM and [`supervise::SHUTDOWN_GRACE`] to save its checkpoint, and is
+    /// left requeued for the next runner; a queued one stays queued.
     pub async fn shutdown(&self) {
         let active: Vec<_> = self
             .lock()
@@ -291,7 +318,7 @@ impl Runner {
         }
         for (_, mut done) in active {
             let _ = tokio::time::timeout(
-                supervise::KILL_GRACE + Duration::from_secs(2),
+                supervise::SHUTDOWN_GRACE + Duration::from_secs(2),
                 done.wait_for(|d| *d),
             )
             .await;
@@ -300,15 +327,21 @@ impl Runner {
         let _ = tokio::time::timeout(Duration::from_secs(3), pending.wait_for(|n| *n == 0)).await;
     }
 
-    /// Tells the edge the job's state, in the background; failures are logged only.
+    /// Tells the edge the job's state, in the background; failures are logged only. A job
+    /// waiting (queued, or requeued for its next attempt) says nothing: only its backend may say
+    /// so, and the edge reads that from the runner's answer.
     pub fn report_state(&self, r: &JobRecord) {
         let Some(target) = r.report.clone() else {
             return;
         };
+        if matches!(r.state, JobState::Queued | JobState::Requeued) {
+            return;
+        }
         let report = Report {
             state: Some(r.state.as_str().to_string()),
             metrics: None,
             message: r.message.clone(),
+            attempt: (r.state == JobState::Running && r.attempt > 0).then_some(r.attempt),
         };
         let id = r.id.clone();
         let pending = self.pending_reports.clone();

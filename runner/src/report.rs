@@ -29,6 +29,9 @@ pub struct Report {
     pub metrics: Option<Vec<MetricPoint>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// With `"running"`: which run of the job started (after the first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
 }
 
 /// Posts one report, trying `attempts` times with a growing pause; the error names the URL and

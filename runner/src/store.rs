@@ -35,6 +35,55 @@ pub struct JobRecord {
     /// The process group of the running job, so that a restarted runner can stop its orphans.
     pub pgid: Option<u32>,
     pub message: Option<String>,
+    /// Which run of the job this is, from 0: a job active when its runner stopped runs again
+    /// (`jobs::requeue`). `started_at` is the current attempt's start.
+    #[serde(default)]
+    pub attempt: u32,
+    /// When the attempt before this one stopped.
+    #[serde(default)]
+    pub requeued_at: Option<String>,
+    /// Seconds the earlier attempts ran: the time limit is for all attempts together.
+    #[serde(default)]
+    pub used_s: u64,
+}
+
+/// The most runs of one job on a runner: a job active each time its runner stops (one that
+/// brings the machine down, say) is not run for ever.
+pub const MAX_ATTEMPTS: u32 = 10;
+
+/// What a job's record says once its runner stopped while it ran.
+pub const REQUEUED_MESSAGE: &str =
+    "its runner stopped while it ran: it runs again from its last checkpoint";
+
+impl JobRecord {
+    /// The runner stopped while this job ran (a crash, found when the next runner opens its
+    /// records, or a shutdown that stopped the job): it runs again as its next attempt, from its
+    /// last checkpoint. The attempt's time counts against the job's time limit. A job that was
+    /// not running is left as it is.
+    pub fn requeue(&mut self, now: std::time::SystemTime) {
+        if self.state != JobState::Running {
+            return;
+        }
+        let now_s = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let started_s = self
+            .started_at
+            .as_deref()
+            .and_then(api::time::parse_rfc3339_ms)
+            .and_then(|ms| u64::try_from(ms / 1000).ok());
+        let ran = started_s.map_or(0, |s| now_s.saturating_sub(s));
+        self.used_s = self.used_s.saturating_add(ran);
+        self.attempt = self.attempt.saturating_add(1);
+        self.requeued_at = Some(crate::clock::rfc3339(now));
+        self.state = JobState::Requeued;
+        self.message = Some(REQUEUED_MESSAGE.into());
+    }
+
+    /// How long this attempt may run: what its earlier attempts left of the time limit.
+    pub fn time_left_s(&self) -> u64 {
+        self.time_limit_s.saturating_sub(self.used_s)
+    }
 }
 
 /// Where the jobs live.
@@ -52,6 +101,9 @@ pub const CHECKPOINT_DIR: &str = "checkpoint";
 /// Why a queued job waits on this runner, as a reason code the edge words in every language:
 /// all the cards it declares are taken by running jobs.
 pub const QUEUED_REASON: &str = "CardsInUse";
+/// Why a job waits to run again: its runner stopped while it was active, and this one runs it
+/// again from its last checkpoint.
+pub const REQUEUED_REASON: &str = "RunnerRestarted";
 /// The file `GET /jobs/{id}/checkpoint` serves: model-tiny's safetensors with its config in the
 /// metadata, which `model_tiny::load_weights` (and so the playground) opens as is.
 pub const CHECKPOINT_FILE: &str = "model.safetensors";
@@ -175,7 +227,13 @@ impl Store {
             ended_at: r.ended_at.clone(),
             checkpoint: self.has_result(&r.id),
             message: r.message.clone(),
-            reason: (r.state == JobState::Queued).then(|| QUEUED_REASON.to_string()),
+            reason: match r.state {
+                JobState::Queued => Some(QUEUED_REASON.to_string()),
+                JobState::Requeued => Some(REQUEUED_REASON.to_string()),
+                _ => None,
+            },
+            attempt: r.attempt,
+            requeued_at: r.requeued_at.clone(),
         }
     }
 }
@@ -201,7 +259,38 @@ mod tests {
             exit_code: None,
             pgid: None,
             message: None,
+            attempt: 0,
+            requeued_at: None,
+            used_s: 0,
         }
+    }
+
+    #[test]
+    fn a_running_job_requeued_counts_its_time_and_a_waiting_one_is_left() {
+        let at = |s: u64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s);
+        let mut r = record("a", JobState::Running);
+        r.time_limit_s = 100;
+        r.started_at = Some(crate::clock::rfc3339(at(1_000)));
+        r.requeue(at(1_030));
+        assert_eq!(
+            (r.state, r.attempt, r.used_s, r.time_left_s()),
+            (JobState::Requeued, 1, 30, 70)
+        );
+        assert_eq!(r.requeued_at.as_deref(), Some("1970-01-01T00:17:10.000Z"));
+        // Its second attempt runs from 2000 s until the runner stops again at 2080 s: its time
+        // limit is spent.
+        r.state = JobState::Running;
+        r.started_at = Some(crate::clock::rfc3339(at(2_000)));
+        r.requeue(at(2_080));
+        assert_eq!((r.attempt, r.used_s, r.time_left_s()), (2, 110, 0));
+        let mut q = record("q", JobState::Queued);
+        q.requeue(at(5));
+        assert_eq!(q, record("q", JobState::Queued));
+        // A clock that went back counts nothing.
+        let mut b = record("b", JobState::Running);
+        b.started_at = Some(crate::clock::rfc3339(at(50)));
+        b.requeue(at(10));
+        assert_eq!((b.attempt, b.used_s), (1, 0));
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! One job's life: wait for a slot, start the process in its own process group with its output
-//! in the job's log, enforce the time limit, stop the whole group on cancel, and record and
-//! report how it ended.
+//! One job's life: stop what a previous runner left running of it, wait for a slot, start the
+//! process in its own process group with its output in the job's log, enforce the time limit
+//! (all attempts together), stop the whole group on cancel, and record and report how it ended
+//! (or, when the runner stops, leave it requeued for the next one).
 
 use crate::assets::Assets;
 use crate::clock::now_rfc3339;
@@ -37,14 +38,18 @@ pub trait Host: Send + Sync + 'static {
     fn folder_of_edge_job(&self, job_id: &str) -> Option<PathBuf>;
 }
 
-/// How long a stopped job gets between SIGTERM and SIGKILL.
+/// How long a cancelled job gets between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long a job the runner stops (it shuts down, or it finds what a runner before it left
+/// running) gets between SIGTERM and SIGKILL: the trainer saves a checkpoint at the end of the
+/// step it is in (as for Slurm's requeue), and the job runs again from it.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// Why a job is being stopped from outside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
     Cancel,
-    /// The runner is shutting down; the job ends as `lost`.
+    /// The runner is shutting down; the job runs again under the next runner.
     Shutdown,
 }
 
@@ -63,13 +68,22 @@ pub async fn run<H: Host>(
 ) {
     let ended = supervise(&runner, &id, &mut stop).await;
     runner.finished(&id);
-    if let Some(r) = runner.update(&id, |r| {
-        r.state = ended.0;
-        r.exit_code = ended.1;
-        r.message = ended.2;
-        r.ended_at = Some(now_rfc3339());
-        r.pgid = None;
-    }) {
+    let changed = if ended.0.is_terminal() {
+        runner.update(&id, |r| {
+            r.state = ended.0;
+            r.exit_code = ended.1;
+            r.message = ended.2;
+            r.ended_at = Some(now_rfc3339());
+            r.pgid = None;
+        })
+    } else {
+        // The runner stops and the job is not over: the next runner runs it again.
+        runner.update(&id, |r| {
+            r.requeue(std::time::SystemTime::now());
+            r.pgid = None;
+        })
+    };
+    if let Some(r) = changed {
         runner.report_state(&r);
     }
     let _ = done.send(true);
@@ -84,15 +98,22 @@ async fn supervise<H: Host>(
     let Some(record) = runner.record(id) else {
         return failed("job record vanished".into());
     };
-    // Queued until a slot frees up; a cancel while queued ends it without running anything.
-    let permit = tokio::select! {
-        p = runner.slots().acquire_owned() => match p {
-            Ok(p) => p,
-            Err(_) => return (JobState::Lost, None, Some("the runner is shutting down".into())),
-        },
-        s = stop.recv() => return stopped_state(s.unwrap_or(Stop::Shutdown), false),
-    };
     let dir = runner.job_dir(id);
+    let permit = match wait_turn(runner, &record, &dir, stop).await {
+        Ok(p) => p,
+        Err(ended) => return ended,
+    };
+    let limit = record.time_left_s();
+    if limit == 0 {
+        return (
+            JobState::TimedOut,
+            None,
+            Some(format!(
+                "its earlier attempts used its whole time limit of {} s",
+                record.time_limit_s
+            )),
+        );
+    }
     let log_path = dir.join(LOG);
     let log = match std::fs::OpenOptions::new()
         .create(true)
@@ -106,6 +127,13 @@ async fn supervise<H: Host>(
         Ok(cmd) => cmd,
         Err(msg) => return failed(msg),
     };
+    if record.attempt > 0 {
+        let _ = writeln!(
+            &log,
+            "onramp-runner: attempt {} of this job starts (its runner stopped while it ran); {limit} s of its time limit are left",
+            record.attempt + 1
+        );
+    }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -122,7 +150,7 @@ async fn supervise<H: Host>(
     }) {
         runner.report_state(&r);
     }
-    let limit = Duration::from_secs(record.time_limit_s);
+    let limit = Duration::from_secs(limit);
     let outcome = tokio::select! {
         status = child.wait() => match status {
             Ok(s) => Outcome::Exited(s),
@@ -140,6 +168,31 @@ async fn supervise<H: Host>(
         &log,
         &log_path,
     )
+}
+
+/// Waits until the job may start: what a runner before this one left running of it has stopped
+/// (saving its checkpoint), and a slot is free. A cancel meanwhile ends it without running
+/// anything more.
+async fn wait_turn<H: Host>(
+    runner: &Arc<H>,
+    record: &JobRecord,
+    dir: &Path,
+    stop: &mut mpsc::UnboundedReceiver<Stop>,
+) -> Result<tokio::sync::OwnedSemaphorePermit, Ended> {
+    if let Some(pgid) = record.pgid {
+        tokio::select! {
+            () = stop_orphan_group(pgid, dir) => {}
+            s = stop.recv() => {
+                kill_orphan_group(pgid, dir);
+                return Err(stopped_state(s.unwrap_or(Stop::Shutdown), true));
+            }
+        }
+        runner.update(&record.id, |r| r.pgid = None);
+    }
+    tokio::select! {
+        p = runner.slots().acquire_owned() => p.map_err(|_| stopped_state(Stop::Shutdown, false)),
+        s = stop.recv() => Err(stopped_state(s.unwrap_or(Stop::Shutdown), record.attempt > 0)),
+    }
 }
 
 /// How a job ended: its state, exit code and the reason shown on its page.
@@ -216,12 +269,17 @@ fn job_command<H: Host>(
 async fn end_group(child: &mut tokio::process::Child, pgid: Option<u32>, outcome: &Outcome) {
     if let Some(pgid) = pgid {
         if !matches!(outcome, Outcome::Exited(_)) {
+            let grace = match outcome {
+                Outcome::Stopped(Stop::Shutdown) => SHUTDOWN_GRACE,
+                _ => KILL_GRACE,
+            };
             signal_group(pgid, Signal::SIGTERM);
-            if tokio::time::timeout(KILL_GRACE, child.wait())
-                .await
-                .is_err()
-            {
-                signal_group(pgid, Signal::SIGKILL);
+            // The job's first process may end at once (a shell) while what it started still
+            // saves its checkpoint: the group gets the grace time, not the first process alone.
+            let deadline = tokio::time::Instant::now() + grace;
+            let _ = tokio::time::timeout_at(deadline, child.wait()).await;
+            while group_alive(pgid) && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
         signal_group(pgid, Signal::SIGKILL);
@@ -244,6 +302,13 @@ fn ended_state(
             let _ = writeln!(&*log, "onramp-runner: {msg}");
             (JobState::TimedOut, None, Some(msg))
         }
+        Outcome::Stopped(Stop::Shutdown) => {
+            let _ = writeln!(
+                &*log,
+                "onramp-runner: the runner stops; this job runs again from its last checkpoint when it is back"
+            );
+            stopped_state(Stop::Shutdown, true)
+        }
         Outcome::Stopped(s) => {
             let (state, code, msg) = stopped_state(s, true);
             if let Some(m) = &msg {
@@ -262,11 +327,8 @@ fn stopped_state(stop: Stop, was_running: bool) -> (JobState, Option<i32>, Optio
             None,
             Some("cancelled before it started".into()),
         ),
-        Stop::Shutdown => (
-            JobState::Lost,
-            None,
-            Some("the runner stopped while this job was active".into()),
-        ),
+        // Not an end: the job runs again under the next runner (`run`).
+        Stop::Shutdown => (JobState::Requeued, None, None),
     }
 }
 
@@ -319,12 +381,53 @@ pub fn signal_group(pgid: u32, signal: Signal) {
     }
 }
 
-/// Stops the process group a previous runner left running for a job, but only when its leader is
-/// still working in that job's folder: the pid may have been reused by something else since.
-pub fn kill_orphan_group(pgid: u32, job_dir: &Path) {
+/// Whether the process group a previous runner left for a job is still that job's: its leader
+/// still works in the job's folder (the pid may have been reused by something else since).
+fn orphan_of(pgid: u32, job_dir: &Path) -> bool {
     let cwd = std::fs::read_link(format!("/proc/{pgid}/cwd"));
     let job_dir = std::fs::canonicalize(job_dir).unwrap_or_else(|_| job_dir.to_path_buf());
-    if cwd.is_ok_and(|c| c == job_dir) {
+    cwd.is_ok_and(|c| c == job_dir)
+}
+
+/// Kills the process group a previous runner left running for a job, if it is still the job's.
+pub fn kill_orphan_group(pgid: u32, job_dir: &Path) {
+    if orphan_of(pgid, job_dir) {
         signal_group(pgid, Signal::SIGKILL);
     }
+}
+
+/// Stops the process group a previous runner left running for a job, if it is still the job's:
+/// SIGTERM, so that a trainer saves its checkpoint, then SIGKILL once [`SHUTDOWN_GRACE`] passed.
+pub async fn stop_orphan_group(pgid: u32, job_dir: &Path) {
+    if !orphan_of(pgid, job_dir) {
+        return;
+    }
+    signal_group(pgid, Signal::SIGTERM);
+    let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+    while group_alive(pgid) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    signal_group(pgid, Signal::SIGKILL);
+}
+
+/// Whether any process of the group runs (one that ended and waits for its parent does not).
+fn group_alive(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .any(|stat| {
+            // After the command's closing parenthesis: state, ppid, pgrp, ...
+            let mut f = stat.rsplit(')').next().unwrap_or("").split_whitespace();
+            let state = f.next();
+            let pgrp = f.nth(1).and_then(|p| p.parse::<u32>().ok());
+            pgrp == Some(pgid) && !matches!(state, Some("Z" | "X"))
+        })
 }

@@ -417,6 +417,28 @@ pub(super) fn runner_samples() -> Vec<Sample> {
                 checkpoint: false,
                 message: Some("exit code 2".into()),
                 reason: None,
+                attempt: 0,
+                requeued_at: None,
+            },
+        ),
+        sample(
+            "runner_job_requeued",
+            runner::RunnerJob {
+                id: "r-2".into(),
+                job_id: "0f1f".into(),
+                task: runner::RunnerTask::Command,
+                state: JobState::Requeued,
+                exit_code: None,
+                started_at: Some(T0.into()),
+                ended_at: None,
+                checkpoint: false,
+                message: Some(
+                    "its runner stopped while it ran: it runs again from its last checkpoint"
+                        .into(),
+                ),
+                reason: Some("RunnerRestarted".into()),
+                attempt: 1,
+                requeued_at: Some(T1.into()),
             },
         ),
         sample(

@@ -132,8 +132,8 @@ impl Backend for RunnerBackend {
                 .as_deref()
                 .map(|r| super::slurm::state::pending_reason(r).0),
             reason: a.reason,
-            attempt: None,
-            requeued_at_ms: None,
+            attempt: Some(a.attempt),
+            requeued_at_ms: time(a.requeued_at),
         })
     }
 
@@ -345,6 +345,32 @@ mod tests {
         assert_eq!(
             r.logs("../x", 5).unwrap().url,
             "http://127.0.0.1:9/jobs/x/logs?offset=5"
+        );
+    }
+
+    #[test]
+    fn a_job_its_runner_stopped_reads_requeued_with_its_attempt() {
+        let r = runner();
+        // A job its runner stopped while it ran waits to run again: requeued, with its attempt
+        // and when the one before stopped.
+        let s = r
+            .parse_status(
+                200,
+                br#"{"state":"requeued","started_at":"2030-01-01T00:00:00Z","reason":"RunnerRestarted","attempt":1,"requeued_at":"2030-01-01T00:00:30Z"}"#,
+            )
+            .unwrap();
+        assert_eq!(
+            (
+                s.state,
+                s.attempt,
+                s.requeued_at_ms.map(|t| t - s.started_at_ms.unwrap())
+            ),
+            (JobState::Requeued, Some(1), Some(30_000))
+        );
+        assert!(
+            s.message
+                .unwrap()
+                .starts_with("its runner stopped while it ran")
         );
     }
 

@@ -1,6 +1,6 @@
 //! The runner's HTTP API against the real `onramp-runner` binary: command jobs (logs with
 //! offsets, exit codes, a clean environment), cancel killing the whole process group, the time
-//! limit, restarts marking active jobs lost, the retention of ended jobs' folders, and the error
+//! limit, a restarted runner running its active jobs again, the retention of ended jobs' folders, and the error
 //! shapes.
 //!
 //! They need the built runner (`cargo build -p onramp-runner`), so they are ignored in a plain
@@ -18,7 +18,7 @@ fn command_job(job_id: &str, script: &str, time_limit_s: u64) -> Value {
 }
 
 fn terminal(s: &str) -> bool {
-    !matches!(s, "queued" | "running")
+    !matches!(s, "queued" | "running" | "requeued")
 }
 
 /// Whether a process is gone (or a zombie waiting for its parent).
@@ -293,42 +293,72 @@ fn an_ended_jobs_folder_goes_after_the_retention_and_its_record_stays() {
     assert_eq!(status, 200);
 }
 
+/// A job that saves its step on SIGTERM (as the trainer saves its checkpoint) and starts from
+/// the saved step: it counts to 60, a step every 0.1 s.
+const RESUMABLE: &str = "n=$(cat step 2>/dev/null || echo 0); echo \"starts at $n\"; \
+    trap 'echo $n > step; echo \"saved at $n\"; exit 143' TERM; \
+    while [ $n -lt 60 ]; do n=$((n+1)); echo $n > progress; sleep 0.1; done; echo \"done at $n\"";
+
 #[test]
 #[ignore = "needs the built runner: run through `cargo xtask test`"]
-fn jobs_survive_a_restart_and_active_ones_become_lost() {
+fn a_restarted_runner_runs_its_active_jobs_again_from_their_checkpoints() {
     let mut r = TestRunner::start("runner-restart").unwrap();
     let done = r
         .submit(&command_job("edge-done", "echo finished", 30))
         .unwrap();
     r.wait_state(&done, Duration::from_secs(20), terminal)
         .unwrap();
-    let marker = sleep_marker();
     let active = r
-        .submit(&command_job("edge-active", &format!("sleep {marker}"), 600))
+        .submit(&command_job("edge-active", RESUMABLE, 600))
         .unwrap();
-    r.wait_state(&active, Duration::from_secs(20), |s| s == "running")
-        .unwrap();
-    let pid = pid_of_sleep(&marker);
+    let progress = r.job_dir(&active).join("progress");
+    let at_step = |n: u32| {
+        move || {
+            let step: u32 = std::fs::read_to_string(&progress)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0);
+            Ok((step >= n).then_some(()))
+        }
+    };
+    onramp_tests::wait::until("step 10", Duration::from_secs(30), at_step(10)).unwrap();
 
-    // A crash leaves the job's process behind; the next runner marks the job lost and stops it.
+    // A crash leaves the job running; the next runner stops it (SIGTERM: it saves its step) and
+    // runs it again as its second attempt, which starts where the first saved.
     r.crash();
-    assert!(!process_gone(pid), "the job outlives a crashed runner");
     r.restart().unwrap();
     let v = r
-        .wait_state(&active, Duration::from_secs(5), terminal)
+        .wait_state(&active, Duration::from_secs(60), terminal)
         .unwrap();
-    assert_eq!(v["state"], "lost", "{v}");
-    assert!(v["ended_at"].is_string(), "{v}");
-    onramp_tests::wait::until("the orphan to be stopped", Duration::from_secs(10), || {
-        Ok(process_gone(pid).then_some(()))
-    })
-    .unwrap();
-    // The finished job and its log are still there.
+    assert_eq!(v["state"], "succeeded", "{v}\n{}", r.log());
+    assert_eq!(v["attempt"], 1, "{v}");
+    let requeued = edge::time::parse_rfc3339_ms(v["requeued_at"].as_str().unwrap()).unwrap();
+    let started = edge::time::parse_rfc3339_ms(v["started_at"].as_str().unwrap()).unwrap();
+    assert!(
+        requeued <= started,
+        "the second attempt starts after the first stopped: {v}"
+    );
+    let log = r.read_log(&active).unwrap();
+    let saved: u32 = after(&log, "saved at ");
+    assert!(saved >= 10, "{log}");
+    assert_eq!(after::<u32>(&log, "starts at "), 0, "{log}");
+    assert!(log.contains("attempt 2 of this job starts"), "{log}");
+    assert!(log.contains(&format!("starts at {saved}\n")), "{log}");
+    assert!(log.ends_with("done at 60\n"), "{log}");
+    // The finished job and its log are as they were.
     let (_, v) = r.get(&format!("/jobs/{done}"));
-    assert_eq!(v["state"], "succeeded", "{v}");
+    assert_eq!(
+        (v["state"].as_str(), v.get("attempt")),
+        (Some("succeeded"), None),
+        "{v}"
+    );
     assert_eq!(r.read_log(&done).unwrap(), "finished\n");
+}
 
-    // A graceful stop ends its running jobs as lost too, and nothing is left running.
+#[test]
+#[ignore = "needs the built runner: run through `cargo xtask test`"]
+fn a_runner_stopped_leaves_its_running_job_requeued_and_the_next_runs_it() {
+    let mut r = TestRunner::start("runner-stop").unwrap();
     let marker = sleep_marker();
     let second = r
         .submit(&command_job("edge-second", &format!("sleep {marker}"), 600))
@@ -338,9 +368,39 @@ fn jobs_survive_a_restart_and_active_ones_become_lost() {
     let pid = pid_of_sleep(&marker);
     r.service.take(); // SIGTERM to the runner
     assert!(process_gone(pid), "a stopped runner stops its jobs");
+    let record =
+        std::fs::read_to_string(r.state_dir.join(format!("state/records/{second}.json"))).unwrap();
+    let record: Value = serde_json::from_str(&record).unwrap();
+    assert_eq!(
+        (record["state"].as_str(), record["attempt"].as_u64()),
+        (Some("requeued"), Some(1)),
+        "{record}"
+    );
     r.restart().unwrap();
-    let (_, v) = r.get(&format!("/jobs/{second}"));
-    assert_eq!(v["state"], "lost", "{v}");
+    let v = r
+        .wait_state(&second, Duration::from_secs(20), |s| s == "running")
+        .unwrap();
+    assert_eq!(v["attempt"], 1, "{v}");
+    let again = pid_of_sleep(&marker);
+    assert_ne!(again, pid);
+    let (status, v) = r.post(&format!("/jobs/{second}/cancel"), &json!({}));
+    assert_eq!(
+        (status, v["state"].as_str()),
+        (200, Some("cancelled")),
+        "{v}"
+    );
+}
+
+/// The number after the first `prefix` in `log`.
+fn after<T: std::str::FromStr>(log: &str, prefix: &str) -> T {
+    let at = log
+        .find(prefix)
+        .unwrap_or_else(|| panic!("no {prefix:?} in {log}"))
+        + prefix.len();
+    let digits: String = log[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("no number after {prefix:?} in {log}"))
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! `POST /api/jobs` is dispatched to `onramp-runner`, really trains, its metrics reach the edge
 //! with the job's token, its checkpoint is served through the edge, and its credit hold settles
 //! to the time it ran. A job that reaches its time limit is killed and pays its whole hold; a job
-//! whose runner crashes is marked lost by the next runner and settles to the time it ran.
+//! whose runner crashes runs again under the next runner and is billed for both attempts.
 //!
 //! Needs the built stack (worker, runner) and `../shared`: ignored in a plain `cargo test`, run by
 //! `cargo xtask test`.
@@ -153,7 +153,7 @@ fn cost_of(seconds: u64, price: u64) -> i64 {
 
 #[test]
 #[ignore = "needs the built stack and ../shared: run through `cargo xtask test`"]
-fn the_time_limit_bills_the_whole_hold_and_a_crashed_runner_settles_what_ran() {
+fn the_time_limit_bills_the_whole_hold_and_a_crashed_runner_runs_its_job_again() {
     let mut stack = Stack::start_with(
         StackOptions::for_test("runner-faults"),
         StackExtras {
@@ -174,15 +174,91 @@ fn the_time_limit_bills_the_whole_hold_and_a_crashed_runner_settles_what_ran() {
     assert_eq!(job["charged_fen"], hold, "{job}");
     assert_eq!(u.balance(), GRANT - hold);
 
-    // A crash: the runner dies while the job trains. Until a runner answers, the sweep cannot
-    // tell and charges nothing; the restarted runner marks the job lost (stopping what was
-    // left of it) and the edge settles it to the time it ran, not to its hold.
+    a_crashed_runners_job_runs_again_billed_twice(&mut stack, &u);
+}
+
+/// A crash: the runner dies while the job trains. Until a runner answers, the sweep cannot tell
+/// and charges nothing; the restarted runner stops what was left of the job and runs it again
+/// (requeued, then running its second attempt); the edge bills both attempts.
+fn a_crashed_runners_job_runs_again_billed_twice(stack: &mut Stack, u: &Client) {
     let before = u.balance();
     let submitted = std::time::Instant::now();
-    let a = submit(&u, &endless_spec("1h", 1_000_000));
+    let a = submit(u, &endless_spec("1h", 1_000_000));
     let id = a["id"].as_str().unwrap().to_string();
     let hold = a["hold_fen"].as_i64().unwrap();
-    wait_state(&stack, &u, &id, |s| s == "running", 60);
+    wait_state(stack, u, &id, |s| s == "running", 60);
+    // The first attempt trains a while (2 s), so that its time is more than a start. (Its
+    // metrics come every 1% of its million steps: no step to wait for.)
+    onramp_tests::wait::until("2 s of training", Duration::from_secs(60), || {
+        let j = u.get(&format!("/api/jobs/{id}")).json;
+        let started = j["started_at"]
+            .as_str()
+            .and_then(edge::time::parse_rfc3339_ms);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|e| e.to_string())?
+            .as_millis();
+        let now = i64::try_from(now).map_err(|e| e.to_string())?;
+        Ok(started.filter(|t| now - t >= 2_000).map(|_| ()))
+    })
+    .unwrap();
+    kill_runner(stack);
+    let admin = Client::with_bearer(&stack.url, &stack.admin_token);
+    let r = admin.request("POST", "/api/admin/reconcile?silent_after_s=0", None, &[]);
+    assert_eq!(
+        (r.status, r.json["unreachable"].as_i64()),
+        (200, Some(1)),
+        "{:?}",
+        r.json
+    );
+    assert_eq!(u.get(&format!("/api/jobs/{id}")).json["state"], "running");
+    assert_eq!(u.balance(), before - hold);
+
+    stack.crash_and_restart_runner().unwrap();
+    let job = onramp_tests::wait::until("the second attempt", Duration::from_secs(60), || {
+        let r = admin.request("POST", "/api/admin/reconcile?silent_after_s=0", None, &[]);
+        assert_eq!(r.status, 200, "{:?}", r.json);
+        let j = u.get(&format!("/api/jobs/{id}")).json;
+        let second = j["attempts"][1]["started_at"].is_string();
+        if j["state"] == "running" && second {
+            Ok(Some(j))
+        } else {
+            Err(format!("so far: {j}"))
+        }
+    })
+    .unwrap_or_else(|e| panic!("{e}\n--- runner log ---\n{}", runner_log(stack)));
+    let first = &job["attempts"][0];
+    let t = |v: &Value| edge::time::parse_rfc3339_ms(v.as_str().unwrap()).unwrap();
+    let first_ms = t(&first["ended_at"]) - t(&first["started_at"]);
+    assert!(first_ms > 0, "{job}");
+    assert!(
+        t(&first["ended_at"]) <= t(&job["attempts"][1]["started_at"]),
+        "{job}"
+    );
+    let r = u.post(&format!("/api/jobs/{id}/cancel"), &serde_json::json!({}));
+    assert_eq!(r.status, 200, "{:?}", r.json);
+    let job = wait_state(stack, u, &id, |s| s == "cancelled", 30);
+    let charged = job["charged_fen"].as_i64().unwrap();
+    // At least the first attempt's time (a second of slack for whole-second times), at most what
+    // the time from submission to settlement costs, and less than the hold.
+    let first_cost = cost_of(
+        u64::try_from(first_ms / 1000).unwrap().saturating_sub(1),
+        10,
+    );
+    let upper = cost_of(submitted.elapsed().as_secs() + 1, 10);
+    assert!((first_cost..=upper).contains(&charged), "{job}");
+    assert!(charged < hold, "{job}");
+    assert_eq!(u.balance(), before - charged);
+    println!(
+        "runner restart: attempt 0 ran {first_ms} ms; charged {charged} fen (attempt 0 alone \
+         {first_cost}, hold {hold})"
+    );
+    a_later_sweep_changes_nothing(&admin, u, &id, before - charged);
+}
+
+/// Kills the stack's runner (its jobs, in process groups of their own, go on) and waits until it
+/// no longer answers.
+fn kill_runner(stack: &Stack) {
     let runner_url = stack.runner_url.clone().unwrap();
     if let Some(r) = stack.runner.as_ref() {
         onramp_tests::process::signal_group(r.pid(), "KILL");
@@ -199,35 +275,17 @@ fn the_time_limit_bills_the_whole_hold_and_a_crashed_runner_settles_what_ran() {
         },
     )
     .unwrap();
-    let admin = Client::with_bearer(&stack.url, &stack.admin_token);
-    let r = admin.request("POST", "/api/admin/reconcile?silent_after_s=0", None, &[]);
-    assert_eq!(
-        (r.status, r.json["unreachable"].as_i64()),
-        (200, Some(1)),
-        "{:?}",
-        r.json
-    );
-    assert_eq!(u.get(&format!("/api/jobs/{id}")).json["state"], "running");
-    assert_eq!(u.balance(), before - hold);
+}
 
-    stack.crash_and_restart_runner().unwrap();
-    let job = wait_state(&stack, &u, &id, |s| s == "lost", 30);
-    let charged = job["charged_fen"].as_i64().unwrap();
-    // At most what the time from submission to settlement costs (the job ran less than that).
-    let upper = cost_of(submitted.elapsed().as_secs() + 1, 10);
-    assert!((0..=upper).contains(&charged), "{job}");
-    let t = |k: &str| edge::time::parse_rfc3339_ms(job[k].as_str().unwrap()).unwrap();
-    assert!(t("started_at") <= t("ended_at"), "{job}");
-    assert!(charged < hold, "{job}");
-    assert_eq!(u.balance(), before - charged);
-    // A later sweep changes nothing.
+fn a_later_sweep_changes_nothing(admin: &Client, u: &Client, id: &str, balance: i64) {
+    let charged = u.get(&format!("/api/jobs/{id}")).json["charged_fen"].clone();
     let r = admin.request("POST", "/api/admin/reconcile?silent_after_s=0", None, &[]);
     assert_eq!(r.status, 200, "{:?}", r.json);
     assert_eq!(
         u.get(&format!("/api/jobs/{id}")).json["charged_fen"],
         charged
     );
-    assert_eq!(u.balance(), before - charged);
+    assert_eq!(u.balance(), balance);
 }
 
 fn runner_log(stack: &Stack) -> String {

@@ -237,6 +237,11 @@ pub fn pending_reason(reason: &str) -> (String, String) {
             "waiting for a free card: the backend's cards are all in use by other jobs; it starts when one ends",
             "等待空闲的卡：该后端的卡都在运行其他作业，有作业结束后即开始",
         ),
+        // The local runner's: it stopped while the job ran, and runs it again.
+        "RunnerRestarted" => (
+            "its runner stopped while it ran: it runs again from its last checkpoint",
+            "运行器在作业运行时停止：作业将从最近的检查点继续运行",
+        ),
         "QOSMaxGRESPerUser" | "AssocGrpGRES" | "QOSGrpGRES" => (
             "waiting: the GPU quota is in use by other jobs",
             "等待：GPU 配额已被其他作业占用",
