@@ -16,9 +16,12 @@
 //!
 //! The paths go to the script as its arguments, never into its text. Inside, `sh` is the
 //! namespace's first process and waits for the job, so a signal to the job's process group
-//! reaches the job itself (a namespace's first process ignores the signals it has no handler
-//! for); a job killed by signal N comes back as exit code 128 + N, which [`Sandbox::status`]
-//! turns back into the signal.
+//! reaches the job itself; a job killed by signal N comes back as exit code 128 + N, which
+//! [`Sandbox::status`] turns back into the signal. When the runner stops the job (SIGTERM to its
+//! group), that `sh` waits until every process of the namespace has ended, not only the one it
+//! started: the namespace ends with it, and a shell that dies at once must not take with it the
+//! trainer it started, which is saving its checkpoint (the runner kills the whole group when its
+//! grace time is over).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -28,6 +31,15 @@ use std::process::{Command, Stdio};
 const SANDBOX_SH: &str = r#"set -eu
 state=$1 job=$2 assets=$3 secret=$4
 shift 5
+alive() {
+  for d in /proc/[0-9]*; do
+    [ "$d" = /proc/1 ] && continue
+    line=
+    read -r line < "$d/stat" 2>/dev/null || continue
+    case ${line##*)} in " Z"*|" X"*) ;; *) return 0 ;; esac
+  done
+  return 1
+}
 exec 3<"$job" 4<"$assets"
 mount -t tmpfs -o mode=0755,size=64k onramp-sandbox "$state"
 mkdir -p "$job" "$assets"
@@ -38,8 +50,18 @@ mount -o remount,bind,ro "$state"
 if [ -n "$secret" ] && [ -e "$secret" ]; then mount --bind /dev/null "$secret"; fi
 exec 3<&- 4<&-
 cd "$job"
+stopping=
+trap 'stopping=1' TERM
 setpriv --no-new-privs --bounding-set=-all --inh-caps=-all -- "$@" &
-wait $!
+job=$!
+rc=0
+wait "$job" || rc=$?
+if [ -n "$stopping" ]; then
+  while alive; do sleep 0.1 || :; done
+  rc=0
+  wait "$job" || rc=$?
+fi
+exit "$rc"
 "#;
 
 /// How jobs are confined.
