@@ -59,7 +59,7 @@ impl Runner {
         for mut record in records {
             let before = record.clone();
             let mut active = !record.state.is_terminal();
-            if record.state == JobState::Running && record.attempt + 1 >= MAX_ATTEMPTS {
+            if record.out_of_attempts() {
                 if let Some(pgid) = record.pgid {
                     supervise::kill_orphan_group(pgid, &store.job_dir(&record.id));
                 }

@@ -80,6 +80,16 @@ impl JobRecord {
         self.message = Some(REQUEUED_MESSAGE.into());
     }
 
+    /// Whether the job may not run again: its next attempt would pass [`MAX_ATTEMPTS`] (a job
+    /// the runner stopped under it that often, on a crash or a shutdown).
+    pub fn out_of_attempts(&self) -> bool {
+        let next = match self.state {
+            JobState::Running => self.attempt.saturating_add(1),
+            _ => self.attempt,
+        };
+        !self.state.is_terminal() && next >= MAX_ATTEMPTS
+    }
+
     /// How long this attempt may run: what its earlier attempts left of the time limit.
     pub fn time_left_s(&self) -> u64 {
         self.time_limit_s.saturating_sub(self.used_s)
@@ -283,6 +293,18 @@ mod tests {
         r.started_at = Some(crate::clock::rfc3339(at(2_000)));
         r.requeue(at(2_080));
         assert_eq!((r.attempt, r.used_s, r.time_left_s()), (2, 110, 0));
+        // Ten runs at most, however the runner stopped under the job.
+        let mut r = record("n", JobState::Running);
+        r.attempt = MAX_ATTEMPTS - 2;
+        assert!(!r.out_of_attempts());
+        r.attempt = MAX_ATTEMPTS - 1;
+        assert!(r.out_of_attempts());
+        r.state = JobState::Requeued;
+        assert!(!r.out_of_attempts());
+        r.attempt = MAX_ATTEMPTS;
+        assert!(r.out_of_attempts());
+        r.state = JobState::Succeeded;
+        assert!(!r.out_of_attempts());
         let mut q = record("q", JobState::Queued);
         q.requeue(at(5));
         assert_eq!(q, record("q", JobState::Queued));
