@@ -278,9 +278,7 @@ async fn end_group(child: &mut tokio::process::Child, pgid: Option<u32>, outcome
             // saves its checkpoint: the group gets the grace time, not the first process alone.
             let deadline = tokio::time::Instant::now() + grace;
             let _ = tokio::time::timeout_at(deadline, child.wait()).await;
-            while group_alive(pgid) && tokio::time::Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+            group_gone_by(pgid, deadline).await;
         }
         signal_group(pgid, Signal::SIGKILL);
     }
@@ -403,11 +401,15 @@ pub async fn stop_orphan_group(pgid: u32, job_dir: &Path) {
         return;
     }
     signal_group(pgid, Signal::SIGTERM);
-    let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+    group_gone_by(pgid, tokio::time::Instant::now() + SHUTDOWN_GRACE).await;
+    signal_group(pgid, Signal::SIGKILL);
+}
+
+/// Waits until no process of the group runs any more, or until `deadline`.
+async fn group_gone_by(pgid: u32, deadline: tokio::time::Instant) {
     while group_alive(pgid) && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    signal_group(pgid, Signal::SIGKILL);
 }
 
 /// Whether any process of the group runs (one that ended and waits for its parent does not).
