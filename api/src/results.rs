@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 pub const RESULTS_ARTIFACT: &str = "results.json";
 /// The most bytes of `results.json` a reader takes.
 pub const MAX_RESULTS_BYTES: u64 = 4 << 20;
+/// The most benchmark rows a page or a terminal shows (a job's trainer writes a few per task, at
+/// most 16 tasks; a job that writes more is not let to flood a page).
+pub const MAX_BENCHMARK_ROWS: usize = 128;
 /// The most bytes of results an experiment's snapshot keeps (JSON): over it the samples are
 /// left out, and results still over it are not kept.
 pub const MAX_SNAPSHOT_RESULTS_BYTES: usize = 64 << 10;
@@ -24,10 +27,18 @@ pub struct RunResults {
     pub table: Vec<ResultRow>,
     #[serde(default)]
     pub samples: Vec<Sample>,
+    /// lm-evaluation-harness tasks (`eval.tasks`), base against trained.
+    #[serde(default)]
+    pub benchmarks: Vec<BenchmarkRow>,
     pub generation: Generation,
 }
 
 impl RunResults {
+    /// The benchmark rows to show: the first [`MAX_BENCHMARK_ROWS`].
+    pub fn benchmarks_shown(&self) -> &[BenchmarkRow] {
+        &self.benchmarks[..self.benchmarks.len().min(MAX_BENCHMARK_ROWS)]
+    }
+
     /// The results as an experiment's snapshot keeps them: whole when they fit
     /// [`MAX_SNAPSHOT_RESULTS_BYTES`], else without their samples, else nothing.
     pub fn for_snapshot(mut self) -> Option<RunResults> {
@@ -64,19 +75,65 @@ pub struct EvalPoint {
     pub token_accuracy: Option<f64>,
 }
 
-/// One measure, base against trained: `metric` is `loss`, `perplexity` or `token_accuracy`.
+/// One measure, base against trained: `metric` is `loss`, `perplexity` or `token_accuracy`
+/// (or, as a comparison lines them up, a benchmark's `task · metric`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ResultRow {
     pub metric: String,
     pub base: Option<f64>,
     pub trained: Option<f64>,
     pub change: Option<f64>,
+    /// Which way is better, where the measure says so itself (a benchmark's); else it follows
+    /// from `metric`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub higher_is_better: Option<bool>,
 }
 
 impl ResultRow {
     /// Whether a rise of this measure is an improvement (accuracy) rather than a loss.
     pub fn higher_is_better(&self) -> bool {
-        self.metric == "token_accuracy"
+        self.higher_is_better
+            .unwrap_or(self.metric == "token_accuracy")
+    }
+}
+
+/// One measure of one benchmark task, base against trained, as lm-evaluation-harness scored it:
+/// `metric` is lm-eval's name (`acc`, `acc_norm`, `exact_match (strict-match)`, `perplexity`…).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BenchmarkRow {
+    pub task: String,
+    pub metric: String,
+    pub base: Option<f64>,
+    pub trained: Option<f64>,
+    pub change: Option<f64>,
+    /// lm-eval's word on the measure; `None` when it gave none.
+    #[serde(default)]
+    pub higher_is_better: Option<bool>,
+    /// Examples of the task scored.
+    #[serde(default)]
+    pub examples: u64,
+    /// Few-shot examples before each question.
+    #[serde(default)]
+    pub fewshot: u32,
+}
+
+impl BenchmarkRow {
+    /// The row as a comparison lines it up beside the eval set's measures: `task · metric`.
+    pub fn as_result_row(&self) -> ResultRow {
+        ResultRow {
+            metric: format!("{} · {}", self.task, self.metric),
+            base: self.base,
+            trained: self.trained,
+            change: self.change,
+            higher_is_better: self.higher_is_better,
+        }
+    }
+
+    /// Whether the change is an improvement (`Some(true)`), a loss (`Some(false)`), or neither
+    /// said nor seen (no change, or lm-eval gave no direction).
+    pub fn improved(&self) -> Option<bool> {
+        let c = self.change.filter(|c| c.is_finite() && *c != 0.0)?;
+        Some((c > 0.0) == self.higher_is_better?)
     }
 }
 
@@ -137,8 +194,16 @@ mod tests {
             "table":[{"metric":"loss","base":5.5,"trained":1.5,"change":-4.0}],
             "samples":[{"prompt":"Say hi","prompt_ids":[1,2],"base":"x","base_ids":[3],
                         "trained":null,"trained_ids":null}],
+            "benchmarks":[{"task":"sky","metric":"acc","base":0.0,"trained":1.0,"change":1.0,
+                           "higher_is_better":true,"examples":4,"fewshot":0},
+                          {"task":"sky","metric":"perplexity","base":9.0,"trained":3.0,
+                           "change":-6.0,"higher_is_better":false},
+                          {"task":"sky","metric":"x","base":1.0,"trained":2.0,"change":1.0}],
             "generation":{"max_new_tokens":8,"greedy":true}}"#;
         let r: RunResults = serde_json::from_str(text).unwrap();
+        let improved: Vec<_> = r.benchmarks.iter().map(BenchmarkRow::improved).collect();
+        assert_eq!(improved, [Some(true), Some(true), None]);
+        assert_eq!(r.benchmarks[1].examples, 0);
         assert_eq!(r.history[1].loss, None);
         assert_eq!(r.table[0].change, Some(-4.0));
         assert!(!r.table[0].higher_is_better());
@@ -163,6 +228,7 @@ mod tests {
             history: Vec::new(),
             table: Vec::new(),
             samples: vec![sample(10)],
+            benchmarks: Vec::new(),
             generation: Generation {
                 max_new_tokens: 8,
                 greedy: true,

@@ -171,27 +171,31 @@ pub fn aligned(runs: &[Run], align: Align) -> Option<Vec<Series>> {
         .collect()
 }
 
+/// A run's rows: the eval set's measures, then its benchmarks' (`task · metric`).
+fn rows_of(r: &RunResults) -> Vec<ResultRow> {
+    let benchmarks = r.benchmarks_shown().iter().map(|b| b.as_result_row());
+    r.table.iter().cloned().chain(benchmarks).collect()
+}
+
 /// The measures any run has results for, in the order they first appear, each with every
 /// run's row (`None` where a run has no results or not that measure).
 pub fn results_side_by_side(runs: &[Run]) -> Vec<(String, Vec<Option<ResultRow>>)> {
+    let rows: Vec<Vec<ResultRow>> = runs
+        .iter()
+        .map(|r| r.results.as_ref().map(rows_of).unwrap_or_default())
+        .collect();
     let mut metrics: Vec<String> = Vec::new();
-    for r in runs.iter().filter_map(|r| r.results.as_ref()) {
-        for row in &r.table {
-            if !metrics.contains(&row.metric) {
-                metrics.push(row.metric.clone());
-            }
+    for row in rows.iter().flatten() {
+        if !metrics.contains(&row.metric) {
+            metrics.push(row.metric.clone());
         }
     }
     metrics
         .into_iter()
         .map(|m| {
-            let cells = runs
+            let cells = rows
                 .iter()
-                .map(|r| {
-                    r.results
-                        .as_ref()
-                        .and_then(|x| x.table.iter().find(|row| row.metric == m).cloned())
-                })
+                .map(|r| r.iter().find(|row| row.metric == m).cloned())
                 .collect();
             (m, cells)
         })
@@ -319,5 +323,21 @@ mod tests {
         let loss: Vec<Option<f64>> = rows[0].1.iter().map(|r| r.as_ref()?.trained).collect();
         assert_eq!(loss, [Some(2.0), None, Some(1.5)]);
         assert!(rows[1].1[2].is_none());
+    }
+
+    #[test]
+    fn benchmarks_line_up_after_the_measures_with_their_own_direction() {
+        let mut a = results(&[("loss", 2.0)]);
+        a.benchmarks = serde_json::from_value(serde_json::json!([
+            {"task": "sky", "metric": "perplexity", "base": 9.0, "trained": 3.0, "change": -6.0,
+             "higher_is_better": false}
+        ]))
+        .unwrap();
+        let rows = results_side_by_side(&[run(SPEC, Some(a)), run(SPEC, None)]);
+        let names: Vec<&str> = rows.iter().map(|(m, _)| m.as_str()).collect();
+        assert_eq!(names, ["loss", "sky · perplexity"]);
+        let sky = rows[1].1[0].clone().unwrap();
+        assert!(!sky.higher_is_better());
+        assert_eq!(sky.trained, Some(3.0));
     }
 }

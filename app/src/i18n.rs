@@ -242,6 +242,8 @@ messages! {
     Worse => "worse", "更差";
     ResultsAnswers => "Answers to the same prompts (greedy decoding)", "对同一提示的回答（贪心解码）";
     ResultsPrompt => "Prompt", "提示";
+    ResultsBenchmarks => "Benchmarks (lm-evaluation-harness), few-shot examples:", "基准任务（lm-evaluation-harness），少样本示例数：";
+    ResultsTask => "Task", "任务";
     NoAnswer => "(none)", "（无）";
     CompareTitle => "Compare runs", "对比运行";
     CompareNeedsTwo => "Pick two or more runs to compare: tick them on your jobs page.", "请选择两个或更多运行进行对比：在作业页面勾选它们。";

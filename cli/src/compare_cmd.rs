@@ -83,6 +83,50 @@ fn measure(r: &Option<RunResults>, metric: &str, trained: bool) -> Option<f64> {
     if trained { row.trained } else { row.base }
 }
 
+/// The benchmark measures any job has (`task · metric`), in the order they first appear.
+fn benchmark_names(all: &[Compared]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for r in all.iter().filter_map(|c| c.results.as_ref()) {
+        for b in r.benchmarks_shown() {
+            let name = b.as_result_row().metric;
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
+}
+
+/// Each benchmark measure's base and trained rows, one column a job.
+fn benchmark_rows(out: &mut String, all: &[Compared], row: &dyn Fn(String, Vec<String>) -> String) {
+    for name in benchmark_names(all) {
+        let shown = terminal_safe(&name);
+        let cells = |trained: bool| {
+            all.iter()
+                .map(|c| show_measure(benchmark(&c.results, &name, trained)))
+                .collect()
+        };
+        out.push_str(&row(
+            t(format!("{shown} (base)"), format!("{shown}（基础）")),
+            cells(false),
+        ));
+        out.push_str(&row(
+            t(format!("{shown} (trained)"), format!("{shown}（训练后）")),
+            cells(true),
+        ));
+    }
+}
+
+fn benchmark(r: &Option<RunResults>, name: &str, trained: bool) -> Option<f64> {
+    let row = r
+        .as_ref()?
+        .benchmarks_shown()
+        .iter()
+        .map(|b| b.as_result_row())
+        .find(|x| x.metric == name)?;
+    if trained { row.trained } else { row.base }
+}
+
 /// The comparison as JSON: each job's facts, points and results, and the spec diff.
 pub fn as_json(all: &[Compared]) -> Value {
     let specs: Vec<&str> = all.iter().map(|c| c.job.spec.as_str()).collect();
@@ -159,6 +203,7 @@ pub fn render(all: &[Compared]) -> String {
             each(&|c| show_measure(measure(&c.results, metric, true))),
         ));
     }
+    benchmark_rows(&mut out, all, &row);
     curves(&mut out, all, &row);
     out.push_str(&t("\nspec differences:\n".into(), "\n规格差异：\n".into()));
     let specs: Vec<&str> = all.iter().map(|c| c.job.spec.as_str()).collect();

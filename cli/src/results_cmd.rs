@@ -7,7 +7,9 @@ use crate::jobs_cmd::{Args, done, edge_for, print_value};
 use crate::remote::{Failure, describe_error};
 use crate::say::{pad, t, terminal_safe};
 use api::artifacts::artifact_path;
-use api::results::{RESULTS_ARTIFACT, ResultRow, RunResults, show_change, show_measure};
+use api::results::{
+    BenchmarkRow, RESULTS_ARTIFACT, ResultRow, RunResults, show_change, show_measure,
+};
 use std::process::ExitCode;
 
 pub fn run(job: &str, edge: Option<String>, json: bool) -> Result<ExitCode, String> {
@@ -46,23 +48,67 @@ pub fn run(job: &str, edge: Option<String>, json: bool) -> Result<ExitCode, Stri
 }
 
 fn change(row: &ResultRow) -> String {
-    match row.change {
-        Some(c) => {
-            let better = if row.higher_is_better() {
-                c > 0.0
-            } else {
-                c < 0.0
-            };
-            let mark = if c == 0.0 {
-                String::new()
-            } else if better {
-                t(" (better)".into(), "（更好）".into())
-            } else {
-                t(" (worse)".into(), "（更差）".into())
-            };
-            format!("{}{mark}", show_change(Some(c)))
-        }
-        None => "—".into(),
+    marked(
+        row.change,
+        row.change
+            .filter(|c| *c != 0.0)
+            .map(|c| (c > 0.0) == row.higher_is_better()),
+    )
+}
+
+/// A change with its sign and, when known, whether it is an improvement.
+fn marked(change: Option<f64>, improved: Option<bool>) -> String {
+    let Some(c) = change else {
+        return "—".into();
+    };
+    let mark = match improved {
+        Some(true) => t(" (better)".into(), "（更好）".into()),
+        Some(false) => t(" (worse)".into(), "（更差）".into()),
+        None => String::new(),
+    };
+    format!("{}{mark}", show_change(Some(c)))
+}
+
+/// The benchmark tasks' table, when the run scored any.
+fn benchmarks(out: &mut String, r: &RunResults) {
+    let rows: &[BenchmarkRow] = r.benchmarks_shown();
+    let Some(first) = rows.first() else {
+        return;
+    };
+    out.push_str(&t(
+        format!(
+            "\nbenchmarks (lm-evaluation-harness, {}-shot):\n",
+            first.fewshot
+        ),
+        format!(
+            "\n基准任务（lm-evaluation-harness，{} 个示例）：\n",
+            first.fewshot
+        ),
+    ));
+    let head = [
+        t("task".into(), "任务".into()),
+        t("measure".into(), "指标".into()),
+        t("base".into(), "基础模型".into()),
+        t("trained".into(), "训练后".into()),
+        t("change".into(), "变化".into()),
+    ];
+    out.push_str(&format!(
+        "{}{}{}{}{}\n",
+        pad(&head[0], 22),
+        pad(&head[1], 18),
+        pad(&head[2], 14),
+        pad(&head[3], 14),
+        head[4]
+    ));
+    for row in rows {
+        out.push_str(&format!(
+            "{}{}{}{}{}\n",
+            pad(&terminal_safe(&row.task), 22),
+            pad(&terminal_safe(&row.metric), 18),
+            pad(&show_measure(row.base), 14),
+            pad(&show_measure(row.trained), 14),
+            marked(row.change, row.improved())
+        ));
     }
 }
 
@@ -132,6 +178,7 @@ pub fn render(job: &str, r: &RunResults) -> String {
             "（没有评估集：数据太少，无法留出）\n".into(),
         ));
     }
+    benchmarks(&mut out, r);
     if !r.history.is_empty() {
         out.push_str(&t("\nevaluations:\n".into(), "\n各次评估：\n".into()));
         for h in &r.history {
@@ -203,10 +250,20 @@ mod tests {
             "table":[{"metric":"loss","base":5.5,"trained":1.5,"change":-4.0},
                      {"metric":"token_accuracy","base":0.01,"trained":0.6,"change":0.59}],
             "samples":[{"prompt":"Say \u001b]0;pwned\u0007hi","base":"x","trained":null}],
+            "benchmarks":[{"task":"arc_\u001b[2Jeasy","metric":"acc","base":0.25,"trained":0.5,
+                           "change":0.25,"higher_is_better":true,"examples":4,"fewshot":5},
+                          {"task":"sky","metric":"perplexity","base":9.0,"trained":12.0,
+                           "change":3.0,"higher_is_better":false}],
             "generation":{"max_new_tokens":8,"greedy":true}}"#,
         )
         .unwrap();
         let text = render("ab12", &r);
+        assert!(
+            text.contains("benchmarks (lm-evaluation-harness, 5-shot)"),
+            "{text}"
+        );
+        assert!(text.contains("+0.2500 (better)"), "{text}");
+        assert!(text.contains("+3.0000 (worse)"), "{text}");
         assert!(text.contains("10.0% of the training data"), "{text}");
         assert!(text.contains("-4.0000 (better)"), "{text}");
         assert!(text.contains("+0.5900 (better)"), "{text}");

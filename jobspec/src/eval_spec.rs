@@ -6,7 +6,10 @@
 //! `onramp-train` reports its loss, perplexity and token accuracy; before training it measures the
 //! base model the same way, so the results say what training changed. The `prompts` are answered
 //! by the base model before training and by the trained model after, greedily, `max_new_tokens`
-//! long at most.
+//! long at most. The `tasks` are lm-evaluation-harness benchmarks, scored on the base and on the
+//! trained model after training (`fewshot` examples each, at most `task_max_examples` per task),
+//! from the data the cluster holds: lm-eval's own tasks whose data its operator has cached, and
+//! the tasks of its task folder (`ONRAMP_EVAL_TASKS`, lm-eval's `--include_path`), offline.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -33,9 +36,9 @@ pub const MAX_PROMPT_CHARS: usize = 4000;
 /// trainer checks the exact count with the model's tokenizer before it trains.
 pub const MAX_BYTES_PER_TOKEN: usize = 16;
 
-/// Benchmark tasks of lm-evaluation-harness a spec may name. onramp-train does not run them yet,
-/// so a spec that lists one is refused (with what it can measure instead); a name outside this
-/// list is refused as unknown.
+/// Well-known lm-evaluation-harness tasks. A spec may name others (a cluster's task folder holds
+/// tasks of its own), with a warning that says the names it may have meant; onramp-train checks
+/// before it trains that the cluster has every named task and its data.
 pub const KNOWN_TASKS: &[&str] = &[
     "arc_challenge",
     "arc_easy",
@@ -50,6 +53,25 @@ pub const KNOWN_TASKS: &[&str] = &[
     "truthfulqa_mc2",
     "winogrande",
 ];
+
+/// The most tasks `eval.tasks` may list.
+pub const MAX_TASKS: usize = 16;
+/// The longest task name.
+pub const MAX_TASK_NAME: usize = 64;
+/// The most few-shot examples `eval.fewshot` may ask for.
+pub const MAX_FEWSHOT: u32 = 25;
+
+/// Whether `name` is spelled as lm-evaluation-harness task names are: ASCII letters, digits,
+/// `_`, `-` and `.`, starting with a letter or a digit, at most [`MAX_TASK_NAME`] long. Nothing
+/// else reaches the trainer's command or lm-eval's task registry.
+pub fn is_task_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= MAX_TASK_NAME
+        && b[0].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+}
 
 /// How the run is evaluated.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
@@ -69,9 +91,16 @@ pub struct EvalSpec {
     /// The most examples evaluated each time.
     #[serde(default = "default_max_examples")]
     pub max_examples: u32,
-    /// lm-evaluation-harness tasks to score before and after training (not run yet: refused).
+    /// lm-evaluation-harness tasks scored on the base and on the trained model after training,
+    /// from the data the cluster holds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<String>,
+    /// Few-shot examples before each question of `tasks` (0 to 25; default 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fewshot: u32,
+    /// The most examples of each task scored (default: all of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_max_examples: Option<u32>,
     /// Prompts the base and the trained model answer (default: the first prompts of the eval
     /// set).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -86,6 +115,10 @@ fn default_holdout() -> f64 {
     DEFAULT_HOLDOUT
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 fn default_max_examples() -> u32 {
     DEFAULT_MAX_EXAMPLES
 }
@@ -98,6 +131,8 @@ impl Default for EvalSpec {
             every_steps: None,
             max_examples: DEFAULT_MAX_EXAMPLES,
             tasks: Vec::new(),
+            fewshot: 0,
+            task_max_examples: None,
             prompts: Vec::new(),
             max_new_tokens: None,
         }
@@ -128,6 +163,8 @@ pub const EVAL_KEYS: &[&str] = &[
     "every_steps",
     "max_examples",
     "tasks",
+    "fewshot",
+    "task_max_examples",
     "prompts",
     "max_new_tokens",
 ];

@@ -360,8 +360,20 @@ pub const KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     (
         "EvalSpec",
         "tasks",
-        "训练前后要评分的 lm-evaluation-harness 任务（尚未运行：会被拒绝）。",
+        "训练后对基础模型和训练后的模型评分的 lm-evaluation-harness 任务，用集群已有的数据（离线）。",
         r#"["cmmlu"]"#,
+    ),
+    (
+        "EvalSpec",
+        "fewshot",
+        "`tasks` 每道题前给出的示例数（0 到 25；默认 0）。",
+        "5",
+    ),
+    (
+        "EvalSpec",
+        "task_max_examples",
+        "每个任务最多评分多少条样本（默认：全部）。",
+        "500",
     ),
     (
         "EvalSpec",

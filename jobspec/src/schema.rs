@@ -80,6 +80,18 @@ const READER_RANGES: &[(&str, &str, f64, f64)] = &[
     ),
     (
         "EvalSpec",
+        "fewshot",
+        0.0,
+        crate::eval_spec::MAX_FEWSHOT as f64,
+    ),
+    (
+        "EvalSpec",
+        "task_max_examples",
+        1.0,
+        crate::eval_spec::MAX_EVAL_EXAMPLES as f64,
+    ),
+    (
+        "EvalSpec",
         "max_new_tokens",
         1.0,
         crate::eval_spec::MAX_NEW_TOKENS as f64,

@@ -41,8 +41,8 @@ pub struct JobSpec {
     /// What `onramp-train` writes besides checkpoints.
     #[serde(default, skip_serializing_if = "OutputSpec::is_default")]
     pub output: OutputSpec,
-    /// How the run is evaluated while and after it trains: the eval set, how often, the prompts
-    /// answered before and after.
+    /// How the run is evaluated while and after it trains: the eval set, how often, the
+    /// benchmark tasks scored and the prompts answered, before and after.
     #[serde(default, skip_serializing_if = "EvalSpec::is_default")]
     pub eval: EvalSpec,
     /// DeepSpeed's own ZeRO tuning (bucket, prefetch and persistence sizes), by DeepSpeed's

@@ -130,6 +130,12 @@ pub struct TrainerEval {
     pub default_prompts: u32,
     /// The longest answer, in tokens; answers are greedy (no sampling), so they repeat.
     pub max_new_tokens: u32,
+    /// lm-evaluation-harness tasks scored on the base and the trained model after training.
+    pub tasks: Vec<String>,
+    /// Few-shot examples before each question of `tasks`.
+    pub fewshot: u32,
+    /// The most examples of each task scored; `null`: all of them.
+    pub task_max_examples: Option<u32>,
 }
 
 /// How many prompts of the eval set the models answer when `eval.prompts` lists none.
@@ -276,6 +282,9 @@ fn trainer_eval(v: &ValidSpec) -> TrainerEval {
         prompts: e.prompts.clone(),
         default_prompts: DEFAULT_PROMPTS,
         max_new_tokens: e.max_new_tokens(v.spec().data.seq_len),
+        tasks: e.tasks.clone(),
+        fewshot: e.fewshot,
+        task_max_examples: e.task_max_examples,
     }
 }
 

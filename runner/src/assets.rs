@@ -23,6 +23,9 @@ pub const DEFAULT_DATASET: &str = "tinyshakespeare";
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assets {
     pub root: PathBuf,
+    /// The operator's benchmark tasks (`--eval-tasks`): lm-evaluation-harness task YAMLs and
+    /// their local data (`dataset_path: json` and the like), which jobs read, offline.
+    pub eval_tasks: Option<PathBuf>,
 }
 
 impl Assets {
@@ -59,7 +62,13 @@ impl Assets {
                 .and_then(|_| std::fs::rename(&tmp, &dest))
                 .map_err(|e| format!("cannot copy {} to {}: {e}", src.display(), dest.display()))?;
         }
-        Ok((Assets { root }, missing))
+        Ok((
+            Assets {
+                root,
+                eval_tasks: None,
+            },
+            missing,
+        ))
     }
 
     /// The llama2.c checkpoint of a catalogue model, when this runner has it.

@@ -24,6 +24,8 @@ pub struct Config {
     pub sandbox: crate::sandbox::Mode,
     /// How long a job's folder stays after the job ended, as a Slurm backend's `retention`.
     pub retention: std::time::Duration,
+    /// The benchmark tasks jobs may score (`eval.tasks`): see `Assets::eval_tasks`.
+    pub eval_tasks: Option<PathBuf>,
 }
 
 /// How long a job's folder stays by default: a Slurm backend's default `retention`.
@@ -91,6 +93,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = DEFAULT_RETENTION,
           value_parser = retention)]
     pub retention: std::time::Duration,
+    /// The benchmark tasks jobs may score (`eval.tasks`): a folder of lm-evaluation-harness task
+    /// YAMLs with their local data (jobs run offline); outside the state dir, which jobs do
+    /// not see
+    #[arg(long, value_name = "DIR")]
+    pub eval_tasks: Option<PathBuf>,
 }
 
 /// Reads `--retention`: a duration such as a Slurm backend's `retention` takes.
@@ -123,6 +130,7 @@ impl ServeArgs {
             secret_file: self.secret_file,
             sandbox: self.sandbox,
             retention: self.retention,
+            eval_tasks: self.eval_tasks,
         })
     }
 }

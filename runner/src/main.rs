@@ -106,8 +106,9 @@ async fn serve(config: config::Config) {
         ));
     }
     let store = Store::open(&config.state_dir).unwrap_or_else(|e| fail(&e));
-    let (assets, missing) =
+    let (mut assets, missing) =
         Assets::install(&config.shared, &config.state_dir).unwrap_or_else(|e| fail(&e));
+    assets.eval_tasks = config.eval_tasks.clone();
     for m in missing {
         eprintln!(
             "onramp-runner: warning: {m} is missing; tiny-train jobs that need it will be refused"

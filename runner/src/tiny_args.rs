@@ -325,7 +325,10 @@ mod tests {
         std::fs::create_dir_all(tmp.join("models")).unwrap();
         std::fs::write(tmp.join("data/tinyshakespeare.txt"), "x").unwrap();
         std::fs::write(tmp.join("models/tok512.bin"), "x").unwrap();
-        let assets = Assets { root: tmp.clone() };
+        let assets = Assets {
+            root: tmp.clone(),
+            eval_tasks: None,
+        };
         let a = TinyArgs::from_spec(SPEC, &assets).unwrap();
         assert_eq!(a.steps, 200);
         // The runner's own command line carries the spec's seed and optimizer numbers.

@@ -65,6 +65,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
 /// Runs the subcommand with its parsed arguments.
 pub fn run(args: TinyArgs) -> Result<(), String> {
     let assets = Assets {
+        eval_tasks: None,
         root: args.assets.clone().unwrap_or_else(Assets::shared_default),
     };
     let target = report_target();

@@ -5,7 +5,8 @@
 //! of its environment, else the one `cargo xtask setup` installed: its `bin/` goes first on
 //! `PATH`), the trainer's source when it is not
 //! installed there (`ONRAMP_TRAINER_SRC`, else `trainer/src` of this checkout), and the models
-//! and corpora of the runner's assets.
+//! and corpora of the runner's assets, and its benchmark tasks (`ONRAMP_EVAL_TASKS`) when the
+//! operator keeps some.
 
 use crate::assets::Assets;
 use std::ffi::OsString;
@@ -45,7 +46,7 @@ pub fn prepare(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("../trainer/src"),
         PathBuf::from,
     );
-    Ok(vec![
+    let mut env = vec![
         (
             "PATH".into(),
             std::env::join_paths(path).map_err(|e| format!("PATH: {e}"))?,
@@ -59,7 +60,11 @@ pub fn prepare(
             "ONRAMP_DATASETS".into(),
             assets.root.join("data").into_os_string(),
         ),
-    ])
+    ];
+    if let Some(tasks) = &assets.eval_tasks {
+        env.push(("ONRAMP_EVAL_TASKS".into(), tasks.clone().into_os_string()));
+    }
+    Ok(env)
 }
 
 /// For a spec that continues an earlier job (`checkpoint.resume_from`, the edge's id of a job
@@ -208,6 +213,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap_or_default();
         let assets = Assets {
             root: PathBuf::from("/state/assets"),
+            eval_tasks: Some(PathBuf::from("/srv/eval")),
         };
         let spec = lora_spec(None);
         let env = prepare(&dir, &spec, &assets).unwrap_or_default();
@@ -226,6 +232,7 @@ mod tests {
         assert_eq!(get("ONRAMP_MODELS"), Some("/state/assets/models".into()));
         assert_eq!(get("ONRAMP_DATASETS"), Some("/state/assets/data".into()));
         assert!(get("PYTHONPATH").is_some_and(|p| Path::new(&p).ends_with("trainer/src")));
+        assert_eq!(get("ONRAMP_EVAL_TASKS"), Some("/srv/eval".into()));
         let e = prepare(&dir, "name = \"x\"\n", &assets).unwrap_err();
         assert!(e.contains("not valid"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap_or_default();

@@ -4,6 +4,7 @@
 //! handle is dropped, also when a test fails.
 
 pub mod api;
+pub mod cli;
 pub mod dev_proxy;
 pub mod fake_backend;
 pub mod paths;

@@ -91,6 +91,13 @@ pub struct Stack {
 }
 
 impl Stack {
+    /// The runner's benchmark task folder (`--eval-tasks`): `eval-tasks/` of the stack's state,
+    /// outside the runner's own state (which jobs do not see). Empty at start; a test puts the
+    /// lm-eval tasks its jobs score there, and so may a developer under `cargo xtask dev`.
+    pub fn eval_tasks(&self) -> PathBuf {
+        self.state_dir.join("eval-tasks")
+    }
+
     pub fn start(opts: StackOptions) -> Result<Stack, String> {
         Stack::start_with(opts, StackExtras::default())
     }
@@ -346,12 +353,17 @@ fn start_runner(
 ) -> Result<Service, String> {
     // The secret in a file of the runner's state, which its sandbox hides from jobs.
     let secret_file = crate::process::write_secret(&state_dir.join("runner"), secret)?;
+    let tasks = state_dir.join("eval-tasks");
+    std::fs::create_dir_all(&tasks)
+        .map_err(|e| format!("cannot create {}: {e}", tasks.display()))?;
     let mut cmd = Command::new(bin);
     cmd.args(["--addr", &format!("127.0.0.1:{port}"), "--state-dir"])
         .arg(state_dir.join("runner"))
         .args(["--cards", &RUNNER_CARDS.to_string()])
         .arg("--secret-file")
-        .arg(secret_file);
+        .arg(secret_file)
+        .arg("--eval-tasks")
+        .arg(tasks);
     let mut log = state_dir.join("runner.log");
     let mut n = 1;
     while log.exists() {

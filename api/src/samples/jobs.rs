@@ -460,7 +460,9 @@ pub(super) fn runner_samples() -> Vec<Sample> {
 
 /// What a run achieved, as a snapshot keeps it.
 fn results() -> crate::results::RunResults {
-    use crate::results::{EvalPoint, EvalSet, Generation, ResultRow, RunResults, Sample};
+    use crate::results::{
+        BenchmarkRow, EvalPoint, EvalSet, Generation, ResultRow, RunResults, Sample,
+    };
     RunResults {
         version: 2,
         eval_set: EvalSet {
@@ -480,11 +482,22 @@ fn results() -> crate::results::RunResults {
             base: Some(3.2),
             trained: Some(2.1),
             change: Some(-1.1),
+            higher_is_better: None,
         }],
         samples: vec![Sample {
             prompt: "Say hello".into(),
             base: Some("hello hello".into()),
             trained: Some("Hello!".into()),
+        }],
+        benchmarks: vec![BenchmarkRow {
+            task: "arc_easy".into(),
+            metric: "acc".into(),
+            base: Some(0.42),
+            trained: Some(0.47),
+            change: Some(0.05),
+            higher_is_better: Some(true),
+            examples: 500,
+            fewshot: 0,
         }],
         generation: Generation {
             max_new_tokens: 16,

@@ -1,7 +1,7 @@
 //! What a run achieved, on the job page and on an experiment's page: the `results.json` artifact
 //! its trainer pushed (api::results), as a table of base against trained (eval loss,
-//! perplexity, token accuracy, and which way each moved) and both models' answers to the same
-//! prompts. A job wrote it: every string is shown as text, every number through
+//! perplexity, token accuracy, and which way each moved), the benchmark tasks it was scored on
+//! (lm-evaluation-harness, base against trained) and both models' answers to the same prompts. A job wrote it: every string is shown as text, every number through
 //! `show_measure`, and a file over `MAX_RESULTS_BYTES` is not fetched.
 
 use crate::api;
@@ -10,7 +10,8 @@ use crate::pages::bits::tr;
 use crate::state::{I18n, use_i18n};
 use ::api::Artifact;
 use ::api::results::{
-    MAX_RESULTS_BYTES, RESULTS_ARTIFACT, ResultRow, RunResults, Sample, show_change, show_measure,
+    BenchmarkRow, MAX_RESULTS_BYTES, RESULTS_ARTIFACT, ResultRow, RunResults, Sample, show_change,
+    show_measure,
 };
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -75,6 +76,44 @@ fn row(i: I18n, r: ResultRow) -> impl IntoView {
     }
 }
 
+fn benchmark(i: I18n, r: BenchmarkRow) -> impl IntoView {
+    let improved = r.improved();
+    let better = improved.map(|b| if b { "better" } else { "worse" });
+    let word = improved.map(|b| if b { Key::Better } else { Key::Worse });
+    let (task, metric) = (r.task.clone(), r.metric.clone());
+    view! {
+        <tr data-testid="benchmark" data-task=task data-metric=metric>
+            <th scope="row">{r.task}</th>
+            <td>{r.metric}</td>
+            <td data-testid="result-base">{show_measure(r.base)}</td>
+            <td data-testid="result-trained">{show_measure(r.trained)}</td>
+            <td data-testid="result-change" data-better=better.unwrap_or("")>
+                {show_change(r.change)}{word.map(|k| format!(" ({})", i.t(k)))}
+            </td>
+        </tr>
+    }
+}
+
+/// The benchmark tasks' table, when the run scored any.
+fn benchmarks(i: I18n, r: &RunResults) -> Option<impl IntoView + use<>> {
+    let rows = r.benchmarks_shown().to_vec();
+    let shots = rows.first()?.fewshot;
+    let items = rows.into_iter().map(|x| benchmark(i, x)).collect_view();
+    Some(view! {
+        <h3>{tr(i, Key::ResultsBenchmarks)}" "{shots}</h3>
+        <table class="results" data-testid="run-benchmarks">
+            <thead><tr>
+                <th scope="col">{tr(i, Key::ResultsTask)}</th>
+                <th scope="col">{tr(i, Key::ResultsMeasure)}</th>
+                <th scope="col">{tr(i, Key::ResultsBase)}</th>
+                <th scope="col">{tr(i, Key::ResultsTrained)}</th>
+                <th scope="col">{tr(i, Key::ResultsChange)}</th>
+            </tr></thead>
+            <tbody>{items}</tbody>
+        </table>
+    })
+}
+
 fn sample(i: I18n, s: Sample) -> impl IntoView {
     let none = || i.t(Key::NoAnswer).to_string();
     view! {
@@ -98,6 +137,7 @@ pub fn shown(i: I18n, r: RunResults) -> impl IntoView {
         _ => String::new(),
     };
     let examples = format!("{} {}", r.eval_set.examples, i.t(Key::EvalExamples));
+    let benchmarks = benchmarks(i, &r);
     let rows = r.table.into_iter().map(|x| row(i, x)).collect_view();
     let samples = (!r.samples.is_empty()).then(|| {
         let items = r.samples.into_iter().map(|s| sample(i, s)).collect_view();
@@ -125,6 +165,7 @@ pub fn shown(i: I18n, r: RunResults) -> impl IntoView {
             </tr></thead>
             <tbody>{rows}</tbody>
         </table>
+        {benchmarks}
         {samples}
     }
 }

@@ -27,6 +27,10 @@ impl Reader {
                 .uint32(t, "max_examples", 1, MAX_EVAL_EXAMPLES)
                 .unwrap_or(d.max_examples),
             tasks: self.string_list(t, "tasks").unwrap_or_default(),
+            fewshot: self
+                .uint32(t, "fewshot", 0, MAX_FEWSHOT)
+                .unwrap_or(d.fewshot),
+            task_max_examples: self.uint32(t, "task_max_examples", 1, MAX_EVAL_EXAMPLES),
             prompts: self.string_list(t, "prompts").unwrap_or_default(),
             max_new_tokens: self.uint32(t, "max_new_tokens", 1, MAX_NEW_TOKENS),
         }

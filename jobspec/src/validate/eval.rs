@@ -4,10 +4,12 @@
 use super::checker::Checker;
 use super::text::{TextKind, check_dataset, check_text, is_dataset_id};
 use crate::diag::{Code, Diagnostic, did_you_mean, hint};
-use crate::eval_spec::{EvalSpec, KNOWN_TASKS, MAX_PROMPT_CHARS, MAX_PROMPTS};
+use crate::eval_spec::{
+    EvalSpec, KNOWN_TASKS, MAX_PROMPT_CHARS, MAX_PROMPTS, MAX_TASK_NAME, MAX_TASKS, is_task_name,
+};
 use crate::spec::{JobSpec, Task};
 
-pub(super) fn check_eval(c: &mut Checker<'_>, spec: &JobSpec, steps: u64) {
+pub(super) fn check_eval(c: &mut Checker<'_>, spec: &JobSpec, steps: u64, world: u32) {
     let e = &spec.eval;
     if spec.task == Task::TinyTrain {
         if !e.is_default() {
@@ -32,6 +34,7 @@ pub(super) fn check_eval(c: &mut Checker<'_>, spec: &JobSpec, steps: u64) {
         }
     }
     check_tasks(c, e);
+    check_tasks_on_one_rank(c, spec, world);
     check_prompts(c, e, spec.data.seq_len);
     if let Some(every) = e.every_steps
         && every > steps
@@ -46,31 +49,89 @@ pub(super) fn check_eval(c: &mut Checker<'_>, spec: &JobSpec, steps: u64) {
 }
 
 fn check_tasks(c: &mut Checker<'_>, e: &EvalSpec) {
-    for task in &e.tasks {
-        if KNOWN_TASKS.contains(&task.as_str()) {
+    if e.tasks.len() > MAX_TASKS {
+        c.error(
+            Code::BadValue,
+            "eval.tasks",
+            format!(
+                "`eval.tasks` lists {} tasks; at most {MAX_TASKS}",
+                e.tasks.len()
+            ),
+            format!(
+                "`eval.tasks` 列了 {} 个任务；最多 {MAX_TASKS} 个",
+                e.tasks.len()
+            ),
+        );
+    }
+    for (i, task) in e.tasks.iter().enumerate() {
+        if !is_task_name(task) {
             c.error(
                 Code::BadValue,
                 "eval.tasks",
-                format!("`eval.tasks` has \"{task}\": benchmark tasks (lm-evaluation-harness) are not run by onramp-train yet, and a task the job cannot run is not accepted; the eval set's loss, perplexity and token accuracy, and `eval.prompts`, are"),
-                format!("`eval.tasks` 中有 \"{task}\"：onramp-train 还不运行基准任务（lm-evaluation-harness），作业跑不了的任务不予接受；评估集的损失、困惑度、token 准确率和 `eval.prompts` 可以使用"),
+                format!("task {} of `eval.tasks` is not a task name: use ASCII letters, digits, `_`, `-` and `.`, starting with a letter or a digit, at most {MAX_TASK_NAME} characters", i + 1),
+                format!("`eval.tasks` 的第 {} 项不是任务名：只能用 ASCII 字母、数字、`_`、`-` 和 `.`，以字母或数字开头，最多 {MAX_TASK_NAME} 个字符", i + 1),
             );
-        } else {
+        } else if e.tasks[..i].contains(task) {
+            c.error(
+                Code::BadValue,
+                "eval.tasks",
+                format!("`eval.tasks` lists \"{task}\" twice"),
+                format!("`eval.tasks` 把 \"{task}\" 列了两次"),
+            );
+        } else if !KNOWN_TASKS.contains(&task.as_str()) {
             c.push(
-                Diagnostic::error(
-                    Code::BadValue,
+                Diagnostic::warning(
+                    Code::Suspicious,
                     "eval.tasks",
                     format!(
-                        "`eval.tasks` has \"{task}\", which is not a known task; known: {}",
+                        "`eval.tasks` has \"{task}\", which is not one of the well-known tasks ({}); it runs only where the cluster has it (its task folder or lm-eval's own tasks, with their data), which the job checks before it trains",
                         KNOWN_TASKS.join(", ")
                     ),
                     format!(
-                        "`eval.tasks` 中的 \"{task}\" 不是已知任务；已知：{}",
+                        "`eval.tasks` 中的 \"{task}\" 不是常见任务（{}）；只有集群有它（任务目录或 lm-eval 自带的任务及其数据）时才能运行，作业在训练前会检查",
                         KNOWN_TASKS.join("、")
                     ),
                 )
                 .with_help(hint(did_you_mean(task, KNOWN_TASKS.iter().copied()))),
             );
         }
+    }
+    let unused = e.tasks.is_empty() && (e.fewshot > 0 || e.task_max_examples.is_some());
+    if unused {
+        let path = if e.fewshot > 0 {
+            "eval.fewshot"
+        } else {
+            "eval.task_max_examples"
+        };
+        c.warn(
+            Code::Suspicious,
+            path,
+            "`eval.fewshot` and `eval.task_max_examples` apply to `eval.tasks`, which lists none: they do nothing".into(),
+            "`eval.fewshot` 和 `eval.task_max_examples` 作用于 `eval.tasks`，而它没有列任务：这两项不起作用".into(),
+        );
+    }
+}
+
+/// Benchmarks are scored by rank 0 alone on the model in memory, so it must hold all of it.
+fn check_tasks_on_one_rank(c: &mut Checker<'_>, spec: &JobSpec, world: u32) {
+    if spec.eval.tasks.is_empty() {
+        return;
+    }
+    let p = &spec.parallel;
+    if p.zero_stage == 3 && world > 1 {
+        c.error(
+            Code::Conflict,
+            "eval.tasks",
+            format!("`eval.tasks` are scored by one rank on the whole model, and `parallel.zero_stage` = 3 spreads the model over the job's {world} ranks: use ZeRO stage 2 or less, or drop `eval.tasks` and score the trained model afterwards"),
+            format!("`eval.tasks` 由一个 rank 在完整模型上评分，而 `parallel.zero_stage` = 3 把模型分散到作业的 {world} 个 rank 上：请用 ZeRO 2 及以下，或删去 `eval.tasks`，训练后再给模型评分"),
+        );
+    } else if p.sp > 1 {
+        c.error(
+            Code::Conflict,
+            "eval.tasks",
+            format!("`eval.tasks` are scored by one rank on whole sequences, and `parallel.sp` = {} splits each sequence over ranks: drop one of them", p.sp),
+            format!("`eval.tasks` 由一个 rank 在完整序列上评分，而 `parallel.sp` = {} 把每条序列分到多个 rank 上：请去掉其中之一", p.sp),
+        );
     }
 }
 

@@ -42,7 +42,7 @@ pub(super) fn check(
     super::resume::check_resume_from(&mut c, &spec);
     let (steps, train_tokens) = run_length(&mut c, &spec, dp);
     check_schedule(&mut c, &spec, steps, model_max_seq_len, &model_name);
-    super::eval::check_eval(&mut c, &spec, steps);
+    super::eval::check_eval(&mut c, &spec, steps, world);
     let (lora_rank, lora_alpha, lora_targets) = check_adapter(&mut c, &spec);
     let (time_limit_s, claimed_s) = durations(&mut c, &spec);
     let mfu = derive::mfu(&spec, card);

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::api::unique_email;
+use onramp_tests::cli::onramp;
 use onramp_tests::stack::{Stack, StackExtras, StackOptions, random_hex};
 use std::time::Duration;
 
@@ -200,27 +201,6 @@ fn results_kept_by_experiments(stack: &Stack, u: &onramp_tests::api::Client, id:
         let samples = r["samples"].as_array().map_or(0, Vec::len);
         assert_eq!(samples > 0, share, "samples only with the files: {r}");
     }
-}
-
-/// `onramp ARGS` against the stack, signed in as `u` with a fresh API token.
-fn onramp(stack: &Stack, u: &onramp_tests::api::Client, args: &[&str]) -> std::process::Output {
-    let token = u
-        .post("/api/tokens", &serde_json::json!({"name": "cli"}))
-        .json["token"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let config = std::env::temp_dir().join(format!("onramp-cli-{}", random_hex(6)));
-    let out = std::process::Command::new(onramp_tests::paths::cli_bin())
-        .args(args)
-        .args(["--edge", &stack.url, "--lang", "en"])
-        .env("ONRAMP_CONFIG_DIR", &config)
-        .env("ONRAMP_TOKEN", &token)
-        .env_remove("ONRAMP_EDGE")
-        .output()
-        .expect("onramp runs");
-    let _ = std::fs::remove_dir_all(&config);
-    out
 }
 
 /// What the job achieved, as `onramp results` shows it: the base model measured before

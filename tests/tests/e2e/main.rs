@@ -25,6 +25,7 @@ mod cli_edge;
 mod contract_fuzz;
 mod edge_api;
 mod edge_artifacts;
+mod edge_benchmarks;
 mod edge_credits;
 mod edge_deadlines;
 mod edge_jobs;

@@ -26,7 +26,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from . import data
+from . import benchmarks, data
 from .errors import SpecError
 from .spec import Plan
 
@@ -195,9 +195,9 @@ class Baseline(TrainerCallback):
     (a resumed run reads what its first start recorded), and has the Trainer evaluate after its
     last step too (inside training, so trackers record it with the run)."""
 
-    def __init__(self, out: Path, tok, prompt_list: list[list[int]], max_new: int, synced: bool):
+    def __init__(self, out: Path, tok, prompt_list: list[list[int]], plan: Plan, synced: bool):
         self.out, self.tok, self.prompts = out, tok, prompt_list
-        self.max_new, self.synced = max_new, synced
+        self.plan, self.max_new, self.synced = plan, plan.eval.max_new_tokens, synced
         self.trainer = None
         self.base: dict[str, Any] | None = None
 
@@ -213,6 +213,9 @@ class Baseline(TrainerCallback):
         answers = answer(t.model, self.tok, self.prompts, self.max_new, self.synced)
         self.base = {"measures": measures(metrics) if metrics else None, "answers": answers}
         if rank0():
+            # The benchmarks on rank 0 alone (jobspec refuses a model spread over ranks); the
+            # other ranks wait for it at their first step.
+            self.base["benchmarks"] = benchmarks.score(t.model, self.tok, self.plan)
             self.out.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(self.base, ensure_ascii=False, indent=1) + "\n")
 
@@ -229,6 +232,7 @@ def results(
     trained_answers: list[dict],
     prompt_list: list[list[int]],
     tok,
+    trained_scores: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The document `results.json` holds."""
     history = []
@@ -267,5 +271,25 @@ def results(
         "history": history,
         "table": table,
         "samples": samples,
+        "benchmarks": benchmarks.table(
+            (base or {}).get("benchmarks"), trained_scores, plan.eval.fewshot
+        ),
         "generation": {"max_new_tokens": plan.eval.max_new_tokens, "greedy": True},
     }
+
+
+def results_line(doc: dict) -> str:
+    """What the log says of the results: each measure and benchmark, base → trained."""
+    parts = []
+    for row in doc["table"]:
+        b, a = row["base"], row["trained"]
+        if b is not None and a is not None:
+            parts.append(f"{row['metric']} {b:.4g} → {a:.4g}")
+        elif a is not None:
+            parts.append(f"{row['metric']} {a:.4g}")
+    for row in doc.get("benchmarks", []):
+        b, a = row["base"], row["trained"]
+        if b is not None and a is not None:
+            parts.append(f"{row['task']} {row['metric']} {b:.4g} → {a:.4g}")
+    samples = len(doc["samples"])
+    return f"results: {', '.join(parts) or 'no eval set'}; {samples} prompts answered"

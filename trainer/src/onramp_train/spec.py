@@ -96,6 +96,9 @@ class TrainerEval:
     prompts: list[str]
     default_prompts: int
     max_new_tokens: int
+    tasks: list[str]
+    fewshot: int
+    task_max_examples: int | None
 
 
 @dataclass(frozen=True)

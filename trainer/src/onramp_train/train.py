@@ -13,7 +13,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from . import artifacts, data, evaluate, models
+from . import artifacts, benchmarks, data, evaluate, models
 from .errors import CommError, DeviceError, OutOfMemory, SpecError
 from .metrics import MetricsLines, Reporter, SaveEveryMinutes
 from .spec import RUN_FILE, Plan, RunAdvice, TrainerRun
@@ -329,6 +329,8 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
     cuda = torch.cuda.is_available()
     if ds and not cuda:
         gloo_collectives()
+    if evaluate.rank0():
+        benchmarks.check(plan)
     source = models.resolve(plan)
     tok = models.tokenizer(plan, source)
     examples = data.load(plan.dataset, tok, plan.seq_len, plan.task)
@@ -371,7 +373,7 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
     # Under ZeRO-3 every rank holds a part of each layer: all of them generate together.
     synced = bool(ds) and plan.zero_stage == 3 and plan.world_size > 1
     max_new = plan.eval.max_new_tokens
-    baseline = evaluate.Baseline(out, tok, prompt_list, max_new, synced)
+    baseline = evaluate.Baseline(out, tok, prompt_list, plan, synced)
     stopper = StopOnSignal()
     trainer = Trainer(
         **extra,
@@ -433,12 +435,13 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
             merged = merge(plan, source, final, out / "merged")
             say(f"wrote the merged model to {merged}")
         (out / "metrics.json").write_text(json.dumps(trainer.state.log_history, indent=1) + "\n")
+        scores = benchmarks.score(trainer.model, tok, plan)
         doc = evaluate.results(
-            plan, about, trainer.state.log_history, baseline.base, answers, prompt_list, tok
+            plan, about, trainer.state.log_history, baseline.base, answers, prompt_list, tok, scores
         )
         text = json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
         (out / evaluate.RESULTS_FILE).write_text(text, encoding="utf-8")
-        say(_results_line(doc))
+        say(evaluate.results_line(doc))
         push(out)
     return final
 
@@ -479,18 +482,6 @@ def _about(about: dict) -> str:
     if about["source"] == "dataset":
         return f"the dataset {about['dataset']}"
     return f"{about['share']:g} of the data held out"
-
-
-def _results_line(doc: dict) -> str:
-    parts = []
-    for row in doc["table"]:
-        b, a = row["base"], row["trained"]
-        if b is not None and a is not None:
-            parts.append(f"{row['metric']} {b:.4g} → {a:.4g}")
-        elif a is not None:
-            parts.append(f"{row['metric']} {a:.4g}")
-    samples = len(doc["samples"])
-    return f"results: {', '.join(parts) or 'no eval set'}; {samples} prompts answered"
 
 
 def _dtype(plan: Plan, cuda: bool):

@@ -1,0 +1,23 @@
+//! The terminal client against a running stack, as a user runs it.
+
+use crate::stack::Stack;
+
+/// `onramp ARGS` against the stack, signed in as `u` with a fresh API token (a test's helper:
+/// it panics when the edge gives no token or the CLI cannot start).
+pub fn onramp(stack: &Stack, u: &crate::api::Client, args: &[&str]) -> std::process::Output {
+    let made = u.post("/api/tokens", &serde_json::json!({"name": "cli"}));
+    let Some(token) = made.json["token"].as_str().map(str::to_string) else {
+        panic!("no API token: {:?}", made.json);
+    };
+    let config = std::env::temp_dir().join(format!("onramp-cli-{}", crate::stack::random_hex(6)));
+    let out = std::process::Command::new(crate::paths::cli_bin())
+        .args(args)
+        .args(["--edge", &stack.url, "--lang", "en"])
+        .env("ONRAMP_CONFIG_DIR", &config)
+        .env("ONRAMP_TOKEN", &token)
+        .env_remove("ONRAMP_EDGE")
+        .output()
+        .expect("onramp runs");
+    let _ = std::fs::remove_dir_all(&config);
+    out
+}
