@@ -6,8 +6,8 @@
 //! `onramp-train` reports its loss, perplexity and token accuracy; before training it measures the
 //! base model the same way, so the results say what training changed. The `prompts` are answered
 //! by the base model before training and by the trained model after, greedily, `max_new_tokens`
-//! long at most. The `tasks` are lm-evaluation-harness benchmarks, scored on the base and on the
-//! trained model after training (`fewshot` examples each, at most `task_max_examples` per task),
+//! long at most. The `tasks` are lm-evaluation-harness benchmarks, scored on the base model
+//! before training and on the trained one after (`fewshot` examples each, at most `task_max_examples` per task),
 //! from the data the cluster holds: lm-eval's own tasks whose data its operator has cached, and
 //! the tasks of its task folder (`ONRAMP_EVAL_TASKS`, lm-eval's `--include_path`), offline.
 
@@ -91,8 +91,9 @@ pub struct EvalSpec {
     /// The most examples evaluated each time.
     #[serde(default = "default_max_examples")]
     pub max_examples: u32,
-    /// lm-evaluation-harness tasks scored on the base and on the trained model after training,
-    /// from the data the cluster holds.
+    /// lm-evaluation-harness tasks scored on the base model before training and on the trained
+    /// one after, from the data the cluster holds; the scoring counts against the time limit
+    /// and is not in the time estimate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<String>,
     /// Few-shot examples before each question of `tasks` (0 to 25; default 0).

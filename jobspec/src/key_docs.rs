@@ -360,7 +360,7 @@ pub const KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     (
         "EvalSpec",
         "tasks",
-        "训练后对基础模型和训练后的模型评分的 lm-evaluation-harness 任务，用集群已有的数据（离线）。",
+        "lm-evaluation-harness 任务：训练前给基础模型评分，训练后给训练后的模型评分，用集群已有的数据（离线）；评分时间计入时间上限，不在时间估算之内。",
         r#"["cmmlu"]"#,
     ),
     (

@@ -139,3 +139,27 @@ def test_a_task_whose_data_is_not_here_is_refused_before_training(tmp_path, mode
     assert run.rc == 2, run.stderr[-3000:]
     assert f"the data of task '{TASK}' is not on this cluster" in run.stderr, run.stderr[-2000:]
     assert not (tmp_path / "out" / "final").exists()
+
+
+def test_a_task_lm_eval_will_not_score_fails_the_job_before_training(tmp_path, models_dir):
+    facts(tmp_path / "learn.txt", 40)
+    tasks = task_folder(tmp_path)
+    yaml = tasks / "sky.yaml"
+    # A task that runs code: lm-eval scores it only when told the code may run, which a job
+    # never tells it.
+    yaml.write_text(yaml.read_text(encoding="utf-8") + "unsafe_code: true\n", encoding="utf-8")
+    run = run_trainer(
+        tmp_path,
+        spec_text(
+            "lora",
+            'model = "stories260K"',
+            "learn.txt",
+            2,
+            tail=f'[eval]\ntasks = ["{TASK}"]\n',
+        ),
+        models=models_dir,
+        extra_env={"ONRAMP_EVAL_TASKS": str(tasks)},
+    )
+    assert run.rc == 2, run.stderr[-3000:]
+    assert "lm-eval could not score" in run.stderr, run.stderr[-2000:]
+    assert not (tmp_path / "out" / "final").exists()

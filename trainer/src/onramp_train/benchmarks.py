@@ -11,8 +11,11 @@ and checks before it loads its model that every task and its data are there, so 
 cannot score what it was asked to is refused before it costs anything.
 
 Scores are taken on rank 0 alone, on the model in memory, in lm-eval's usual form (the prompt as
-the task renders it, no chat template). A model ZeRO-3 or sequence parallelism spreads over
-several ranks cannot be scored by one, which jobspec refuses.
+the task renders it, no chat template), while the other ranks wait (within the ranks' timeout:
+`eval.task_max_examples` bounds a long task). A model ZeRO-3 or sequence parallelism spreads
+over several ranks cannot be scored by one, which jobspec refuses. A task that fails to score
+before training fails the job then; one that fails after it is left out of the results, with a
+warning, and the trained model is kept.
 """
 
 from __future__ import annotations
@@ -108,7 +111,8 @@ def score(model, tok, plan: Plan) -> dict[str, dict[str, Any]]:
         pretrained=model,
         tokenizer=tok,
         batch_size=max(1, plan.micro_batch),
-        max_length=plan.seq_len,
+        # A few-shot prompt may be longer than the training sequences: the model's own limit.
+        max_length=max(plan.seq_len, plan.model.max_seq_len or 0),
     )
     try:
         out = simple_evaluate(
@@ -126,6 +130,9 @@ def score(model, tok, plan: Plan) -> dict[str, dict[str, Any]]:
             torch_random_seed=None,
             fewshot_random_seed=plan.seed,
         )
+    except Exception as e:  # a task lm-eval refuses to run (unsafe code) or cannot score
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SpecError(f"eval.tasks: lm-eval could not score {names} ({first[:300]})") from e
     finally:
         if training:
             model.train()
