@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 from conftest import run_trainer
-from test_eval import learnable
 from test_train import spec_text
 
 TASK = "onramp_sky"
@@ -101,19 +100,25 @@ def test_a_lora_run_scores_a_local_task_before_and_after_and_training_helps(tmp_
     assert f"{TASK} acc" in run.stderr
 
 
-def test_a_task_the_cluster_does_not_have_is_refused_before_training(tmp_path, models_dir):
-    learnable(tmp_path / "learn.jsonl", 20, seed=1)
-    run = run_trainer(
+def short_run(tmp_path: Path, models_dir: Path, task: str, tasks: Path | None):
+    """Two steps of LoRA naming `task`, with the task folder `tasks` (or none)."""
+    facts(tmp_path / "learn.txt", 40)
+    return run_trainer(
         tmp_path,
         spec_text(
             "lora",
             'model = "stories260K"',
-            "learn.jsonl",
+            "learn.txt",
             2,
-            tail='[eval]\ntasks = ["no_such_task_here"]\n',
+            tail=f'[eval]\ntasks = ["{task}"]\n',
         ),
         models=models_dir,
+        extra_env={"ONRAMP_EVAL_TASKS": str(tasks)} if tasks is not None else None,
     )
+
+
+def test_a_task_the_cluster_does_not_have_is_refused_before_training(tmp_path, models_dir):
+    run = short_run(tmp_path, models_dir, "no_such_task_here", None)
     assert run.rc == 2, run.stderr[-3000:]
     assert "this cluster has no task 'no_such_task_here'" in run.stderr, run.stderr[-2000:]
     assert "ONRAMP_EVAL_TASKS is not set" in run.stderr
@@ -121,45 +126,21 @@ def test_a_task_the_cluster_does_not_have_is_refused_before_training(tmp_path, m
 
 
 def test_a_task_whose_data_is_not_here_is_refused_before_training(tmp_path, models_dir):
-    learnable(tmp_path / "learn.jsonl", 20, seed=1)
     tasks = task_folder(tmp_path)
     (tasks / "sky.jsonl").unlink()
-    run = run_trainer(
-        tmp_path,
-        spec_text(
-            "lora",
-            'model = "stories260K"',
-            "learn.jsonl",
-            2,
-            tail=f'[eval]\ntasks = ["{TASK}"]\n',
-        ),
-        models=models_dir,
-        extra_env={"ONRAMP_EVAL_TASKS": str(tasks)},
-    )
+    run = short_run(tmp_path, models_dir, TASK, tasks)
     assert run.rc == 2, run.stderr[-3000:]
     assert f"the data of task '{TASK}' is not on this cluster" in run.stderr, run.stderr[-2000:]
     assert not (tmp_path / "out" / "final").exists()
 
 
 def test_a_task_lm_eval_will_not_score_fails_the_job_before_training(tmp_path, models_dir):
-    facts(tmp_path / "learn.txt", 40)
     tasks = task_folder(tmp_path)
     yaml = tasks / "sky.yaml"
     # A task that runs code: lm-eval scores it only when told the code may run, which a job
     # never tells it.
     yaml.write_text(yaml.read_text(encoding="utf-8") + "unsafe_code: true\n", encoding="utf-8")
-    run = run_trainer(
-        tmp_path,
-        spec_text(
-            "lora",
-            'model = "stories260K"',
-            "learn.txt",
-            2,
-            tail=f'[eval]\ntasks = ["{TASK}"]\n',
-        ),
-        models=models_dir,
-        extra_env={"ONRAMP_EVAL_TASKS": str(tasks)},
-    )
+    run = short_run(tmp_path, models_dir, TASK, tasks)
     assert run.rc == 2, run.stderr[-3000:]
     assert "lm-eval could not score" in run.stderr, run.stderr[-2000:]
     assert not (tmp_path / "out" / "final").exists()

@@ -45,21 +45,22 @@ pub fn metric_key(metric: &str) -> Option<Key> {
     }
 }
 
+/// A change with its sign and, when known, whether it is an improvement.
+fn change_cell(i: I18n, change: Option<f64>, improved: Option<bool>) -> impl IntoView {
+    let better = improved.map(|b| if b { "better" } else { "worse" });
+    let word = improved.map(|b| if b { Key::Better } else { Key::Worse });
+    view! {
+        <td data-testid="result-change" data-better=better.unwrap_or("")>
+            {show_change(change)}{word.map(|k| format!(" ({})", i.t(k)))}
+        </td>
+    }
+}
+
 fn row(i: I18n, r: ResultRow) -> impl IntoView {
-    let better = r.change.filter(|c| *c != 0.0).map(|c| {
-        if (c > 0.0) == r.higher_is_better() {
-            "better"
-        } else {
-            "worse"
-        }
-    });
-    let word = better.map(|b| {
-        if b == "better" {
-            Key::Better
-        } else {
-            Key::Worse
-        }
-    });
+    let improved = r
+        .change
+        .filter(|c| *c != 0.0)
+        .map(|c| (c > 0.0) == r.higher_is_better());
     let name = match metric_key(&r.metric) {
         Some(k) => i.t(k).to_string(),
         None => r.metric.clone(),
@@ -69,17 +70,13 @@ fn row(i: I18n, r: ResultRow) -> impl IntoView {
             <th scope="row">{name}</th>
             <td data-testid="result-base">{show_measure(r.base)}</td>
             <td data-testid="result-trained">{show_measure(r.trained)}</td>
-            <td data-testid="result-change" data-better=better.unwrap_or("")>
-                {show_change(r.change)}{word.map(|k| format!(" ({})", i.t(k)))}
-            </td>
+            {change_cell(i, r.change, improved)}
         </tr>
     }
 }
 
 fn benchmark(i: I18n, r: BenchmarkRow) -> impl IntoView {
     let improved = r.improved();
-    let better = improved.map(|b| if b { "better" } else { "worse" });
-    let word = improved.map(|b| if b { Key::Better } else { Key::Worse });
     let (task, metric) = (r.task.clone(), r.metric.clone());
     view! {
         <tr data-testid="benchmark" data-task=task data-metric=metric>
@@ -87,9 +84,7 @@ fn benchmark(i: I18n, r: BenchmarkRow) -> impl IntoView {
             <td>{r.metric}</td>
             <td data-testid="result-base">{show_measure(r.base)}</td>
             <td data-testid="result-trained">{show_measure(r.trained)}</td>
-            <td data-testid="result-change" data-better=better.unwrap_or("")>
-                {show_change(r.change)}{word.map(|k| format!(" ({})", i.t(k)))}
-            </td>
+            {change_cell(i, r.change, improved)}
         </tr>
     }
 }
