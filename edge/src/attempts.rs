@@ -46,6 +46,31 @@ pub fn earlier_ms(attempts: &[Attempt], last: u32) -> i64 {
         .fold(0i64, i64::saturating_add)
 }
 
+/// When an attempt that started at `started` ended, as the edge records it on seeing a later
+/// one: when the backend says it requeued the job, if that is after the attempt's start and not
+/// in the future, else now (Slurm can show the new attempt's number a moment before it resets
+/// `submit_time` to the requeue, leaving a time from before the attempt began). Never before it
+/// started.
+pub fn ended_ms(started: i64, requeued_at: Option<i64>, now: i64) -> i64 {
+    requeued_at
+        .filter(|t| *t > started && *t <= now)
+        .unwrap_or(now)
+        .max(started)
+}
+
+/// The time limit, in Slurm's whole minutes, of a job run again after its earlier attempts used
+/// `earlier_ms` of its `time_limit_s`: what they left, rounded down so that all the attempts
+/// together never run past the limit the hold was taken for; at least a minute (Slurm's least),
+/// which the hold still caps.
+pub fn minutes_left(time_limit_s: i64, earlier_ms: i64) -> u32 {
+    let left_ms = time_limit_s
+        .saturating_mul(1000)
+        .saturating_sub(earlier_ms.max(0));
+    u32::try_from((left_ms / 60_000).max(0))
+        .unwrap_or(u32::MAX)
+        .max(1)
+}
+
 /// Where an attempt's log chunk lands: an attempt's offsets count from its own start, and its
 /// log goes after everything stored before it began. `None` when a newer attempt has begun its
 /// log (a late chunk of one stopped: dropped, its place taken).
@@ -90,6 +115,30 @@ mod tests {
         assert_eq!(earlier_ms(&list, 3), 60_000);
         assert_eq!(earlier_ms(&list, 0), 0);
         assert_eq!(earlier_ms(&[], 5), 0);
+    }
+
+    #[test]
+    fn an_attempt_ends_at_its_requeue_only_when_that_follows_its_start() {
+        assert_eq!(ended_ms(1_000, Some(61_000), 70_000), 61_000);
+        // A requeue time from before the attempt began (Slurm's submit time not yet reset), or
+        // equal to its start: the edge's own clock, now.
+        assert_eq!(ended_ms(5_000, Some(4_000), 70_000), 70_000);
+        assert_eq!(ended_ms(5_000, Some(5_000), 70_000), 70_000);
+        assert_eq!(ended_ms(5_000, None, 70_000), 70_000);
+        // One in the future is not believed either; and never an end before the start.
+        assert_eq!(ended_ms(5_000, Some(90_000), 70_000), 70_000);
+        assert_eq!(ended_ms(80_000, None, 70_000), 80_000);
+    }
+
+    #[test]
+    fn a_job_run_again_gets_what_its_earlier_attempts_left_of_its_limit() {
+        // 20 minutes, 30 s used: 19 whole minutes left (19.5 rounded down).
+        assert_eq!(minutes_left(1200, 30_000), 19);
+        assert_eq!(minutes_left(1200, 0), 20);
+        // All used, or more (the clocks): Slurm's least, a minute.
+        assert_eq!(minutes_left(1200, 1_200_000), 1);
+        assert_eq!(minutes_left(1200, 5_000_000), 1);
+        assert_eq!(minutes_left(60 * 60 * 24 * 7, -5), 7 * 24 * 60);
     }
 
     #[test]

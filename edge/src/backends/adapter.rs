@@ -174,6 +174,12 @@ pub trait Backend {
     fn parse_logs(&self, status: u16, body: &[u8]) -> Result<LogChunk, BackendError>;
     fn cancel(&self, remote_id: &str) -> HttpCall;
     fn parse_cancel(&self, status: u16, body: &[u8]) -> Result<JobState, BackendError>;
+    /// Lowers a waiting job's time limit to `minutes`, when this kind of backend takes it from
+    /// the edge (Slurm runs a requeued job for its whole limit again; the runner counts its
+    /// attempts against the limit itself). Its answer is read by [`common_status`].
+    fn limit_time(&self, _remote_id: &str, _minutes: u32) -> Option<HttpCall> {
+        None
+    }
     /// The checkpoint download, when this kind of backend serves one.
     fn checkpoint(&self, remote_id: &str) -> Option<HttpCall>;
     /// The backend's own health endpoint, authenticated like every other call.

@@ -71,24 +71,72 @@ pub async fn started(env: &Env, job_id: &str, attempt: u32, at: i64) -> ApiResul
 }
 
 /// What a backend's status says about the attempts: the ones before its attempt ended when the
-/// backend requeued the job (its requeue time, else now; never before they started), and a
-/// running attempt started. Nothing for a backend that runs a job once.
+/// backend requeued the job (`attempts::ended_ms`), and a running attempt started. Nothing for a backend that runs a job once.
 pub async fn observe(env: &Env, job_id: &str, st: &RemoteStatus, now: i64) -> ApiResult<()> {
     let Some(k) = st.attempt else {
         return Ok(());
     };
     if k > 0 {
-        let end = st.requeued_at_ms.unwrap_or(now).min(now);
-        db::run(
-            env,
-            "UPDATE job_attempts SET ended_at = MAX(started_at, ?) \
-             WHERE job_id = ? AND attempt < ? AND ended_at IS NULL AND started_at IS NOT NULL",
-            &[n(end), s(job_id), n(i64::from(k))],
-        )
-        .await?;
+        let open = list(env, job_id)
+            .await?
+            .into_iter()
+            .filter(|a| a.attempt < k && a.ended_at.is_none());
+        for a in open {
+            let Some(started) = a.started_at else {
+                continue;
+            };
+            db::run(
+                env,
+                "UPDATE job_attempts SET ended_at = ? \
+                 WHERE job_id = ? AND attempt = ? AND ended_at IS NULL",
+                &[
+                    n(attempts::ended_ms(started, st.requeued_at_ms, now)),
+                    s(job_id),
+                    n(i64::from(a.attempt)),
+                ],
+            )
+            .await?;
+        }
     }
     if st.state == JobState::Running {
         started(env, job_id, k, st.started_at_ms.unwrap_or(now)).await?;
+    }
+    Ok(())
+}
+
+/// A job its backend will run again (`requeued`, attempt `k` > 0) may run for what its earlier
+/// attempts left of its time limit, no more: the backend is told so, on a backend that takes
+/// it from the edge. Best effort, asked again at every sweep while the job waits: a refusal is
+/// logged, and the hold still caps what is charged.
+pub async fn limit_left(
+    env: &Env,
+    job: &super::jobs::row::JobRow,
+    st: &RemoteStatus,
+    timeout: std::time::Duration,
+) -> ApiResult<()> {
+    let (Some(remote), Some(limit_s)) = (job.remote_id.as_deref(), job.time_limit_s) else {
+        return Ok(());
+    };
+    if st.state != JobState::Requeued || st.attempt.is_none_or(|k| k == 0) {
+        return Ok(());
+    }
+    let billed = billed(env, &job.id).await?;
+    let minutes = attempts::minutes_left(limit_s, billed.earlier_ms);
+    let Ok(config) = super::backends::named(env, &job.backend) else {
+        return Ok(());
+    };
+    let a = super::backends::adapter(env, &config).await?;
+    let Some(call) = a.limit_time(remote, minutes) else {
+        return Ok(());
+    };
+    let answer = super::backends::send(&call, timeout)
+        .await
+        .and_then(|(status, body)| crate::backends::adapter::common_status(status, &body));
+    if let Err(e) = answer {
+        worker::console_warn!(
+            "job {}: the backend did not take its time limit of {minutes} min: {e:?}",
+            job.id
+        );
     }
     Ok(())
 }

@@ -330,6 +330,7 @@ pub async fn check(env: &Env, job: &JobRow, timeout: std::time::Duration) -> Api
         }
         Ok(st) => {
             progress(env, job, &st, now).await?;
+            super::attempts::limit_left(env, job, &st, timeout).await?;
             Ok(Checked::Updated)
         }
         Err(BackendError::NotFound) => {

@@ -254,6 +254,18 @@ impl Backend for SlurmBackend {
         }
     }
 
+    fn limit_time(&self, remote_id: &str, minutes: u32) -> Option<HttpCall> {
+        // slurmrestd's job update takes a job description with just what changes; lowering
+        // its own job's limit is something any Slurm user may do.
+        let body =
+            serde_json::json!({"time_limit": {"set": true, "infinite": false, "number": minutes}});
+        Some(self.call(
+            "POST",
+            &self.version.job_path(job_number(remote_id)),
+            Some(body.to_string()),
+        ))
+    }
+
     fn checkpoint(&self, _remote_id: &str) -> Option<HttpCall> {
         None
     }
@@ -353,6 +365,7 @@ mod tests {
             s.find("j1"),
             s.status("17"),
             s.cancel("17"),
+            s.limit_time("17", 19).unwrap(),
             s.health(),
         ]
         .iter()
@@ -367,6 +380,7 @@ mod tests {
             GET http://127.0.0.1:6820/slurm/v0.0.40/jobs
             GET http://127.0.0.1:6820/slurm/v0.0.40/job/17
             DELETE http://127.0.0.1:6820/slurm/v0.0.40/job/17
+            POST http://127.0.0.1:6820/slurm/v0.0.40/job/17
             GET http://127.0.0.1:6820/slurm/v0.0.40/ping
         "#]]
         .assert_eq(&calls(&keyed(None)));
@@ -375,6 +389,7 @@ mod tests {
             GET http://127.0.0.1:6820/slurm/v0.0.43/jobs
             GET http://127.0.0.1:6820/slurm/v0.0.43/job/17
             DELETE http://127.0.0.1:6820/slurm/v0.0.43/job/17
+            POST http://127.0.0.1:6820/slurm/v0.0.43/job/17
             GET http://127.0.0.1:6820/slurm/v0.0.43/ping
         "#]]
         .assert_eq(&calls(&keyed(Some("v0.0.43"))));

@@ -7,7 +7,11 @@
 use super::{World, edge_log, steps_of, submit};
 use edge::backends::slurm::ApiVersion;
 use edge::credits::capture_fen;
+use onramp_tests::api::Client;
 use serde_json::Value;
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(120);
 
 /// onramp-train's smallest LoRA job on 1 node × 2 A100s (2 ranks on the CPU here, gloo): a card
 /// priced high enough that the seconds of each attempt show in the bill.
@@ -56,6 +60,8 @@ pub(super) fn requeued(w: &World) {
         j["state"] != "running" || j["reason"] == "BeginTime"
     });
     assert_eq!(job["state"], "requeued", "{job}\n{}", w.logs());
+    // Run again, it may use what the first attempt left of its 20 minutes, no more.
+    let limit = lowered_limit(w, &sid);
     let job = w.wait_job(&u, &id, 180, true, |j| {
         j["state"] != "requeued" || j["reason"] == "BeginTime"
     });
@@ -87,6 +93,11 @@ pub(super) fn requeued(w: &World) {
     );
     let first_ms = ms(&first["ended_at"]) - ms(&first["started_at"]);
     assert!(first_ms > 0, "{job}");
+    assert_eq!(
+        i64::try_from(limit).unwrap(),
+        (20 * 60_000 - first_ms) / 60_000,
+        "Slurm's limit for the second attempt, after a first of {first_ms} ms"
+    );
     assert!(ms(&second["started_at"]) >= ms(&first["ended_at"]), "{job}");
     let at = usize::try_from(second["log_offset"].as_u64().unwrap()).unwrap();
     let (before, after) = text.split_at(at);
@@ -101,8 +112,28 @@ pub(super) fn requeued(w: &World) {
     // Every step once, in order, across the two attempts.
     assert_eq!(steps_of(&u, &id), (1..=12).collect::<Vec<u64>>(), "{text}");
 
-    // Billed for both: at least the first attempt's time plus the second's (from its start as
-    // the edge recorded it to the end Slurm gave; a second either way for the clocks).
+    billed_for_both(&u, &job, hold, first_ms);
+}
+
+/// Slurm's time limit of job `sid` once the sweep has lowered it from the spec's 20 minutes to
+/// the whole minutes the first attempt left.
+fn lowered_limit(w: &World, sid: &str) -> u64 {
+    onramp_tests::wait::until("Slurm's lowered time limit", WAIT, || {
+        let (_, jobs) = w.slurm.request(
+            "GET",
+            &ApiVersion::V0040.job_path(sid.parse().unwrap()),
+            None,
+        );
+        let minutes = jobs["jobs"][0]["time_limit"]["number"].as_u64();
+        Ok(minutes.filter(|m| *m < 20))
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", w.logs()))
+}
+
+/// Billed for both attempts: at least the first attempt's time plus the second's (from its
+/// start as the edge recorded it to the end Slurm gave; a second either way for the clocks).
+fn billed_for_both(u: &Client, job: &Value, hold: i64, first_ms: i64) {
+    let second = &job["attempts"][1];
     let charged = job["charged_fen"].as_i64().unwrap();
     let second_ms = ms(&job["ended_at"]) - ms(&second["started_at"]);
     let both = capture_fen(hold, 1000, 2, first_ms + second_ms - 2000);
