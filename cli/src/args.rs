@@ -111,10 +111,10 @@ pub enum Command {
     },
     /// A job's artifacts (name, size, sha256), or download or delete them
     Artifacts(ArtifactsArgs),
-    /// Two or more of your jobs side by side: state, cards, cost and time, what each achieved, train loss at the steps all reported, and their specs diffed key by key
+    /// Two or more runs side by side, your jobs or saved experiments: state, cards, cost and time, what each achieved, train loss at the steps all reported, and their specs diffed key by key
     Compare {
-        /// The jobs' ids (onramp jobs lists them)
-        #[arg(value_name = "JOB", value_parser = job_id, num_args = 2.., required = true)]
+        /// The runs: a job's id (onramp jobs lists them), or an experiment as e/ID or its link
+        #[arg(value_name = "RUN", value_parser = run_ref, num_args = 2.., required = true)]
         jobs: Vec<String>,
         #[command(flatten)]
         remote: Remote,
@@ -353,10 +353,53 @@ fn job_id(s: &str) -> Result<String, String> {
     }
 }
 
+/// A run `onramp compare` reads: a job's id, or a saved experiment as `e/<id>` or its link
+/// (`…/e/<id>`), kept as `e/<id>`.
+fn run_ref(s: &str) -> Result<String, String> {
+    let experiment = s.strip_prefix("e/").map(str::to_string).or_else(|| {
+        let rest = s.split_once("://")?.1;
+        let (_, path) = rest.split_once('/')?;
+        let id = path.strip_prefix("e/")?;
+        Some(id.split(['?', '#']).next().unwrap_or(id).to_string())
+    });
+    match experiment {
+        Some(id)
+            if !id.is_empty()
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>
+        {
+            Ok(format!("e/{id}"))
+        }
+        Some(_) => Err(format!("`{s}` is not an experiment's link (e/ID)")),
+        None => job_id(s),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn a_compared_run_is_a_job_or_an_experiment() {
+        assert_eq!(run_ref("0123abcd").as_deref(), Ok("0123abcd"));
+        assert_eq!(run_ref("e/x_Y-1").as_deref(), Ok("e/x_Y-1"));
+        assert_eq!(
+            run_ref("https://onramp.example/e/abc123?lang=zh").as_deref(),
+            Ok("e/abc123")
+        );
+        for bad in [
+            "e/",
+            "e/../x",
+            "https://onramp.example/e/a%2F",
+            "a/b",
+            "",
+            "https://x/jobs/1",
+        ] {
+            assert!(run_ref(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn the_definition_is_consistent() {

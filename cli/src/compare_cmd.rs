@@ -1,4 +1,5 @@
-//! `onramp compare JOB JOB… [--json]`: two or more of your jobs side by side: their state,
+//! `onramp compare RUN RUN… [--json]`: two or more runs side by side, each one of your jobs or
+//! a saved experiment (`e/<id>` or its link, as the app's Compare page takes them): their state,
 //! cards, cost and time; their losses at the steps they share; what each achieved
 //! (`results.json`: eval loss, perplexity, token accuracy, base and trained); and their specs
 //! diffed key by key (each spec read by jobspec with its defaults filled in, so `lr = 1e-4`
@@ -8,8 +9,9 @@ use crate::jobs_cmd::{Args, done, edge_for, print_value};
 use crate::remote::{Edge, Failure};
 use crate::say::{pad, t, terminal_safe};
 use api::artifacts::artifact_path;
+use api::experiments::Experiment;
 use api::results::{RESULTS_ARTIFACT, RunResults, show_measure};
-use api::{Job, MetricPoint, MetricsPage};
+use api::{Job, JobState, MetricPoint, MetricsPage};
 use jobspec::spec_diff::spec_diff;
 use serde_json::{Value, json};
 use std::process::ExitCode;
@@ -19,9 +21,19 @@ const MAX_PAGES: usize = 1000;
 /// The most steps the terminal's curve table shows.
 const CURVE_ROWS: usize = 12;
 
-/// One job as the comparison holds it.
+/// One run as the comparison holds it: a job of yours, or a saved experiment (the snapshot of
+/// a spec, and of its job's result when it was saved from one).
 pub struct Compared {
-    pub job: Job,
+    /// The job's id, or `e/<id>` for an experiment.
+    pub id: String,
+    pub name: String,
+    /// None for an experiment of a spec alone.
+    pub state: Option<JobState>,
+    /// The card and how many, when it ran (an experiment of a spec alone has none).
+    pub card: Option<(String, u32)>,
+    pub charged_fen: Option<i64>,
+    pub seconds: Option<i64>,
+    pub spec: String,
     pub points: Vec<MetricPoint>,
     pub results: Option<RunResults>,
 }
@@ -46,6 +58,9 @@ pub fn run(jobs: &[String], edge: Option<String>, json: bool) -> Result<ExitCode
 }
 
 fn fetch(edge: &Edge, id: &str) -> Result<Compared, Failure> {
+    if let Some(x) = id.strip_prefix("e/") {
+        return experiment(edge, x);
+    }
     let job: Job = Edge::typed(&edge.expect_ok(edge.get(&format!("/api/jobs/{id}")))?)?;
     let mut points: Vec<MetricPoint> = Vec::new();
     let mut since = 0;
@@ -66,15 +81,51 @@ fn fetch(edge: &Edge, id: &str) -> Result<Compared, Failure> {
         .then(|| serde_json::from_value(answer.json).ok())
         .flatten();
     Ok(Compared {
-        job,
+        seconds: seconds(job.started_at.as_deref(), job.ended_at.as_deref()),
+        id: job.id,
+        name: job.name,
+        state: Some(job.state),
+        card: Some((job.card, job.cards)),
+        charged_fen: job.charged_fen,
+        spec: job.spec,
         points,
         results,
     })
 }
 
-fn seconds(j: &Job) -> Option<i64> {
-    let start = api::time::parse_rfc3339_ms(j.started_at.as_deref()?)?;
-    let end = api::time::parse_rfc3339_ms(j.ended_at.as_deref()?)?;
+/// A saved experiment as the link shows it to the caller (a published one to anyone, an
+/// unpublished one to its owner): what its snapshot kept, the results shared with it among them.
+fn experiment(edge: &Edge, id: &str) -> Result<Compared, Failure> {
+    let x: Experiment = Edge::typed(&edge.expect_ok(edge.get(&format!("/api/experiments/{id}")))?)?;
+    let mut results = x.job.as_ref().and_then(|j| j.results.clone());
+    if results.is_none()
+        && let Some(a) = x.artifacts.iter().find(|a| a.name == RESULTS_ARTIFACT)
+    {
+        let answer = edge.get(&a.url)?;
+        results = answer
+            .ok()
+            .then(|| serde_json::from_value(answer.json).ok())
+            .flatten();
+    }
+    let job = x.job;
+    Ok(Compared {
+        id: format!("e/{}", x.id),
+        name: x.title,
+        state: job.as_ref().map(|j| j.state),
+        card: job.as_ref().map(|j| (j.card.clone(), j.cards)),
+        charged_fen: job.as_ref().and_then(|j| j.charged_fen),
+        seconds: job
+            .as_ref()
+            .and_then(|j| seconds(j.started_at.as_deref(), j.ended_at.as_deref())),
+        points: job.map(|j| j.metrics).unwrap_or_default(),
+        spec: x.spec,
+        results,
+    })
+}
+
+fn seconds(started: Option<&str>, ended: Option<&str>) -> Option<i64> {
+    let start = api::time::parse_rfc3339_ms(started?)?;
+    let end = api::time::parse_rfc3339_ms(ended?)?;
     Some((end - start) / 1000)
 }
 
@@ -129,7 +180,7 @@ fn benchmark(r: &Option<RunResults>, name: &str, trained: bool) -> Option<f64> {
 
 /// The comparison as JSON: each job's facts, points and results, and the spec diff.
 pub fn as_json(all: &[Compared]) -> Value {
-    let specs: Vec<&str> = all.iter().map(|c| c.job.spec.as_str()).collect();
+    let specs: Vec<&str> = all.iter().map(|c| c.spec.as_str()).collect();
     let diff: Vec<Value> = spec_diff(&specs)
         .into_iter()
         .map(|(key, values)| json!({"key": key, "values": values}))
@@ -138,9 +189,10 @@ pub fn as_json(all: &[Compared]) -> Value {
         .iter()
         .map(|c| {
             json!({
-                "id": c.job.id, "name": c.job.name, "state": c.job.state.as_str(),
-                "card": c.job.card, "cards": c.job.cards, "charged_fen": c.job.charged_fen,
-                "seconds": seconds(&c.job), "points": c.points, "results": c.results,
+                "id": c.id, "name": c.name, "state": c.state.map(JobState::as_str),
+                "card": c.card.as_ref().map(|c| &c.0), "cards": c.card.as_ref().map(|c| c.1),
+                "charged_fen": c.charged_fen,
+                "seconds": c.seconds, "points": c.points, "results": c.results,
             })
         })
         .collect();
@@ -160,26 +212,30 @@ pub fn render(all: &[Compared]) -> String {
     };
     let each = |f: &dyn Fn(&Compared) -> String| all.iter().map(f).collect::<Vec<_>>();
     out.push_str(&row(
-        t("job".into(), "作业".into()),
-        each(&|c| c.job.id.clone()),
+        t("run".into(), "运行".into()),
+        each(&|c| terminal_safe(&c.id)),
     ));
     out.push_str(&row(
         t("name".into(), "名称".into()),
-        each(&|c| terminal_safe(&c.job.name)),
+        each(&|c| terminal_safe(&c.name)),
     ));
     out.push_str(&row(
         t("state".into(), "状态".into()),
-        each(&|c| c.job.state.as_str().into()),
+        each(&|c| c.state.map_or("—", JobState::as_str).into()),
     ));
     out.push_str(&row(
         t("cards".into(), "卡".into()),
-        each(&|c| format!("{} × {}", c.job.cards, c.job.card)),
+        each(&|c| {
+            c.card.as_ref().map_or_else(
+                || "—".into(),
+                |(card, n)| format!("{n} × {}", terminal_safe(card)),
+            )
+        }),
     ));
     out.push_str(&row(
         t("charged".into(), "扣费".into()),
         each(&|c| {
-            c.job
-                .charged_fen
+            c.charged_fen
                 .map(jobspec::yuan)
                 .unwrap_or_else(|| "—".into())
         }),
@@ -187,7 +243,7 @@ pub fn render(all: &[Compared]) -> String {
     out.push_str(&row(
         t("ran for".into(), "运行时长".into()),
         each(&|c| {
-            seconds(&c.job)
+            c.seconds
                 .map(api::time::words_for_seconds)
                 .unwrap_or_else(|| "—".into())
         }),
@@ -206,7 +262,7 @@ pub fn render(all: &[Compared]) -> String {
     benchmark_rows(&mut out, all, &row);
     curves(&mut out, all, &row);
     out.push_str(&t("\nspec differences:\n".into(), "\n规格差异：\n".into()));
-    let specs: Vec<&str> = all.iter().map(|c| c.job.spec.as_str()).collect();
+    let specs: Vec<&str> = all.iter().map(|c| c.spec.as_str()).collect();
     let diff = spec_diff(&specs);
     if diff.is_empty() {
         out.push_str(&t(

@@ -8,12 +8,12 @@ use clap::Command;
 /// English text (as clap has it) → Chinese.
 const ZH: &[(&str, &str)] = &[
     (
-        "Two or more of your jobs side by side: state, cards, cost and time, what each achieved, train loss at the steps all reported, and their specs diffed key by key",
-        "把你的两个或更多作业并排比较：状态、卡、费用与时长、各自的成果、都报告过的步上的训练损失，以及逐键对比的规格差异",
+        "Two or more runs side by side, your jobs or saved experiments: state, cards, cost and time, what each achieved, train loss at the steps all reported, and their specs diffed key by key",
+        "把两个或更多运行并排比较（你的作业或保存的实验）：状态、卡、费用与时长、各自的成果、都报告过的步上的训练损失，以及逐键对比的规格差异",
     ),
     (
-        "The jobs' ids (onramp jobs lists them)",
-        "作业的 id（onramp jobs 会列出它们）",
+        "The runs: a job's id (onramp jobs lists them), or an experiment as e/ID or its link",
+        "要比较的运行：作业的 id（onramp jobs 会列出它们），或实验，写作 e/ID 或它的链接",
     ),
     (
         "What a job achieved: its eval set, base against trained (loss, perplexity, token accuracy), the measures at each evaluation, and the prompts both models answered",

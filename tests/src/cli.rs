@@ -21,3 +21,33 @@ pub fn onramp(stack: &Stack, u: &crate::api::Client, args: &[&str]) -> std::proc
     let _ = std::fs::remove_dir_all(&config);
     out
 }
+
+/// `onramp datasets upload` of the shared tinyshakespeare corpus, as a user uploads their
+/// text: the stored dataset's id (a test's helper: it panics when the upload fails).
+pub fn upload_corpus(stack: &Stack, u: &crate::api::Client) -> String {
+    let corpus = crate::paths::shared_dir().join("data/tinyshakespeare.txt");
+    let out = onramp(
+        stack,
+        u,
+        &[
+            "datasets",
+            "upload",
+            corpus.to_str().expect("a UTF-8 path"),
+            "--seq-len",
+            "64",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(
+        (d["format"].as_str(), d["complete"].as_bool()),
+        (Some("text"), Some(true)),
+        "{d}"
+    );
+    d["id"].as_str().expect("an id").to_string()
+}

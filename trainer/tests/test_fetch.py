@@ -108,3 +108,19 @@ def test_a_refusal_and_a_missing_route_are_said(job, monkeypatch):
     monkeypatch.delenv("ONRAMP_REPORT_TOKEN")
     with pytest.raises(DataError, match="no route"):
         data.resolve("ds_" + "b" * 32)
+
+
+def test_the_job_scripts_fetch_command_fetches_or_says_why(job, monkeypatch, capsys):
+    """`python -m onramp_train.fetch ID`, which the Slurm wrapper runs with the job's token."""
+    body = b"a corpus\n" * 50
+    server, seen = _serve(body, cut_first=False)
+    _route(monkeypatch, server)
+    ds = _id(body)
+    assert fetch.main([ds]) == 0
+    assert (job / "datasets" / ds).read_bytes() == body
+    assert f"dataset {ds} is in the job's folder ({len(body)} bytes)" in capsys.readouterr().out
+    assert fetch.main(["../etc/passwd"]) == 2
+    assert fetch.main(["ds_" + "c" * 32]) == 4
+    assert "onramp-train: error: [data]" in capsys.readouterr().err
+    assert len(seen) == 2
+    server.shutdown()

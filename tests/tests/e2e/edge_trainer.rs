@@ -31,7 +31,7 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
     )
     .expect("stack starts");
     let u = stack.signup(&unique_email("lora"), "correct horse battery");
-    let dataset = uploaded(&stack, &u);
+    let dataset = onramp_tests::cli::upload_corpus(&stack, &u);
     let a = u.request(
         "POST",
         "/api/jobs",
@@ -97,7 +97,7 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
     assert_eq!(u.get(&format!("/api/jobs/{id}/checkpoint")).status, 404);
     artifacts_pushed(&u, &id);
     results_shown(&stack, &u, &id);
-    results_kept_by_experiments(&stack, &u, &id);
+    let saved = results_kept_by_experiments(&stack, &u, &id);
     let good = id.clone();
 
     // A dataset the machine does not have: the job fails before training, and its page says
@@ -131,6 +131,54 @@ fn a_lora_job_trains_through_the_edge_settles_and_its_adapter_downloads() {
     );
     assert_eq!(job["checkpoint"], false);
     compared(&stack, &u, &good, &bad);
+    experiments_compared(&stack, &u, &saved, &bad);
+}
+
+/// `onramp compare` of an experiment (by its link) beside a job, and of one saved from a spec
+/// alone: what each snapshot kept, as the app's Compare page shows it.
+fn experiments_compared(stack: &Stack, u: &onramp_tests::api::Client, saved: &str, bad: &str) {
+    let plan_only = u.post(
+        "/api/experiments",
+        &serde_json::json!({"spec": spec().replace("lr = 1e-2", "lr = 5e-3")}),
+    );
+    assert_eq!(plan_only.status, 201, "{:?}", plan_only.json);
+    let plan_only = format!("e/{}", plan_only.json["id"].as_str().unwrap());
+    let link = format!("{}/e/{saved}", stack.url);
+    let out = onramp(stack, u, &["compare", &link, bad, &plan_only, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = &c["jobs"];
+    assert_eq!(
+        (runs[0]["id"].as_str(), runs[0]["state"].as_str()),
+        (Some(format!("e/{saved}").as_str()), Some("succeeded")),
+        "{c}"
+    );
+    assert!(runs[0]["results"]["table"].is_array(), "{c}");
+    assert_eq!(
+        runs[0]["points"].as_array().unwrap().last().unwrap()["step"],
+        12,
+        "{c}"
+    );
+    assert!(
+        runs[2]["state"].is_null() && runs[2]["results"].is_null(),
+        "{c}"
+    );
+    let keys: Vec<&str> = c["spec_diff"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["data.dataset", "train.lr"], "{c}");
+    let text = onramp(stack, u, &["compare", &link, &plan_only]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains(&format!("e/{saved}")), "{text}");
+    let gone = onramp(stack, u, &["compare", &link, "e/nosuchexperiment"]);
+    assert!(!gone.status.success());
 }
 
 /// `onramp compare`: the two jobs side by side; their specs differ only in the dataset, and
@@ -169,9 +217,11 @@ fn compared(stack: &Stack, u: &onramp_tests::api::Client, good: &str, bad: &str)
 
 /// An experiment saved from the job keeps what it achieved, for whoever opens the link: the
 /// measures always, the samples (prompts from the owner's data) only when its files are shared.
-fn results_kept_by_experiments(stack: &Stack, u: &onramp_tests::api::Client, id: &str) {
+/// Gives the id of the one without its files.
+fn results_kept_by_experiments(stack: &Stack, u: &onramp_tests::api::Client, id: &str) -> String {
     let spec = u.get(&format!("/api/jobs/{id}")).json["spec"].clone();
     let stranger = onramp_tests::api::Client::new(&stack.url);
+    let mut kept = Vec::new();
     for share in [false, true] {
         let saved = u.post(
             "/api/experiments",
@@ -200,7 +250,9 @@ fn results_kept_by_experiments(stack: &Stack, u: &onramp_tests::api::Client, id:
         );
         let samples = r["samples"].as_array().map_or(0, Vec::len);
         assert_eq!(samples > 0, share, "samples only with the files: {r}");
+        kept.push(saved.json["id"].as_str().unwrap().to_string());
     }
+    kept.swap_remove(0)
 }
 
 /// What the job achieved, as `onramp results` shows it: the base model measured before
@@ -240,35 +292,6 @@ fn results_shown(stack: &Stack, u: &onramp_tests::api::Client, id: &str) {
     );
     let none = onramp(stack, u, &["results", "0123456789abcdef"]);
     assert!(!none.status.success());
-}
-
-/// The corpus uploaded to the account with the CLI, as a user would: its dataset id.
-fn uploaded(stack: &Stack, u: &onramp_tests::api::Client) -> String {
-    let corpus = onramp_tests::paths::shared_dir().join("data/tinyshakespeare.txt");
-    let out = onramp(
-        stack,
-        u,
-        &[
-            "datasets",
-            "upload",
-            corpus.to_str().unwrap(),
-            "--seq-len",
-            "64",
-            "--json",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(
-        (d["format"].as_str(), d["complete"].as_bool()),
-        (Some("text"), Some(true)),
-        "{d}"
-    );
-    d["id"].as_str().unwrap().to_string()
 }
 
 /// The job is not among the playground's checkpoints, and the trainer pushed what it trained

@@ -264,10 +264,15 @@ fn steps_of(u: &Client, id: &str) -> Vec<u64> {
 }
 
 /// After a first LoRA job (`first`), two more at once in the same `work_dir`: the same spec
-/// again starts at step 1 in a folder of its own, while one that names `first` in
-/// `checkpoint.resume_from` (and asks for 18 steps) goes on from `first`'s step-12 checkpoint.
+/// again, on the same corpus uploaded by the user (which the job fetches from the edge), starts
+/// at step 1 in a folder of its own, while one that names `first` in `checkpoint.resume_from`
+/// (and asks for 18 steps) goes on from `first`'s step-12 checkpoint.
 fn trainer_jobs_continue_only_what_they_name(w: &World, u: &Client, first: &str) {
-    let again = submit(u, &lora_cpu()).1["id"].as_str().unwrap().to_string();
+    let dataset = onramp_tests::cli::upload_corpus(&w.stack, u);
+    let uploaded = lora_cpu().replace("\"tinyshakespeare\"", &format!("\"{dataset}\""));
+    let (status, a) = submit(u, &uploaded);
+    assert_eq!(status, 201, "{a}");
+    let again = a["id"].as_str().unwrap().to_string();
     let continued =
         lora_cpu().replace("steps = 12", "steps = 18") + &format!("resume_from = \"{first}\"\n");
     let (status, a) = submit(u, &continued);
@@ -284,6 +289,10 @@ fn trainer_jobs_continue_only_what_they_name(w: &World, u: &Client, first: &str)
     }
     let fresh = edge_log(u, &again);
     assert!(!fresh.contains("resuming from"), "{fresh}");
+    assert!(
+        fresh.contains(&format!("dataset {dataset} is in the job's folder")),
+        "{fresh}"
+    );
     assert_eq!(steps_of(u, &again).first(), Some(&1), "{fresh}");
     let resumed = edge_log(u, &continued);
     assert!(

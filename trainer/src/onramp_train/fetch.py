@@ -15,6 +15,7 @@ import hashlib
 import http.client
 import os
 import re
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -128,3 +129,23 @@ def fetch(dataset: str) -> Path:
         )
     os.replace(part, dest)
     return dest
+
+
+def main(argv: list[str]) -> int:
+    """`DATASET`: fetches the uploaded dataset into the job's folder (the current one), as a job
+    script that holds the job's token does before the training, which then finds it there."""
+    if len(argv) != 1 or not is_uploaded(argv[0]):
+        print("usage: python -m onramp_train.fetch ds_<32 hex digits>", file=sys.stderr)
+        return 2
+    try:
+        path = fetch(argv[0])
+    except DataError as e:
+        print(f"onramp-train: error: [{e.kind}] {e}", file=sys.stderr, flush=True)
+        return e.exit_code
+    size = path.stat().st_size
+    print(f"onramp-train: dataset {argv[0]} is in the job's folder ({size} bytes)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -106,6 +106,13 @@ onramp_push() {
     "${ONRAMP_PYTHON:-python3}" -m onramp_train.artifacts "$ONRAMP_JOB_DIR/out" \
     || echo "onramp: the trained model could not be pushed to the edge; it stays in $ONRAMP_JOB_DIR/out"
 }
+# An uploaded dataset the spec names (`ds_…`) comes from the edge into the job's folder, checked by
+# its sha256, by the trainer's own fetcher: the training finds it there and needs no token.
+onramp_fetch() {
+  [ -n "$ONRAMP_URL" ] || return 0
+  ONRAMP_REPORT_URL="$ONRAMP_URL" ONRAMP_REPORT_TOKEN="$ONRAMP_TOKEN" \
+    "${ONRAMP_PYTHON:-python3}" -m onramp_train.fetch "$1"
+}
 # Folders of jobs that ended more than the backend's retention ago go, with Slurm's log files
 # of the same age; a folder whose job runs (or was requeued) has no end mark.
 onramp_sweep() {
@@ -197,7 +204,17 @@ pub fn job_script(v: &ValidSpec, payload: Option<&str>) -> String {
         }
         None => body.trim_start_matches('\n').to_string(),
     };
-    format!("{head}{WRAPPER_HEAD}{body}{WRAPPER_TAIL}")
+    // Fetched inside the training's subshell: what it prints is in the job's log, and a dataset
+    // that cannot be fetched fails the job with the trainer's data exit code and its reason.
+    let fetch = if api::datasets::is_dataset_id(&v.spec().data.dataset) {
+        format!(
+            "onramp_fetch {} || exit 4\n",
+            launch::shell_quote(&v.spec().data.dataset)
+        )
+    } else {
+        String::new()
+    };
+    format!("{head}{WRAPPER_HEAD}{fetch}{body}{WRAPPER_TAIL}")
 }
 
 #[cfg(test)]

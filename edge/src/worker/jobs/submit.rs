@@ -103,8 +103,9 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
     created(status, &job)
 }
 
-/// The backends that may run the spec: the one an earlier job it continues ran on, and only
-/// runners for a spec that names an uploaded dataset.
+/// The backends that may run the spec: the one an earlier job it continues ran on, else any.
+/// (An uploaded dataset is fetched by the job itself on every kind of backend: by the trainer
+/// the runner starts, and by Slurm's job script.)
 async fn candidates(
     env: &Env,
     user: &User,
@@ -112,33 +113,10 @@ async fn candidates(
     backends: Vec<BackendConfig>,
 ) -> ApiResult<Vec<BackendConfig>> {
     // A job that continues an earlier one runs where that one's checkpoint is.
-    let candidates = match resumed_backend(env, user, valid).await? {
-        Some(name) => backends
-            .iter()
-            .filter(|b| b.name == name)
-            .cloned()
-            .collect(),
+    Ok(match resumed_backend(env, user, valid).await? {
+        Some(name) => backends.into_iter().filter(|b| b.name == name).collect(),
         None => backends,
-    };
-    // An uploaded dataset is fetched by the trainer the runner starts; Slurm's wrapper does not
-    // fetch one yet.
-    if super::super::datasets::named_in(valid.spec()).is_some() {
-        let runners: Vec<_> = candidates
-            .into_iter()
-            .filter(|b| b.kind == api::BackendKind::Runner)
-            .collect();
-        if runners.is_empty() {
-            return Err(ApiError::new(
-                ErrorCode::NoBackend,
-                "data.dataset names an uploaded dataset, which only a runner backend fetches so \
-                 far; on a Slurm cluster name a dataset the cluster holds",
-            )
-            .with_field("data.dataset"));
-        }
-        Ok(runners)
-    } else {
-        Ok(candidates)
-    }
+    })
 }
 
 /// For a spec that continues an earlier job (`checkpoint.resume_from`), the backend that job ran

@@ -218,6 +218,13 @@ fn the_tiny_train_script_reports_and_ships_its_log() {
             "${ONRAMP_PYTHON:-python3}" -m onramp_train.artifacts "$ONRAMP_JOB_DIR/out" \
             || echo "onramp: the trained model could not be pushed to the edge; it stays in $ONRAMP_JOB_DIR/out"
         }
+        # An uploaded dataset the spec names (`ds_…`) comes from the edge into the job's folder, checked by
+        # its sha256, by the trainer's own fetcher: the training finds it there and needs no token.
+        onramp_fetch() {
+          [ -n "$ONRAMP_URL" ] || return 0
+          ONRAMP_REPORT_URL="$ONRAMP_URL" ONRAMP_REPORT_TOKEN="$ONRAMP_TOKEN" \
+            "${ONRAMP_PYTHON:-python3}" -m onramp_train.fetch "$1"
+        }
     "#]].assert_eq(&hooks);
 }
 

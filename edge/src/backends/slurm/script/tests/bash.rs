@@ -298,3 +298,63 @@ fn a_continued_job_starts_from_the_latest_checkpoint_of_the_one_it_continues() {
     assert!(none.stdout.is_empty(), "the command never ran: {none:?}");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// A spec that names an uploaded dataset: the script has the trainer's fetcher bring it into
+/// the job's folder with the job's token before the training starts (the training itself gets
+/// no token); a fetch that fails ends the job with the trainer's data exit code, and the
+/// training never runs.
+#[test]
+fn an_uploaded_dataset_is_fetched_with_the_token_before_the_training() {
+    let id = format!("ds_{}", "ab12".repeat(8));
+    let spec = super::GPU.replace("dataset = \"alpaca-zh\"", &format!("dataset = \"{id}\""));
+    assert_ne!(spec, super::GPU);
+    let dir = std::env::temp_dir().join(format!("onramp-fetch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    // A stand-in for the trainer's Python: records what it was run with, then exits with $CODE.
+    let python = dir.join("python");
+    std::fs::write(
+        &python,
+        "#!/bin/bash\necho \"$* $ONRAMP_REPORT_TOKEN\" >> \"$ONRAMP_JOB_DIR/../calls\"\nexit \"$CODE\"\n",
+    )
+    .expect("stand-in");
+    std::process::Command::new("chmod")
+        .args(["+x", python.to_str().expect("path")])
+        .status()
+        .expect("chmod");
+    let edge = Recorder::start();
+    let run = |code: &str| {
+        let script = job_script(
+            &valid(&spec),
+            Some("echo \"training with '${ONRAMP_REPORT_TOKEN:-}'\""),
+        );
+        std::process::Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .env("ONRAMP_REPORT_URL", format!("{}/report", edge.url))
+            .env("ONRAMP_REPORT_TOKEN", "t0k3n")
+            .env("ONRAMP_JOB_DIR", dir.join("job"))
+            .env("ONRAMP_PYTHON", &python)
+            .env("CODE", code)
+            .output()
+            .expect("bash")
+    };
+    let ok = run("0");
+    assert!(ok.status.success(), "{ok:?}");
+    assert_eq!(String::from_utf8_lossy(&ok.stdout), "training with ''\n");
+    let failed = run("4");
+    assert_eq!(failed.status.code(), Some(4), "{failed:?}");
+    assert!(
+        failed.stdout.is_empty(),
+        "the training never ran: {failed:?}"
+    );
+    let calls = std::fs::read_to_string(dir.join("calls")).expect("calls");
+    assert_eq!(
+        calls,
+        format!("-m onramp_train.fetch {id} t0k3n\n").repeat(2)
+    );
+    assert_eq!(
+        edge.reports().last().map(String::as_str),
+        Some(r#"{"state":"failed","message":"exited with code 4"}"#)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
