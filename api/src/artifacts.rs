@@ -116,6 +116,28 @@ pub struct Artifact {
     pub stored_at: String,
 }
 
+/// `GET /api/jobs/{id}/resume`: the latest checkpoint the job this one continues uploaded, for the
+/// job to fetch with its own token: every file of one `checkpoint-<step>/` folder, each served at
+/// its `url` (`/api/jobs/{id}/resume/{name}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ResumeCheckpoint {
+    /// The job continued (`checkpoint.resume_from`).
+    pub job_id: String,
+    /// The checkpoint's step.
+    pub step: u64,
+    pub artifacts: Vec<Artifact>,
+}
+
+/// The step of a checkpoint's artifact (`checkpoint-<step>/…`, as onramp-train pushes it).
+pub fn checkpoint_step(name: &str) -> Option<u64> {
+    let (top, rest) = name.split_once('/')?;
+    let digits = top.strip_prefix("checkpoint-")?;
+    if rest.is_empty() || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 /// `GET /api/jobs/{id}/artifacts`: a job's stored artifacts, and the account's use of its quota.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ArtifactList {

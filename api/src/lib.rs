@@ -31,7 +31,8 @@ pub use accounts::{
     TokenCreated, TokenInfo, TokenList, TokenRevoked, VerificationSent, Verified, VerifyRequest,
 };
 pub use artifacts::{
-    Artifact, ArtifactDeleted, ArtifactList, ArtifactUsage, NewUpload, Upload, human_size,
+    Artifact, ArtifactDeleted, ArtifactList, ArtifactUsage, NewUpload, ResumeCheckpoint, Upload,
+    human_size,
 };
 pub use backends::{
     AdminBackend, AdminBackendList, BackendHealth, BackendKind, BackendList, Bindings, Check,

@@ -428,8 +428,8 @@ mod tests {
 
     /// The route table is the gate: no route but the public ones lets a request without
     /// credentials through, the admin routes are exactly those under `/api/admin/`, and the
-    /// job's own token reaches only the job's writes and the one read of the dataset its spec
-    /// names.
+    /// job's own token reaches only the job's writes and its reads of the dataset its spec names
+    /// and of the checkpoint of the job it continues.
     #[test]
     fn the_route_table_decides_every_route() {
         for r in crate::routes::ROUTES {
@@ -448,7 +448,9 @@ mod tests {
             let job_write = (r.method == "POST"
                 && ["/report", "/log"].iter().any(|e| r.path.ends_with(e)))
                 || (matches!(r.method, "POST" | "PUT") && r.path.ends_with("/artifacts/{name}"));
-            let job_read = r.method == "GET" && r.path == "/api/jobs/{id}/dataset";
+            let job_read = r.method == "GET"
+                && (r.path == "/api/jobs/{id}/dataset"
+                    || r.path.starts_with("/api/jobs/{id}/resume"));
             assert_eq!(job_write || job_read, r.access == Access::JobToken, "{r:?}");
         }
     }

@@ -52,7 +52,8 @@ fn bodies(id: RouteId, s: &mut Schemas) -> (Option<Value>, Option<Value>) {
         UploadDatasetPart | GetDataset => (None, Some(s.of::<api::Dataset>())),
         ListDatasets => (None, Some(s.of::<api::DatasetList>())),
         DeleteDataset => (None, Some(s.of::<api::DatasetDeleted>())),
-        JobDataset | ModelTokenizer => (None, None),
+        JobDataset | JobResumeFile | ModelTokenizer => (None, None),
+        JobResume => (None, Some(s.of::<api::ResumeCheckpoint>())),
         AdminPutTokenizer => (None, Some(s.of::<api::TokenizerFileStored>())),
         CreateExperiment => io::<api::NewExperiment, api::SavedExperiment>(s),
         GetExperiment => (None, Some(s.of::<api::Experiment>())),
@@ -102,7 +103,10 @@ fn parameters(route: &crate::routes::Route) -> Option<Value> {
     }
     if matches!(
         route.id,
-        RouteId::GetArtifact | RouteId::GetExperimentArtifact | RouteId::JobDataset
+        RouteId::GetArtifact
+            | RouteId::GetExperimentArtifact
+            | RouteId::JobDataset
+            | RouteId::JobResumeFile
     ) {
         parameters.push(json!({
             "name": "Range", "in": "header", "required": false,
@@ -136,7 +140,10 @@ fn bytes_on_the_wire(id: RouteId, op: &mut Value) {
         RouteId::UploadPart | RouteId::UploadDatasetPart => {
             op["requestBody"] = json!({"required": true, "content": bytes})
         }
-        RouteId::GetArtifact | RouteId::GetExperimentArtifact | RouteId::JobDataset => {
+        RouteId::GetArtifact
+        | RouteId::GetExperimentArtifact
+        | RouteId::JobDataset
+        | RouteId::JobResumeFile => {
             op["responses"]["200"] = json!({"description": "the whole file", "content": bytes});
             op["responses"]["206"] =
                 json!({"description": "the range asked for", "content": bytes});
@@ -358,6 +365,7 @@ mod tests {
             ListCheckpoints => "checkpoint_list",
             StartUpload | UploadPart => "upload",
             ListArtifacts => "artifact_list",
+            JobResume => "resume_checkpoint",
             DeleteArtifact => "artifact_deleted",
             CreateDataset | UploadDatasetPart | GetDataset => "dataset",
             AdminPutTokenizer => "tokenizer_file_stored",
@@ -371,6 +379,7 @@ mod tests {
             | GetArtifact
             | GetExperimentArtifact
             | JobDataset
+            | JobResumeFile
             | ModelTokenizer => {
                 return None;
             }

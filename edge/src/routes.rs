@@ -2,78 +2,8 @@
 //! both derive from [`ROUTES`], so a route cannot exist in one and be missing from the other.
 //! A route's [`Access`] is enforced by the dispatcher before its handler runs (`access.rs`).
 
-/// Who may call a route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Anyone.
-    Public,
-    /// A signed-in user: session cookie (with an Origin check on writes) or an API token.
-    User,
-    /// Anyone; a signed-in user (as for `User`) is recognised, a missing or failing credential
-    /// leaves the caller anonymous (what is unpublished shows to its owner only).
-    MaybeUser,
-    /// `Authorization: Bearer <ADMIN_TOKEN>`.
-    Admin,
-    /// The job's own process: `Authorization: Bearer <job token>`.
-    JobToken,
-}
-
-/// Every operation of the API; the dispatcher matches on it exhaustively.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RouteId {
-    Health,
-    AdminHealth,
-    OpenApi,
-    Signup,
-    Login,
-    VerifyEmail,
-    ResendVerification,
-    RequestPasswordReset,
-    ResetPassword,
-    ChangePassword,
-    Logout,
-    LogoutEverywhere,
-    Me,
-    CreateToken,
-    ListTokens,
-    RevokeToken,
-    Ledger,
-    Redeem,
-    AdminPromoCodes,
-    AdminReconcile,
-    AdminBackends,
-    AdminRefund,
-    AdminOutbox,
-    Backends,
-    SubmitJob,
-    ListJobs,
-    GetJob,
-    JobLogs,
-    JobMetrics,
-    CancelJob,
-    JobReport,
-    JobLogPush,
-    JobCheckpoint,
-    ListCheckpoints,
-    StartUpload,
-    UploadPart,
-    ListArtifacts,
-    GetArtifact,
-    DeleteArtifact,
-    CreateDataset,
-    UploadDatasetPart,
-    ListDatasets,
-    GetDataset,
-    DeleteDataset,
-    JobDataset,
-    ModelTokenizer,
-    AdminPutTokenizer,
-    CreateExperiment,
-    GetExperiment,
-    GetExperimentArtifact,
-    ChangeExperiment,
-    DeleteExperiment,
-}
+mod ids;
+pub use ids::{Access, RouteId};
 
 /// One route: method, path template (`{id}`, `{name}`: one path segment each), who may call it,
 /// and what it does (the OpenAPI summary).
@@ -485,6 +415,22 @@ pub const ROUTES: &[Route] = &[
         JobToken,
         200,
         "The uploaded dataset the job's spec names, for the job to fetch (honours `Range`; its SHA-256 in `x-onramp-sha256`)",
+    ),
+    r(
+        JobResume,
+        "GET",
+        "/api/jobs/{id}/resume",
+        JobToken,
+        200,
+        "The checkpoint files of the job this one continues (`checkpoint.resume_from`), which it uploaded",
+    ),
+    r(
+        JobResumeFile,
+        "GET",
+        "/api/jobs/{id}/resume/{name}",
+        JobToken,
+        200,
+        "One file of that checkpoint, for the job to fetch (honours `Range`)",
     ),
     r(
         ModelTokenizer,

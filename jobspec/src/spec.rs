@@ -511,10 +511,12 @@ pub struct CheckpointSpec {
     pub keep: u32,
     /// A job that starts again in the same work directory continues from its latest checkpoint.
     pub resume: bool,
-    /// Continue from the latest checkpoint of an earlier job of the same account, named by its
-    /// id: its checkpoint is copied into this job's own folder before training starts.
+    /// Continue from the latest checkpoint of an earlier job of the same account, named by its id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_from: Option<String>,
+    /// Push the latest checkpoint to the edge too: a job on any backend can continue from it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub upload: bool,
 }
 
 impl Default for CheckpointSpec {
@@ -525,6 +527,7 @@ impl Default for CheckpointSpec {
             keep: 3,
             resume: true,
             resume_from: None,
+            upload: false,
         }
     }
 }

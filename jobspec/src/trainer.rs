@@ -185,6 +185,11 @@ pub struct TrainerPlan {
     pub save_every_minutes: u64,
     pub keep_checkpoints: u32,
     pub resume: bool,
+    /// `checkpoint.resume_from`: the earlier job whose latest checkpoint this one starts from,
+    /// fetched from the edge when its job script or runner found none of it on this machine.
+    pub resume_from: Option<String>,
+    /// `checkpoint.upload`: the latest checkpoint is pushed with the trained model.
+    pub upload_checkpoint: bool,
     /// A training loss line every this many steps (a hundred lines a run).
     pub logging_steps: u64,
     pub eval: TrainerEval,
@@ -265,6 +270,8 @@ pub fn trainer_plan(v: &ValidSpec) -> TrainerPlan {
         save_every_minutes: s.checkpoint.every_minutes,
         keep_checkpoints: s.checkpoint.keep,
         resume: s.checkpoint.resume,
+        resume_from: s.checkpoint.resume_from.clone(),
+        upload_checkpoint: s.checkpoint.upload,
         logging_steps: (v.steps() / 100).max(1),
         eval: trainer_eval(v),
         merge_adapter: s.output.merge_adapter,

@@ -2,6 +2,7 @@
 (tests/tests/e2e/edge_trainer.rs: a LoRA job on the runner pushes its adapter)."""
 
 import hashlib
+import json
 
 import pytest
 
@@ -62,3 +63,38 @@ def test_a_long_log_goes_as_its_last_whole_lines(tmp_path):
     assert sum(map(len, kept)) <= 100
     left_out = sum(map(len, lines)) - sum(map(len, kept))
     assert note.decode() == f"onramp-train: the first {left_out} bytes of this log are left out\n"
+
+
+class _Recorder:
+    """A pusher that records what it was asked to push."""
+
+    def __init__(self):
+        self.files: list[str] = []
+
+    def push_file(self, path, name):
+        self.files.append(name)
+
+    def push_folder(self, folder, prefix):
+        files = [p for p in folder.rglob("*") if p.is_file()]
+        names = sorted(f"{prefix}/{p.relative_to(folder).as_posix()}" for p in files)
+        self.files += names
+        return names
+
+
+def test_the_latest_whole_checkpoint_goes_only_when_the_run_asks(tmp_path):
+    out = tmp_path / "out"
+    (out / "final").mkdir(parents=True)
+    (out / "final" / "adapter_config.json").write_text("{}")
+    for step, whole in [(6, True), (12, True), (18, False)]:
+        ck = out / f"checkpoint-{step}"
+        ck.mkdir()
+        (ck / "adapter_model.safetensors").write_bytes(b"w")
+        if whole:
+            (ck / "trainer_state.json").write_text("{}")
+    run = out / "final" / "onramp-run.json"
+    for asks, expected in [(False, []), (True, ["checkpoint-12/adapter_model.safetensors"])]:
+        run.write_text(json.dumps({"plan": {"upload_checkpoint": asks}}))
+        p = _Recorder()
+        names = artifacts.push_outputs(p, out)
+        got = sorted(n for n in names if n.startswith("checkpoint-"))
+        assert got == sorted(expected + ["checkpoint-12/trainer_state.json"] * asks)

@@ -246,6 +246,20 @@ pub(super) fn artifact_samples() -> Vec<Sample> {
             },
         ),
         sample(
+            "resume_checkpoint",
+            ResumeCheckpoint {
+                job_id: "0f1e".into(),
+                step: 12,
+                artifacts: vec![Artifact {
+                    name: "checkpoint-12/trainer_state.json".into(),
+                    size: 900,
+                    sha256: sha.into(),
+                    url: "/api/jobs/2a3b/resume/checkpoint-12%2Ftrainer_state.json".into(),
+                    stored_at: T1.into(),
+                }],
+            },
+        ),
+        sample(
             "artifact_deleted",
             ArtifactDeleted {
                 name: "log.txt".into(),

@@ -440,6 +440,22 @@ pub async fn serve_shared(
     serve(env, &r, range, &file).await
 }
 
+/// One stored artifact of a job, served as [`download`] does; 404 when it is not stored. (The
+/// caller has checked who may read it: `resume.rs`.)
+pub async fn serve_stored(
+    env: &Env,
+    job_id: &str,
+    name: &str,
+    range: Option<&str>,
+) -> ApiResult<Response> {
+    let r = row(env, job_id, name)
+        .await?
+        .filter(Row::stored)
+        .ok_or_else(|| ApiError::not_found(format!("job {job_id} has no artifact {name:?}")))?;
+    let file = r.name.rsplit('/').next().unwrap_or("artifact").to_string();
+    serve(env, &r, range, &file).await
+}
+
 /// The owner's artifact, stored or under way, or 404 (another account's job is not found
 /// either).
 async fn owned_any(user: &User, env: &Env, id: &str, segment: &str) -> ApiResult<Row> {

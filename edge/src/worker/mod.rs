@@ -25,6 +25,7 @@ mod passwords;
 mod refunds;
 mod report;
 mod reset;
+mod resume;
 mod tokenizers;
 mod verify;
 
@@ -159,6 +160,8 @@ async fn files(
         GetDataset => ok(status, datasets::get(caller.user()?, env, p).await),
         DeleteDataset => ok(status, datasets::delete(caller.user()?, env, p).await),
         JobDataset => datasets::job_fetch(caller.job()?, req, env).await,
+        JobResume => ok(status, resume::list(caller.job()?, env).await),
+        JobResumeFile => resume::file(caller.job()?, req, env, name).await,
         other => Err(ApiError::internal(format!(
             "{other:?} is not a route of files"
         ))),
@@ -222,7 +225,9 @@ async fn handle(id: RouteId, params: Vec<String>, req: Request, env: &Env) -> Ap
         JobLogPush => ok(status, job_logs::push(caller.job()?, req, env).await),
         JobCheckpoint | StartUpload | UploadPart | ListArtifacts | GetArtifact | DeleteArtifact
         | CreateDataset | UploadDatasetPart | ListDatasets | GetDataset | DeleteDataset
-        | JobDataset => files(id, status, caller, req, env, p, name).await,
+        | JobDataset | JobResume | JobResumeFile => {
+            files(id, status, caller, req, env, p, name).await
+        }
         ListCheckpoints => ok(status, jobs::checkpoints(caller.user()?, env).await),
         CreateExperiment => ok(status, experiments::create(caller.user()?, req, env).await),
         GetExperiment => ok(status, experiments::get(caller.maybe_user()?, env, p).await),

@@ -79,6 +79,7 @@ pub(crate) const CHECKPOINT_KEYS: &[&str] = &[
     "keep",
     "resume",
     "resume_from",
+    "upload",
 ];
 pub(crate) const OUTPUT_KEYS: &[&str] = &["merge_adapter", "report_to"];
 

@@ -405,6 +405,7 @@ impl Reader {
             keep: self.uint32(t, "keep", 1, 1000).unwrap_or(d.keep),
             resume: self.boolean(t, "resume").unwrap_or(d.resume),
             resume_from: self.job_id(t, "resume_from"),
+            upload: self.boolean(t, "upload").unwrap_or(d.upload),
         }
     }
 

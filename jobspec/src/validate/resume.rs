@@ -1,4 +1,5 @@
-//! `checkpoint.resume_from`: what a spec that continues an earlier job may say with it.
+//! `checkpoint.resume_from`: what a spec that continues an earlier job may say with it; and
+//! `checkpoint.upload`, which lets a later job continue it from any backend.
 
 use super::checker::Checker;
 use crate::diag::Code;
@@ -7,6 +8,14 @@ use crate::spec::{JobSpec, Task};
 /// `checkpoint.resume_from` continues an onramp-train run from its checkpoint: tiny-train keeps
 /// no checkpoint to continue from, and a spec that also says `resume = false` contradicts itself.
 pub(super) fn check_resume_from(c: &mut Checker<'_>, spec: &JobSpec) {
+    if spec.checkpoint.upload && spec.task == Task::TinyTrain {
+        c.error(
+            Code::Conflict,
+            "checkpoint.upload",
+            "`checkpoint.upload` pushes onramp-train's checkpoint; tiny-train always pushes its model, which is its checkpoint".into(),
+            "`checkpoint.upload` 上传的是 onramp-train 的检查点；tiny-train 总会上传它的模型，那就是它的检查点".into(),
+        );
+    }
     if spec.checkpoint.resume_from.is_none() {
         return;
     }

@@ -28,6 +28,7 @@ use onramp_tests::wait;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
+mod across;
 mod requeue;
 
 const GRANT: i64 = 100_000;
@@ -191,10 +192,7 @@ fn slurm_jobs_through_the_edge() {
     .unwrap();
     let backend = backend(&slurm);
     let stack = Stack::start_with(
-        StackOptions {
-            with_runner: false,
-            ..StackOptions::for_test("slurm-edge")
-        },
+        StackOptions::for_test("slurm-edge"), // with the local runner: `across.rs`
         StackExtras {
             vars: vec![
                 ("SIGNUP_GRANT_FEN".into(), GRANT.to_string()),
@@ -231,10 +229,16 @@ fn slurm_jobs_through_the_edge() {
     );
     run_scenarios(
         &world,
-        &[(
-            "onramp-train on Slurm: the sbatch script runs the trainer, metrics, settlement",
-            trainer,
-        )],
+        &[
+            (
+                "onramp-train on Slurm: the sbatch script runs the trainer, metrics, settlement",
+                trainer,
+            ),
+            (
+                "a runner job's uploaded checkpoint continued on Slurm",
+                across::continued_across_backends,
+            ),
+        ],
     );
     run_scenarios(
         &world,

@@ -160,15 +160,19 @@ def log_tail(path: Path, into: Path, limit: int = MAX_LOG_BYTES) -> Path:
 def push_outputs(pusher: Pusher, out: Path) -> list[str]:
     """What a training left in its `out/`: `final/` (an adapter, when it holds
     `adapter_config.json`, else the model) with the run beside it, `merged/` when the adapter was
-    merged, `metrics.json`, `results.json` (what the run achieved: evaluate.py), the spec the
-    job ran (`spec.toml` beside `out/`, where the runner and the Slurm script write it), and the
-    job's log as far as it was written (`job.log`: see `job_log`, cut by `log_tail`). The
-    names pushed."""
+    merged, the latest checkpoint (`checkpoint-<step>/…`) when the run asks for it
+    (`asks_checkpoint`), `metrics.json`, `results.json` (what the run achieved: evaluate.py),
+    the spec the job ran (`spec.toml` beside `out/`, where the runner and the Slurm script write
+    it), and the job's log as far as it was written (`job.log`: see `job_log`, cut by
+    `log_tail`). The names pushed."""
     final = out / "final"
     prefix = "adapter" if (final / "adapter_config.json").exists() else "model"
     names = pusher.push_folder(final, prefix)
     if (out / "merged").is_dir():
         names += pusher.push_folder(out / "merged", "merged")
+    latest = latest_checkpoint(out) if asks_checkpoint(final) else None
+    if latest is not None:
+        names += pusher.push_folder(latest, latest.name)
     for path, name in [
         (out / "metrics.json", "metrics.json"),
         (out / "results.json", "results.json"),
@@ -182,6 +186,27 @@ def push_outputs(pusher: Pusher, out: Path) -> list[str]:
         pusher.push_file(log_tail(log, out / "job.log.tail"), LOG_ARTIFACT)
         names.append(LOG_ARTIFACT)
     return names
+
+
+def asks_checkpoint(final: Path) -> bool:
+    """Whether the run, written beside the trained model, asks for its latest checkpoint to be
+    pushed too (`checkpoint.upload`), so that a job on another backend can continue it."""
+    try:
+        doc = json.loads((final / "onramp-run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    plan = doc.get("plan") if isinstance(doc, dict) else None
+    return isinstance(plan, dict) and plan.get("upload_checkpoint") is True
+
+
+def latest_checkpoint(out: Path) -> Path | None:
+    """The `checkpoint-<step>` folder of `out` with the highest step whose save finished."""
+    found = [
+        (int(d.name.split("-", 1)[1]), d)
+        for d in out.glob("checkpoint-*")
+        if d.is_dir() and d.name.split("-", 1)[1].isdigit() and (d / "trainer_state.json").is_file()
+    ]
+    return max(found)[1] if found else None
 
 
 def from_env() -> Pusher | None:

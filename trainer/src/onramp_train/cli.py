@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import spec
+from . import resume, spec
 from .errors import TrainError
 
 
@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         from . import train
 
         train.preflight(run.plan)
+        resume.resume(args.output_dir, run.plan.resume_from)
         train.run(run, args.output_dir)
         _leave_process_group()
         return 0

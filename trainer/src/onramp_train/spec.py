@@ -136,6 +136,8 @@ class TrainerPlan:
     save_every_minutes: int
     keep_checkpoints: int
     resume: bool
+    resume_from: str | None
+    upload_checkpoint: bool
     logging_steps: int
     eval: TrainerEval
     merge_adapter: bool

@@ -113,6 +113,12 @@ onramp_fetch() {
   ONRAMP_REPORT_URL="$ONRAMP_URL" ONRAMP_REPORT_TOKEN="$ONRAMP_TOKEN" \
     "${ONRAMP_PYTHON:-python3}" -m onramp_train.fetch "$1"
 }
+# The latest checkpoint of the job this one continues, as that job uploaded it to the edge.
+onramp_resume() {
+  [ -n "$ONRAMP_URL" ] || return 1
+  ONRAMP_REPORT_URL="$ONRAMP_URL" ONRAMP_REPORT_TOKEN="$ONRAMP_TOKEN" \
+    "${ONRAMP_PYTHON:-python3}" -m onramp_train.resume out "$1"
+}
 # Folders of jobs that ended more than the backend's retention ago go, with Slurm's log files
 # of the same age; a folder whose job runs (or was requeued) has no end mark.
 onramp_sweep() {
@@ -130,7 +136,8 @@ fi
 rm -f .onramp-ended
 onramp_sweep
 # A job that continues an earlier one starts from that job's latest checkpoint, linked (or
-# copied) into its own out/ once: started again, it finds its own checkpoints.
+# copied) into its own out/ once, else fetched from the edge: started again, it finds its own
+# checkpoints.
 if [ -n "${ONRAMP_RESUME_DIR:-}" ] && ! compgen -G 'out/checkpoint-*' > /dev/null; then
   onramp_from=''
   for onramp_d in "$ONRAMP_RESUME_DIR"/out/checkpoint-*; do
@@ -139,9 +146,17 @@ if [ -n "${ONRAMP_RESUME_DIR:-}" ] && ! compgen -G 'out/checkpoint-*' > /dev/nul
     case "$onramp_n" in '' | *[!0-9]*) continue ;; esac
     if [ -z "$onramp_from" ] || [ "$onramp_n" -gt "${onramp_from##*-}" ]; then onramp_from="$onramp_d"; fi
   done
-  if [ -z "$onramp_from" ] || ! mkdir -p out \
+  # None here (it ran on another backend, or its folder passed the retention): the checkpoint
+  # it uploaded, fetched from the edge with this job's token.
+  if [ -z "$onramp_from" ]; then
+    onramp_resume "${ONRAMP_RESUME_DIR##*/}" 2>&1 | tee -a "$ONRAMP_LOG"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || onramp_from='-'
+  elif ! mkdir -p out \
     || ! { cp -al "$onramp_from" out/ 2> /dev/null || cp -a "$onramp_from" out/; }; then
-    onramp_post '{"state":"failed","message":"the job this one continues left no checkpoint here (none saved, or its folder passed the retention)"}'
+    onramp_from='-'
+  fi
+  if [ "$onramp_from" = '-' ]; then
+    onramp_post '{"state":"failed","message":"the job this one continues left no checkpoint here (none saved, or its folder passed the retention) and none it uploaded could be fetched from the edge (checkpoint.upload = true uploads one)"}'
     touch .onramp-ended
     exit 1
   fi

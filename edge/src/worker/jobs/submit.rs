@@ -55,7 +55,7 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
         Some(id) => ApiError::new(
             ErrorCode::NoBackend,
             format!(
-                "checkpoint.resume_from: job {id}'s checkpoint is on a backend that cannot run this spec ({})",
+                "checkpoint.resume_from: job {id}'s checkpoint is on a backend that cannot run this spec ({}); a job that uploads its checkpoint (checkpoint.upload = true) can be continued on any backend",
                 e.message
             ),
         )
@@ -103,7 +103,8 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
     created(status, &job)
 }
 
-/// The backends that may run the spec: the one an earlier job it continues ran on, else any.
+/// The backends that may run the spec: the one an earlier job it continues ran on (unless that
+/// job uploaded its checkpoint), else any.
 /// (An uploaded dataset is fetched by the job itself on every kind of backend: by the trainer
 /// the runner starts, and by Slurm's job script.)
 async fn candidates(
@@ -112,7 +113,8 @@ async fn candidates(
     valid: &ValidSpec,
     backends: Vec<BackendConfig>,
 ) -> ApiResult<Vec<BackendConfig>> {
-    // A job that continues an earlier one runs where that one's checkpoint is.
+    // A job that continues an earlier one runs where that one's checkpoint is, or anywhere when
+    // the edge keeps it.
     Ok(match resumed_backend(env, user, valid).await? {
         Some(name) => backends.into_iter().filter(|b| b.name == name).collect(),
         None => backends,
@@ -150,7 +152,31 @@ async fn resumed_backend(env: &Env, user: &User, valid: &ValidSpec) -> ApiResult
         )
         .with_details(field()));
     }
+    // A checkpoint it uploaded reaches a job on any backend (`resume.rs`); else its folder on
+    // the backend it ran on is the only one.
+    if uploaded_checkpoint(env, &earlier.id).await? {
+        return Ok(None);
+    }
     Ok(Some(earlier.backend))
+}
+
+/// Whether job `id` uploaded a checkpoint (`checkpoint-<step>/…` among its stored artifacts),
+/// which `resume.rs` serves to a job that continues it.
+async fn uploaded_checkpoint(env: &Env, id: &str) -> ApiResult<bool> {
+    #[derive(serde::Deserialize)]
+    struct Name {
+        name: String,
+    }
+    let names: Vec<Name> = db::all(
+        env,
+        "SELECT name FROM artifacts WHERE job_id = ? AND state = 'stored' \
+         AND name LIKE 'checkpoint-%/%' LIMIT 1000",
+        &[s(id)],
+    )
+    .await?;
+    Ok(names
+        .iter()
+        .any(|n| api::artifacts::checkpoint_step(&n.name).is_some()))
 }
 
 async fn by_key(env: &Env, user: &User, key: &str) -> ApiResult<Option<JobRow>> {
