@@ -476,3 +476,27 @@ fn sequence_parallelism_is_refused_where_ulysses_cannot_run_it() {
         "{diags:?}"
     );
 }
+
+/// `checkpoint.upload` pushes onramp-train's latest checkpoint, which the trainer's run carries;
+/// tiny-train, whose model is its checkpoint and always pushed, refuses it.
+#[test]
+fn a_checkpoint_upload_is_carried_to_the_trainer_and_refused_for_tiny_train() {
+    let spec = format!("{MINIMAL}\n[checkpoint]\nupload = true\n");
+    let (v, diags) = validate_toml(&spec);
+    let v = v.unwrap_or_else(|| panic!("{diags:#?}"));
+    assert!(v.spec().to_toml().contains("upload = true"));
+    let run = jobspec::trainer::trainer_run(&v);
+    assert!(run.plan.upload_checkpoint && run.plan.resume_from.is_none());
+    let tiny = format!(
+        "{}\n[checkpoint]\nupload = true\n",
+        include_str!("../specs/tiny-train-stories260k.toml")
+    );
+    let (v, diags) = validate_toml(&tiny);
+    assert!(v.is_none());
+    assert!(
+        diags
+            .iter()
+            .any(|d| d.path == "checkpoint.upload" && d.code.as_str() == "conflict"),
+        "{diags:#?}"
+    );
+}

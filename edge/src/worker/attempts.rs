@@ -125,7 +125,9 @@ pub async fn limit_left(
     let Ok(config) = super::backends::named(env, &job.backend) else {
         return Ok(());
     };
-    let a = super::backends::adapter(env, &config).await?;
+    let Ok(a) = super::backends::adapter(env, &config).await else {
+        return Ok(());
+    };
     let Some(call) = a.limit_time(remote, minutes) else {
         return Ok(());
     };
