@@ -144,13 +144,7 @@ fn experiments_compared(stack: &Stack, u: &onramp_tests::api::Client, saved: &st
     assert_eq!(plan_only.status, 201, "{:?}", plan_only.json);
     let plan_only = format!("e/{}", plan_only.json["id"].as_str().unwrap());
     let link = format!("{}/e/{saved}", stack.url);
-    let out = onramp(stack, u, &["compare", &link, bad, &plan_only, "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (c, keys) = compare_json(stack, u, &[&link, bad, &plan_only]);
     let runs = &c["jobs"];
     assert_eq!(
         (runs[0]["id"].as_str(), runs[0]["state"].as_str()),
@@ -167,12 +161,6 @@ fn experiments_compared(stack: &Stack, u: &onramp_tests::api::Client, saved: &st
         runs[2]["state"].is_null() && runs[2]["results"].is_null(),
         "{c}"
     );
-    let keys: Vec<&str> = c["spec_diff"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["key"].as_str().unwrap())
-        .collect();
     assert_eq!(keys, ["data.dataset", "train.lr"], "{c}");
     let text = onramp(stack, u, &["compare", &link, &plan_only]);
     let text = String::from_utf8_lossy(&text.stdout);
@@ -181,22 +169,34 @@ fn experiments_compared(stack: &Stack, u: &onramp_tests::api::Client, saved: &st
     assert!(!gone.status.success());
 }
 
-/// `onramp compare`: the two jobs side by side; their specs differ only in the dataset, and
-/// only the one that trained has results.
-fn compared(stack: &Stack, u: &onramp_tests::api::Client, good: &str, bad: &str) {
-    let out = onramp(stack, u, &["compare", good, bad, "--json"]);
+/// `onramp compare RUNS… --json`, which must succeed: the comparison, and the keys its specs
+/// differ in.
+fn compare_json(
+    stack: &Stack,
+    u: &onramp_tests::api::Client,
+    runs: &[&str],
+) -> (serde_json::Value, Vec<String>) {
+    let args: Vec<&str> = [&["compare"], runs, &["--json"]].concat();
+    let out = onramp(stack, u, &args);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let keys: Vec<&str> = c["spec_diff"]
+    let keys = c["spec_diff"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| d["key"].as_str().unwrap())
+        .map(|d| d["key"].as_str().unwrap().to_string())
         .collect();
+    (c, keys)
+}
+
+/// `onramp compare`: the two jobs side by side; their specs differ only in the dataset, and
+/// only the one that trained has results.
+fn compared(stack: &Stack, u: &onramp_tests::api::Client, good: &str, bad: &str) {
+    let (c, keys) = compare_json(stack, u, &[good, bad]);
     assert_eq!(keys, ["data.dataset"], "{c}");
     assert_eq!(c["jobs"][0]["state"], "succeeded", "{c}");
     assert_eq!(

@@ -49,11 +49,17 @@ def _matches(path: Path, dataset: str) -> bool:
     return _digest(path).startswith(dataset[len("ds_") :])
 
 
-def dataset_url() -> tuple[str, str] | None:
+def job_url(name: str) -> tuple[str, str] | None:
+    """`…/api/jobs/{id}/<name>` of this job's report URL, with the job's token; None when the
+    job was given neither."""
     url, token = os.environ.get("ONRAMP_REPORT_URL"), os.environ.get("ONRAMP_REPORT_TOKEN")
     if not url or not token or not url.endswith("/report"):
         return None
-    return url[: -len("/report")] + "/dataset", token
+    return url[: -len("/report")] + "/" + name, token
+
+
+def dataset_url() -> tuple[str, str] | None:
+    return job_url("dataset")
 
 
 def _download(url: str, token: str, part: Path) -> None:
@@ -90,6 +96,25 @@ def _total(resp) -> int | None:
     return int(length) if length.isdigit() else None
 
 
+def download(url: str, token: str, part: Path, what: str) -> None:
+    """`url` into `part`, tried [`TRIES`] times, each try going on where the last one stopped;
+    an answer that refuses (a 4xx but 429) is said at once, and `part` removed."""
+    last: Exception | None = None
+    for attempt in range(TRIES):
+        try:
+            _download(url, token, part)
+            return
+        except urllib.error.HTTPError as e:
+            if e.code < 500 and e.code != 429:
+                part.unlink(missing_ok=True)
+                raise DataError(f"the edge refused {what}: HTTP {e.code}") from e
+            last = e
+        except (OSError, http.client.HTTPException) as e:
+            last = e
+        time.sleep(min(2**attempt, 8))
+    raise DataError(f"cannot fetch {what} from the edge: {last}")
+
+
 def fetch(dataset: str) -> Path:
     """The dataset's file in the job's folder, fetched when it is not there yet."""
     dest = local_path(dataset)
@@ -107,21 +132,7 @@ def fetch(dataset: str) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     # Each rank downloads into its own file; the first whole, checked one takes the name.
     part = dest.with_name(f".{dataset}.{os.getpid()}.part")
-    last: Exception | None = None
-    for attempt in range(TRIES):
-        try:
-            _download(url, token, part)
-            break
-        except urllib.error.HTTPError as e:
-            if e.code < 500 and e.code != 429:
-                part.unlink(missing_ok=True)
-                raise DataError(f"the edge refused dataset `{dataset}`: HTTP {e.code}") from e
-            last = e
-        except (OSError, http.client.HTTPException) as e:
-            last = e
-        time.sleep(min(2**attempt, 8))
-    else:
-        raise DataError(f"cannot fetch dataset `{dataset}` from the edge: {last}")
+    download(url, token, part, f"dataset `{dataset}`")
     if not _matches(part, dataset):
         part.unlink(missing_ok=True)
         raise DataError(

@@ -23,7 +23,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from . import fetch
+from . import artifacts, fetch
 from .errors import DataError
 
 #: A checkpoint's folder as the Trainer names it.
@@ -34,16 +34,7 @@ WAIT_S = 3600
 
 def has_checkpoint(out: Path) -> bool:
     """Whether `out` holds a checkpoint whose save finished (its `trainer_state.json`)."""
-    return out.is_dir() and any(
-        CHECKPOINT.fullmatch(d.name) and (d / "trainer_state.json").is_file() for d in out.iterdir()
-    )
-
-
-def _route() -> tuple[str, str] | None:
-    url, token = os.environ.get("ONRAMP_REPORT_URL"), os.environ.get("ONRAMP_REPORT_TOKEN")
-    if not url or not token or not url.endswith("/report"):
-        return None
-    return url[: -len("/report")] + "/resume", token
+    return artifacts.latest_checkpoint(out) is not None
 
 
 def _listing(url: str, token: str, earlier: str) -> list[dict]:
@@ -84,22 +75,7 @@ def _fetch_all(url: str, token: str, files: list[dict], into: Path) -> None:
         dest = into.joinpath(*parts)
         dest.parent.mkdir(parents=True, exist_ok=True)
         file_url = f"{url}/{urllib.parse.quote(name, safe='')}"
-        last: Exception | None = None
-        for attempt in range(fetch.TRIES):
-            try:
-                fetch._download(file_url, token, dest)
-                break
-            except urllib.error.HTTPError as e:
-                if e.code < 500 and e.code != 429:
-                    raise DataError(
-                        f"the edge refused checkpoint file {name}: HTTP {e.code}"
-                    ) from e
-                last = e
-            except OSError as e:
-                last = e
-            time.sleep(min(2**attempt, 8))
-        else:
-            raise DataError(f"cannot fetch checkpoint file {name} from the edge: {last}")
+        fetch.download(file_url, token, dest, f"checkpoint file {name}")
         if fetch._digest(dest) != digest:
             raise DataError(f"checkpoint file {name} fetched from the edge is not what it uploaded")
 
@@ -116,7 +92,7 @@ def resume(out: Path, earlier: str | None) -> Path | None:
                 raise DataError(f"rank 0 did not fetch the checkpoint of job {earlier} in time")
             time.sleep(1)
         return None
-    route = _route()
+    route = fetch.job_url("resume")
     if route is None:
         raise DataError(
             f"job {earlier}, which this job continues, left no checkpoint here, and this job "

@@ -68,7 +68,8 @@ fn the_tiny_train_script_works_in_its_own_folder() {
           # None here (it ran on another backend, or its folder passed the retention): the checkpoint
           # it uploaded, fetched from the edge with this job's token.
           if [ -z "$onramp_from" ]; then
-            onramp_resume "${ONRAMP_RESUME_DIR##*/}" 2>&1 | tee -a "$ONRAMP_LOG"
+            { [ -n "$ONRAMP_URL" ] && onramp_trainer onramp_train.resume out "${ONRAMP_RESUME_DIR##*/}"; } 2>&1 \
+              | tee -a "$ONRAMP_LOG"
             [ "${PIPESTATUS[0]}" -eq 0 ] || onramp_from='-'
           elif ! mkdir -p out \
             || ! { cp -al "$onramp_from" out/ 2> /dev/null || cp -a "$onramp_from" out/; }; then
@@ -218,27 +219,24 @@ fn the_tiny_train_script_reports_and_ships_its_log() {
             esac
           done
         }
+        # The trainer's programs that talk to the edge (`python -m MODULE ARGS…`): the only ones handed
+        # the token.
+        onramp_trainer() {
+          ONRAMP_REPORT_URL="$ONRAMP_URL" ONRAMP_REPORT_TOKEN="$ONRAMP_TOKEN" ONRAMP_JOB_LOG="$ONRAMP_LOG" \
+            "${ONRAMP_PYTHON:-python3}" -m "$@"
+        }
         # What the training left in out/ (onramp-train's final/, merged/ and metrics.json) and this run's
-        # log go to the edge as the job's artifacts, pushed by the trainer's own pusher: only it is
-        # handed the token.
+        # log go to the edge as the job's artifacts, pushed by the trainer's own pusher.
         onramp_push() {
           [ -n "$ONRAMP_URL" ] && [ -d "$ONRAMP_JOB_DIR/out/final" ] || return 0
-          ONRAMP_REPORT_URL="$ONRAMP_URL" ONRAMP_REPORT_TOKEN="$ONRAMP_TOKEN" ONRAMP_JOB_LOG="$ONRAMP_LOG" \
-            "${ONRAMP_PYTHON:-python3}" -m onramp_train.artifacts "$ONRAMP_JOB_DIR/out" \
+          onramp_trainer onramp_train.artifacts "$ONRAMP_JOB_DIR/out" \
             || echo "onramp: the trained model could not be pushed to the edge; it stays in $ONRAMP_JOB_DIR/out"
         }
         # An uploaded dataset the spec names (`ds_…`) comes from the edge into the job's folder, checked by
         # its sha256, by the trainer's own fetcher: the training finds it there and needs no token.
         onramp_fetch() {
           [ -n "$ONRAMP_URL" ] || return 0
-          ONRAMP_REPORT_URL="$ONRAMP_URL" ONRAMP_REPORT_TOKEN="$ONRAMP_TOKEN" \
-            "${ONRAMP_PYTHON:-python3}" -m onramp_train.fetch "$1"
-        }
-        # The latest checkpoint of the job this one continues, as that job uploaded it to the edge.
-        onramp_resume() {
-          [ -n "$ONRAMP_URL" ] || return 1
-          ONRAMP_REPORT_URL="$ONRAMP_URL" ONRAMP_REPORT_TOKEN="$ONRAMP_TOKEN" \
-            "${ONRAMP_PYTHON:-python3}" -m onramp_train.resume out "$1"
+          onramp_trainer onramp_train.fetch "$1"
         }
     "#]].assert_eq(&hooks);
 }
