@@ -219,8 +219,9 @@ pub fn code_key(code: ErrorCode) -> Key {
     }
 }
 
-/// The checkpoint that `/?model=<job id>` (the job page's "open in playground") asks the
-/// playground to load: the job's checkpoint through the edge, with the 512-token tokenizer
+/// The model that `/?model=<job id>` (the job page's "open in playground") asks the playground
+/// to load: the job's trained model, which the worker finds among the job's artifacts
+/// ([`playable`]), else its tiny-train checkpoint through the edge, with the 512-token tokenizer
 /// tiny-train uses.
 pub fn playground_model(query: &str) -> Option<crate::worker_proto::ModelSource> {
     let id = query
@@ -232,7 +233,52 @@ pub fn playground_model(query: &str) -> Option<crate::worker_proto::ModelSource>
         name: format!("job {}", &id[..id.len().min(8)]),
         model_url: format!("/api/jobs/{id}/checkpoint"),
         tokenizer_url: crate::worker_proto::ModelSource::stories260k().tokenizer_url,
+        config_url: None,
+        job: Some(id.to_string()),
     })
+}
+
+/// What the playground can open of a job, from its artifacts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Playable {
+    /// A Hugging Face folder (`merged/`, the merged adapter, before `model/`) with `config.json`,
+    /// `model.safetensors` and `tokenizer.json`: the source with their URLs.
+    Folder(crate::worker_proto::ModelSource),
+    /// Only a PEFT adapter (`adapter/`), which needs its base model: merge it in the job.
+    AdapterOnly,
+    /// Neither: a tiny-train checkpoint, or nothing yet.
+    Nothing,
+}
+
+/// [`Playable`] for job `id` with `name` from its artifact list.
+pub fn playable(name: &str, list: &::api::ArtifactList) -> Playable {
+    let url = |path: &str| {
+        list.artifacts
+            .iter()
+            .find(|a| a.name == path)
+            .map(|a| a.url.clone())
+    };
+    for folder in ["merged", "model"] {
+        let file = |f: &str| url(&format!("{folder}/{f}"));
+        if let (Some(config), Some(weights), Some(tokenizer)) = (
+            file("config.json"),
+            file("model.safetensors"),
+            file("tokenizer.json"),
+        ) {
+            return Playable::Folder(crate::worker_proto::ModelSource {
+                name: name.to_string(),
+                model_url: weights,
+                tokenizer_url: tokenizer,
+                config_url: Some(config),
+                job: None,
+            });
+        }
+    }
+    if url("adapter/adapter_config.json").is_some() {
+        Playable::AdapterOnly
+    } else {
+        Playable::Nothing
+    }
 }
 
 /// A ledger kind in the user's words.
@@ -418,9 +464,70 @@ mod tests {
         assert_eq!(m.model_url, "/api/jobs/00ff12ab99/checkpoint");
         assert_eq!(m.tokenizer_url, "/models/tok512.bin");
         assert_eq!(m.name, "job 00ff12ab");
+        assert_eq!(m.job.as_deref(), Some("00ff12ab99"));
         assert_eq!(playground_model("?model=../../x"), None);
         assert_eq!(playground_model("?other=1"), None);
         assert_eq!(playground_model(""), None);
+    }
+
+    fn listed(names: &[&str]) -> ::api::ArtifactList {
+        ::api::ArtifactList {
+            job_id: "ab12".into(),
+            artifacts: names
+                .iter()
+                .map(|n| ::api::Artifact {
+                    name: n.to_string(),
+                    size: 1,
+                    sha256: "00".repeat(32),
+                    url: ::api::artifacts::artifact_path("ab12", n),
+                    stored_at: "2026-12-05T00:00:00Z".into(),
+                })
+                .collect(),
+            uploads: Vec::new(),
+            used_bytes: 0,
+            quota_bytes: 1,
+            retention_days: 1,
+        }
+    }
+
+    #[test]
+    fn the_playground_opens_a_jobs_merged_model_before_its_own_and_never_an_adapter() {
+        let folder = |p: &str| {
+            ["config.json", "model.safetensors", "tokenizer.json"].map(|f| format!("{p}/{f}"))
+        };
+        let [mc, mw, mt] = folder("model");
+        let [gc, gw, gt] = folder("merged");
+        let Playable::Folder(src) = playable("job ab12", &listed(&[&mc, &mw, &mt])) else {
+            panic!("a model folder is playable");
+        };
+        assert_eq!(
+            src.config_url.as_deref(),
+            Some("/api/jobs/ab12/artifacts/model%2Fconfig.json")
+        );
+        assert_eq!(
+            src.model_url,
+            "/api/jobs/ab12/artifacts/model%2Fmodel.safetensors"
+        );
+        assert_eq!(
+            src.tokenizer_url,
+            "/api/jobs/ab12/artifacts/model%2Ftokenizer.json"
+        );
+        let both = listed(&["adapter/adapter_config.json", &gc, &gw, &gt, &mc, &mw, &mt]);
+        let Playable::Folder(src) = playable("j", &both) else {
+            panic!("merged is playable");
+        };
+        assert!(src.model_url.ends_with("merged%2Fmodel.safetensors"));
+        // A folder without its tokenizer is not one; an adapter alone says what to do.
+        assert_eq!(playable("j", &listed(&[&mc, &mw])), Playable::Nothing);
+        let adapter = listed(&[
+            "adapter/adapter_config.json",
+            "adapter/adapter_model.safetensors",
+        ]);
+        assert_eq!(playable("j", &adapter), Playable::AdapterOnly);
+        assert_eq!(
+            playable("j", &listed(&["model.safetensors"])),
+            Playable::Nothing
+        );
     }
 
     #[test]

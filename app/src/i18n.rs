@@ -65,6 +65,8 @@ messages! {
     Tokens => "tokens", "个 token";
     ErrDownload => "The model could not be downloaded", "无法下载模型";
     ErrFormat => "The model file is not usable", "模型文件无法使用";
+    ErrModelTooLarge => "This model is too large for a browser tab (parameters, and the most the playground opens)", "该模型太大，浏览器标签页无法运行（参数量，以及试用页可打开的上限）";
+    ErrAdapterOnly => "This job trained an adapter only, which needs its base model: set output.merge_adapter = true to try the merged model here", "此作业只训练了适配器，需要基座模型才能运行：设置 output.merge_adapter = true 后即可在此试用合并后的模型";
     ErrGenerate => "Generation failed", "生成失败";
     ErrWorker => "The model worker failed", "模型线程出错";
     ErrBadInput => "A setting is out of range", "某项设置超出范围";

@@ -4,9 +4,10 @@
 //! milliseconds. It starts loading the default model as soon as it runs, without waiting for the
 //! page to ask: on a cold load the page's main thread is still busy starting up.
 
+use crate::api_wire::{Playable, playable};
 use crate::worker_proto::{
-    ErrorKind, GenerateRequest, MODEL_CACHE, ModelSource, TOKEN_BATCH_MS, Utf8Stream, WorkerError,
-    WorkerInput, WorkerOutput,
+    BROWSER_MAX_PARAMS, ErrorKind, GenerateRequest, MODEL_CACHE, ModelSource, TOKEN_BATCH_MS,
+    Utf8Stream, WorkerError, WorkerInput, WorkerOutput,
 };
 use model_tiny::{Generator, SamplerConfig, Tokenizer, Transformer};
 use std::cell::{Cell, RefCell};
@@ -145,6 +146,14 @@ fn warm_up(model: &mut Transformer) {
 }
 
 async fn load_model(src: &ModelSource) -> Result<(LoadedModel, bool, u64), WorkerError> {
+    if let Some(job) = &src.job
+        && let Some(folder) = job_folder(job, &src.name).await?
+    {
+        return Box::pin(load_model(&folder)).await;
+    }
+    if let Some(config_url) = &src.config_url {
+        return load_folder(src, config_url).await;
+    }
     // Both at once: each is a round trip (or a cache lookup) that need not wait for the other.
     let (model, tok) = futures::future::join(
         fetch_cached(&src.model_url, true),
@@ -164,6 +173,69 @@ async fn load_model(src: &ModelSource) -> Result<(LoadedModel, bool, u64), Worke
         model_cached && tok_cached,
         params,
     ))
+}
+
+/// The Hugging Face folder among job `job`'s artifacts ([`playable`]), named `name`; `None` when
+/// it has none (a tiny-train job: its checkpoint URL is tried, and says why when it fails too).
+async fn job_folder(job: &str, name: &str) -> Result<Option<ModelSource>, WorkerError> {
+    let url = format!("/api/jobs/{job}/artifacts");
+    let Some(list) = fetch_json::<::api::ArtifactList>(&url).await else {
+        return Ok(None);
+    };
+    match playable(name, &list) {
+        Playable::Folder(src) => Ok(Some(src)),
+        Playable::AdapterOnly => Err(fail(ErrorKind::AdapterOnly, format!("job {job}"))),
+        Playable::Nothing => Ok(None),
+    }
+}
+
+/// A Hugging Face folder: `config.json` first, so that a model too large for the tab is refused
+/// before its weights are downloaded; then the weights (with progress) and `tokenizer.json`.
+async fn load_folder(
+    src: &ModelSource,
+    config_url: &str,
+) -> Result<(LoadedModel, bool, u64), WorkerError> {
+    let format = |url: &str, e: model_tiny::Error| fail(ErrorKind::Format, format!("{url}: {e}"));
+    let (config, config_cached) = fetch_cached(config_url, false).await?;
+    let hf = model_tiny::hf::config(&config).map_err(|e| format(config_url, e))?;
+    let params = hf.config.n_params() as u64;
+    if params > BROWSER_MAX_PARAMS {
+        return Err(fail(
+            ErrorKind::TooLarge,
+            format!("{params} > {BROWSER_MAX_PARAMS}"),
+        ));
+    }
+    let (model, tok) = futures::future::join(
+        fetch_cached(&src.model_url, true),
+        fetch_cached(&src.tokenizer_url, false),
+    )
+    .await;
+    let ((model_bytes, model_cached), (tok_bytes, tok_cached)) = (model?, tok?);
+    let (weights, hf) =
+        model_tiny::hf::load(&config, &model_bytes).map_err(|e| format(&src.model_url, e))?;
+    drop(model_bytes);
+    let tokenizer = Tokenizer::from_hf_json(&tok_bytes, weights.config.vocab_size, &hf.eos)
+        .map_err(|e| format(&src.tokenizer_url, e))?;
+    let mut model = Transformer::new(&weights);
+    drop(weights);
+    warm_up(&mut model);
+    let cached = config_cached && model_cached && tok_cached;
+    Ok((LoadedModel { model, tokenizer }, cached, params))
+}
+
+/// A JSON answer at `url`, never cached (a job's artifacts change while it runs); `None` when
+/// there is none.
+async fn fetch_json<T: serde::de::DeserializeOwned>(url: &str) -> Option<T> {
+    let resp: Response = JsFuture::from(scope().fetch_with_str(url))
+        .await
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    if !resp.ok() {
+        return None;
+    }
+    let text = JsFuture::from(resp.text().ok()?).await.ok()?.as_string()?;
+    serde_json::from_str(&text).ok()
 }
 
 /// The bytes at `url`, from the cache when present (true), else downloaded and stored.

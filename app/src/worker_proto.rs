@@ -23,7 +23,20 @@ pub struct ModelSource {
     pub name: String,
     pub model_url: String,
     pub tokenizer_url: String,
+    /// A Hugging Face folder's `config.json`: `model_url` is then its `model.safetensors` and
+    /// `tokenizer_url` its `tokenizer.json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_url: Option<String>,
+    /// A job's trained model (`/?model=<job id>`): the worker reads the job's artifacts and opens
+    /// its Hugging Face folder ([`crate::api_wire::playable`]) when it has one, else the URLs
+    /// above (a tiny-train checkpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
 }
+
+/// The largest model the playground opens, in parameters: a tab holds it in f32 twice while it
+/// loads (the downloaded file and the weights), which stays well under wasm's 4 GiB.
+pub const BROWSER_MAX_PARAMS: u64 = 150_000_000;
 
 impl ModelSource {
     /// The default model, shipped with the app in `dist/models/`.
@@ -32,6 +45,8 @@ impl ModelSource {
             name: "stories260K".into(),
             model_url: "/models/stories260K.bin".into(),
             tokenizer_url: "/models/tok512.bin".into(),
+            config_url: None,
+            job: None,
         }
     }
 }
@@ -150,6 +165,10 @@ pub enum ErrorKind {
     BadInput,
     /// Generate before Load, or a second Generate while one runs.
     NotReady,
+    /// The model has more parameters than a browser tab holds ([`BROWSER_MAX_PARAMS`]).
+    TooLarge,
+    /// The job trained a PEFT adapter and no merged model (`output.merge_adapter`).
+    AdapterOnly,
 }
 
 /// Turns a byte stream of token pieces into complete UTF-8 text: a piece may end inside a
@@ -323,6 +342,8 @@ pub fn parse_checkpoint_list(json: &str) -> Result<Vec<ModelSource>, String> {
                 tokenizer_url: c
                     .tokenizer_url
                     .unwrap_or_else(|| default.tokenizer_url.clone()),
+                config_url: None,
+                job: None,
             })
         })
         .filter(|m| m.model_url != default.model_url)

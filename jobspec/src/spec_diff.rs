@@ -13,6 +13,33 @@ pub fn spec_keys(text: &str) -> Option<BTreeMap<String, Value>> {
     let value = serde_json::to_value(spec?).ok()?;
     let mut out = BTreeMap::new();
     flatten("", &value, &mut out);
+    // The tables a spec leaves out when they hold their defaults, with those defaults: a spec
+    // that merges its adapter differs from one that does not in that key alone.
+    let skipped = [
+        (
+            "checkpoint",
+            serde_json::to_value(crate::spec::CheckpointSpec::default()),
+        ),
+        (
+            "output",
+            serde_json::to_value(crate::spec::OutputSpec::default()),
+        ),
+        (
+            "eval",
+            serde_json::to_value(crate::spec::EvalSpec::default()),
+        ),
+        (
+            "deepspeed",
+            serde_json::to_value(crate::spec::ZeroTuning::default()),
+        ),
+    ];
+    for (table, defaults) in skipped {
+        let mut filled = BTreeMap::new();
+        flatten(table, &defaults.ok()?, &mut filled);
+        for (k, v) in filled {
+            out.entry(k).or_insert(v);
+        }
+    }
     Some(out)
 }
 
@@ -78,6 +105,16 @@ pub fn tokens_per_step(spec: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_table_left_at_its_defaults_differs_only_in_the_keys_set_elsewhere() {
+        let base = A;
+        let merged = format!("{base}[output]\nmerge_adapter = true\n");
+        let diff = spec_diff(&[&merged, base]);
+        let keys: Vec<&str> = diff.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["output.merge_adapter"], "{diff:?}");
+        assert_eq!(diff[0].1, [Value::Bool(true), Value::Bool(false)]);
+    }
     use serde_json::json;
 
     const A: &str = "name = \"a\"\ntask = \"lora\"\nmodel = \"qwen2.5-7b\"\n[data]\ndataset = \"d\"\nseq_len = 512\n[train]\nsteps = 10\n[resources]\ncard = \"a100-80g\"\n";

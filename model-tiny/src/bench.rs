@@ -17,6 +17,23 @@ pub fn random_15m() -> Result<Weights> {
     Weights::random(Config::stories15m(), BENCH_SEED)
 }
 
+/// A Llama of about 100M parameters with random weights (dim 768, hidden 2048, 12 layers of 12
+/// heads, vocab 32000, 1024 positions: 110M), the largest size the playground opens comfortably;
+/// the benchmarks load it from the Hugging Face format ([`crate::hf::save`], then
+/// [`crate::hf::load`]).
+pub fn random_100m() -> Result<Weights> {
+    let config = Config {
+        dim: 768,
+        hidden_dim: 2048,
+        n_layers: 12,
+        n_heads: 12,
+        n_kv_heads: 12,
+        seq_len: 1024,
+        ..Config::stories15m()
+    };
+    Weights::random(config, BENCH_SEED)
+}
+
 /// The sampling each benchmark model uses: greedy for the trained stories260K; plain
 /// multinomial sampling (`-t 1 -p 0 -s 42`) for the random model, whose greedy choice after BOS
 /// is BOS itself (a shared classifier scores the input token highest), which would end at once.

@@ -14,7 +14,7 @@ pub const MAX_PARAMS: u64 = 1 << 31;
 pub const MAX_KV_CACHE: u64 = 1 << 30;
 
 /// The shape of a llama2.c-style transformer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Config {
     /// Width of the residual stream (`dim` in llama2.c).
     pub dim: usize,
@@ -32,6 +32,20 @@ pub struct Config {
     pub seq_len: usize,
     /// Whether the output classifier is the token embedding matrix.
     pub shared_classifier: bool,
+    /// The RMSNorm epsilon: llama2.c's [`NORM_EPS`], or a Hugging Face config's `rms_norm_eps`.
+    #[serde(default = "llama2c_norm_eps")]
+    pub norm_eps: f32,
+    /// The RoPE base frequency: llama2.c's [`ROPE_THETA`], or a Hugging Face config's.
+    #[serde(default = "llama2c_rope_theta")]
+    pub rope_theta: f32,
+}
+
+fn llama2c_norm_eps() -> f32 {
+    NORM_EPS
+}
+
+fn llama2c_rope_theta() -> f32 {
+    ROPE_THETA
 }
 
 impl Config {
@@ -46,6 +60,8 @@ impl Config {
             vocab_size: 512,
             seq_len: 512,
             shared_classifier: true,
+            norm_eps: NORM_EPS,
+            rope_theta: ROPE_THETA,
         }
     }
 
@@ -60,6 +76,8 @@ impl Config {
             vocab_size: 32000,
             seq_len: 256,
             shared_classifier: true,
+            norm_eps: NORM_EPS,
+            rope_theta: ROPE_THETA,
         }
     }
 
@@ -126,6 +144,7 @@ impl Config {
                 self.vocab_size,
             ));
         }
+        self.check_numerics(what)?;
         let kv = self.n_layers as u64 * self.seq_len as u64 * self.kv_dim() as u64;
         if kv > MAX_KV_CACHE {
             return Err(Error::format(
@@ -142,6 +161,27 @@ impl Config {
                 "parameter count",
                 format!("at most {MAX_PARAMS}"),
                 n,
+            ));
+        }
+        Ok(())
+    }
+
+    /// The RMSNorm epsilon and the RoPE base: finite, and where a model can use them.
+    fn check_numerics(&self, what: &str) -> Result<()> {
+        if !(self.norm_eps.is_finite() && self.norm_eps > 0.0 && self.norm_eps < 1.0) {
+            return Err(Error::format(
+                what,
+                "norm_eps",
+                "a number in (0, 1)",
+                self.norm_eps,
+            ));
+        }
+        if !(self.rope_theta.is_finite() && self.rope_theta > 1.0) {
+            return Err(Error::format(
+                what,
+                "rope_theta",
+                "a number above 1",
+                self.rope_theta,
             ));
         }
         Ok(())

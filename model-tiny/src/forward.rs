@@ -3,7 +3,7 @@
 //! each, and every buffer allocated once, because tiny models are bound by per-token overhead.
 
 use crate::arena::Arena;
-use crate::config::{Config, ROPE_THETA};
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::kernels::{add_assign, attend, exp, matvec, rmsnorm};
 use crate::weights::Weights;
@@ -88,7 +88,7 @@ impl Transformer {
         let mut rope = Vec::with_capacity(c.seq_len * hs / 2);
         for pos in 0..c.seq_len {
             for i in (0..hs).step_by(2) {
-                let freq = 1.0f32 / ROPE_THETA.powf(i as f32 / hs as f32);
+                let freq = 1.0f32 / c.rope_theta.powf(i as f32 / hs as f32);
                 let val = pos as f32 * freq;
                 rope.push((val.cos(), val.sin()));
             }
@@ -170,7 +170,7 @@ impl Transformer {
         let rope = &self.rope[pos * hs / 2..(pos + 1) * hs / 2];
         let scale = (hs as f32).sqrt();
         for (l, layer) in self.layers.iter().enumerate() {
-            rmsnorm(&mut self.xb, &self.x, &layer.attention_norm);
+            rmsnorm(&mut self.xb, &self.x, &layer.attention_norm, c.norm_eps);
             matvec(&mut self.qkv, m.get(&layer.wqkv), &self.xb);
             let (q, kv) = self.qkv.split_at_mut(dim);
             let (k, v) = kv.split_at_mut(kv_dim);
@@ -208,7 +208,7 @@ impl Transformer {
             matvec(&mut self.xb2, m.get(&layer.wo), &self.xb);
             add_assign(&mut self.x, &self.xb2);
 
-            rmsnorm(&mut self.xb, &self.x, &layer.ffn_norm);
+            rmsnorm(&mut self.xb, &self.x, &layer.ffn_norm, c.norm_eps);
             matvec(&mut self.hb, m.get(&layer.w13), &self.xb);
             let (h1, h3) = self.hb.split_at_mut(hidden);
             for (a, b) in h1.iter_mut().zip(h3.iter()) {
@@ -219,7 +219,7 @@ impl Transformer {
             add_assign(&mut self.x, &self.xb);
         }
         self.xb.copy_from_slice(&self.x);
-        rmsnorm(&mut self.x, &self.xb, &self.norm);
+        rmsnorm(&mut self.x, &self.xb, &self.norm, c.norm_eps);
         matvec(&mut self.logits, m.get(&self.output), &self.x);
     }
 }
@@ -272,6 +272,7 @@ mod tests {
                 vocab_size: 70,
                 seq_len: 40,
                 shared_classifier: false,
+                ..Config::stories260k()
             },
         ];
         for config in shapes {

@@ -1,5 +1,6 @@
 //! Token-by-token generation with run.c's exact loop: the prompt (with BOS) is forced, then tokens
-//! are sampled until BOS comes back or the step budget is spent.
+//! are sampled until BOS comes back (a Hugging Face model's end-of-sequence token) or the step
+//! budget is spent.
 
 use crate::error::Result;
 use crate::forward::Transformer;
@@ -28,6 +29,10 @@ pub struct Generator<'a> {
     pos: usize,
     steps: usize,
     finished: bool,
+    /// The tokens that end generation.
+    stop: Vec<u32>,
+    /// The prompt's first token, when it is not BOS (a tokenizer without one), not yet returned.
+    first: Option<u32>,
 }
 
 /// run.c's rule for the step budget: 0 or more than the sequence length means the sequence length.
@@ -50,7 +55,9 @@ impl<'a> Generator<'a> {
         sampler: SamplerConfig,
     ) -> Self {
         let prompt = tokenizer.encode(prompt, true, false);
-        Self::from_tokens(model, prompt, steps, sampler)
+        let mut g = Self::from_tokens(model, prompt, steps, sampler);
+        g.stop = tokenizer.stop_tokens().to_vec();
+        g
     }
 
     /// Starts generating after already encoded `prompt` tokens (the first one is fed first).
@@ -65,6 +72,8 @@ impl<'a> Generator<'a> {
         }
         let steps = clamp_steps(steps, model.config().seq_len);
         Generator {
+            first: (prompt[0] != BOS).then_some(prompt[0]),
+            stop: vec![BOS],
             token: prompt[0],
             model,
             sampler: Sampler::new(sampler),
@@ -75,9 +84,18 @@ impl<'a> Generator<'a> {
         }
     }
 
-    /// Runs the model once and returns the next token, or `None` when BOS was produced or the
-    /// step budget is spent.
+    /// Runs the model once and returns the next token, or `None` when a stop token was produced
+    /// or the step budget is spent. A prompt that does not start with BOS returns its first token
+    /// first (as if it followed BOS), without running the model, so that its text is shown too.
     pub fn next_token(&mut self) -> Result<Option<Token>> {
+        if let Some(id) = self.first.take() {
+            return Ok(Some(Token {
+                id,
+                prev: BOS,
+                pos: 0,
+                from_prompt: true,
+            }));
+        }
         if self.finished || self.pos >= self.steps {
             self.finished = true;
             return Ok(None);
@@ -90,7 +108,7 @@ impl<'a> Generator<'a> {
             self.sampler.sample(logits)
         };
         self.pos += 1;
-        if next == BOS {
+        if self.stop.contains(&next) {
             self.finished = true;
             return Ok(None);
         }

@@ -163,10 +163,10 @@ fn prefetch(p: *const f32) {
 #[inline(always)]
 fn prefetch(_: *const f32) {}
 
-/// run.c's RMSNorm: `out = weight * x / sqrt(mean(x^2) + 1e-5)`.
+/// run.c's RMSNorm: `out = weight * x / sqrt(mean(x^2) + eps)` (run.c's eps is 1e-5).
 #[inline(always)]
-pub fn rmsnorm(out: &mut [f32], x: &[f32], weight: &[f32]) {
-    let ss = dot(x, x) / x.len() as f32 + crate::config::NORM_EPS;
+pub fn rmsnorm(out: &mut [f32], x: &[f32], weight: &[f32], eps: f32) {
+    let ss = dot(x, x) / x.len() as f32 + eps;
     let inv = 1.0 / ss.sqrt();
     for ((o, xi), w) in out.iter_mut().zip(x).zip(weight) {
         *o = w * (inv * xi);

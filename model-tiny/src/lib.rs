@@ -2,7 +2,8 @@
 //! training jobs and the tests all use.
 //!
 //! - [`Weights`] (with its [`Config`]) is the model; [`llama2c`] and [`checkpoint`] fill it from
-//!   bytes, [`load_weights`] picks the format by itself.
+//!   bytes, [`load_weights`] picks the format by itself; [`hf`] reads a Hugging Face Llama folder
+//!   (with [`Tokenizer::from_hf_json`] for its tokenizer).
 //! - [`Transformer`] is the fast f32 inference path; [`Generator`] streams tokens exactly as
 //!   llama2.c's `run.c` does; [`Tokenizer`] and [`Sampler`] are run.c's.
 //! - [`model::CandleModel`] is the same model in candle for autograd; `train` (native only)
@@ -17,6 +18,8 @@ pub mod error;
 pub mod forward;
 mod fused;
 pub mod generate;
+pub mod hf;
+mod hf_tokenizer;
 mod kernels;
 pub mod llama2c;
 pub mod model;

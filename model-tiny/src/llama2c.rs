@@ -89,6 +89,7 @@ fn parse_header(bytes: &[u8], at: usize, shared: Option<bool>) -> Result<Config>
         vocab_size: v[5].unsigned_abs() as usize,
         seq_len: v[6] as usize,
         shared_classifier: shared.unwrap_or(v[5] > 0),
+        ..Config::stories260k()
     };
     config.validate().map_err(|e| match e {
         Error::Format {

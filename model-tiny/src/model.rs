@@ -2,7 +2,7 @@
 //! candle's autograd: parameters are [`Var`]s created from, and turned back into, [`Weights`].
 
 use crate::bmm::bmm;
-use crate::config::{Config, NORM_EPS, ROPE_THETA};
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::fused::{causal_softmax, cross_entropy};
 use crate::weights::{Weights, tensor_specs};
@@ -28,9 +28,9 @@ struct Block<'a> {
     w3: &'a Tensor,
 }
 
-fn rmsnorm(x: &Tensor, weight: &Tensor) -> Result<Tensor> {
+fn rmsnorm(x: &Tensor, weight: &Tensor, eps: f32) -> Result<Tensor> {
     let ms = x.sqr()?.mean_keepdim(D::Minus1)?;
-    let inv = (ms + NORM_EPS as f64)?.sqrt()?.recip()?;
+    let inv = (ms + eps as f64)?.sqrt()?.recip()?;
     Ok(x.broadcast_mul(&inv)?.broadcast_mul(weight)?)
 }
 
@@ -112,7 +112,7 @@ impl CandleModel {
         let mut sin = Vec::with_capacity(t * hs / 2);
         for pos in 0..t {
             for i in (0..hs).step_by(2) {
-                let freq = 1.0f32 / ROPE_THETA.powf(i as f32 / hs as f32);
+                let freq = 1.0f32 / self.config.rope_theta.powf(i as f32 / hs as f32);
                 let val = pos as f32 * freq;
                 cos.push(val.cos());
                 sin.push(val.sin());
@@ -142,7 +142,7 @@ impl CandleModel {
         let scale = 1.0 / (hs as f64).sqrt();
         for l in 0..c.n_layers {
             let blk = self.block(l);
-            let hn = rmsnorm(&x, blk.attention_norm)?;
+            let hn = rmsnorm(&x, blk.attention_norm, self.config.norm_eps)?;
             let heads = |w: &Tensor, n: usize| -> Result<Tensor> {
                 Ok(linear(&hn, w)?
                     .reshape((b, t, n, hs))?
@@ -168,13 +168,13 @@ impl CandleModel {
                 .contiguous()?
                 .reshape((b * t, d))?;
             x = (x + linear(&y, blk.wo)?)?;
-            let hn = rmsnorm(&x, blk.ffn_norm)?;
+            let hn = rmsnorm(&x, blk.ffn_norm, self.config.norm_eps)?;
             let gate = linear(&hn, blk.w1)?.silu()?;
             let up = linear(&hn, blk.w3)?;
             x = (x + linear(&(gate * up)?, blk.w2)?)?;
         }
         let norm = self.vars[1 + 9 * c.n_layers].as_tensor();
-        let x = rmsnorm(&x, norm)?;
+        let x = rmsnorm(&x, norm, self.config.norm_eps)?;
         let classifier = if c.shared_classifier {
             emb
         } else {

@@ -24,10 +24,41 @@ static BYTE_PIECES: [u8; 256] = byte_table();
 /// A loaded vocabulary with its merge scores.
 #[derive(Debug, Clone)]
 pub struct Tokenizer {
-    vocab: Vec<Vec<u8>>,
-    scores: Vec<f32>,
-    max_token_length: u32,
-    lookup: HashMap<Vec<u8>, u32>,
+    pub(crate) vocab: Vec<Vec<u8>>,
+    pub(crate) scores: Vec<f32>,
+    pub(crate) max_token_length: u32,
+    pub(crate) lookup: HashMap<Vec<u8>, u32>,
+    /// A Hugging Face `tokenizer.json`'s rules, where it came from one (`hf_tokenizer.rs`).
+    pub(crate) hf: Option<HfRules>,
+}
+
+/// How a SentencePiece-style Hugging Face BPE tokenizer differs from llama2.c's: merges by
+/// rank (the lowest-ranked adjacent pair first, leftmost on ties) instead of by the merged
+/// piece's score, its own BOS (or none), byte pieces found by name, and generation stopping at
+/// the model's end-of-sequence tokens.
+#[derive(Debug, Clone)]
+pub(crate) struct HfRules {
+    /// `(left, right) → (rank, merged)`.
+    pub(crate) merges: HashMap<(u32, u32), (u32, u32)>,
+    /// The token the post-processor puts first, if any.
+    pub(crate) bos: Option<u32>,
+    /// Whether a space is put before text that does not start with one (Metaspace's
+    /// `prepend_scheme`, or a `Prepend` normalizer, which puts it even then).
+    pub(crate) prepend: Prepend,
+    /// `<0x00>`…`<0xFF>`, where the vocabulary has them (`byte_fallback`).
+    pub(crate) bytes: Option<Vec<u32>>,
+    pub(crate) unk: Option<u32>,
+    /// Generation ends when one of these comes.
+    pub(crate) stop: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prepend {
+    /// Unless the text already starts with a space (Metaspace `first` or `always`).
+    UnlessSpace,
+    /// Always, when there is text (the `Prepend` normalizer).
+    Always,
+    Never,
 }
 
 impl Tokenizer {
@@ -103,6 +134,7 @@ impl Tokenizer {
             scores,
             max_token_length,
             lookup,
+            hf: None,
         })
     }
 
@@ -139,7 +171,16 @@ impl Tokenizer {
         self.max_token_length
     }
 
-    fn id_of(&self, s: &[u8]) -> Option<u32> {
+    /// The tokens generation stops at: BOS for llama2.c (as run.c), the model's end-of-sequence
+    /// tokens for a Hugging Face one.
+    pub fn stop_tokens(&self) -> &[u32] {
+        match &self.hf {
+            Some(hf) => &hf.stop,
+            None => std::slice::from_ref(&BOS),
+        }
+    }
+
+    pub(crate) fn id_of(&self, s: &[u8]) -> Option<u32> {
         self.lookup.get(s).copied()
     }
 
@@ -154,6 +195,9 @@ impl Tokenizer {
     /// optional so that a long corpus can be encoded line by line.
     pub fn encode_bytes(&self, text: &[u8], bos: bool, eos: bool, dummy_prefix: bool) -> Vec<u32> {
         let text = &text[..text.iter().position(|&b| b == 0).unwrap_or(text.len())];
+        if let Some(hf) = &self.hf {
+            return self.encode_hf(hf, text, bos, eos, dummy_prefix);
+        }
         let mut tokens = Vec::with_capacity(text.len() + 3);
         if bos {
             tokens.push(BOS);
@@ -195,15 +239,22 @@ impl Tokenizer {
         tokens
     }
 
-    /// The score and id of the merge of `a` and `b`, if the concatenation is a token.
+    /// The score and id of the merge of `a` and `b`, if the concatenation is a token (for a
+    /// Hugging Face tokenizer: if the pair is one of its merges, the lower rank scoring higher).
     fn pair(&self, buf: &mut Vec<u8>, a: u32, b: u32) -> Option<(f32, u32)> {
+        if let Some(hf) = &self.hf {
+            return hf
+                .merges
+                .get(&(a, b))
+                .map(|&(rank, id)| (-(rank as f32), id));
+        }
         buf.clear();
         buf.extend_from_slice(self.piece(a));
         buf.extend_from_slice(self.piece(b));
         self.id_of(buf).map(|id| (self.scores[id as usize], id))
     }
 
-    fn merge(&self, tokens: &mut Vec<u32>) {
+    pub(crate) fn merge(&self, tokens: &mut Vec<u32>) {
         // Same result as run.c's rescan of every pair per merge, but each pair is looked up once:
         // after a merge only the two pairs touching the new token change.
         let mut buf = Vec::new();

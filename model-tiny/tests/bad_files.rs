@@ -27,6 +27,7 @@ fn small(shared_classifier: bool) -> Weights {
         vocab_size: 32,
         seq_len: 8,
         shared_classifier,
+        ..Config::stories260k()
     };
     Weights::random(config, 5).unwrap()
 }

@@ -66,6 +66,7 @@ fn tiny_config() -> Config {
         vocab_size: 512,
         seq_len: 64,
         shared_classifier: true,
+        ..Config::stories260k()
     }
 }
 

@@ -1,5 +1,6 @@
 //! In the browser (headless Chromium via wasm-bindgen-test-runner): stories260K reproduces
-//! run.c's tokens, a model-tiny safetensors checkpoint loads and generates, and the generation
+//! run.c's tokens, a model-tiny safetensors checkpoint and a Hugging Face folder load and
+//! generate, and the generation
 //! speed is printed as `model-tiny wasm bench: ... tok/s` for `cargo xtask bench`.
 #![cfg(target_arch = "wasm32")]
 #![allow(clippy::unwrap_used)] // Test helpers may panic: a failure is the test failing.
@@ -103,6 +104,46 @@ fn bench_random_15m_tokens_per_s() {
     runs.sort_by(f64::total_cmp);
     console_log!(
         "model-tiny wasm bench: random-15M-shape {:.1} tok/s (median of 3, 256 steps, -t 1 -p 0 -s 42)",
+        runs[1]
+    );
+    assert!(runs[1] > 0.0);
+}
+
+#[wasm_bindgen_test]
+fn a_hugging_face_folder_loads_and_generates() {
+    let config = Config {
+        n_layers: 2,
+        seq_len: 64,
+        ..Config::stories260k()
+    };
+    let weights = Weights::random(config, 4).unwrap();
+    let (json, bytes) = model_tiny::hf::save(&weights).unwrap();
+    let (loaded, hf) = model_tiny::hf::load(json.as_bytes(), &bytes).unwrap();
+    assert_eq!(loaded, weights);
+    assert_eq!(hf.eos, [2]);
+    let tok = Tokenizer::from_bytes(TOKENIZER, 512).unwrap();
+    let (_, ids) =
+        generate_text(&mut Transformer::new(&loaded), &tok, "Once", 16, greedy()).unwrap();
+    assert!(!ids.is_empty());
+}
+
+/// The ~100M-parameter Llama the playground opens, loaded from the Hugging Face format. Release
+/// builds only (`cargo xtask bench model`): a debug build would take minutes.
+#[cfg(not(debug_assertions))]
+#[wasm_bindgen_test]
+fn bench_random_100m_hf_tokens_per_s() {
+    let (json, bytes) = model_tiny::hf::save(&model_tiny::bench::random_100m().unwrap()).unwrap();
+    let (weights, _) = model_tiny::hf::load(json.as_bytes(), &bytes).unwrap();
+    drop(bytes);
+    let mut model = Transformer::new(&weights);
+    drop(weights);
+    let now = || js_sys::Date::now() / 1000.0;
+    let mut runs: Vec<f64> = (0..3)
+        .map(|_| tokens_per_s(&mut model, 64, bench_sampler(true), &now).unwrap())
+        .collect();
+    runs.sort_by(f64::total_cmp);
+    console_log!(
+        "model-tiny wasm bench: random-100M-hf {:.1} tok/s (median of 3, 64 steps, -t 1 -p 0 -s 42)",
         runs[1]
     );
     assert!(runs[1] > 0.0);

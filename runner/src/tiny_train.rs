@@ -259,6 +259,7 @@ fn initial_weights(args: &TinyArgs, assets: &Assets) -> Result<(Weights, &'stati
         vocab_size: a.vocab as usize,
         seq_len: m.max_seq_len as usize,
         shared_classifier: a.tied_embeddings,
+        ..Config::stories260k()
     };
     let w = Weights::random(config, args.seed).map_err(|e| e.to_string())?;
     Ok((w, "from scratch"))

@@ -228,15 +228,8 @@ fn model() -> Result<(), String> {
         let mut words = line.split_whitespace();
         let model = words.next().unwrap_or("?");
         let tps: f64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0.0);
-        let key = if model.starts_with("random") {
-            "random-15M"
-        } else {
-            model
-        };
-        let reference = native
-            .iter()
-            .find(|(k, _)| k.starts_with(key) || key.starts_with(k.as_str()))
-            .map(|(_, v)| *v);
+        // The browser names its models as the native bench does.
+        let reference = native.get(model).copied();
         match reference {
             Some((_, Some(run_c))) => println!(
                 "{model:<20} browser model-tiny {tps:>9.1} tok/s   ratio to native run.c {:.2}x",

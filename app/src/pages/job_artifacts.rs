@@ -6,6 +6,7 @@ use crate::api;
 use crate::api_wire::Job;
 use crate::i18n::Key;
 use crate::pages::bits::tr;
+use crate::router::Link;
 use crate::state::use_i18n;
 use ::api::ArtifactList;
 use leptos::prelude::*;
@@ -31,6 +32,25 @@ pub fn artifact_rows(artifacts: Vec<::api::Artifact>) -> impl IntoView {
         .collect_view()
 }
 
+/// "Open in playground" for a job whose trained model is a Hugging Face folder the playground
+/// reads; for an adapter alone, what to do instead.
+fn try_it(list: &ArtifactList) -> Option<AnyView> {
+    let i = use_i18n();
+    match crate::api_wire::playable("", list) {
+        crate::api_wire::Playable::Folder(_) => Some(
+            view! {
+                <p><Link href=format!("/?model={}", list.job_id) testid="artifacts-playground">{tr(i, Key::OpenInPlayground)}</Link></p>
+            }
+            .into_any(),
+        ),
+        crate::api_wire::Playable::AdapterOnly => Some(
+            view! { <p class="muted" data-testid="artifacts-adapter-only">{tr(i, Key::ErrAdapterOnly)}</p> }
+                .into_any(),
+        ),
+        crate::api_wire::Playable::Nothing => None,
+    }
+}
+
 #[component]
 pub fn JobArtifacts(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoView {
     let i = use_i18n();
@@ -52,6 +72,7 @@ pub fn JobArtifacts(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoVie
                     .into_any();
             }
             let used = format!("{} / {}", size(l.used_bytes), size(l.quota_bytes));
+            let play = try_it(&l);
             let results = l.artifacts.clone();
             let items = artifact_rows(l.artifacts);
             // Uploads under way: no link yet, and where they are.
@@ -77,6 +98,7 @@ pub fn JobArtifacts(id: String, live_job: RwSignal<Option<Job>>) -> impl IntoVie
                     </tr></thead>
                     <tbody>{items}{under_way}</tbody>
                 </table>
+                {play}
                 <p class="muted" data-testid="artifacts-quota">
                     {tr(i, Key::ArtifactsUsed)}" "{used}" · "{tr(i, Key::ArtifactsKeptDays)}" "{l.retention_days}
                 </p>

@@ -88,6 +88,8 @@ fn error_key(kind: ErrorKind) -> Key {
         ErrorKind::Generate => Key::ErrGenerate,
         ErrorKind::BadInput => Key::ErrBadInput,
         ErrorKind::NotReady => Key::ErrWorker,
+        ErrorKind::TooLarge => Key::ErrModelTooLarge,
+        ErrorKind::AdapterOnly => Key::ErrAdapterOnly,
     }
 }
 

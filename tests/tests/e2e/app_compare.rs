@@ -88,7 +88,7 @@ pub fn compared(stack: &Stack, browser: &Browser, a: &str, b: &str) {
 }
 
 /// The comparison of the two runs: both curves on one plot, the trained eval loss of each, and
-/// the specs differing in their names and learning rates only.
+/// the specs differing in their names, learning rates and whether the adapter is merged only.
 fn seen(browser: &Browser) {
     browser
         .wait_for("[data-testid=compare-chart][data-runs=\"2\"]", WAIT)
@@ -141,6 +141,7 @@ fn seen(browser: &Browser) {
         keys,
         json!([
             ["name", "app-lora", "app-lora-b"],
+            ["output.merge_adapter", "true", "false"],
             ["train.lr", "0.01", "0.005"]
         ]),
         "{keys}"

@@ -31,8 +31,9 @@ fn a_lora_job_from_the_submit_button_trains_and_draws_its_loss_curve() {
 
     sign_up_with_credit(&stack, &browser);
     // A second run beside the first, at another learning rate, for the comparison at the end.
-    let other = submit_lora(&browser, "app-lora-b", "5e-3");
-    let job_id = submit_lora(&browser, "app-lora", "1e-2");
+    let other = submit_lora(&browser, "app-lora-b", "5e-3", false);
+    // This one merges its adapter, so that the playground can open what it trained.
+    let job_id = submit_lora(&browser, "app-lora", "1e-2", true);
 
     // It trains: progress as step of the spec's 12, then succeeded.
     browser
@@ -93,6 +94,7 @@ fn a_lora_job_from_the_submit_button_trains_and_draws_its_loss_curve() {
     );
     artifacts_listed(&browser);
     results_shown(&browser);
+    crate::app_playground::trained_model_in_the_playground(&stack, &browser, &job_id);
     crate::app_compare::compared(&stack, &browser, &job_id, &other);
 }
 
@@ -191,12 +193,15 @@ fn sign_up_with_credit(stack: &Stack, browser: &Browser) {
         .expect("the trial credit");
 }
 
-/// Puts the LoRA spec named `name` at learning rate `lr` into the Plan page's editor, chooses
+/// Puts the LoRA spec named `name` at learning rate `lr` (its adapter merged when `merge`) into the Plan page's editor, chooses
 /// the runner and presses Submit; the job's id from its page.
-fn submit_lora(browser: &Browser, name: &str, lr: &str) -> String {
+fn submit_lora(browser: &Browser, name: &str, lr: &str, merge: bool) -> String {
     click(browser, "[data-testid=nav-plan]");
-    let spec =
+    let mut spec =
         onramp_tests::specs::lora_cpu(name, "auto").replace("lr = 1e-2", &format!("lr = {lr}"));
+    if merge {
+        spec.push_str("\n[output]\nmerge_adapter = true\n");
+    }
     set_value(browser, "[data-testid=plan-toml]", &spec);
     let named = format!("name = \"{name}\"");
     onramp_tests::wait::until("the spec in the editor", WAIT, || {

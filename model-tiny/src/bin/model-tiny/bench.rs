@@ -1,9 +1,10 @@
-//! `model-tiny bench`: single-thread generation tokens/s on stories260K and on a random
-//! stories15M-shaped model, next to llama2.c's run.c when its binary is given.
+//! `model-tiny bench`: single-thread generation tokens/s on stories260K, on a random
+//! stories15M-shaped model, and on a random 100M-parameter Llama that model-tiny loads from the
+//! Hugging Face format (run.c runs the same weights exported to its own), next to llama2.c's run.c
+//! when its binary is given.
 
-use crate::run::read;
-use model_tiny::bench::{bench_sampler, random_15m};
-use model_tiny::{Error, Result, Weights, llama2c, load_weights};
+use model_tiny::bench::{bench_sampler, random_15m, random_100m};
+use model_tiny::{Error, Result, Weights, llama2c};
 use std::process::Command;
 
 /// `model-tiny bench`'s command line.
@@ -40,30 +41,52 @@ fn median(mut xs: Vec<f64>) -> f64 {
 
 /// Median of `bin`'s own "achieved tok/s" over `repeats` runs with the benchmark's sampling.
 /// Our binary is measured the same way as run.c's, so both pay for printing alike.
-fn measure(bin: &str, model: &str, tokenizer: &str, random: bool, repeats: usize) -> Result<f64> {
+fn measure(bin: &str, model: &str, tokenizer: &str, random: bool, steps: usize) -> Result<f64> {
     let s = bench_sampler(random);
     let (t, p, seed) = (
         s.temperature.to_string(),
         s.topp.to_string(),
         s.seed.to_string(),
     );
-    let mut runs = Vec::new();
-    for _ in 0..repeats {
-        let out = Command::new(bin)
-            .args([
-                model, "-z", tokenizer, "-t", &t, "-p", &p, "-s", &seed, "-n", "256",
-            ])
-            .output()
-            .map_err(|e| Error::io(bin, e))?;
-        let err = String::from_utf8_lossy(&out.stderr);
-        let v = err
-            .lines()
-            .find_map(|l| l.strip_prefix("achieved tok/s: "))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .ok_or_else(|| Error::Usage(format!("{bin} printed no tok/s: {err}")))?;
-        runs.push(v);
-    }
-    Ok(median(runs))
+    let n = steps.to_string();
+    let out = Command::new(bin)
+        .args([
+            model, "-z", tokenizer, "-t", &t, "-p", &p, "-s", &seed, "-n", &n,
+        ])
+        .output()
+        .map_err(|e| Error::io(bin, e))?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.lines()
+        .find_map(|l| l.strip_prefix("achieved tok/s: "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .ok_or_else(|| Error::Usage(format!("{bin} printed no tok/s: {err}")))
+}
+
+/// One benchmark model: the file (or folder) model-tiny runs, the file run.c runs, its
+/// tokenizer and how many positions each run generates.
+struct Case {
+    name: &'static str,
+    ours: String,
+    theirs: String,
+    tokenizer: String,
+    steps: usize,
+}
+
+/// Writes the random models where the benchmark runs them: the 15M one in llama2.c's format,
+/// the 100M one as a Hugging Face folder and in llama2.c's format for run.c.
+fn write_random(dir: &std::path::Path) -> Result<()> {
+    let put = |name: &str, bytes: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))
+    };
+    std::fs::create_dir_all(dir.join("hf")).map_err(|e| Error::io(dir, e))?;
+    put("15m.bin", &llama2c::export_v0(&random_15m()?))?;
+    let w100 = random_100m()?;
+    put("100m.bin", &llama2c::export_v0(&w100))?;
+    let (config, safetensors) = model_tiny::hf::save(&w100)?;
+    drop(w100);
+    put("hf/config.json", config.as_bytes())?;
+    put("hf/model.safetensors", &safetensors)
 }
 
 pub fn main(args: BenchArgs) -> Result<()> {
@@ -76,47 +99,63 @@ pub fn main(args: BenchArgs) -> Result<()> {
         .map_err(|e| Error::io("current executable", e))?
         .display()
         .to_string();
-    let m260 = format!("{dir}/stories260K.bin");
-    let w260 = load_weights(&read(&m260)?)?;
-    let w15 = random_15m()?;
-    let tmp = std::env::temp_dir().join(format!("model-tiny-bench-{}.bin", std::process::id()));
-    let cases = [
-        (
-            "stories260K",
-            &w260,
-            m260.clone(),
-            format!("{dir}/tok512.bin"),
-        ),
-        (
-            "random-15M-shape",
-            &w15,
-            tmp.display().to_string(),
-            format!("{dir}/tokenizer.bin"),
-        ),
-    ];
-    for (name, weights, path, tok) in cases {
-        let random = name != "stories260K";
-        if random {
-            std::fs::write(&tmp, llama2c::export_v0(weights)).map_err(|e| Error::io(&tmp, e))?;
-        }
-        let result = (|| -> Result<(f64, Option<f64>)> {
+    let tmp = std::env::temp_dir().join(format!("model-tiny-bench-{}", std::process::id()));
+    let result = write_random(&tmp).and_then(|()| {
+        let at = |name: &str| tmp.join(name).display().to_string();
+        let m260 = format!("{dir}/stories260K.bin");
+        let cases = [
+            Case {
+                name: "stories260K",
+                ours: m260.clone(),
+                theirs: m260,
+                tokenizer: format!("{dir}/tok512.bin"),
+                steps: 256,
+            },
+            Case {
+                name: "random-15M-shape",
+                ours: at("15m.bin"),
+                theirs: at("15m.bin"),
+                tokenizer: format!("{dir}/tokenizer.bin"),
+                steps: 256,
+            },
+            Case {
+                name: "random-100M-hf",
+                ours: at("hf"),
+                theirs: at("100m.bin"),
+                tokenizer: format!("{dir}/tokenizer.bin"),
+                steps: 64,
+            },
+        ];
+        for case in cases {
+            let random = case.name != "stories260K";
             let mut ours = Vec::new();
             let mut theirs = Vec::new();
             // Alternate the two programs so that a busy machine slows both alike.
             for _ in 0..repeats {
-                ours.push(measure(&me, &path, &tok, random, 1)?);
+                ours.push(measure(
+                    &me,
+                    &case.ours,
+                    &case.tokenizer,
+                    random,
+                    case.steps,
+                )?);
                 if let Some(bin) = &runc {
-                    theirs.push(measure(bin, &path, &tok, random, 1)?);
+                    theirs.push(measure(
+                        bin,
+                        &case.theirs,
+                        &case.tokenizer,
+                        random,
+                        case.steps,
+                    )?);
                 }
             }
-            Ok((median(ours), (!theirs.is_empty()).then(|| median(theirs))))
-        })();
-        if random {
-            let _ = std::fs::remove_file(&tmp);
+            let theirs = (!theirs.is_empty()).then(|| median(theirs));
+            report(json, case.name, median(ours), theirs);
         }
-        let (ours, theirs) = result?;
-        report(json, name, ours, theirs);
-    }
+        Ok(())
+    });
+    let _ = std::fs::remove_dir_all(&tmp);
+    result?;
     if args.train_steps > 0 {
         crate::train::bench(&dir, &args.data, args.train_steps, json)?;
     }

@@ -16,7 +16,8 @@ Options:
   -i <string> input prompt
   -z <string> optional path to custom tokenizer
   -m <string> mode: generate (chat is not supported)
-The checkpoint is a llama2.c .bin (v0, v1 or v2) or a model-tiny .safetensors.
+The checkpoint is a llama2.c .bin (v0, v1 or v2), a model-tiny .safetensors, or a Hugging Face
+Llama folder (config.json, model.safetensors, and its tokenizer.json unless -z names one).
 Other commands: model-tiny train --help, model-tiny bench --help
 ";
 
@@ -30,7 +31,7 @@ pub fn read(path: &str) -> Result<Vec<u8>> {
 
 pub fn main(args: &[String]) -> Result<()> {
     let checkpoint = args.first().ok_or_else(usage)?;
-    let mut tokenizer_path = "tokenizer.bin".to_string();
+    let mut tokenizer_path = None;
     let (mut temperature, mut topp, mut steps) = (1.0f32, 0.9f32, 256i64);
     let mut seed: u64 = 0;
     let mut prompt = String::new();
@@ -47,7 +48,7 @@ pub fn main(args: &[String]) -> Result<()> {
             "s" => seed = atoi(value) as i64 as u64,
             "n" => steps = atoi(value) as i64,
             "i" => prompt = value.clone(),
-            "z" => tokenizer_path = value.clone(),
+            "z" => tokenizer_path = Some(value.clone()),
             "m" if value == "generate" => {}
             _ => return Err(usage()),
         }
@@ -67,9 +68,7 @@ pub fn main(args: &[String]) -> Result<()> {
     }
     let steps = steps.max(0) as usize;
 
-    let weights = load_weights(&read(checkpoint)?).map_err(|e| in_file(checkpoint, e))?;
-    let tokenizer = Tokenizer::from_bytes(&read(&tokenizer_path)?, weights.config.vocab_size)
-        .map_err(|e| in_file(&tokenizer_path, e))?;
+    let (weights, tokenizer) = load(checkpoint, tokenizer_path)?;
     let mut model = Transformer::new(&weights);
     drop(weights);
     let sampler = SamplerConfig {
@@ -95,6 +94,39 @@ pub fn main(args: &[String]) -> Result<()> {
         eprintln!("achieved tok/s: {:.6}", (pos - 1) as f64 / secs);
     }
     Ok(())
+}
+
+/// The model at `checkpoint` (a file, or a Hugging Face folder) and its tokenizer: `-z`'s, else
+/// the folder's `tokenizer.json`, else run.c's default `tokenizer.bin`.
+pub fn load(
+    checkpoint: &str,
+    tokenizer: Option<String>,
+) -> Result<(model_tiny::Weights, Tokenizer)> {
+    let folder = std::path::Path::new(checkpoint);
+    if !folder.is_dir() {
+        let weights = load_weights(&read(checkpoint)?).map_err(|e| in_file(checkpoint, e))?;
+        let path = tokenizer.unwrap_or_else(|| "tokenizer.bin".into());
+        let tok = Tokenizer::from_bytes(&read(&path)?, weights.config.vocab_size)
+            .map_err(|e| in_file(&path, e))?;
+        return Ok((weights, tok));
+    }
+    let file = |name: &str| folder.join(name).display().to_string();
+    let (weights, hf) = model_tiny::hf::load(
+        &read(&file("config.json"))?,
+        &read(&file("model.safetensors"))?,
+    )
+    .map_err(|e| in_file(checkpoint, e))?;
+    let vocab = weights.config.vocab_size;
+    let tok = match tokenizer {
+        Some(path) if !path.ends_with(".json") => {
+            Tokenizer::from_bytes(&read(&path)?, vocab).map_err(|e| in_file(&path, e))?
+        }
+        path => {
+            let path = path.unwrap_or_else(|| file("tokenizer.json"));
+            Tokenizer::from_hf_json(&read(&path)?, vocab, &hf.eos).map_err(|e| in_file(&path, e))?
+        }
+    };
+    Ok((weights, tok))
 }
 
 fn in_file(path: &str, e: Error) -> Error {

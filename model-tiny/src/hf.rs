@@ -1,0 +1,558 @@
+//! A Hugging Face Llama folder: `config.json` and `model.safetensors` (f32, bf16 or f16), as
+//! Transformers' `save_pretrained` writes them (onramp-train's trained and merged models). The
+//! tensors are renamed to llama2.c's, and the query and key rows are put back into llama2.c's
+//! RoPE order: Hugging Face rotates each head's halves (`rotate_half`), llama2.c its neighbouring
+//! pairs, and Transformers' conversion script permutes the rows between the two.
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::weights::{LayerWeights, Weights};
+use safetensors::tensor::{Dtype, SafeTensors, TensorView};
+use serde_json::Value;
+
+const CONFIG: &str = "config.json";
+const WEIGHTS: &str = "model.safetensors";
+
+/// What `config.json` says beyond the architecture: the tokens generation starts and stops at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HfModel {
+    pub config: Config,
+    /// `bos_token_id`, when the config names one.
+    pub bos: Option<u32>,
+    /// `eos_token_id` (a number or a list): generation stops at any of them.
+    pub eos: Vec<u32>,
+}
+
+fn bad(
+    at: impl Into<String>,
+    expected: impl std::fmt::Display,
+    found: impl std::fmt::Display,
+) -> Error {
+    Error::format(CONFIG, at, expected, found)
+}
+
+fn number(doc: &Value, key: &str) -> Result<usize> {
+    match doc.get(key) {
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| bad(key, "a whole number", v)),
+        None => Err(bad(key, "a whole number", "nothing (the key is missing)")),
+    }
+}
+
+fn float(doc: &Value, key: &str, default: f64) -> Result<f32> {
+    match doc.get(key) {
+        None | Some(Value::Null) => Ok(default as f32),
+        Some(v) => v
+            .as_f64()
+            .map(|x| x as f32)
+            .ok_or_else(|| bad(key, "a number", v)),
+    }
+}
+
+fn flag(doc: &Value, key: &str, default: bool) -> Result<bool> {
+    match doc.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => v.as_bool().ok_or_else(|| bad(key, "true or false", v)),
+    }
+}
+
+fn token_ids(doc: &Value, key: &str) -> Result<Vec<u32>> {
+    let one = |v: &Value| v.as_u64().and_then(|n| u32::try_from(n).ok());
+    match doc.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .map(|v| one(v).ok_or_else(|| bad(key, "token ids", v)))
+            .collect(),
+        Some(v) => one(v)
+            .map(|id| vec![id])
+            .ok_or_else(|| bad(key, "a token id", v)),
+    }
+}
+
+/// The RoPE base, from Transformers 5's `rope_parameters` or the older top-level `rope_theta`;
+/// any RoPE scaling (a longer context than the model was trained at) is refused.
+fn rope_theta(doc: &Value) -> Result<f32> {
+    for key in ["rope_scaling", "rope_parameters"] {
+        if let Some(p) = doc.get(key).filter(|p| !p.is_null()) {
+            let kind = p
+                .get("rope_type")
+                .or_else(|| p.get("type"))
+                .and_then(Value::as_str);
+            if !matches!(kind, None | Some("default")) {
+                return Err(bad(
+                    format!("{key}.rope_type"),
+                    "\"default\" (the playground runs no RoPE scaling)",
+                    p,
+                ));
+            }
+            if let Some(theta) = p.get("rope_theta") {
+                return theta
+                    .as_f64()
+                    .map(|t| t as f32)
+                    .ok_or_else(|| bad(format!("{key}.rope_theta"), "a number", theta));
+            }
+        }
+    }
+    float(doc, "rope_theta", 10000.0)
+}
+
+/// Reads `config.json`: a Llama (`model_type = "llama"`), without biases, with SiLU and plain
+/// RoPE, which is every model onramp-train builds from its numbers. Anything else is refused,
+/// naming the key.
+pub fn config(json: &[u8]) -> Result<HfModel> {
+    let doc: Value =
+        serde_json::from_slice(json).map_err(|e| bad("the whole file", "a JSON object", e))?;
+    if !doc.is_object() {
+        return Err(bad("the whole file", "a JSON object", "another JSON value"));
+    }
+    let kind = doc.get("model_type").and_then(Value::as_str).unwrap_or("");
+    if kind != "llama" {
+        return Err(bad(
+            "model_type",
+            "\"llama\" (the playground runs Llama-family models)",
+            format!("{kind:?}"),
+        ));
+    }
+    for key in ["attention_bias", "mlp_bias"] {
+        if flag(&doc, key, false)? {
+            return Err(bad(
+                key,
+                "false (the playground's Llama has no biases)",
+                true,
+            ));
+        }
+    }
+    let act = doc
+        .get("hidden_act")
+        .and_then(Value::as_str)
+        .unwrap_or("silu");
+    if act != "silu" {
+        return Err(bad("hidden_act", "\"silu\"", format!("{act:?}")));
+    }
+    if let Some(q) = doc.get("quantization_config").filter(|q| !q.is_null()) {
+        return Err(bad(
+            "quantization_config",
+            "none (weights in f32, bf16 or f16)",
+            q,
+        ));
+    }
+    let (dim, heads) = (
+        number(&doc, "hidden_size")?,
+        number(&doc, "num_attention_heads")?,
+    );
+    let kv_heads = match doc.get("num_key_value_heads") {
+        None | Some(Value::Null) => heads,
+        Some(_) => number(&doc, "num_key_value_heads")?,
+    };
+    if let Some(h) = doc.get("head_dim").filter(|h| !h.is_null())
+        && h.as_u64() != Some((dim / heads.max(1)) as u64)
+    {
+        return Err(bad(
+            "head_dim",
+            format!("hidden_size / num_attention_heads ({})", dim / heads.max(1)),
+            h,
+        ));
+    }
+    let config = Config {
+        dim,
+        hidden_dim: number(&doc, "intermediate_size")?,
+        n_layers: number(&doc, "num_hidden_layers")?,
+        n_heads: heads,
+        n_kv_heads: kv_heads,
+        vocab_size: number(&doc, "vocab_size")?,
+        seq_len: number(&doc, "max_position_embeddings")?,
+        shared_classifier: flag(&doc, "tie_word_embeddings", false)?,
+        norm_eps: float(&doc, "rms_norm_eps", 1e-6)?,
+        rope_theta: rope_theta(&doc)?,
+    };
+    config.validate()?;
+    Ok(HfModel {
+        config,
+        bos: token_ids(&doc, "bos_token_id")?.first().copied(),
+        eos: token_ids(&doc, "eos_token_id")?,
+    })
+}
+
+/// One tensor as f32, whatever of f32, bf16 or f16 it was saved in.
+fn floats(view: &TensorView<'_>, name: &str) -> Result<Vec<f32>> {
+    let data = view.data();
+    let pairs = || {
+        data.chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+    };
+    Ok(match view.dtype() {
+        Dtype::F32 => data
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        Dtype::BF16 => pairs().map(|b| half::bf16::from_bits(b).to_f32()).collect(),
+        Dtype::F16 => pairs().map(|b| half::f16::from_bits(b).to_f32()).collect(),
+        other => {
+            return Err(Error::format(
+                WEIGHTS,
+                format!("tensor {name}"),
+                "f32, bf16 or f16",
+                format!("{other:?}"),
+            ));
+        }
+    })
+}
+
+/// Hugging Face's query (or key) rows back in llama2.c's order: row `j` of a head holds pair
+/// member `j / (head/2)` of pair `j % (head/2)`, and llama2.c wants pair `i`'s members at rows
+/// `2i` and `2i + 1`.
+fn unpermute(w: &[f32], heads: usize, head: usize, dim: usize) -> Vec<f32> {
+    let mut out = vec![0.0; w.len()];
+    let half = head / 2;
+    for h in 0..heads {
+        for t in 0..2 {
+            for i in 0..half {
+                let from = (h * head + t * half + i) * dim;
+                let to = (h * head + 2 * i + t) * dim;
+                out[to..to + dim].copy_from_slice(&w[from..from + dim]);
+            }
+        }
+    }
+    out
+}
+
+/// [`unpermute`]'s inverse: llama2.c's query (or key) rows in Hugging Face's order.
+fn permute(w: &[f32], heads: usize, head: usize, dim: usize) -> Vec<f32> {
+    let mut out = vec![0.0; w.len()];
+    let half = head / 2;
+    for h in 0..heads {
+        for t in 0..2 {
+            for i in 0..half {
+                let to = (h * head + t * half + i) * dim;
+                let from = (h * head + 2 * i + t) * dim;
+                out[to..to + dim].copy_from_slice(&w[from..from + dim]);
+            }
+        }
+    }
+    out
+}
+
+type Named<'a> = (String, Vec<usize>, std::borrow::Cow<'a, [f32]>);
+
+/// `config.json` of a Llama of `c`'s numbers, as Transformers writes it.
+fn config_json(c: &Config) -> Value {
+    serde_json::json!({
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": c.dim,
+        "intermediate_size": c.hidden_dim,
+        "num_hidden_layers": c.n_layers,
+        "num_attention_heads": c.n_heads,
+        "num_key_value_heads": c.n_kv_heads,
+        "head_dim": c.head_size(),
+        "vocab_size": c.vocab_size,
+        "max_position_embeddings": c.seq_len,
+        "tie_word_embeddings": c.shared_classifier,
+        "rms_norm_eps": c.norm_eps,
+        "rope_parameters": {"rope_theta": c.rope_theta, "rope_type": "default"},
+        "hidden_act": "silu",
+        "attention_bias": false,
+        "mlp_bias": false,
+        "bos_token_id": crate::tokenizer::BOS,
+        "eos_token_id": crate::tokenizer::EOS,
+        "dtype": "float32",
+    })
+}
+
+/// `weights` as a Hugging Face folder's `config.json` and `model.safetensors` (f32), as
+/// Transformers writes a `LlamaForCausalLM`; [`load`] reads them back to the same weights.
+pub fn save(weights: &Weights) -> Result<(String, Vec<u8>)> {
+    let c = weights.config;
+    let config = config_json(&c);
+    let (d, hs) = (c.dim, c.head_size());
+    let mut tensors: Vec<Named<'_>> = Vec::new();
+    let mut put = |name: String, shape: Vec<usize>, data| tensors.push((name, shape, data));
+    put(
+        "model.embed_tokens.weight".into(),
+        vec![c.vocab_size, d],
+        (&weights.tok_embeddings[..]).into(),
+    );
+    for (l, w) in weights.layers.iter().enumerate() {
+        let p = format!("model.layers.{l}");
+        let (kv, h) = (c.kv_dim(), c.hidden_dim);
+        put(
+            format!("{p}.input_layernorm.weight"),
+            vec![d],
+            (&w.attention_norm[..]).into(),
+        );
+        put(
+            format!("{p}.self_attn.q_proj.weight"),
+            vec![d, d],
+            permute(&w.wq, c.n_heads, hs, d).into(),
+        );
+        put(
+            format!("{p}.self_attn.k_proj.weight"),
+            vec![kv, d],
+            permute(&w.wk, c.n_kv_heads, hs, d).into(),
+        );
+        put(
+            format!("{p}.self_attn.v_proj.weight"),
+            vec![kv, d],
+            (&w.wv[..]).into(),
+        );
+        put(
+            format!("{p}.self_attn.o_proj.weight"),
+            vec![d, d],
+            (&w.wo[..]).into(),
+        );
+        put(
+            format!("{p}.post_attention_layernorm.weight"),
+            vec![d],
+            (&w.ffn_norm[..]).into(),
+        );
+        put(
+            format!("{p}.mlp.gate_proj.weight"),
+            vec![h, d],
+            (&w.w1[..]).into(),
+        );
+        put(
+            format!("{p}.mlp.down_proj.weight"),
+            vec![d, h],
+            (&w.w2[..]).into(),
+        );
+        put(
+            format!("{p}.mlp.up_proj.weight"),
+            vec![h, d],
+            (&w.w3[..]).into(),
+        );
+    }
+    put(
+        "model.norm.weight".into(),
+        vec![d],
+        (&weights.norm[..]).into(),
+    );
+    if let Some(o) = &weights.output {
+        put(
+            "lm_head.weight".into(),
+            vec![c.vocab_size, d],
+            (&o[..]).into(),
+        );
+    }
+    let refs: Vec<(String, Vec<usize>, &[f32])> = tensors
+        .iter()
+        .map(|(n, s, d)| (n.clone(), s.clone(), &d[..]))
+        .collect();
+    let meta = std::collections::HashMap::from([("format".to_string(), "pt".to_string())]);
+    let bytes = crate::checkpoint::save_tensors(&refs, meta)?;
+    Ok((config.to_string(), bytes))
+}
+
+/// The weights of the folder whose `config.json` is `config_json` and whose `model.safetensors`
+/// is `safetensors`: every tensor the config asks for, with its shape; no other tensor.
+pub fn load(config_json: &[u8], safetensors: &[u8]) -> Result<(Weights, HfModel)> {
+    let model = config(config_json)?;
+    let c = model.config;
+    let st = SafeTensors::deserialize(safetensors)
+        .map_err(|e| Error::format(WEIGHTS, "header", "a valid safetensors file", e))?;
+    let mut r = Reader {
+        st: &st,
+        used: std::collections::HashSet::new(),
+    };
+    let layers = (0..c.n_layers)
+        .map(|l| r.layer(&c, l))
+        .collect::<Result<Vec<_>>>()?;
+    let (v, d) = (c.vocab_size, c.dim);
+    let tok_embeddings = r.take("model.embed_tokens.weight".into(), [v, d])?;
+    let norm = r.take("model.norm.weight".into(), [d, 0])?;
+    let output = if c.shared_classifier {
+        // Transformers leaves a tied head out of the file; one written anyway is the same matrix.
+        r.used.insert("lm_head.weight".into());
+        None
+    } else {
+        Some(r.take("lm_head.weight".into(), [v, d])?)
+    };
+    r.nothing_else()?;
+    let weights = Weights {
+        config: c,
+        tok_embeddings,
+        layers,
+        norm,
+        output,
+    };
+    Ok((weights, model))
+}
+
+/// The tensors of a file as [`load`] takes them, remembering which it took.
+struct Reader<'a> {
+    st: &'a SafeTensors<'a>,
+    used: std::collections::HashSet<String>,
+}
+
+impl Reader<'_> {
+    /// Tensor `name` as f32, of `shape` (`[n, 0]` for a vector).
+    fn take(&mut self, name: String, shape: [usize; 2]) -> Result<Vec<f32>> {
+        let view = self
+            .st
+            .tensor(&name)
+            .map_err(|_| Error::format(WEIGHTS, format!("tensor {name}"), "present", "missing"))?;
+        let want: Vec<usize> = shape.iter().copied().filter(|&n| n > 0).collect();
+        if view.shape() != want.as_slice() {
+            return Err(Error::format(
+                WEIGHTS,
+                format!("tensor {name}"),
+                format!("shape {want:?} (config.json's numbers)"),
+                format!("{:?}", view.shape()),
+            ));
+        }
+        let out = floats(&view, &name)?;
+        self.used.insert(name);
+        Ok(out)
+    }
+
+    /// Block `l`, its query and key rows in llama2.c's order.
+    fn layer(&mut self, c: &Config, l: usize) -> Result<LayerWeights> {
+        let (d, h, kv, hs) = (c.dim, c.hidden_dim, c.kv_dim(), c.head_size());
+        let p = format!("model.layers.{l}");
+        let wq = self.take(format!("{p}.self_attn.q_proj.weight"), [d, d])?;
+        let wk = self.take(format!("{p}.self_attn.k_proj.weight"), [kv, d])?;
+        Ok(LayerWeights {
+            attention_norm: self.take(format!("{p}.input_layernorm.weight"), [d, 0])?,
+            wq: unpermute(&wq, c.n_heads, hs, d),
+            wk: unpermute(&wk, c.n_kv_heads, hs, d),
+            wv: self.take(format!("{p}.self_attn.v_proj.weight"), [kv, d])?,
+            wo: self.take(format!("{p}.self_attn.o_proj.weight"), [d, d])?,
+            ffn_norm: self.take(format!("{p}.post_attention_layernorm.weight"), [d, 0])?,
+            w1: self.take(format!("{p}.mlp.gate_proj.weight"), [h, d])?,
+            w2: self.take(format!("{p}.mlp.down_proj.weight"), [d, h])?,
+            w3: self.take(format!("{p}.mlp.up_proj.weight"), [h, d])?,
+        })
+    }
+
+    /// Refuses a file with tensors besides a Llama's (an adapter's, another architecture's).
+    fn nothing_else(&self) -> Result<()> {
+        let mut extra: Vec<&str> = self
+            .st
+            .names()
+            .into_iter()
+            .filter(|n| !self.used.contains(*n) && !n.ends_with(".rotary_emb.inv_freq"))
+            .collect();
+        extra.sort_unstable();
+        let Some(first) = extra.first() else {
+            return Ok(());
+        };
+        let hint = if first.contains("lora_") {
+            " (a PEFT adapter's tensors: open the merged model, `output.merge_adapter = true`)"
+        } else {
+            ""
+        };
+        Err(Error::format(
+            WEIGHTS,
+            format!("tensor {first}"),
+            format!("only a Llama's tensors{hint}"),
+            format!("{} tensors more", extra.len()),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_query_rows_go_back_to_llama2cs_pairs() {
+        // One head of 4 with 1 input: HF rows [p0.a, p1.a, p0.b, p1.b] → [p0.a, p0.b, p1.a, p1.b].
+        assert_eq!(
+            unpermute(&[0.0, 1.0, 2.0, 3.0], 1, 4, 1),
+            vec![0.0, 2.0, 1.0, 3.0]
+        );
+        // Two heads: each permuted on its own.
+        let w: Vec<f32> = (0..8).map(|x| x as f32).collect();
+        assert_eq!(
+            unpermute(&w, 2, 4, 1),
+            vec![0.0, 2.0, 1.0, 3.0, 4.0, 6.0, 5.0, 7.0]
+        );
+    }
+
+    #[test]
+    fn a_saved_folder_loads_back_to_the_same_weights() {
+        for shared_classifier in [true, false] {
+            let config = Config {
+                n_layers: 2,
+                shared_classifier,
+                norm_eps: 1e-6,
+                ..Config::stories260k()
+            };
+            let weights = Weights::random(config, 3).expect("random weights");
+            let (json, bytes) = save(&weights).expect("saved");
+            let (back, model) = load(json.as_bytes(), &bytes).expect("loaded");
+            assert_eq!(back, weights);
+            assert_eq!((model.bos, model.eos), (Some(1), vec![2]));
+        }
+    }
+
+    fn llama(extra: &str) -> String {
+        format!(
+            r#"{{"model_type": "llama", "hidden_size": 64, "intermediate_size": 172,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "vocab_size": 512, "max_position_embeddings": 64, "tie_word_embeddings": true,
+            "rms_norm_eps": 1e-06, "bos_token_id": 1, "eos_token_id": [2, 7]{extra}}}"#
+        )
+    }
+
+    #[test]
+    fn a_transformers_llama_config_reads_as_its_numbers() {
+        let m = config(
+            llama(r#", "rope_parameters": {"rope_theta": 500000.0, "rope_type": "default"}"#)
+                .as_bytes(),
+        )
+        .expect("a Llama config");
+        assert_eq!(
+            (m.config.dim, m.config.n_kv_heads, m.config.seq_len),
+            (64, 2, 64)
+        );
+        assert!(m.config.shared_classifier);
+        assert_eq!((m.config.norm_eps, m.config.rope_theta), (1e-6, 500000.0));
+        assert_eq!((m.bos, m.eos), (Some(1), vec![2, 7]));
+        assert_eq!(
+            config(llama("").as_bytes())
+                .expect("older")
+                .config
+                .rope_theta,
+            10000.0
+        );
+    }
+
+    #[test]
+    fn what_the_playground_cannot_run_is_refused_by_its_key() {
+        for (extra, key) in [
+            (r#", "attention_bias": true"#, "attention_bias"),
+            (r#", "hidden_act": "gelu""#, "hidden_act"),
+            (
+                r#", "rope_scaling": {"rope_type": "yarn", "factor": 4.0}"#,
+                "rope_scaling.rope_type",
+            ),
+            (r#", "head_dim": 32"#, "head_dim"),
+            (
+                r#", "quantization_config": {"bits": 4}"#,
+                "quantization_config",
+            ),
+        ] {
+            let e = config(llama(extra).as_bytes())
+                .expect_err(extra)
+                .to_string();
+            assert!(e.contains(key), "{extra}: {e}");
+        }
+        let qwen = llama("").replace("\"llama\"", "\"qwen2\"");
+        assert!(
+            config(qwen.as_bytes())
+                .expect_err("qwen")
+                .to_string()
+                .contains("model_type")
+        );
+        let short = llama("").replace("\"hidden_size\": 64,", "");
+        assert!(
+            config(short.as_bytes())
+                .expect_err("missing")
+                .to_string()
+                .contains("hidden_size")
+        );
+    }
+}
