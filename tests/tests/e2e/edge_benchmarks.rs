@@ -2,19 +2,23 @@
 //! task folder (an lm-evaluation-harness YAML over local JSONL, as an operator keeps them), on
 //! data the test makes so that training teaches what the task asks. The base model is scored
 //! when training starts and the trained one at the end; the trained one must do better, and the
-//! scores reach `onramp results`, `onramp compare` and an experiment's link, read by a stranger.
+//! scores reach `onramp results`, `onramp compare`, the job page in headless Chromium and an
+//! experiment's link, read by a stranger.
 //!
 //! Needs the built stack, `../shared` and the trainer's environment (`ONRAMP_PYTHON`, which
 //! `cargo xtask test` sets): ignored in a plain `cargo test`.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
+use crate::app_support::{WAIT, submit_auth, text_content};
 use onramp_tests::api::{Client, unique_email};
 use onramp_tests::cli::onramp;
 use onramp_tests::stack::{Stack, StackExtras, StackOptions, random_hex};
+use onramp_tests::webdriver::Browser;
 use std::path::Path;
 use std::time::Duration;
 
 const TASK: &str = "onramp_sky";
+const PASSWORD: &str = "correct horse battery";
 /// What the job teaches, one line of its corpus.
 const FACT: &str = "The sky is blue.";
 
@@ -141,6 +145,46 @@ fn scores_shown(stack: &Stack, u: &Client, id: &str) -> serde_json::Value {
     r["benchmarks"].clone()
 }
 
+/// The job page, signed in in headless Chromium: the benchmarks table holds the task's rows,
+/// base against trained as `onramp results` gave them, the accuracy marked better.
+fn seen_on_the_job_page(stack: &Stack, email: &str, id: &str, rows: &serde_json::Value) {
+    let browser = Browser::start(Some("en")).expect("chromium starts");
+    browser.goto(&format!("{}/account", stack.url)).unwrap();
+    browser
+        .wait_for("[data-testid=auth-form][data-mode=login]", WAIT)
+        .unwrap();
+    submit_auth(&browser, email, PASSWORD);
+    browser.wait_for("[data-testid=balance]", WAIT).unwrap();
+    browser.goto(&format!("{}/jobs/{id}", stack.url)).unwrap();
+    let acc = format!("[data-testid=run-benchmarks] [data-task={TASK}][data-metric=acc]");
+    browser
+        .wait_for(&acc, WAIT)
+        .unwrap_or_else(|e| panic!("{e}: {}", text_content(&browser, "[data-testid=page-job]")));
+    for metric in ["acc", "perplexity"] {
+        let row = format!("[data-testid=run-benchmarks] [data-task={TASK}][data-metric={metric}]");
+        let want = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["task"] == TASK && r["metric"] == metric)
+            .unwrap();
+        for (cell, key) in [("result-base", "base"), ("result-trained", "trained")] {
+            assert_eq!(
+                text_content(&browser, &format!("{row} [data-testid={cell}]")),
+                api::results::show_measure(want[key].as_f64()),
+                "{metric} {key} on the page against `onramp results`"
+            );
+        }
+    }
+    let better = browser
+        .execute(
+            "return document.querySelector(arguments[0]).dataset.better;",
+            serde_json::json!([format!("{acc} [data-testid=result-change]")]),
+        )
+        .unwrap();
+    assert_eq!(better, "better", "the trained accuracy is marked better");
+}
+
 /// An experiment of the job: a stranger with its link reads the same scores.
 fn shared(stack: &Stack, u: &Client, job: &serde_json::Value, rows: &serde_json::Value) {
     let saved = u.post(
@@ -172,7 +216,8 @@ fn a_benchmark_of_the_runners_task_folder_is_scored_before_and_after_and_shared(
     )
     .expect("stack starts");
     task_folder(&stack.eval_tasks());
-    let u = stack.signup(&unique_email("bench"), "correct horse battery");
+    let email = unique_email("bench");
+    let u = stack.signup(&email, PASSWORD);
     let dataset = uploaded(&stack, &u);
 
     // A task the cluster does not have: refused by the job before it trains.
@@ -187,6 +232,7 @@ fn a_benchmark_of_the_runners_task_folder_is_scored_before_and_after_and_shared(
     let log = u.get(&format!("/api/jobs/{id}/logs")).json["text"].to_string();
     assert_eq!(job["state"], "succeeded", "{job}\n{log}");
     let rows = scores_shown(&stack, &u, &id);
+    seen_on_the_job_page(&stack, &email, &id, &rows);
 
     // Side by side with the job that was refused, which has no results.
     let cmp = onramp(&stack, &u, &["compare", &id, &missing]);
