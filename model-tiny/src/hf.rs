@@ -201,17 +201,18 @@ fn floats(view: &TensorView<'_>, name: &str) -> Result<Vec<f32>> {
     })
 }
 
-/// Hugging Face's query (or key) rows back in llama2.c's order: row `j` of a head holds pair
-/// member `j / (head/2)` of pair `j % (head/2)`, and llama2.c wants pair `i`'s members at rows
-/// `2i` and `2i + 1`.
-fn unpermute(w: &[f32], heads: usize, head: usize, dim: usize) -> Vec<f32> {
+/// Query (or key) rows between the two RoPE orders. In Hugging Face's, row `t·head/2 + i` of a
+/// head holds member `t` of pair `i`; llama2.c wants pair `i`'s members at rows `2i` and `2i+1`.
+/// `to_llama2c` reads Hugging Face's order and writes llama2.c's; otherwise the reverse.
+fn reorder(w: &[f32], heads: usize, head: usize, dim: usize, to_llama2c: bool) -> Vec<f32> {
     let mut out = vec![0.0; w.len()];
     let half = head / 2;
     for h in 0..heads {
         for t in 0..2 {
             for i in 0..half {
-                let from = (h * head + t * half + i) * dim;
-                let to = (h * head + 2 * i + t) * dim;
+                let hf = (h * head + t * half + i) * dim;
+                let ours = (h * head + 2 * i + t) * dim;
+                let (from, to) = if to_llama2c { (hf, ours) } else { (ours, hf) };
                 out[to..to + dim].copy_from_slice(&w[from..from + dim]);
             }
         }
@@ -219,20 +220,14 @@ fn unpermute(w: &[f32], heads: usize, head: usize, dim: usize) -> Vec<f32> {
     out
 }
 
-/// [`unpermute`]'s inverse: llama2.c's query (or key) rows in Hugging Face's order.
+/// Hugging Face's query (or key) rows in llama2.c's order.
+fn unpermute(w: &[f32], heads: usize, head: usize, dim: usize) -> Vec<f32> {
+    reorder(w, heads, head, dim, true)
+}
+
+/// llama2.c's query (or key) rows in Hugging Face's order.
 fn permute(w: &[f32], heads: usize, head: usize, dim: usize) -> Vec<f32> {
-    let mut out = vec![0.0; w.len()];
-    let half = head / 2;
-    for h in 0..heads {
-        for t in 0..2 {
-            for i in 0..half {
-                let to = (h * head + t * half + i) * dim;
-                let from = (h * head + 2 * i + t) * dim;
-                out[to..to + dim].copy_from_slice(&w[from..from + dim]);
-            }
-        }
-    }
-    out
+    reorder(w, heads, head, dim, false)
 }
 
 type Named<'a> = (String, Vec<usize>, std::borrow::Cow<'a, [f32]>);
