@@ -103,6 +103,9 @@ pub struct Slurm {
     pub gpus: u32,
     /// Nodes, each with `gpus` GPUs.
     pub nodes: u32,
+    /// This machine's address as the nodes reach it: loopback for one node, the cluster
+    /// network's `10.x.y.1` for several (where a service the jobs call must listen).
+    pub host_ip: String,
     chroot: PathBuf,
     /// The run folder as the jobs see it (inside the chroot).
     run_inner: String,
@@ -145,6 +148,7 @@ impl Slurm {
         std::fs::create_dir_all(&host_run)
             .map_err(|e| format!("cannot create {}: {e}", host_run.display()))?;
         let (ctld, slurmd, rest) = (free_port()?, free_port()?, free_port()?);
+        let subnet = free_subnet()?;
         let mut cmd = Command::new("unshare");
         cmd.args([
             "-m",
@@ -160,7 +164,7 @@ impl Slurm {
         .args([ctld, slurmd, rest].map(|p| p.to_string()))
         .arg(gpus.to_string())
         .arg(nodes.max(1).to_string())
-        .arg(free_subnet()?)
+        .arg(&subnet)
         .arg(random_hex(6));
         for (host, inner) in binds {
             let inner = if inner.starts_with('/') {
@@ -181,6 +185,7 @@ impl Slurm {
             token: String::new(),
             gpus,
             nodes: nodes.max(1),
+            host_ip: launcher::host_address(nodes, &subnet),
             chroot,
             run_inner,
             launcher: Some(launcher),

@@ -25,6 +25,10 @@ pub struct StackOptions {
     pub with_runner: bool,
     /// The runner's binary: the debug build for tests, the release build for `cargo xtask dev`.
     pub runner_bin: PathBuf,
+    /// Where jobs reach the edge when that is not this machine's loopback (the nodes of a test
+    /// cluster, each in a network of its own): wrangler dev then listens on every address, and
+    /// `PUBLIC_URL`, which jobs report to, names this one. The tests still call loopback.
+    pub public_host: Option<String>,
 }
 
 /// The CPU cards the stack's runner declares in `BACKENDS` and is started with (`--cards`), so
@@ -42,6 +46,7 @@ impl StackOptions {
             admin_token: random_hex(16),
             with_runner: true,
             runner_bin: crate::paths::runner_bin(),
+            public_host: None,
         }
     }
 }
@@ -53,6 +58,15 @@ pub struct StackExtras {
     pub vars: Vec<(String, String)>,
     /// More entries for `BACKENDS` (e.g. a fake backend served by the test itself).
     pub extra_backends: Vec<serde_json::Value>,
+}
+
+/// Where wrangler dev listens, and the `PUBLIC_URL` jobs reach it at: loopback, or every address
+/// with `public_host` named (`StackOptions::public_host`).
+fn listen_and_public(public_host: Option<&str>, port: u16) -> (&'static str, String) {
+    match public_host {
+        Some(host) => ("0.0.0.0", format!("http://{host}:{port}")),
+        None => ("127.0.0.1", format!("http://127.0.0.1:{port}")),
+    }
 }
 
 /// The key that signs this stack's email verification links: made once per state folder, so the
@@ -190,12 +204,13 @@ impl Stack {
             None => free_port()?,
         };
         stack.url = format!("http://127.0.0.1:{port}");
+        let (listen, public_url) = listen_and_public(opts.public_host.as_deref(), port);
         let mut cmd = wrangler(&opts.state_dir);
         cmd.args([
             "dev",
             "--local",
             "--ip",
-            "127.0.0.1",
+            listen,
             "--port",
             &port.to_string(),
         ])
@@ -214,7 +229,7 @@ impl Stack {
             &format!("BACKENDS:{}", serde_json::Value::Array(backends)),
         ])
         .args(["--var", &format!("ADMIN_TOKEN:{}", opts.admin_token)])
-        .args(["--var", &format!("PUBLIC_URL:{}", stack.url)])
+        .args(["--var", &format!("PUBLIC_URL:{public_url}")])
         .args([
             "--var",
             &format!("EMAIL_LINK_KEY:{}", email_link_key(&opts.state_dir)?),

@@ -49,7 +49,14 @@ def test_sigterm_saves_a_checkpoint_and_the_restart_goes_on_from_it(tmp_path, mo
     again = run_trainer(job, text, models=models_dir)
     assert again.rc == 0, again.stderr[-3000:]
     assert f"resuming from out/checkpoint-{at}" in again.stderr
-    resumed, reference = again.train_losses(), whole.train_losses()
+    # First, the lines the stopped run printed, sent again as they were (had its node died, the
+    # last of them might never have reached the edge); then the steps after the stop.
+    lines = metrics_of(again.stdout)
+    replayed = [m for m in lines if m["step"] <= at]
+    assert replayed == metrics_of("".join(seen)) == lines[: len(replayed)]
+    assert f"sent again the {len(replayed)} metrics lines" in again.stderr
+    resumed = {m["step"]: m["loss"] for m in lines[len(replayed) :] if "val_loss" not in m}
+    reference = whole.train_losses()
     assert min(resumed) == at + 1
     for s in range(at + 1, steps + 1):
         assert resumed[s] == pytest.approx(reference[s], rel=1e-3, abs=1e-4), s
@@ -69,3 +76,26 @@ def test_a_checkpoint_whose_save_was_cut_off_is_passed_over(tmp_path):
     assert last_checkpoint(out, said.append) == str(out / "checkpoint-8")
     assert said == [f"passed over {out / 'checkpoint-12'}: its save did not finish"]
     assert last_checkpoint(tmp_path / "none", said.append) is None
+
+
+def test_only_a_checkpoint_of_this_jobs_folder_is_replayed(tmp_path, monkeypatch):
+    """A checkpoint copied from another job (`resume_from`) holds that job's lines: none is sent
+    for this job. This job's own is sent again, line for line."""
+    import io
+    import json
+
+    from onramp_train.metrics import REPLAY_FILE, MetricsLines
+
+    ckpt = tmp_path / "out" / "checkpoint-4"
+    ckpt.mkdir(parents=True)
+    lines = [{"step": s, "loss": 1.0 / s, "elapsed_s": 0.1 * s} for s in range(1, 5)]
+    monkeypatch.delenv("ONRAMP_REPORT_URL", raising=False)
+    for folder, sent in [(tmp_path / "earlier-job", 0), (tmp_path, 4)]:
+        doc = {"folder": str(folder.resolve()), "lines": lines}
+        (ckpt / REPLAY_FILE).write_text(json.dumps(doc), encoding="utf-8")
+        monkeypatch.chdir(tmp_path)
+        out = io.StringIO()
+        assert MetricsLines(out).replay(ckpt) == sent
+        assert [json.loads(x) for x in out.getvalue().splitlines()] == lines[:sent]
+    (ckpt / REPLAY_FILE).write_text("{not json", encoding="utf-8")
+    assert MetricsLines(io.StringIO()).replay(ckpt) == 0

@@ -47,6 +47,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         admin_token,
         with_runner: true,
         runner_bin,
+        public_host: None,
     })?;
     println!(
         "\n  Onramp is running on {}\n  (Ctrl-C stops everything)\n",

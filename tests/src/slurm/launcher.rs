@@ -165,6 +165,16 @@ pub(super) fn free_subnet() -> Result<String, String> {
     Err("no free 10.x.y network for the cluster".into())
 }
 
+/// This machine's address as a cluster's nodes reach it: loopback when the one node shares its
+/// network, else the cluster network's first address (slurmctld's, see [`LAUNCHER`]).
+pub(super) fn host_address(nodes: u32, subnet: &str) -> String {
+    if nodes > 1 {
+        format!("{subnet}.1")
+    } else {
+        "127.0.0.1".into()
+    }
+}
+
 /// Kills every process `doomed` picks, again until none is left (one killed may have started
 /// another meanwhile), three rounds at most.
 pub(super) fn kill_all(doomed: impl Fn(u32) -> bool) {

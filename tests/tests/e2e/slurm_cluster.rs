@@ -5,11 +5,11 @@
 //!   (`torchrun --standalone` on one node), not a shared 29500;
 //! - a job requeued mid-run (`scontrol requeue`) saves a checkpoint on Slurm's SIGTERM and its
 //!   second attempt resumes there, ending with the losses of a run never stopped;
-//! - a job whose node dies (every process on it killed) is requeued by Slurm onto the other node,
-//!   resumes from the last checkpoint it saved on the shared storage and ends; the node comes back;
 //! - one job across two nodes (each a network namespace with its own address and hostname)
 //!   starts through c10d rendezvous on its first node and trains exactly as the same spec does
 //!   on one node with two ranks.
+//!
+//! A job whose node dies is tested through the edge, which bills it (`slurm_edge/node_death.rs`).
 //!
 //! Needs root, the Slurm chroot, the trainer's environment (`ONRAMP_PYTHON`) and `../shared`:
 //! ignored in a plain `cargo test`, run by `cargo xtask test`.
@@ -215,6 +215,10 @@ fn requeued_mid_run_resumes_at_its_checkpoint(jobs: &Jobs<'_>, reference: &[(u64
             && second.contains(&format!("/requeued/out/checkpoint-{stopped}\n")),
         "{second}"
     );
+    // The second attempt first sends the first's lines again (the trainer's replay of its
+    // checkpoint), then goes on from the step after it.
+    let (again, after): (Vec<_>, Vec<_>) = after.into_iter().partition(|p| p.0 <= stopped);
+    assert_same_losses(&reference[..stopped as usize], &again);
     assert_eq!(after.first().map(|p| p.0), Some(stopped + 1), "{second}");
     let rest = &reference[stopped as usize..];
     assert_same_losses(rest, &after);
@@ -278,50 +282,4 @@ fn multi_rank_jobs_share_a_node_and_span_two() {
     let log = jobs.log(id);
     assert!(log.contains("2 rank(s)"), "{log}");
     assert_same_losses(&a, &across);
-}
-
-#[test]
-#[ignore = "needs root, the Slurm chroot, the trainer's environment and ../shared: run through `cargo xtask test`"]
-fn a_job_whose_node_dies_runs_again_on_the_other_from_its_checkpoint() {
-    let two = cluster(2, 1);
-    let jobs = Jobs::new(&two);
-    let toml = onramp_tests::specs::lora_cpu("node-dies", "slurm")
-        .replace("card = \"cpu\"", "card = \"a100-80g\"")
-        .replace("steps = 12", "steps = 24")
-        + "[checkpoint]\nevery_steps = 4\n";
-    let (v, diags) = jobspec::validate_toml(&toml);
-    let v = v.unwrap_or_else(|| panic!("{diags:?}"));
-    let id = jobs.submit(&v, "node-dies");
-    let attempt = |n: u32| jobs.attempt(id, n).unwrap_or_default();
-    onramp_tests::wait::until("the job's step 5", Duration::from_secs(300), || {
-        Ok(attempt(0).contains("{\"step\": 5,").then_some(()))
-    })
-    .unwrap_or_else(|e| panic!("{e}\n{}", jobs.log(id)));
-    let (_, job) = two.request("GET", &V.job_path(id), None);
-    let node = match job.pointer("/jobs/0/nodes").and_then(|n| n.as_str()) {
-        Some("onramp0") => 0,
-        Some("onramp1") => 1,
-        other => panic!("the job runs on {other:?}: {job}"),
-    };
-    two.kill_node(node).unwrap();
-    // Slurm finds the node gone, requeues the job and runs it on the other node, where the
-    // trainer resumes from the last checkpoint it saved on the shared storage.
-    jobs.release_requeued(id);
-    let after = jobs.losses_from(id, 1);
-    let (_, job) = two.request("GET", &V.job_path(id), None);
-    let other = format!("onramp{}", 1 - node);
-    assert_eq!(job.pointer("/jobs/0/nodes"), Some(&other.into()), "{job}");
-    let second = attempt(1);
-    // The newest checkpoint the first attempt saved (every 4 steps) before its node died.
-    let from = second
-        .lines()
-        .find_map(|l| l.split("/node-dies/out/checkpoint-").nth(1))
-        .and_then(|n| n.trim().parse::<u64>().ok())
-        .unwrap_or_else(|| panic!("the second attempt did not resume: {second}"));
-    assert!(from >= 4 && from % 4 == 0, "{second}");
-    assert_eq!(after.first().map(|p| p.0), Some(from + 1), "{second}");
-    assert_eq!(after.last().map(|p| p.0), Some(24), "{second}");
-    // The node comes back and Slurm takes it into service again.
-    two.restart_node(node).unwrap();
-    two.wait_idle().unwrap();
 }

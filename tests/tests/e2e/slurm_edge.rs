@@ -15,7 +15,7 @@
 //! - a `lora` job runs onramp-train through the generated sbatch script (the backend names the
 //!   trainer's Python in `ONRAMP_PYTHON`), reports its metrics and settles;
 //! - a job requeued mid-run is `requeued`, runs again from its checkpoint and is billed for both
-//!   attempts (`requeue.rs`).
+//!   attempts (`requeue.rs`); so is one whose node dies (`node_death.rs`, on two nodes).
 //!
 //! Needs root, the Slurm chroot (`cargo xtask setup`), the built stack and `../shared`: ignored
 //! in a plain `cargo test`, run by `cargo xtask test`.
@@ -29,8 +29,8 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 mod across;
+mod node_death;
 mod requeue;
-
 const GRANT: i64 = 100_000;
 
 struct World {

@@ -13,8 +13,12 @@ import os
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 from transformers import TrainerCallback
+
+#: The metrics lines a checkpoint holds (`replay`), beside the Trainer's own files.
+REPLAY_FILE = "onramp-metrics.json"
 
 
 class MetricsLines(TrainerCallback):
@@ -25,6 +29,44 @@ class MetricsLines(TrainerCallback):
         self.last_time = self.start
         self.last_tokens = 0
         self.last_line: dict[str, object] | None = None
+        # Every line printed, for the checkpoints.
+        self.lines: list[dict[str, object]] = []
+
+    def on_save(self, args, state, control, **kwargs):
+        """Keeps the lines printed so far in the checkpoint just saved, with the job's folder."""
+        if not state.is_world_process_zero:
+            return
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if folder.is_dir():
+            doc = {"folder": str(Path.cwd().resolve()), "lines": self.lines}
+            (folder / REPLAY_FILE).write_text(json.dumps(doc), encoding="utf-8")
+
+    def replay(self, checkpoint: str | Path) -> int:
+        """Prints and reports again the lines the checkpoint holds, when this job saved it: an
+        attempt that resumes after its node died (or its runner) sends what the last one may have
+        printed but never got to the edge, which keeps the first point it got of each step. A
+        checkpoint copied from another job (`resume_from`) recorded that job's folder, and its
+        lines are that job's: none is sent. Rank 0 only. The number of lines sent."""
+        if int(os.environ.get("RANK", "0")) != 0:
+            return 0
+        path = Path(checkpoint) / REPLAY_FILE
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return 0
+        if not isinstance(doc, dict) or doc.get("folder") != str(Path.cwd().resolve()):
+            return 0
+        lines = [line for line in doc.get("lines", []) if isinstance(line, dict)]
+        for line in lines:
+            print(json.dumps(line), file=self.out, flush=True)
+            self.reporter.send(line)
+        self.lines = lines
+        if lines:
+            print(
+                f"onramp-train: sent again the {len(lines)} metrics lines of {path.parent}",
+                file=sys.stderr,
+            )
+        return len(lines)
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.start = time.monotonic()
@@ -46,6 +88,7 @@ class MetricsLines(TrainerCallback):
             return
         print(json.dumps(line), file=self.out, flush=True)
         self.reporter.send(line)
+        self.lines.append(line)
 
     def _train_line(self, state, logs, now) -> dict[str, object]:
         line: dict[str, object] = {"step": state.global_step, "loss": float(logs["loss"])}

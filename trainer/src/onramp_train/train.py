@@ -374,7 +374,7 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
     synced = bool(ds) and plan.zero_stage == 3 and plan.world_size > 1
     max_new = plan.eval.max_new_tokens
     baseline = evaluate.Baseline(out, tok, prompt_list, plan, synced)
-    stopper = StopOnSignal()
+    stopper, lines = StopOnSignal(), MetricsLines()
     trainer = Trainer(
         **extra,
         model=model,
@@ -386,7 +386,7 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
         compute_metrics=evaluate.token_accuracy if eval_set is not None else None,
         preprocess_logits_for_metrics=evaluate.argmax_logits if eval_set is not None else None,
         callbacks=[
-            MetricsLines(),
+            lines,
             SaveEveryMinutes(plan.save_every_minutes),
             baseline,
             OptimizerLine(),
@@ -394,11 +394,11 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
         ],
     )
     baseline.trainer = trainer
-    # The metrics lines replace the Trainer's own printed dicts.
-    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(PrinterCallback)  # the metrics lines replace its printed dicts
     last = last_checkpoint(out, say) if plan.resume else None
     if last:
         say(f"resuming from {last}")
+        lines.replay(last)
     try:
         result = trainer.train(resume_from_checkpoint=last)
         if stopper.stopped_at is not None:

@@ -23,7 +23,7 @@ fn spec() -> String {
 }
 
 /// Slurm's id of the edge's job `id` (Slurm names it `<spec name>-<job id>`).
-fn slurm_id(w: &World, id: &str) -> u64 {
+pub(super) fn slurm_id(w: &World, id: &str) -> u64 {
     let (_, jobs) = w.slurm.request("GET", &ApiVersion::V0040.jobs_path(), None);
     let suffix = format!("-{}", jobspec::launch::safe_name(id));
     jobs["jobs"]
@@ -35,7 +35,7 @@ fn slurm_id(w: &World, id: &str) -> u64 {
         .unwrap_or_else(|| panic!("Slurm has no job named *{suffix}: {jobs}"))
 }
 
-fn ms(t: &Value) -> i64 {
+pub(super) fn ms(t: &Value) -> i64 {
     t.as_str()
         .and_then(api::time::parse_rfc3339_ms)
         .unwrap_or_else(|| panic!("not a time: {t}"))
@@ -132,12 +132,13 @@ fn lowered_limit(w: &World, sid: &str) -> u64 {
 
 /// Billed for both attempts: at least the first attempt's time plus the second's (from its
 /// start as the edge recorded it to the end Slurm gave; a second either way for the clocks).
-fn billed_for_both(u: &Client, job: &Value, hold: i64, first_ms: i64) {
+pub(super) fn billed_for_both(u: &Client, job: &Value, hold: i64, first_ms: i64) {
     let second = &job["attempts"][1];
     let charged = job["charged_fen"].as_i64().unwrap();
     let second_ms = ms(&job["ended_at"]) - ms(&second["started_at"]);
-    let both = capture_fen(hold, 1000, 2, first_ms + second_ms - 2000);
-    let last_only = capture_fen(hold, 1000, 2, second_ms + 2000);
+    let cards = u32::try_from(job["cards"].as_u64().unwrap()).unwrap();
+    let both = capture_fen(hold, 1000, cards, first_ms + second_ms - 2000);
+    let last_only = capture_fen(hold, 1000, cards, second_ms + 2000);
     assert!(
         charged >= both && charged > last_only && charged <= hold,
         "charged {charged} fen; both attempts {both}, the last alone {last_only}: {job}"
