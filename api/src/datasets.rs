@@ -131,6 +131,25 @@ pub const TOKENIZER_FILES: &[&str] = &[
     "special_tokens_map.json",
     "chat_template.jinja",
 ];
+/// The id under which the edge keeps the tokenizer of a model of numbers (a custom `[model]`
+/// architecture) of vocabulary `vocab`: `tok<vocab>`, as onramp-train names the SentencePiece
+/// model it trains such a model with (`ONRAMP_MODELS/tok<vocab>.model`). The operator exports it
+/// with `python -m onramp_train.export_tokenizer VOCAB OUT` and stores it like a catalogue
+/// model's.
+pub fn vocab_tokenizer_id(vocab: u32) -> String {
+    format!("tok{vocab}")
+}
+
+/// The vocabulary a [`vocab_tokenizer_id`] names (`tok512`, in any case), if `id` is one: `tok`
+/// then a number from 1 without leading zeros, so that each vocabulary has one id.
+pub fn vocab_of_tokenizer_id(id: &str) -> Option<u32> {
+    let digits = id.get(..3)?.eq_ignore_ascii_case("tok").then(|| &id[3..])?;
+    if digits.is_empty() || digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 /// The largest tokenizer file the edge keeps: the catalogue's largest `tokenizer.json` (a
 /// 150K-token vocabulary) is under 12 MB.
 pub const MAX_TOKENIZER_FILE_BYTES: u64 = 32 << 20;
@@ -149,6 +168,19 @@ pub struct TokenizerFileStored {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_model_of_numbers_tokenizer_has_one_id_per_vocabulary() {
+        assert_eq!(vocab_tokenizer_id(512), "tok512");
+        assert_eq!(vocab_of_tokenizer_id("tok512"), Some(512));
+        assert_eq!(vocab_of_tokenizer_id("TOK32000"), Some(32000));
+        for not in [
+            "tok", "tok0", "tok0512", "tok-1", "tok+1", "tok 1", "tok1x", "to512", "tök1",
+        ] {
+            assert_eq!(vocab_of_tokenizer_id(not), None, "{not}");
+        }
+        assert_eq!(vocab_of_tokenizer_id("tok99999999999"), None);
+    }
 
     #[test]
     fn ids_and_names() {

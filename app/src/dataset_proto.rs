@@ -1,6 +1,7 @@
 //! The dataset check's messages between the Plan page and its Web Worker (`dataset_worker.rs`):
 //! the page posts `{file, seq_len, model}` (a `File` cannot travel as JSON; `model` the spec's
-//! catalogue model, whose tokenizer the worker counts with where the edge serves it), the worker
+//! catalogue model, or `tok<vocab>` for a model of numbers, whose tokenizer the worker counts
+//! with where the edge serves it), the worker
 //! answers in JSON text, as the model worker does.
 
 use serde::{Deserialize, Serialize};
@@ -10,8 +11,8 @@ use serde::{Deserialize, Serialize};
 /// inference worker, which the first page a newcomer opens loads.
 pub const DATASET_WORKER_URL: &str = "/datacheck.js";
 
-/// Where the worker fetches a file of a catalogue model's tokenizer (`api::datasets::
-/// TOKENIZER_FILES`), as the edge serves it.
+/// Where the worker fetches a file of a model's tokenizer (`api::datasets::TOKENIZER_FILES`), as
+/// the edge serves it.
 pub fn tokenizer_url(model: &str, name: &str) -> String {
     format!("/api/models/{model}/tokenizer/{name}")
 }

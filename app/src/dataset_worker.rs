@@ -53,7 +53,9 @@ pub fn start() {
 async fn counter(model: Option<String>) -> Box<dyn Counter> {
     let estimate = |why: String| -> Box<dyn Counter> { Box::new(Estimate { why }) };
     let Some(model) = model.filter(|m| !m.is_empty()) else {
-        return estimate("the spec names no catalogue model, so there is no tokenizer".into());
+        return estimate(
+            "the spec is not valid yet, so its model and tokenizer are not known".into(),
+        );
     };
     let files = match tokenizer_files(&model).await {
         Ok(Some(files)) => files,

@@ -10,23 +10,30 @@ use api::datasets::{MAX_TOKENIZER_FILE_BYTES, TOKENIZER_FILES};
 /// A tokenizer file a request names: the catalogue's model and one of [`TOKENIZER_FILES`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenizerFile {
-    /// The catalogue's id (a request may write it in another case).
-    pub model: &'static str,
+    /// The catalogue's id (a request may write it in another case), or `tok<vocab>` for the
+    /// tokenizer of a model of numbers (`api::datasets::vocab_tokenizer_id`).
+    pub model: String,
     pub name: &'static str,
 }
 
 impl TokenizerFile {
-    /// The file `name` of the model `model` names (its catalogue id in any case, or its Hugging
-    /// Face repo id with the `/` as `%2F`); 404 for a model or file there is none of.
+    /// The file `name` of the model `model` names (its catalogue id in any case, its Hugging
+    /// Face repo id with the `/` as `%2F`, or `tok<vocab>` for a model of numbers); 404 for a
+    /// model or file there is none of.
     pub fn named(model: &str, name: &str) -> Result<TokenizerFile, ApiError> {
         let model = model.replace("%2F", "/").replace("%2f", "/");
-        let entry = jobspec::catalog::model(&model)
-            .or_else(|| jobspec::catalog::model_by_repo(&model))
-            .ok_or_else(|| {
-                ApiError::not_found(format!(
-                    "no model {model:?} in the catalogue (`onramp models` lists them)"
-                ))
-            })?;
+        let id = match api::datasets::vocab_of_tokenizer_id(&model) {
+            Some(vocab) => api::datasets::vocab_tokenizer_id(vocab),
+            None => jobspec::catalog::model(&model)
+                .or_else(|| jobspec::catalog::model_by_repo(&model))
+                .map(|entry| entry.id.to_string())
+                .ok_or_else(|| {
+                    ApiError::not_found(format!(
+                        "no model {model:?} in the catalogue (`onramp models` lists them), and \
+                         not `tok<vocab>`, the tokenizer of a model of numbers"
+                    ))
+                })?,
+        };
         let name = TOKENIZER_FILES
             .iter()
             .find(|f| **f == name)
@@ -36,10 +43,7 @@ impl TokenizerFile {
                     TOKENIZER_FILES.join(", ")
                 ))
             })?;
-        Ok(TokenizerFile {
-            model: entry.id,
-            name,
-        })
+        Ok(TokenizerFile { model: id, name })
     }
 
     /// Where it lies in the bucket.
@@ -121,7 +125,15 @@ mod tests {
         let by_repo = TokenizerFile::named("Qwen%2FQwen2.5-7B", "chat_template.jinja").unwrap();
         assert_eq!(by_repo.key(), "tokenizers/qwen2.5-7b/chat_template.jinja");
         assert!(by_repo.content_type().starts_with("text/plain"));
+        // A model of numbers' tokenizer, by its vocabulary: one key for each.
+        let numbers = TokenizerFile::named("TOK512", "tokenizer_config.json").unwrap();
+        assert_eq!(numbers.key(), "tokenizers/tok512/tokenizer_config.json");
         for (model, name) in [
+            ("tok", "tokenizer.json"),
+            ("tok0512", "tokenizer.json"),
+            ("tok-1", "tokenizer.json"),
+            ("tok5x", "tokenizer.json"),
+            ("tok99999999999", "tokenizer.json"),
             ("no-such-model", "tokenizer.json"),
             ("qwen2.5-7b", "config.json"),
             ("qwen2.5-7b", "..%2Ftokenizer.json"),

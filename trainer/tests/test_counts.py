@@ -185,6 +185,67 @@ def test_the_shared_tokenizer_folder_counts_the_same(models_dir, tmp_path):
     )
 
 
+def train_sentencepiece(folder: Path, kind: str, vocab: int) -> Path:
+    """A SentencePiece model (`bpe` or `unigram`, with byte fallback) trained here on the
+    tests' sentences, as `tok<vocab>.model` in `folder`: what a model of numbers trains with."""
+    import sentencepiece as spm
+
+    folder.mkdir(parents=True, exist_ok=True)
+    corpus = folder / "corpus.txt"
+    rng = random.Random(f"spm-{kind}")
+    corpus.write_text("\n".join(sentence(rng) for _ in range(3000)), encoding="utf-8")
+    spm.SentencePieceTrainer.train(
+        input=str(corpus),
+        model_prefix=str(folder / f"tok{vocab}"),
+        model_type=kind,
+        vocab_size=vocab,
+        byte_fallback=True,
+        character_coverage=1.0,
+        minloglevel=2,
+    )
+    return folder / f"tok{vocab}.model"
+
+
+@pytest.mark.parametrize(("kind", "vocab"), [("bpe", 400), ("unigram", 300), ("shared", 512)])
+def test_a_model_of_numbers_tokenizer_exported_counts_as_the_trainer(
+    tmp_path, monkeypatch, kind, vocab
+):
+    """`python -m onramp_train.export_tokenizer` writes the files the edge serves for `tok<N>`:
+    the checker counts with them exactly what a model of numbers' job trains on (its tokenizer
+    found as a job finds it, the fallback layout)."""
+    from onramp_train import export_tokenizer
+    from onramp_train.models import _tokenizer_for_vocab
+
+    models = tmp_path / "models"
+    if kind == "shared":
+        from conftest import shared_dir
+
+        models.mkdir()
+        (models / "tok512.model").write_bytes((shared_dir() / "models/tok512.model").read_bytes())
+    else:
+        train_sentencepiece(models, kind, vocab)
+    monkeypatch.setenv("ONRAMP_MODELS", str(models))
+    monkeypatch.delenv("ONRAMP_TOKENIZER", raising=False)
+    out = tmp_path / f"tok{vocab}"
+    assert export_tokenizer.main([str(vocab), str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) >= sorted(export_tokenizer.FILES)
+    tok = _tokenizer_for_vocab(vocab)
+    tok.pad_token = tok.pad_token or tok.unk_token or tok.eos_token
+    tok.chat_template = tok.chat_template or chat_template_for(None)
+    rng = random.Random(kind)
+    for name, text in datasets(rng).items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        ex = data.Reader(tok, 96).read(path, path.read_bytes())
+        got = checker(path, out, 96, None)
+        assert got["exact"], got["counted_with"]
+        assert (got["examples"], got["tokens"]) == (
+            len(ex.items),
+            sum(len(i["input_ids"]) for i in ex.items),
+        ), name
+    assert export_tokenizer.main([str(vocab + 1), str(tmp_path / "none")]) == 1
+
+
 def test_counts_far_from_the_plan_are_a_warning(tmp_path):
     folder = train_tokenizer(tmp_path / "tok", "bpe", None)
     tok = trainer_tokenizer(folder, None)

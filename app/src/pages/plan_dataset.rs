@@ -94,11 +94,16 @@ fn start_worker(checker: Shared, state: RwSignal<Check>) -> Option<Worker> {
     Some(worker)
 }
 
-/// The catalogue model the spec names, whose tokenizer the check counts with.
+/// The model whose tokenizer the check counts with: the catalogue model the spec names, or for
+/// a model of numbers the tokenizer of its vocabulary (`tok<vocab>`), which onramp-train trains
+/// it with.
 fn model_of(plan: &Plan) -> Option<String> {
-    match &plan.valid.as_ref()?.spec().model {
+    let valid = plan.valid.as_ref()?;
+    match &valid.spec().model {
         jobspec::spec::ModelRef::Id(id) => Some(id.clone()),
-        jobspec::spec::ModelRef::Custom(_) => None,
+        jobspec::spec::ModelRef::Custom(_) => {
+            Some(api::datasets::vocab_tokenizer_id(valid.arch().vocab))
+        }
     }
 }
 

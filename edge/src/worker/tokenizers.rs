@@ -67,7 +67,7 @@ pub async fn put(
     })
     .await?;
     Ok(TokenizerFileStored {
-        model: file.model.to_string(),
+        model: file.model.clone(),
         name: file.name.to_string(),
         size,
         sha256,

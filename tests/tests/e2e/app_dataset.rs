@@ -301,7 +301,11 @@ fn cli_counts(file: &std::path::Path, folder: &std::path::Path, model: &str) -> 
 
 /// The operator stores the tokenizer in `folder` as `model`'s; anyone may read it back, by
 /// another case of the id too, and a file not stored is a 404.
-fn store_tokenizer(stack: &onramp_tests::stack::Stack, folder: &std::path::Path, model: &str) {
+pub(crate) fn store_tokenizer(
+    stack: &onramp_tests::stack::Stack,
+    folder: &std::path::Path,
+    model: &str,
+) {
     let admin = onramp_tests::api::Client::with_bearer(&stack.url, &stack.admin_token);
     for name in ["tokenizer.json", "tokenizer_config.json"] {
         let bytes = std::fs::read(folder.join(name)).unwrap();

@@ -48,6 +48,7 @@ fn merged_folder(dir: &Path, depth: usize) -> Option<PathBuf> {
 /// From the job page (artifacts listed): open the trained model in the playground, generate
 /// greedily, and compare with Transformers on the folder the runner's job wrote.
 pub fn trained_model_in_the_playground(stack: &Stack, browser: &Browser, job_id: &str) {
+    let opened = std::time::Instant::now();
     click(browser, "[data-testid=artifacts-playground]");
     browser
         .wait_for_text(
@@ -56,6 +57,7 @@ pub fn trained_model_in_the_playground(stack: &Stack, browser: &Browser, job_id:
             |t| t.contains(&job_id[..8]),
         )
         .unwrap_or_else(|e| panic!("{e}: {}", text_content(browser, "[data-testid=try]")));
+    let ready = opened.elapsed();
     let (prompt, steps) = ("First Citizen:", 40);
     set_value(browser, "[data-testid=try-prompt]", prompt);
     set_value(browser, "[data-testid=try-temperature]", "0");
@@ -65,6 +67,13 @@ pub fn trained_model_in_the_playground(stack: &Stack, browser: &Browser, job_id:
         .wait_for("[data-testid=try-tokens][data-done=finished]", WAIT)
         .expect("the trained model generates in the tab");
     let shown = text_content(browser, "[data-testid=try-output]");
+    // What a user waits, printed for the note (a figure, not a bound).
+    println!(
+        "playground: the job's merged model ready {} ms after its link was opened; first token {} \
+         after Generate",
+        ready.as_millis(),
+        text_content(browser, "[data-testid=try-ttft]")
+    );
 
     let folder = merged_folder(&stack.state_dir.join("runner"), 6)
         .unwrap_or_else(|| panic!("no merged/ folder under {}", stack.state_dir.display()));

@@ -177,7 +177,7 @@ fn artifacts_listed(browser: &Browser) {
 }
 
 /// Signs up in the app and verifies the email elsewhere: the trial credit arrives.
-fn sign_up_with_credit(stack: &Stack, browser: &Browser) {
+pub(crate) fn sign_up_with_credit(stack: &Stack, browser: &Browser) {
     browser.goto(&format!("{}/account", stack.url)).unwrap();
     click(browser, "[data-testid=auth-switch]");
     let email = unique_email("app-lora");

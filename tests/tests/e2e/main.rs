@@ -9,6 +9,7 @@ mod app_support;
 mod app_account;
 mod app_compare;
 mod app_dataset;
+mod app_dataset_train;
 mod app_job_notify;
 mod app_jobs;
 mod app_lang;
