@@ -99,6 +99,11 @@ impl<C: Counter> Checker<C> {
         )
     }
 
+    /// The format so far (set by the first usable record).
+    pub fn format(&self) -> Option<Format> {
+        self.report.format
+    }
+
     pub fn push(&mut self, chunk: &[u8]) {
         self.report.bytes += chunk.len() as u64;
         let mut units = std::mem::take(&mut self.units);

@@ -59,6 +59,84 @@ pub fn check_declaration(d: &NewDataset) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The largest first part the edge reads whole to re-check it (`recheck`): the app and the CLI
+/// send parts of 8 MiB; a larger first part goes to R2 unread.
+pub const RECHECK_BYTES: u64 = 16 << 20;
+
+/// What a client declared of a file, which the edge re-checks against what arrives.
+#[derive(Debug, Clone, Copy)]
+pub struct Declared<'a> {
+    pub name: &'a str,
+    pub format: &'a str,
+    pub examples: u64,
+    pub sha256: &'a str,
+}
+
+/// Re-checks an upload's first part (`whole`: the part is the whole file) against what the client
+/// declared from its own check, by the same checker without the model's tokenizer, which the edge
+/// does not hold. A record's structure does not depend on the tokenizer, so the file must hold
+/// the declared format, and (whole) at least the declared examples of a padded format, and the
+/// declared SHA-256. Refused: 400 naming the declaration's field.
+pub fn recheck(d: Declared<'_>, bytes: &[u8], whole: bool) -> Result<(), ApiError> {
+    let field =
+        |name: &str, why: String| Err(ApiError::new(ErrorCode::InvalidField, why).with_field(name));
+    let estimate = datacheck::Estimate {
+        why: "the edge re-reads the structure only".into(),
+    };
+    let mut c = datacheck::Checker::new(Some(d.name), estimate, u32::MAX);
+    c.push(bytes);
+    let (format, records) = if whole {
+        let r = c.finish();
+        (r.format, Some(r.records))
+    } else {
+        (c.format(), None)
+    };
+    match format {
+        Some(f) if f.name() != d.format => {
+            return field(
+                "format",
+                format!(
+                    "the file holds {} records, not the declared {}: declare what `onramp datasets check` finds",
+                    f.name(),
+                    d.format
+                ),
+            );
+        }
+        None if whole => {
+            return field(
+                "format",
+                "the file holds no record that can be trained on: `onramp datasets check` names its bad lines".into(),
+            );
+        }
+        _ => {}
+    }
+    if let Some(records) = records
+        && d.format != "text"
+        && d.examples > records
+    {
+        return field(
+            "examples",
+            format!(
+                "{} examples were declared, but the file holds {records} {} records",
+                d.examples, d.format
+            ),
+        );
+    }
+    if whole {
+        let got = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes));
+        if got != d.sha256 {
+            return field(
+                "sha256",
+                format!(
+                    "the file's SHA-256 is {got}, not the declared {}: it changed after it was checked, or the declaration is not of this file",
+                    d.sha256
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Refuses an upload of `asked` bytes when the account's datasets (`used`, uploads under way
 /// included) would pass `quota`: 409 `limit_reached`, naming the quota and what to delete.
 pub fn check_quota(used: u64, asked: u64, quota: u64) -> Result<(), ApiError> {
@@ -118,6 +196,111 @@ mod tests {
             assert_eq!(e.status, 400, "{field}");
             assert_eq!(e.details["field"], field, "{e:?}");
         }
+    }
+
+    /// The field a re-check refuses, with 400.
+    fn refused(d: Declared<'_>, bytes: &[u8], whole: bool) -> String {
+        let e = recheck(d, bytes, whole).unwrap_err();
+        assert_eq!(e.status, 400, "{e:?}");
+        e.details["field"].as_str().unwrap_or_default().to_string()
+    }
+
+    #[test]
+    fn the_first_part_is_re_read_against_the_declaration() {
+        let file = "{\"instruction\": \"a\", \"output\": \"b\"}\n".repeat(3);
+        let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(file.as_bytes()));
+        let d = Declared {
+            name: "mine.jsonl",
+            format: "alpaca",
+            examples: 3,
+            sha256: &sha,
+        };
+        assert!(recheck(d, file.as_bytes(), true).is_ok());
+        // Fewer examples may be declared (the tokenizer may cut some), never more.
+        assert!(recheck(Declared { examples: 2, ..d }, file.as_bytes(), true).is_ok());
+        assert_eq!(
+            refused(Declared { examples: 4, ..d }, file.as_bytes(), true),
+            "examples"
+        );
+        assert_eq!(
+            refused(
+                Declared {
+                    format: "chat",
+                    ..d
+                },
+                file.as_bytes(),
+                true
+            ),
+            "format"
+        );
+        assert_eq!(
+            refused(
+                Declared {
+                    sha256: &"0".repeat(64),
+                    ..d
+                },
+                file.as_bytes(),
+                true
+            ),
+            "sha256"
+        );
+        assert_eq!(refused(d, b"[1, 2]\n", true), "format");
+    }
+
+    #[test]
+    fn a_first_part_of_many_is_re_read_for_its_format() {
+        let file = "{\"instruction\": \"a\", \"output\": \"b\"}\n".repeat(3);
+        let d = Declared {
+            name: "mine.jsonl",
+            format: "alpaca",
+            examples: 3,
+            sha256: "x",
+        };
+        // Its last line cut off; its SHA-256 and counts are the whole file's.
+        let part = &file.as_bytes()[..file.len() - 5];
+        assert!(
+            recheck(
+                Declared {
+                    examples: 1000,
+                    sha256: "x",
+                    ..d
+                },
+                part,
+                false
+            )
+            .is_ok()
+        );
+        assert_eq!(
+            refused(
+                Declared {
+                    format: "text",
+                    ..d
+                },
+                part,
+                false
+            ),
+            "format"
+        );
+        // Text: packed sequences depend on the tokenizer; its format is still checked.
+        let text = Declared {
+            name: "book.txt",
+            format: "text",
+            examples: 99,
+            ..d
+        };
+        let book = b"once upon a time\n";
+        let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(book));
+        assert!(
+            recheck(
+                Declared {
+                    sha256: &sha,
+                    ..text
+                },
+                book,
+                true
+            )
+            .is_ok()
+        );
     }
 
     #[test]

@@ -9,7 +9,9 @@ use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
 use super::objects::{Object, bucket, r2, serve_object};
 use crate::artifacts::{UploadState, check_part};
-use crate::datasets::{check_declaration, check_quota, object_key, parse_id};
+use crate::datasets::{
+    Declared, RECHECK_BYTES, check_declaration, check_quota, object_key, parse_id, recheck,
+};
 use crate::error::{ApiError, ErrorCode};
 use crate::time::format_rfc3339_ms;
 use crate::wire;
@@ -225,7 +227,12 @@ pub async fn create(user: User, mut req: Request, env: &Env) -> ApiResult<Datase
 
 /// `PUT /api/datasets/{id}?part=N`: one part, streamed on to R2; the last one completes the
 /// dataset. The entry does not buffer this route's body (`routes::streams_body`).
-pub async fn put_part(user: User, req: Request, env: &Env, segment: &str) -> ApiResult<Dataset> {
+pub async fn put_part(
+    user: User,
+    mut req: Request,
+    env: &Env,
+    segment: &str,
+) -> ApiResult<Dataset> {
     let r = owned(&user, env, segment).await?;
     let query = req.url().ok();
     let query = query.as_ref().and_then(|u| u.query());
@@ -259,9 +266,13 @@ pub async fn put_part(user: User, req: Request, env: &Env, segment: &str) -> Api
     let upload = b
         .resume_multipart_upload(&key, upload_id)
         .map_err(r2("resume upload"))?;
-    let data = match req.inner().body() {
-        Some(stream) if length != Some(0) => worker::Data::ReadableStream(stream),
-        _ => worker::Data::Bytes(Vec::new()),
+    let data = if part == 1 && length.is_some_and(|l| l <= RECHECK_BYTES) {
+        worker::Data::Bytes(first_part(env, &r, &mut req, length, state.parts == 1).await?)
+    } else {
+        match req.inner().body() {
+            Some(stream) if length != Some(0) => worker::Data::ReadableStream(stream),
+            _ => worker::Data::Bytes(Vec::new()),
+        }
     };
     let uploaded = upload.upload_part(part as u16, data).await.map_err(|e| {
         ApiError::new(
@@ -285,6 +296,43 @@ pub async fn put_part(user: User, req: Request, env: &Env, segment: &str) -> Api
         .await?
         .ok_or_else(|| ApiError::internal("dataset row vanished"))?;
     Ok(done.wire(state.parts))
+}
+
+/// The first part, read whole and re-checked against the declaration (`recheck`; `whole`: it is
+/// the whole file). A declaration the file belies is withdrawn, its upload aborted, so that
+/// nothing of it stays; the client declares the file again as it is.
+async fn first_part(
+    env: &Env,
+    r: &Row,
+    req: &mut Request,
+    length: Option<u64>,
+    whole: bool,
+) -> ApiResult<Vec<u8>> {
+    let cut = |why: String| {
+        ApiError::new(
+            ErrorCode::InvalidPart,
+            format!("part 1 did not arrive whole ({why}); send it again"),
+        )
+        .with_details(serde_json::json!({"part": 1}))
+    };
+    let bytes = req.bytes().await.map_err(|e| cut(e.to_string()))?;
+    if Some(bytes.len() as u64) != length {
+        return Err(cut(format!("{} bytes of {length:?}", bytes.len())));
+    }
+    let declared = Declared {
+        name: &r.name,
+        format: &r.format,
+        examples: r.examples.max(0) as u64,
+        sha256: &r.sha256,
+    };
+    if let Err(mut refused) = recheck(declared, &bytes, whole) {
+        forget(env, r).await?;
+        refused.message.push_str(
+            "; the declaration is withdrawn and nothing of it is kept: check the file and declare it again",
+        );
+        return Err(refused);
+    }
+    Ok(bytes)
 }
 
 /// Completes an upload whose parts all arrived: R2 joins them, and the dataset is stored.

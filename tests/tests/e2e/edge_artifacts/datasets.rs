@@ -205,6 +205,50 @@ pub(super) fn refusals(w: &World) {
                 "format": "chat", "examples": 1, "tokens": 10}),
     );
     assert_eq!(a.code(), "email_not_verified", "{}", a.shown());
+    belied(&owner);
+}
+
+/// Declarations the file's first part belies, re-read by the edge: another format, more
+/// examples than it holds, another SHA-256. Each is refused naming the field, and withdrawn:
+/// nothing of it is kept.
+fn belied(owner: &Client) {
+    let (file, lines) = alpaca(2000, "belied");
+    let sha = sha256(&file);
+    let put_first = |format: &str, examples: u64, sha: &str| {
+        let d = owner.post(
+            "/api/datasets",
+            &json!({"name": "b.jsonl", "size": file.len(), "sha256": sha,
+                    "format": format, "examples": examples, "tokens": 500}),
+        );
+        assert_eq!(d.status, 200, "{}", d.shown());
+        let id = d.json["id"].as_str().unwrap().to_string();
+        let put = owner.request(
+            "PUT",
+            &format!("/api/datasets/{id}?part=1"),
+            Some(file.clone()),
+            &[("content-type", "application/octet-stream")],
+        );
+        (id, put)
+    };
+    for (format, examples, sha, field) in [
+        ("chat", lines, sha.clone(), "format"),
+        ("alpaca", lines + 1, sha.clone(), "examples"),
+        ("alpaca", lines, "5".repeat(64), "sha256"),
+    ] {
+        let (id, put) = put_first(format, examples, &sha);
+        assert_eq!(
+            (put.status, put.json["error"]["details"]["field"].as_str()),
+            (400, Some(field)),
+            "{}",
+            put.shown()
+        );
+        assert!(put.shown().contains("withdrawn"), "{}", put.shown());
+        assert_eq!(owner.get(&format!("/api/datasets/{id}")).status, 404);
+    }
+    // The truth is stored.
+    let (id, put) = put_first("alpaca", lines, &sha);
+    assert_eq!(put.json["complete"], true, "{}", put.shown());
+    assert_eq!(owner.get(&format!("/api/datasets/{id}")).status, 200);
 }
 
 /// A stored dataset of one account, named in the specs of that account and another; the job
