@@ -44,8 +44,8 @@ pub fn assets() -> Result<(), String> {
 /// quicker local rebuilds.
 pub fn app(tools: &BuildTools) -> Result<(), String> {
     cmd::run(
-        "cargo build app + worker (wasm32, wasm-release profile)",
-        cargo().args([
+        "cargo build app + worker (wasm32, wasm-release profile; clippy's lints)",
+        linted(&mut cargo()).args([
             "build",
             "--quiet",
             "-p",
@@ -82,6 +82,21 @@ pub fn app(tools: &BuildTools) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Clippy's lints, warnings as errors, on the workspace's crates that a build compiles, as
+/// `cargo clippy -- -D warnings` runs them (`RUSTC_WORKSPACE_WRAPPER=clippy-driver`, which lints
+/// and then compiles as rustc does). The two wasm builds lint what they build, so the wasm-only
+/// code (the app's browser calls, the edge's `worker/`) is linted without checking every wasm
+/// dependency a second time in a `cargo clippy --target wasm32` of its own (minutes of both
+/// cores on a new machine). Every build of these crates lints, so that none rebuilds another's.
+fn linted(cmd: &mut Command) -> &mut Command {
+    let driver = cmd::output(Command::new("rustup").args(["which", "clippy-driver"]))
+        .map_or_else(|| "clippy-driver".to_string(), |p| p.trim().to_string());
+    cmd.env("RUSTC_WORKSPACE_WRAPPER", driver).env(
+        "CLIPPY_ARGS",
+        "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__",
+    )
 }
 
 /// `wasm-opt -Oz` on a bindgen output, replacing it only when the result is smaller.
@@ -143,8 +158,8 @@ fn bindgen(tools: &BuildTools, wasm: &Path, target: &str, out_name: &str) -> Res
 /// nothing is downloaded.
 pub fn edge(tools: &BuildTools) -> Result<(), String> {
     cmd::run(
-        "worker-build edge (wasm32, release)",
-        Command::new(&tools.worker_build)
+        "worker-build edge (wasm32, release; clippy's lints)",
+        linted(&mut Command::new(&tools.worker_build))
             .arg("--release")
             .current_dir(repo_root().join("edge"))
             .env(

@@ -225,7 +225,10 @@ fn wasm_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     )
 }
 
-/// The stack tests: one test binary, `tests/tests/e2e/`.
+/// The stack tests: one test binary, `tests/tests/e2e/`. Selected from the whole workspace
+/// (`--workspace --test e2e`, not `-p onramp-tests`): the features its dependencies are built
+/// with are then the host tests' own, so the binary they built runs, where a build of the one
+/// package would compile the dependencies whose features differ again (minutes on a new machine).
 fn stack_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     // The stack tests start real processes; two at a time keeps a 2-core machine responsive.
     tally.run(
@@ -233,8 +236,7 @@ fn stack_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
         cargo()
             .args([
                 "test",
-                "-p",
-                "onramp-tests",
+                "--workspace",
                 "--test",
                 "e2e",
                 "--",
@@ -251,42 +253,25 @@ fn stack_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     )
 }
 
-/// Clippy with warnings as errors, natively over every target of the workspace, and for wasm32
-/// over the two crates whose wasm-only code (`app`'s browser calls, `edge`'s `worker/`) a native
-/// pass never sees.
+/// Clippy with warnings as errors, natively over every target of the workspace. The wasm-only
+/// code (`app`'s browser calls, `edge`'s `worker/`), which a native pass never sees, is linted by
+/// the wasm builds themselves (`build::linted`), which compile it anyway.
 fn house_lints(tally: &mut Tally) -> Result<(), String> {
-    let passes: [(&str, &[&str]); 2] = [
-        (
-            "cargo clippy --workspace --all-targets -- -D warnings",
-            &[
+    let what = "cargo clippy --workspace --all-targets -- -D warnings";
+    tally.step(
+        what,
+        crate::cmd::run(
+            what,
+            cargo().args([
                 "clippy",
                 "--workspace",
                 "--all-targets",
                 "--",
                 "-D",
                 "warnings",
-            ],
+            ]),
         ),
-        (
-            "cargo clippy --target wasm32-unknown-unknown -p app -p edge -- -D warnings",
-            &[
-                "clippy",
-                "--target",
-                "wasm32-unknown-unknown",
-                "-p",
-                "app",
-                "-p",
-                "edge",
-                "--",
-                "-D",
-                "warnings",
-            ],
-        ),
-    ];
-    for (what, args) in passes {
-        tally.step(what, crate::cmd::run(what, cargo().args(args)))?;
-    }
-    Ok(())
+    )
 }
 
 /// The capabilities wasm-bindgen-test-runner asks chromedriver for: Debian's Chromium with our
