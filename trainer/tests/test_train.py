@@ -371,7 +371,12 @@ def test_resume_after_a_kill_continues_the_same_curve(tmp_path, models_dir):
     again = run_trainer(job, text, models=models_dir)
     assert again.rc == 0, again.stderr[-3000:]
     assert f"resuming from out/checkpoint-{last}" in again.stderr
-    resumed, reference = again.train_losses(), whole.train_losses()
+    # The lines the killed run printed up to its checkpoint come again first (metrics.py replay).
+    lines, printed = metrics_of(again.stdout), metrics_of("".join(seen))
+    replayed = [m for m in lines if m["step"] <= last]
+    assert replayed == [m for m in printed if m["step"] <= last] == lines[: len(replayed)]
+    resumed = {m["step"]: m["loss"] for m in lines[len(replayed) :]}
+    reference = whole.train_losses()
     assert min(resumed) == last + 1, "continues at the saved step"
     for s in range(last + 1, steps + 1):
         assert resumed[s] == pytest.approx(reference[s], rel=1e-3, abs=1e-4), s
