@@ -1,6 +1,7 @@
 """A job the cluster stops (SIGTERM, as Slurm sends before it requeues, preempts or cancels)
 saves a checkpoint at the step it is in and exits with 143; started again in the same folder,
-it resumes there and trains on exactly as a run that was never stopped."""
+it resumes there and trains on exactly as a run that was never stopped. A stop asked before
+training began ends it at the first step, saved."""
 
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ def test_sigterm_saves_a_checkpoint_and_the_restart_goes_on_from_it(tmp_path, mo
     at = saved[0]
     assert 8 <= at < steps, at
     assert f"stopped by the cluster (SIGTERM) at step {at}" in err, err[-3000:]
+    # What the job's script reads to say where a run stopped at its time limit.
+    assert (job / "out" / "onramp-stopped").read_text() == f"{at}\n"
     assert metrics_of("".join(seen))[-1]["step"] == at
     assert not (job / "out" / "final").exists()
 
@@ -60,6 +63,37 @@ def test_sigterm_saves_a_checkpoint_and_the_restart_goes_on_from_it(tmp_path, mo
     assert min(resumed) == at + 1
     for s in range(at + 1, steps + 1):
         assert resumed[s] == pytest.approx(reference[s], rel=1e-3, abs=1e-4), s
+
+
+def test_a_stop_asked_before_training_saves_at_the_first_step(tmp_path, models_dir):
+    """SIGTERM while the data and the model load (Slurm's warning before a short limit, say)
+    does not end the run unsaved: it stops at its first step's end, checkpoint saved."""
+    text = spec_text(
+        "sft",
+        'model = "stories260K"',
+        DATA / "alpaca.jsonl",
+        30,
+        tail="[checkpoint]\nevery_steps = 100\n",
+    )
+    job = tmp_path / "job"
+    proc = start(job, text, 1, environment(models_dir))
+    errors: list[str] = []
+    try:
+        # Said once the data is counted, before the model is built and training begins.
+        for line in proc.stderr:
+            errors.append(line)
+            if line.startswith("onramp-train: counted "):
+                break
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        stop(proc)
+    err = "".join(errors) + err
+    assert proc.returncode == 143, (proc.returncode, err[-3000:])
+    assert [p.name for p in (job / "out").glob("checkpoint-*")] == ["checkpoint-1"], err[-3000:]
+    assert (job / "out" / "onramp-stopped").read_text() == "1\n"
+    assert "stopped by the cluster (SIGTERM) at step 1" in err
+    assert metrics_of(out)[-1]["step"] == 1
 
 
 def test_a_checkpoint_whose_save_was_cut_off_is_passed_over(tmp_path):

@@ -6,7 +6,6 @@ use super::access::User;
 use super::db::{self, n, now_ms, random_hex, s};
 use super::http::{self, ApiResult};
 use super::jobs;
-use super::report;
 use crate::error::{ApiError, ErrorCode};
 use crate::wire::{self, NewExperiment};
 use api::results::{MAX_RESULTS_BYTES, RESULTS_ARTIFACT, RunResults};
@@ -120,7 +119,7 @@ async fn finished_job(env: &Env, user: &User, id: &str, samples: bool) -> ApiRes
             format!("job {id} is still {}", job.state().as_str()),
         ));
     }
-    let metrics = report::metrics_after(env, &job.id, 0).await?;
+    let metrics = super::job_metrics::metrics_after(env, &job.id, 0).await?;
     let results = results_of(env, &job.id).await?.map(|mut r| {
         if !samples {
             r.samples.clear();

@@ -18,6 +18,7 @@ mod experiments;
 mod health;
 mod http;
 mod job_logs;
+mod job_metrics;
 mod jobs;
 mod mail;
 mod objects;

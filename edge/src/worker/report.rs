@@ -14,7 +14,7 @@ use crate::credits::settle_fen;
 use crate::error::{ApiError, ErrorCode};
 use crate::jobs::JobState;
 use crate::wire::Check;
-use crate::wire::{self, MetricPoint, Report};
+use crate::wire::{self, Report};
 use api::{Reconciled, ReportAccepted};
 use worker::{Env, Request};
 
@@ -30,7 +30,7 @@ pub async fn report(caller: JobCaller, mut req: Request, env: &Env) -> ApiResult
     };
     r.check()?;
     let message = r.message.as_deref().map(wire::clean_message);
-    store_metrics(env, &job.id, &r.metrics).await?;
+    super::job_metrics::store(env, &job.id, &r.metrics).await?;
     let now = now_ms();
     db::run(
         env,
@@ -46,7 +46,9 @@ pub async fn report(caller: JobCaller, mut req: Request, env: &Env) -> ApiResult
             // and the reconcile sweep ask the backend again (a job usually reports just before
             // its process exits).
             match remote_status(env, job).await {
-                Ok(st) if st.state.is_terminal() => ended(env, job, &st, message).await?,
+                Ok(st) if st.state.is_terminal() => {
+                    ended(env, job, &st, message, Some(next)).await?;
+                }
                 _ => {
                     db::run(
                         env,
@@ -91,13 +93,22 @@ async fn running(env: &Env, job: &JobRow, attempt: u32, now: i64) -> ApiResult<(
 }
 
 /// Finishes a job its backend says has ended, by the backend's state and times; the message is
-/// the job's own when it gave one.
+/// the job's own when it gave one. A job that says it stopped at its time limit (its trainer
+/// saved a checkpoint at the warning Slurm sends before the limit) ended `timed_out`, though its
+/// backend saw it exit first: it pays the card time it used, as a failed job does, not the
+/// whole limit.
 async fn ended(
     env: &Env,
     job: &JobRow,
     st: &adapter::RemoteStatus,
     own_message: Option<String>,
+    own_state: Option<JobState>,
 ) -> ApiResult<()> {
+    let said_state = own_state.or_else(|| job.ending.as_deref().and_then(JobState::parse));
+    let (state, billed_as) = match (st.state, said_state) {
+        (JobState::Failed, Some(JobState::TimedOut)) => (JobState::TimedOut, JobState::Failed),
+        (s, _) => (s, s),
+    };
     // A job that reported how it ended keeps its words over the backend's.
     let said = own_message.or_else(|| job.ending.as_ref().and(job.message.clone()));
     let mut message = said.or_else(|| {
@@ -116,7 +127,7 @@ async fn ended(
     if let Some(k) = st.attempt {
         super::attempts::reached(env, &job.id, k).await?;
     }
-    if st.state == JobState::Failed
+    if state == JobState::Failed
         && bare
         && let Some(line) = super::job_logs::last_line(env, &job.id).await?
     {
@@ -125,10 +136,10 @@ async fn ended(
             message.as_deref().unwrap_or("failed")
         ));
     }
-    finish(
+    finish_billed(
         env,
         job,
-        st.state,
+        (state, billed_as),
         st.started_at_ms,
         st.ended_at_ms,
         message.as_deref(),
@@ -143,80 +154,6 @@ async fn ended(
         .await?;
     }
     Ok(())
-}
-
-async fn store_metrics(env: &Env, job_id: &str, points: &[MetricPoint]) -> ApiResult<()> {
-    if points.is_empty() {
-        return Ok(());
-    }
-    #[derive(serde::Deserialize)]
-    struct Count {
-        n: i64,
-    }
-    let limit = db::setting(env, "METRICS_PER_JOB", 50_000);
-    let stored = db::first::<Count>(
-        env,
-        "SELECT COUNT(*) AS n FROM job_metrics WHERE job_id = ?",
-        &[s(job_id)],
-    )
-    .await?
-    .map_or(0, |c| c.n);
-    if stored + i64::try_from(points.len()).unwrap_or(i64::MAX) > limit {
-        return Err(db::limit_reached("metric points per job", limit));
-    }
-    let db = db::db(env)?;
-    let mut stmts = Vec::with_capacity(points.len());
-    for p in points {
-        let opt =
-            |v: Option<f64>| v.map_or(wasm_bindgen::JsValue::NULL, wasm_bindgen::JsValue::from_f64);
-        let step = n(i64::try_from(p.step).unwrap_or(i64::MAX));
-        // A point never rewrites the past: it goes after the last step stored, or, for that
-        // last step itself, only adds the validation loss it did not have (the trainer sends
-        // a step's line again with its eval loss); one for an earlier step is dropped. The cap
-        // holds in the statement itself, so reports racing past the count above cannot pass it.
-        stmts.push(
-            db.prepare(
-                "INSERT INTO job_metrics (job_id, step, loss, val_loss, lr, tokens_per_s, elapsed_s) \
-                 SELECT ?, ?, ?, ?, ?, ?, ? \
-                 WHERE ? >= COALESCE((SELECT MAX(step) FROM job_metrics WHERE job_id = ?), -1) \
-                 AND (SELECT COUNT(*) FROM job_metrics WHERE job_id = ?) < ? \
-                 ON CONFLICT (job_id, step) DO UPDATE SET val_loss = COALESCE(job_metrics.val_loss, excluded.val_loss)",
-            )
-            .bind(&[
-                s(job_id),
-                step.clone(),
-                wasm_bindgen::JsValue::from_f64(p.loss),
-                opt(p.val_loss),
-                opt(p.lr),
-                opt(p.tokens_per_s),
-                wasm_bindgen::JsValue::from_f64(p.elapsed_s),
-                step,
-                s(job_id),
-                s(job_id),
-                n(limit),
-            ])
-            .map_err(http::internal("metrics"))?,
-        );
-    }
-    // One batch is one transaction: a report's metrics are stored whole or not at all.
-    let call = async {
-        db.batch(stmts)
-            .await
-            .map_err(http::internal("storing metrics"))
-    };
-    super::deadline::within(db::DATABASE, db::store_limit(env), call).await?;
-    Ok(())
-}
-
-/// Metric points with `step >= since`, in step order.
-pub async fn metrics_after(env: &Env, job_id: &str, since: u64) -> ApiResult<Vec<MetricPoint>> {
-    db::all(
-        env,
-        "SELECT step, loss, val_loss, lr, tokens_per_s, elapsed_s FROM job_metrics WHERE job_id = ? AND step >= ? \
-         ORDER BY step LIMIT 5000",
-        &[s(job_id), n(i64::try_from(since).unwrap_or(i64::MAX))],
-    )
-    .await
 }
 
 async fn remote_status(env: &Env, job: &JobRow) -> Result<adapter::RemoteStatus, BackendError> {
@@ -325,7 +262,7 @@ pub async fn check(env: &Env, job: &JobRow, timeout: std::time::Duration) -> Api
     }
     match remote_status_within(env, job, timeout).await {
         Ok(st) if st.state.is_terminal() => {
-            ended(env, job, &st, None).await?;
+            ended(env, job, &st, None, None).await?;
             Ok(Checked::Finished)
         }
         Ok(st) => {
@@ -425,6 +362,18 @@ pub async fn finish(
     ended_ms: Option<i64>,
     message: Option<&str>,
 ) -> ApiResult<()> {
+    finish_billed(env, job, (state, state), started_ms, ended_ms, message).await
+}
+
+/// [`finish`], the job settled as if it had ended `billed_as` (`(state, billed_as)`).
+async fn finish_billed(
+    env: &Env,
+    job: &JobRow,
+    (state, billed_as): (JobState, JobState),
+    started_ms: Option<i64>,
+    ended_ms: Option<i64>,
+    message: Option<&str>,
+) -> ApiResult<()> {
     // A backend's message may quote the job's own output (the runner gives the log's last line).
     let message = message.map(wire::clean_message);
     let message = message.as_deref();
@@ -449,7 +398,7 @@ pub async fn finish(
         .earlier_ms
         .saturating_add(ended.saturating_sub(started).max(0));
     let capture = settle_fen(
-        state,
+        billed_as,
         job.hold_fen,
         u64::try_from(job.price_fen_per_hour).unwrap_or(0),
         u32::try_from(job.cards).unwrap_or(0),

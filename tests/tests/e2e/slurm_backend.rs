@@ -44,6 +44,7 @@ fn options(slurm: &Slurm, version: ApiVersion, name: &str, payload: &str) -> Sub
         cpus_per_task: Some(1),
         payload: Some(payload.into()),
         requeue: true,
+        stop_warning_s: 0,
     }
 }
 

@@ -88,6 +88,7 @@ impl<'a> Jobs<'a> {
             cpus_per_task: Some(1),
             payload: None,
             requeue: true,
+            stop_warning_s: 0,
         };
         let body = submit_body(v, &o).unwrap();
         let (_, answer) = self.slurm.request("POST", &V.submit_path(), Some(&body));

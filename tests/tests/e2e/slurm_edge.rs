@@ -11,7 +11,8 @@
 //!   the whole hold; a job that needs more GPUs than the cluster has is refused with Slurm's reason
 //!   and holds nothing;
 //! - Slurm's time limit kills a job; the cron sweep learns it from Slurm and the job pays its
-//!   whole hold;
+//!   whole hold; onramp-train, warned before the limit, saves a checkpoint and stops
+//!   (`time_limit.rs`);
 //! - a `lora` job runs onramp-train through the generated sbatch script (the backend names the
 //!   trainer's Python in `ONRAMP_PYTHON`), reports its metrics and settles;
 //! - a job requeued mid-run is `requeued`, runs again from its checkpoint and is billed for both
@@ -31,6 +32,8 @@ use std::time::{Duration, Instant};
 mod across;
 mod node_death;
 mod requeue;
+mod time_limit;
+
 const GRANT: i64 = 100_000;
 
 struct World {
@@ -223,7 +226,7 @@ fn slurm_jobs_through_the_edge() {
             ),
             (
                 "Slurm's time limit: the sweep settles the whole hold",
-                time_limit,
+                time_limit::killed,
             ),
         ],
     );
@@ -237,6 +240,10 @@ fn slurm_jobs_through_the_edge() {
             (
                 "a runner job's uploaded checkpoint continued on Slurm",
                 across::continued_across_backends,
+            ),
+            (
+                "onramp-train warned before its time limit: checkpoint, timed_out, card time",
+                time_limit::warned,
             ),
         ],
     );
@@ -470,6 +477,7 @@ fn hold_both_gpus(w: &World) -> u64 {
         cpus_per_task: Some(1),
         payload: Some("sleep 300".into()),
         requeue: true,
+        stop_warning_s: 0,
     };
     let body = submit_body(&valid, &options).unwrap();
     let (_, answer) = w
@@ -551,50 +559,4 @@ fn gpu_wait(w: &World) {
         .slurm
         .request("DELETE", &format!("/slurm/v0.0.42/job/{holder}"), None);
     assert_eq!(code, 200, "{body}");
-}
-
-fn time_limit(w: &World) {
-    let u = w.user("slurm-limit");
-    // One minute is Slurm's smallest limit; the job trains for longer than that.
-    let (status, a) = submit(&u, &tiny_spec(100_000, "1m"));
-    assert_eq!(status, 201, "{a}");
-    let id = a["id"].as_str().unwrap().to_string();
-    let hold = a["hold_fen"].as_i64().unwrap();
-    w.wait_job(&u, &id, 60, false, |j| j["state"] == "running");
-    // Slurm kills it at the limit; the job cannot say so, the sweep finds out.
-    let job = w.wait_job(&u, &id, 180, true, |j| {
-        !matches!(j["state"].as_str(), Some("queued" | "running"))
-    });
-    assert_eq!(job["state"], "timed_out", "{job}");
-    assert_eq!(job["charged_fen"], hold, "{job}");
-    assert_eq!(u.balance(), GRANT - hold);
-
-    // Its log reaches the edge whole, up to Slurm stopping it: the script ships the rest after
-    // SIGTERM, within Slurm's grace period before SIGKILL. (The lines Slurm itself adds to its
-    // file are not the job's output.)
-    wait::until(
-        "the killed job's whole log in the edge",
-        Duration::from_secs(45),
-        || {
-            let file = slurm_log(w, ", 100000 steps of");
-            // Slurm writes this line when it stops the job; the file is then complete.
-            if !file.contains("DUE TO TIME LIMIT") {
-                return Err(format!("Slurm's log file so far: {file}"));
-            }
-            let job_output: String = file
-                .lines()
-                .filter(|l| !l.starts_with("slurmstepd"))
-                .map(|l| format!("{l}\n"))
-                .collect();
-            let text = edge_log(&u, &id);
-            if text == job_output {
-                Ok(Some(()))
-            } else {
-                Err(format!(
-                    "the edge has {text:?}\n--- Slurm's log file ---\n{file}"
-                ))
-            }
-        },
-    )
-    .unwrap_or_else(|e| panic!("{e}\n{}", w.logs()));
 }

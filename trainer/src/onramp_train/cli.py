@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from . import resume, spec
@@ -54,7 +56,22 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+class EarlyStop:
+    """SIGTERM noted from the start: the imports, the data and the model take a while, and a stop
+    asked meanwhile (Slurm's warning before a short time limit, a requeue) would otherwise end the
+    run unsaved. `stop.StopOnSignal` takes the note over and stops at the first step's end, its
+    checkpoint saved."""
+
+    def __init__(self) -> None:
+        self.asked: int | None = None
+
+    def __call__(self, signum, frame) -> None:
+        self.asked = signum
+
+
 def main(argv: list[str] | None = None) -> int:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, EarlyStop())
     args = parser().parse_args(argv)
     _prepare_environment()
     try:

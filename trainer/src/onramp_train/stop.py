@@ -4,12 +4,17 @@ trainer then saves a checkpoint at the end of the step it is in and exits with 1
 SIGTERM), without writing a final model; the job started again (a requeue runs the same script
 in the same folder) resumes from that checkpoint.
 
+The same stop comes at a job's time limit, or at the warning the backend has Slurm send before it
+(`kill_warning_*`): the step is then marked in `out/onramp-stopped`, which the job's script
+reads to tell the user where the run stopped and what continues it.
+
 Every rank gets the signal, but not within the same step: at each step's end the ranks agree
 (an all-reduce of one flag), so that all of them save and stop at the same step, as a save needs.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 from collections.abc import Callable
@@ -20,6 +25,8 @@ from transformers import TrainerCallback
 from .errors import TrainError
 
 STOP_SIGNALS = (signal.SIGTERM,)
+# The step a stopped run saved, for the job's script (edge/src/backends/slurm/script.rs).
+STOPPED_MARK = "onramp-stopped"
 
 
 def last_checkpoint(out: Path, say: Callable[[str], None]) -> str | None:
@@ -54,9 +61,23 @@ class StopOnSignal(TrainerCallback):
         self.signalled: int | None = None
         self.stopped_at: int | None = None
         self._before = {s: signal.signal(s, self._note) for s in STOP_SIGNALS}
+        # A stop asked before training began (the CLI's `EarlyStop` notes it): at the first step.
+        early = [getattr(h, "asked", None) for h in self._before.values()]
+        self.signalled = next((a for a in early if a is not None), None)
 
     def _note(self, signum, frame) -> None:
         self.signalled = signum
+
+    def stopped(self, out: Path) -> Stopped:
+        """The stop, marked in `out` by rank 0 (the step, one line) and said as an error."""
+        step = self.stopped_at
+        if int(os.environ.get("RANK", "0")) == 0:
+            (out / STOPPED_MARK).write_text(f"{step}\n")
+        return Stopped(
+            f"stopped by the cluster (SIGTERM) at step {step}: its checkpoint is "
+            f"out/checkpoint-{step}, where this job started again resumes, and which a job "
+            "naming this one in resume_from continues"
+        )
 
     def restore(self) -> None:
         for s, handler in self._before.items():

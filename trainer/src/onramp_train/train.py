@@ -17,7 +17,7 @@ from . import artifacts, benchmarks, data, evaluate, models
 from .errors import CommError, DeviceError, OutOfMemory, SpecError
 from .metrics import MetricsLines, Reporter, SaveEveryMinutes
 from .spec import RUN_FILE, Plan, RunAdvice, TrainerRun
-from .stop import StopOnSignal, Stopped, last_checkpoint
+from .stop import StopOnSignal, last_checkpoint
 
 
 def say(msg: str) -> None:
@@ -402,10 +402,7 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
     try:
         result = trainer.train(resume_from_checkpoint=last)
         if stopper.stopped_at is not None:
-            raise Stopped(
-                f"stopped by the cluster (SIGTERM) at step {stopper.stopped_at}: its checkpoint "
-                f"is out/checkpoint-{stopper.stopped_at}, where this job started again resumes"
-            )
+            raise stopper.stopped(out)
     except torch.cuda.OutOfMemoryError as e:
         raise OutOfMemory(_oom_message(plan, str(e), the_run.oom_advice)) from e
     except RuntimeError as e:

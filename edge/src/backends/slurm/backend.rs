@@ -45,6 +45,7 @@ pub struct SlurmBackend {
     retention_s: u64,
     env: BTreeMap<String, String>,
     requeue: bool,
+    stop_warning_s: u64,
 }
 
 impl SlurmBackend {
@@ -71,6 +72,7 @@ impl SlurmBackend {
             retention_s: config.retention_s(),
             env: config.job_env(),
             requeue: config.requeue.unwrap_or(true),
+            stop_warning_s: config.stop_warning_s(),
         })
     }
 
@@ -134,6 +136,7 @@ impl Backend for SlurmBackend {
             // tiny-train): the same line as the runner's command, written for the cluster.
             payload: None,
             requeue: self.requeue,
+            stop_warning_s: self.stop_warning_s,
         };
         // The spec is valid by its type; what can still be wrong is the deployment's options.
         let body = submit_body(&job.spec, &options).map_err(BackendError::Misconfigured)?;

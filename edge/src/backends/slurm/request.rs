@@ -34,6 +34,9 @@ pub struct SubmitOptions {
     pub payload: Option<String>,
     /// Whether Slurm may requeue the job (a failed node, a preemption, `scontrol requeue`).
     pub requeue: bool,
+    /// How long before the time limit Slurm warns the job with SIGTERM (0: no warning); the
+    /// job gets at most half its limit.
+    pub stop_warning_s: u64,
 }
 
 /// `PATH` of every job: the system's, so that `curl`, `srun` and the training tools are found.
@@ -65,6 +68,7 @@ pub fn is_reserved_env(name: &str) -> bool {
             "ONRAMP_JOB_DIR",
             "ONRAMP_WORK_DIR",
             "ONRAMP_RETENTION_S",
+            STOP_WARNING_ENV,
             "ONRAMP_OUTPUT_DIR",
             "ONRAMP_RESUME_DIR",
             NVME_PATH_ENV,
@@ -73,25 +77,19 @@ pub fn is_reserved_env(name: &str) -> bool {
         .contains(&name)
 }
 
+/// How long before its time limit a job is warned when the backend sets no `stop_warning`.
+pub const DEFAULT_STOP_WARNING_S: u64 = 300;
+
+/// Where the job's script finds its warning (seconds), to tell a stop at the time limit from a
+/// requeue's or a cancel's.
+pub const STOP_WARNING_ENV: &str = "ONRAMP_STOP_WARNING_S";
+
 /// How long a job's folder stays after the job ended when the backend sets no `retention`.
 pub const DEFAULT_RETENTION_S: u64 = 7 * 86_400;
 
-/// The request body. Errors name the option at fault.
-pub fn submit_body(v: &ValidSpec, o: &SubmitOptions) -> Result<Value, String> {
-    if !o.work_dir.starts_with('/') || o.work_dir.contains(['\n', '\0']) {
-        return Err(format!(
-            "work_dir {:?} must be an absolute path on the cluster",
-            o.work_dir
-        ));
-    }
-    if o.job_id.is_empty()
-        || !o
-            .job_id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        return Err(format!("job id {:?} cannot name a folder", o.job_id));
-    }
+/// What the job finds in its environment: where it works, what it continues, how it reaches the
+/// edge and the backend's own variables (none of the edge's names).
+fn job_environment(v: &ValidSpec, o: &SubmitOptions) -> Result<Vec<String>, String> {
     let work_dir = o.work_dir.trim_end_matches('/');
     let mut env = vec![
         format!("PATH={JOB_PATH}"),
@@ -127,6 +125,38 @@ pub fn submit_body(v: &ValidSpec, o: &SubmitOptions) -> Result<Value, String> {
         }
         env.push(format!("{k}={val}"));
     }
+    Ok(env)
+}
+
+/// The job's warning before its time limit, in seconds (0: none). Only onramp-train saves and
+/// stops on it: tiny-train and a command of the job's own would just end early. At most half
+/// the limit, and what Slurm's 16 bits hold.
+fn stop_warning_s(v: &ValidSpec, o: &SubmitOptions, limit_min: u64) -> u64 {
+    if v.spec().task == jobspec::spec::Task::TinyTrain || o.payload.is_some() {
+        return 0;
+    }
+    o.stop_warning_s
+        .min(limit_min * 60 / 2)
+        .min(u64::from(u16::MAX))
+}
+
+/// The request body. Errors name the option at fault.
+pub fn submit_body(v: &ValidSpec, o: &SubmitOptions) -> Result<Value, String> {
+    if !o.work_dir.starts_with('/') || o.work_dir.contains(['\n', '\0']) {
+        return Err(format!(
+            "work_dir {:?} must be an absolute path on the cluster",
+            o.work_dir
+        ));
+    }
+    if o.job_id.is_empty()
+        || !o
+            .job_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(format!("job id {:?} cannot name a folder", o.job_id));
+    }
+    let mut env = job_environment(v, o)?;
     let s = v.spec();
     let r = &s.resources;
     let gpu = v.card().is_gpu;
@@ -134,6 +164,12 @@ pub fn submit_body(v: &ValidSpec, o: &SubmitOptions) -> Result<Value, String> {
         .cpus_per_task
         .unwrap_or(if gpu { 8 * r.cards_per_node } else { 4 });
     let log = log_path(&o.work_dir);
+    // Slurm counts minutes; a limit is never rounded down below what the spec allows.
+    let limit_min = v.time_limit_s().div_ceil(60).max(1);
+    let warning_s = stop_warning_s(v, o, limit_min);
+    if warning_s > 0 {
+        env.push(format!("{STOP_WARNING_ENV}={warning_s}"));
+    }
     let mut job = json!({
         "name": format!("{}-{}", safe_name(&s.name), safe_name(&o.job_id)),
         "script": job_script(v, o.payload.as_deref()),
@@ -146,9 +182,15 @@ pub fn submit_body(v: &ValidSpec, o: &SubmitOptions) -> Result<Value, String> {
         "tasks_per_node": 1,
         "cpus_per_task": cpus,
         "requeue": o.requeue,
-        // Slurm counts minutes; a limit is never rounded down below what the spec allows.
-        "time_limit": {"set": true, "infinite": false, "number": v.time_limit_s().div_ceil(60).max(1)},
+        "time_limit": {"set": true, "infinite": false, "number": limit_min},
     });
+    if warning_s > 0 {
+        // SIGTERM to every process of the job, its batch script's too (as at the time limit
+        // itself, which the script and the trainer handle), the warning's time before the limit.
+        job["kill_warning_signal"] = json!("SIGTERM");
+        job["kill_warning_flags"] = json!(["FULL_JOB"]);
+        job["kill_warning_delay"] = json!({"set": true, "infinite": false, "number": warning_s});
+    }
     if gpu {
         job["tres_per_node"] = json!(format!("gres/gpu:{}", r.cards_per_node));
     }
@@ -180,6 +222,7 @@ mod tests {
             cpus_per_task: None,
             payload: None,
             requeue: true,
+            stop_warning_s: DEFAULT_STOP_WARNING_S,
         }
     }
 
@@ -206,8 +249,18 @@ mod tests {
                   "ONRAMP_REPORT_URL=https://onramp.example/api/jobs/job_01H/report",
                   "ONRAMP_LOG_URL=https://onramp.example/api/jobs/job_01H/log",
                   "ONRAMP_REPORT_TOKEN=tok",
-                  "HF_HOME=/shared/hf"
+                  "HF_HOME=/shared/hf",
+                  "ONRAMP_STOP_WARNING_S=300"
                 ],
+                "kill_warning_delay": {
+                  "infinite": false,
+                  "number": 300,
+                  "set": true
+                },
+                "kill_warning_flags": [
+                  "FULL_JOB"
+                ],
+                "kill_warning_signal": "SIGTERM",
                 "maximum_nodes": 1,
                 "minimum_nodes": 1,
                 "name": "qwen2.5-7b-lora-4090-job_01H",
@@ -245,6 +298,49 @@ mod tests {
         assert_eq!(b["job"]["cpus_per_task"], 1);
         let env = b["job"]["environment"].to_string();
         assert!(!env.contains("ONRAMP_REPORT"), "{env}");
+    }
+
+    #[test]
+    fn the_stop_warning_comes_before_the_limit_at_most_halfway_and_can_be_off() {
+        let warned = |limit: &str, warning_s: u64| {
+            let mut o = options(ApiVersion::V0042);
+            o.stop_warning_s = warning_s;
+            let toml = GPU.replace("time_limit = \"24h\"", &format!("time_limit = \"{limit}\""));
+            let b = submit_body(&valid(&toml), &o).unwrap();
+            let env = b["job"]["environment"].to_string();
+            let delay = b["job"]["kill_warning_delay"]["number"].as_u64();
+            if let Some(d) = delay {
+                assert_eq!(b["job"]["kill_warning_signal"], "SIGTERM");
+                // Every process of the job, its script's too, as at the time limit itself.
+                assert_eq!(b["job"]["kill_warning_flags"], json!(["FULL_JOB"]));
+                assert!(
+                    env.contains(&format!("\"{STOP_WARNING_ENV}={d}\"")),
+                    "{env}"
+                );
+            } else {
+                assert!(b["job"].get("kill_warning_signal").is_none(), "{b}");
+                assert!(!env.contains(STOP_WARNING_ENV), "{env}");
+            }
+            delay
+        };
+        assert_eq!(warned("2h", DEFAULT_STOP_WARNING_S), Some(300));
+        // Half of the 3 minutes Slurm gives a 150 s limit.
+        assert_eq!(warned("150s", DEFAULT_STOP_WARNING_S), Some(90));
+        assert_eq!(warned("2h", 0), None);
+        // Neither tiny-train nor a command of the job's own saves on it.
+        let mut o = options(ApiVersion::V0042);
+        let tiny = submit_body(&valid(TINY), &o).unwrap();
+        assert!(tiny["job"].get("kill_warning_delay").is_none(), "{tiny}");
+        o.payload = Some("sleep 60".into());
+        let own = submit_body(&valid(GPU), &o).unwrap();
+        assert!(own["job"].get("kill_warning_delay").is_none(), "{own}");
+        let mut o = options(ApiVersion::V0042);
+        o.env.insert(STOP_WARNING_ENV.into(), "1".into());
+        assert!(
+            submit_body(&valid(TINY), &o)
+                .unwrap_err()
+                .contains(STOP_WARNING_ENV)
+        );
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //! sends SIGTERM and, after its grace period (`KillWait`, 30 s by default), SIGKILL: the training
 //! command ends at the SIGTERM, but the wrapper's forwarding and shipping ignore it, so the log's
 //! last lines still reach the edge; the wrapper then reports no state of its own (Slurm's is the
-//! truth: cancelled or timed out, which the edge's sweep reads). The whole output also stays in
+//! truth: cancelled or timed out, which the edge's sweep reads), but for a training stopped at
+//! its time limit, or at the warning Slurm sends before it, with a checkpoint saved: that job
+//! says where it stopped and ends `timed_out`. The whole output also stays in
 //! the job's Slurm log file.
 //!
 //! The URLs and token arrive in the job's environment (`ONRAMP_REPORT_URL`, `ONRAMP_LOG_URL`,
@@ -116,6 +118,17 @@ onramp_fetch() {
   [ -n "$ONRAMP_URL" ] || return 0
   onramp_trainer onramp_train.fetch "$1"
 }
+# Stopped by Slurm near its time limit, within the warning Slurm sends before it
+# (ONRAMP_STOP_WARNING_S) and Slurm's minute and a half of slack, after the training saved a
+# checkpoint and stopped (onramp-train's out/onramp-stopped names the step): the time limit ended
+# the job, not a requeue or a cancel.
+onramp_at_limit() {
+  ONRAMP_STEP=$(head -c 16 "$ONRAMP_JOB_DIR/out/onramp-stopped" 2> /dev/null) || return 1
+  case "$ONRAMP_STEP" in '' | *[!0-9]*) return 1 ;; esac
+  case "${SLURM_JOB_END_TIME:-}${ONRAMP_STOP_WARNING_S:-0}" in *[!0-9]*) return 1 ;; esac
+  [ -n "${SLURM_JOB_END_TIME:-}" ] \
+    && [ "$(date +%s)" -ge "$((SLURM_JOB_END_TIME - ${ONRAMP_STOP_WARNING_S:-0} - 90))" ]
+}
 # Folders of jobs that ended more than the backend's retention ago go, with Slurm's log files
 # of the same age; a folder whose job runs (or was requeued) has no end mark.
 onramp_sweep() {
@@ -130,7 +143,7 @@ if ! mkdir -p "$ONRAMP_JOB_DIR" || ! cd "$ONRAMP_JOB_DIR" || ! : > "$ONRAMP_LOG"
   onramp_post '{"state":"failed","message":"the job cannot create its folder"}'
   exit 1
 fi
-rm -f .onramp-ended
+rm -f .onramp-ended out/onramp-stopped
 onramp_sweep
 # A job that continues an earlier one starts from that job's latest checkpoint, linked (or
 # copied) into its own out/ once, else fetched from the edge: started again, it finds its own
@@ -180,6 +193,9 @@ rm -f "$ONRAMP_LOG.chunk" "$ONRAMP_LOG.done"
 # From now on the retention counts: the folder stays until it has passed.
 touch "$ONRAMP_JOB_DIR/.onramp-ended"
 if [ -n "$ONRAMP_STOPPED" ]; then
+  if onramp_at_limit; then
+    onramp_post "{\"state\":\"timed_out\",\"message\":\"stopped at its time limit, at step $ONRAMP_STEP: its checkpoint out/checkpoint-$ONRAMP_STEP is kept, and a job that names this one in checkpoint.resume_from continues it\"}"
+  fi
   exit "$status"
 elif [ "$status" -eq 0 ]; then
   onramp_post '{"state":"succeeded"}'

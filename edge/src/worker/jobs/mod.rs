@@ -116,7 +116,7 @@ pub async fn logs(user: User, req: Request, env: &Env, id: &str) -> ApiResult<Lo
 pub async fn metrics(user: User, req: Request, env: &Env, id: &str) -> ApiResult<MetricsPage> {
     let since = wire::query_u64(req.url().ok().as_ref().and_then(|u| u.query()), "since", 0)?;
     let job = owned(env, &user, id).await?;
-    let points = report::metrics_after(env, &job.id, since).await?;
+    let points = super::job_metrics::metrics_after(env, &job.id, since).await?;
     // `since` is inclusive, so the next poll asks from one past the last step seen.
     let next = points.last().map_or(since, |p| p.step + 1);
     Ok(MetricsPage {

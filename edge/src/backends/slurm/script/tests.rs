@@ -15,28 +15,35 @@ pub(crate) const TINY: &str =
     include_str!("../../../../../jobspec/specs/tiny-train-stories260k.toml");
 pub(crate) const GPU: &str = include_str!("../../../../../jobspec/specs/7b-lora-4090.toml");
 
-/// The tiny-train script in four parts, which together are the whole script: the batch
-/// header with what the job is given, the hooks that report and ship its log, the job's own
-/// folder (and the retention of the others), and the command with how the job ends.
-fn tiny_train_script() -> [String; 4] {
+/// The tiny-train script in six parts, which together are the whole script: the batch
+/// header with what the job is given, the hooks that report and ship its log, how it tells a
+/// stop at its time limit, the job's own folder (and the retention of the others), the
+/// command, and how the job ends.
+fn tiny_train_script() -> [String; 6] {
     let script = job_script(&valid(TINY), None);
     let hooks = script.find("onramp_curl() {").unwrap();
+    let at_limit = script
+        .find("# Stopped by Slurm near its time limit")
+        .unwrap();
     let folder = script.find("# Folders of jobs that ended").unwrap();
     let run = script
         .find("onramp_post \"{\\\"state\\\":\\\"running\\\"")
         .unwrap();
+    let end = script.find("if [ -n \"$ONRAMP_STOPPED\" ]; then").unwrap();
     [
         &script[..hooks],
-        &script[hooks..folder],
+        &script[hooks..at_limit],
+        &script[at_limit..folder],
         &script[folder..run],
-        &script[run..],
+        &script[run..end],
+        &script[end..],
     ]
     .map(String::from)
 }
 
 #[test]
 fn the_tiny_train_script_works_in_its_own_folder() {
-    let [_, _, folder, _] = tiny_train_script();
+    let [_, _, _, folder, _, _] = tiny_train_script();
     expect![[r##"
         # Folders of jobs that ended more than the backend's retention ago go, with Slurm's log files
         # of the same age; a folder whose job runs (or was requeued) has no end mark.
@@ -52,7 +59,7 @@ fn the_tiny_train_script_works_in_its_own_folder() {
           onramp_post '{"state":"failed","message":"the job cannot create its folder"}'
           exit 1
         fi
-        rm -f .onramp-ended
+        rm -f .onramp-ended out/onramp-stopped
         onramp_sweep
         # A job that continues an earlier one starts from that job's latest checkpoint, linked (or
         # copied) into its own out/ once, else fetched from the edge: started again, it finds its own
@@ -86,7 +93,7 @@ fn the_tiny_train_script_works_in_its_own_folder() {
 
 #[test]
 fn wraps_the_tiny_train_command() {
-    let [header, _, _, command] = tiny_train_script();
+    let [header, _, _, _, command, _] = tiny_train_script();
     expect![[r##"
         #!/bin/bash
         #SBATCH --job-name=tiny-stories260k
@@ -155,7 +162,33 @@ fn wraps_the_tiny_train_command() {
         rm -f "$ONRAMP_LOG.chunk" "$ONRAMP_LOG.done"
         # From now on the retention counts: the folder stays until it has passed.
         touch "$ONRAMP_JOB_DIR/.onramp-ended"
+    "#]].assert_eq(&command);
+}
+
+/// How the job ends: its state said by itself, but for a stop by Slurm, where Slurm's state is
+/// the truth unless the training stopped near its time limit with a checkpoint saved (the
+/// backend's warning before the limit): then where it stopped (`bash.rs` runs both).
+#[test]
+fn a_job_says_how_it_ended_and_where_a_stop_at_its_time_limit_left_it() {
+    let [_, _, at_limit, _, _, end] = tiny_train_script();
+    expect![[r##"
+        # Stopped by Slurm near its time limit, within the warning Slurm sends before it
+        # (ONRAMP_STOP_WARNING_S) and Slurm's minute and a half of slack, after the training saved a
+        # checkpoint and stopped (onramp-train's out/onramp-stopped names the step): the time limit ended
+        # the job, not a requeue or a cancel.
+        onramp_at_limit() {
+          ONRAMP_STEP=$(head -c 16 "$ONRAMP_JOB_DIR/out/onramp-stopped" 2> /dev/null) || return 1
+          case "$ONRAMP_STEP" in '' | *[!0-9]*) return 1 ;; esac
+          case "${SLURM_JOB_END_TIME:-}${ONRAMP_STOP_WARNING_S:-0}" in *[!0-9]*) return 1 ;; esac
+          [ -n "${SLURM_JOB_END_TIME:-}" ] \
+            && [ "$(date +%s)" -ge "$((SLURM_JOB_END_TIME - ${ONRAMP_STOP_WARNING_S:-0} - 90))" ]
+        }
+    "##]].assert_eq(&at_limit);
+    expect![[r#"
         if [ -n "$ONRAMP_STOPPED" ]; then
+          if onramp_at_limit; then
+            onramp_post "{\"state\":\"timed_out\",\"message\":\"stopped at its time limit, at step $ONRAMP_STEP: its checkpoint out/checkpoint-$ONRAMP_STEP is kept, and a job that names this one in checkpoint.resume_from continues it\"}"
+          fi
           exit "$status"
         elif [ "$status" -eq 0 ]; then
           onramp_post '{"state":"succeeded"}'
@@ -163,12 +196,12 @@ fn wraps_the_tiny_train_command() {
           onramp_post "{\"state\":\"failed\",\"message\":\"exited with code $status\"}"
         fi
         exit "$status"
-    "#]].assert_eq(&command);
+    "#]].assert_eq(&end);
 }
 
 #[test]
 fn the_tiny_train_script_reports_and_ships_its_log() {
-    let [_, hooks, _, _] = tiny_train_script();
+    let [_, hooks, _, _, _, _] = tiny_train_script();
     expect![[r#"
         onramp_curl() {
           curl -sS --fail -m 10 --retry 3 --retry-delay 1 -o /dev/null -X POST \
