@@ -185,10 +185,14 @@ pub fn submit_body(v: &ValidSpec, o: &SubmitOptions) -> Result<Value, String> {
         "time_limit": {"set": true, "infinite": false, "number": limit_min},
     });
     if warning_s > 0 {
-        // SIGTERM to every process of the job, its batch script's too (as at the time limit
-        // itself, which the script and the trainer handle), the warning's time before the limit.
+        // SIGTERM, the warning's time before the limit, to the training: a GPU job's runs in a
+        // step of its own (srun), which is what Slurm signals by default, never srun itself in
+        // the batch script (srun would kill its step at once); a CPU job's runs in the batch
+        // script, whose every process then gets it (`FULL_JOB`), as at the time limit itself.
         job["kill_warning_signal"] = json!("SIGTERM");
-        job["kill_warning_flags"] = json!(["FULL_JOB"]);
+        if !gpu {
+            job["kill_warning_flags"] = json!(["FULL_JOB"]);
+        }
         job["kill_warning_delay"] = json!({"set": true, "infinite": false, "number": warning_s});
     }
     if gpu {
@@ -257,9 +261,6 @@ mod tests {
                   "number": 300,
                   "set": true
                 },
-                "kill_warning_flags": [
-                  "FULL_JOB"
-                ],
                 "kill_warning_signal": "SIGTERM",
                 "maximum_nodes": 1,
                 "minimum_nodes": 1,
@@ -311,8 +312,8 @@ mod tests {
             let delay = b["job"]["kill_warning_delay"]["number"].as_u64();
             if let Some(d) = delay {
                 assert_eq!(b["job"]["kill_warning_signal"], "SIGTERM");
-                // Every process of the job, its script's too, as at the time limit itself.
-                assert_eq!(b["job"]["kill_warning_flags"], json!(["FULL_JOB"]));
+                // The GPU job's step, not srun in its batch script.
+                assert!(b["job"].get("kill_warning_flags").is_none(), "{b}");
                 assert!(
                     env.contains(&format!("\"{STOP_WARNING_ENV}={d}\"")),
                     "{env}"
@@ -327,6 +328,12 @@ mod tests {
         // Half of the 3 minutes Slurm gives a 150 s limit.
         assert_eq!(warned("150s", DEFAULT_STOP_WARNING_S), Some(90));
         assert_eq!(warned("2h", 0), None);
+        // A CPU job trains in its batch script: every process of it gets the warning.
+        let cpu = GPU
+            .replace("model = \"qwen2.5-7b\"", "model = \"stories260K\"")
+            .replace("card = \"rtx-4090\"", "card = \"cpu\"");
+        let b = submit_body(&valid(&cpu), &options(ApiVersion::V0042)).unwrap();
+        assert_eq!(b["job"]["kill_warning_flags"], json!(["FULL_JOB"]), "{b}");
         // Neither tiny-train nor a command of the job's own saves on it.
         let mut o = options(ApiVersion::V0042);
         let tiny = submit_body(&valid(TINY), &o).unwrap();

@@ -118,10 +118,10 @@ onramp_fetch() {
   [ -n "$ONRAMP_URL" ] || return 0
   onramp_trainer onramp_train.fetch "$1"
 }
-# Stopped by Slurm near its time limit, within the warning Slurm sends before it
-# (ONRAMP_STOP_WARNING_S) and Slurm's minute and a half of slack, after the training saved a
-# checkpoint and stopped (onramp-train's out/onramp-stopped names the step): the time limit ended
-# the job, not a requeue or a cancel.
+# The training stopped on a signal near its time limit, within the warning Slurm sends before it
+# (ONRAMP_STOP_WARNING_S; to the training's step, or to this script too) and Slurm's minute and a
+# half of slack, a checkpoint saved (onramp-train's out/onramp-stopped names the step): the time
+# limit ended the job, not a requeue or a cancel.
 onramp_at_limit() {
   ONRAMP_STEP=$(head -c 16 "$ONRAMP_JOB_DIR/out/onramp-stopped" 2> /dev/null) || return 1
   case "$ONRAMP_STEP" in '' | *[!0-9]*) return 1 ;; esac
@@ -192,10 +192,10 @@ while [ -n "$ONRAMP_SHIP" ] && kill -0 "$ONRAMP_SHIP" 2>/dev/null; do wait "$ONR
 rm -f "$ONRAMP_LOG.chunk" "$ONRAMP_LOG.done"
 # From now on the retention counts: the folder stays until it has passed.
 touch "$ONRAMP_JOB_DIR/.onramp-ended"
-if [ -n "$ONRAMP_STOPPED" ]; then
-  if onramp_at_limit; then
-    onramp_post "{\"state\":\"timed_out\",\"message\":\"stopped at its time limit, at step $ONRAMP_STEP: its checkpoint out/checkpoint-$ONRAMP_STEP is kept, and a job that names this one in checkpoint.resume_from continues it\"}"
-  fi
+if onramp_at_limit; then
+  onramp_post "{\"state\":\"timed_out\",\"message\":\"stopped at its time limit, at step $ONRAMP_STEP: its checkpoint out/checkpoint-$ONRAMP_STEP is kept, and a job that names this one in checkpoint.resume_from continues it\"}"
+  exit "$status"
+elif [ -n "$ONRAMP_STOPPED" ]; then
   exit "$status"
 elif [ "$status" -eq 0 ]; then
   onramp_post '{"state":"succeeded"}'

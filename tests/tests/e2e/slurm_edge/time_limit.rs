@@ -113,4 +113,7 @@ pub(super) fn warned(w: &World) {
     let charged = job["charged_fen"].as_i64().unwrap();
     assert!(0 < charged && charged < hold, "{charged} of {hold}\n{job}");
     assert_eq!(u.balance(), GRANT - charged);
+    println!(
+        "warned before its 4-minute limit: stopped at step {step} after {ran} ms, charged {charged} of a {hold} fen hold"
+    );
 }

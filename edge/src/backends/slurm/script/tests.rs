@@ -23,13 +23,13 @@ fn tiny_train_script() -> [String; 6] {
     let script = job_script(&valid(TINY), None);
     let hooks = script.find("onramp_curl() {").unwrap();
     let at_limit = script
-        .find("# Stopped by Slurm near its time limit")
+        .find("# The training stopped on a signal near")
         .unwrap();
     let folder = script.find("# Folders of jobs that ended").unwrap();
     let run = script
         .find("onramp_post \"{\\\"state\\\":\\\"running\\\"")
         .unwrap();
-    let end = script.find("if [ -n \"$ONRAMP_STOPPED\" ]; then").unwrap();
+    let end = script.find("if onramp_at_limit; then").unwrap();
     [
         &script[..hooks],
         &script[hooks..at_limit],
@@ -172,10 +172,10 @@ fn wraps_the_tiny_train_command() {
 fn a_job_says_how_it_ended_and_where_a_stop_at_its_time_limit_left_it() {
     let [_, _, at_limit, _, _, end] = tiny_train_script();
     expect![[r##"
-        # Stopped by Slurm near its time limit, within the warning Slurm sends before it
-        # (ONRAMP_STOP_WARNING_S) and Slurm's minute and a half of slack, after the training saved a
-        # checkpoint and stopped (onramp-train's out/onramp-stopped names the step): the time limit ended
-        # the job, not a requeue or a cancel.
+        # The training stopped on a signal near its time limit, within the warning Slurm sends before it
+        # (ONRAMP_STOP_WARNING_S; to the training's step, or to this script too) and Slurm's minute and a
+        # half of slack, a checkpoint saved (onramp-train's out/onramp-stopped names the step): the time
+        # limit ended the job, not a requeue or a cancel.
         onramp_at_limit() {
           ONRAMP_STEP=$(head -c 16 "$ONRAMP_JOB_DIR/out/onramp-stopped" 2> /dev/null) || return 1
           case "$ONRAMP_STEP" in '' | *[!0-9]*) return 1 ;; esac
@@ -185,10 +185,10 @@ fn a_job_says_how_it_ended_and_where_a_stop_at_its_time_limit_left_it() {
         }
     "##]].assert_eq(&at_limit);
     expect![[r#"
-        if [ -n "$ONRAMP_STOPPED" ]; then
-          if onramp_at_limit; then
-            onramp_post "{\"state\":\"timed_out\",\"message\":\"stopped at its time limit, at step $ONRAMP_STEP: its checkpoint out/checkpoint-$ONRAMP_STEP is kept, and a job that names this one in checkpoint.resume_from continues it\"}"
-          fi
+        if onramp_at_limit; then
+          onramp_post "{\"state\":\"timed_out\",\"message\":\"stopped at its time limit, at step $ONRAMP_STEP: its checkpoint out/checkpoint-$ONRAMP_STEP is kept, and a job that names this one in checkpoint.resume_from continues it\"}"
+          exit "$status"
+        elif [ -n "$ONRAMP_STOPPED" ]; then
           exit "$status"
         elif [ "$status" -eq 0 ]; then
           onramp_post '{"state":"succeeded"}'

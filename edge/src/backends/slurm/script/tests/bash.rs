@@ -359,64 +359,82 @@ fn an_uploaded_dataset_is_fetched_with_the_token_before_the_training() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Slurm's SIGTERM to the whole job, to a training that saves a checkpoint on it and marks its
-/// step (as onramp-train does): near the time limit (within the warning and Slurm's slack) the
-/// script says where the run stopped and that it timed out; far from it (a requeue, a cancel)
-/// it says nothing, Slurm's state being the truth.
+/// Slurm's SIGTERM to a training that saves a checkpoint on it and marks its step (as
+/// onramp-train does), to the whole job (a CPU job's warning, a requeue, a cancel) or to the
+/// training alone (a GPU job's warning, sent to its srun step): near the time limit (within the
+/// warning and Slurm's slack) the script says where the run stopped and that it timed out; far
+/// from it, nothing when Slurm stopped the whole job (its state is the truth), else the code.
 #[test]
 fn a_training_stopped_near_its_time_limit_says_where() {
+    let stopped_at_limit = r#"{"state":"timed_out","message":"stopped at its time limit, at step 37: its checkpoint out/checkpoint-37 is kept, and a job that names this one in checkpoint.resume_from continues it"}"#;
+    let running = r#"{"state":"running","attempt":0}"#;
+    for whole_job in [true, false] {
+        let (code, reports) = stopped(100, whole_job);
+        assert_eq!(code, Some(143));
+        assert_eq!(
+            reports,
+            [running, stopped_at_limit],
+            "whole job: {whole_job}"
+        );
+    }
+    assert_eq!(stopped(3600, true), (Some(143), vec![running.to_string()]));
+    let failed = r#"{"state":"failed","message":"exited with code 143"}"#;
+    assert_eq!(
+        stopped(3600, false),
+        (Some(143), vec![running.to_string(), failed.to_string()])
+    );
+}
+
+/// A job whose limit ends in `ends_in_s`, its training stopped with SIGTERM once it runs (to
+/// every process of the job, or to the training alone); its exit code and reports.
+fn stopped(ends_in_s: u64, whole_job: bool) -> (Option<i32>, Vec<String>) {
     use std::os::unix::process::CommandExt;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
         .as_secs();
     let payload = "trap 'mkdir -p \"$ONRAMP_JOB_DIR/out\"; echo 37 > \"$ONRAMP_JOB_DIR/out/onramp-stopped\"; exit 143' TERM\n\
-                   echo training; while :; do sleep 0.05; done";
-    let run = |ends_in_s: u64| {
-        let edge = Recorder::start();
-        let dir =
-            std::env::temp_dir().join(format!("onramp-limit-{}-{ends_in_s}", std::process::id()));
-        let mut job = std::process::Command::new("bash")
-            .arg("-c")
-            .arg(job_script(&valid(super::GPU), Some(payload)))
-            .env("ONRAMP_REPORT_URL", format!("{}/report", edge.url))
-            .env("ONRAMP_REPORT_TOKEN", "t0k3n")
-            .env("ONRAMP_JOB_DIR", &dir)
-            .env("ONRAMP_STOP_WARNING_S", "120")
-            .env("SLURM_JOB_END_TIME", (now + ends_in_s).to_string())
-            .stdout(std::process::Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("bash");
-        // The training's trap is set once it has said so in the job's log.
-        let started = std::time::Instant::now();
-        while !std::fs::read_to_string(dir.join("onramp-0.0.log"))
-            .is_ok_and(|l| l.contains("training"))
-        {
-            assert!(
-                started.elapsed().as_secs() < 30,
-                "the training never started"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let group = format!("-{}", job.id());
-        std::process::Command::new("kill")
-            .args(["-TERM", "--", &group])
-            .status()
-            .expect("kill");
-        let status = job.wait().expect("status");
-        let _ = std::fs::remove_dir_all(&dir);
-        (status.code(), edge.reports())
+                   echo $BASHPID > \"$ONRAMP_JOB_DIR/training.pid\"; echo training; while :; do sleep 0.05; done";
+    let edge = Recorder::start();
+    let dir = std::env::temp_dir().join(format!(
+        "onramp-limit-{}-{ends_in_s}-{whole_job}",
+        std::process::id()
+    ));
+    let mut job = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(job_script(&valid(super::GPU), Some(payload)))
+        .env("ONRAMP_REPORT_URL", format!("{}/report", edge.url))
+        .env("ONRAMP_REPORT_TOKEN", "t0k3n")
+        .env("ONRAMP_JOB_DIR", &dir)
+        .env("ONRAMP_STOP_WARNING_S", "120")
+        .env("SLURM_JOB_END_TIME", (now + ends_in_s).to_string())
+        .stdout(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("bash");
+    // The training's trap is set once it has said so in the job's log.
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(dir.join("onramp-0.0.log")).is_ok_and(|l| l.contains("training"))
+    {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the training never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let target = if whole_job {
+        format!("-{}", job.id())
+    } else {
+        std::fs::read_to_string(dir.join("training.pid"))
+            .expect("pid")
+            .trim()
+            .to_string()
     };
-    let (code, reports) = run(100);
-    assert_eq!(code, Some(143));
-    assert_eq!(
-        reports[1..],
-        [
-            r#"{"state":"timed_out","message":"stopped at its time limit, at step 37: its checkpoint out/checkpoint-37 is kept, and a job that names this one in checkpoint.resume_from continues it"}"#
-        ]
-    );
-    let (code, reports) = run(3600);
-    assert_eq!(code, Some(143));
-    assert_eq!(reports, [r#"{"state":"running","attempt":0}"#]);
+    std::process::Command::new("kill")
+        .args(["-TERM", "--", &target])
+        .status()
+        .expect("kill");
+    let status = job.wait().expect("status");
+    let _ = std::fs::remove_dir_all(&dir);
+    (status.code(), edge.reports())
 }
