@@ -11,7 +11,10 @@ references:
   whole example, as the checker does) with their rendering done beforehand and not timed: the
   tokenizer's own speed, the floor of what any checker in Python could reach.
 
-Goal (issue #26): the checker natively at >= 1.0x the Python `tokenizers` reference.
+Goal (issue #26): the checker natively at >= 1.0x the Python `tokenizers` reference. With
+`--keep DIR` the file and the tokenizer stay in DIR and the figures end in one JSON line, which
+`cargo xtask bench data` reads to time the same check in the browser (xtask/src/bench_data.rs,
+goal >= 0.5x the same reference).
 """
 
 from __future__ import annotations
@@ -85,6 +88,11 @@ def main() -> int:
     ap.add_argument("--checker", required=True, help="datacheck's bench example (release)")
     ap.add_argument("--mib", type=int, default=24, help="size of the file made (MiB)")
     ap.add_argument("--seq-len", type=int, default=2048)
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        help="write the file and the tokenizer here and keep them (the browser's run reads them)",
+    )
     a = ap.parse_args()
 
     from tokenizers import Tokenizer
@@ -93,7 +101,8 @@ def main() -> int:
     from onramp_train import data
 
     with tempfile.TemporaryDirectory(prefix="onramp-bench-data-") as tmp:
-        tmp = Path(tmp)
+        tmp = a.keep or Path(tmp)
+        tmp.mkdir(parents=True, exist_ok=True)
         folder = tokenizer_folder(tmp / "tok")
         path = tmp / "chat.jsonl"
         chat_file(path, a.mib)
@@ -165,10 +174,15 @@ def main() -> int:
         f"  = checker {trainer_s / rust_s:.2f}x onramp-train's count; "
         f"{tok_s / rust_s:.2f}x the tokenizers reference (goal >= 1.0x)"
     )
-    print(
-        "in the browser: not measured here yet (the Plan page's worker runs this checker "
-        "compiled to wasm, with the tokenizer the edge serves)"
-    )
+    # What `cargo xtask bench data` sets the browser's run next to (bench_data.rs).
+    figures = {
+        "mb": mb,
+        "examples": rust["examples"],
+        "tokens": rust["tokens"],
+        "native_s": rust_s,
+        "tokenizers_s": tok_s,
+    }
+    print("bench-data-json: " + json.dumps(figures))
     return 0
 
 

@@ -20,9 +20,10 @@
 //!   while it streams (see `bench_artifacts.rs`).
 //! - `train`: onramp-train's training tokens/s on the CPU next to a plain Hugging Face Trainer
 //!   script on the same model, data and settings (`trainer/bench/bench_train.py`).
-//! - `data`: the dataset checker's native MB/s and tokens/s on a chat JSONL with a tokenizer
-//!   trained on the spot, next to onramp-train's own count and Python's `tokenizers` alone on the
-//!   same file and tokenizer (`trainer/bench/bench_data.py`).
+//! - `data`: the dataset checker's MB/s and tokens/s on a chat JSONL with a tokenizer trained on
+//!   the spot, natively and in the Plan page's worker in headless Chromium (`bench_data.rs`),
+//!   next to onramp-train's own count and Python's `tokenizers` alone on the same file and
+//!   tokenizer (`trainer/bench/bench_data.py`).
 
 use crate::cmd::{self, cargo, shared_dir, target_dir};
 
@@ -105,21 +106,50 @@ fn train() -> Result<(), String> {
 }
 
 fn data() -> Result<(), String> {
-    println!("\n== data: the dataset checker (native) vs Python on the same file and tokenizer ==");
+    println!(
+        "\n== data: the dataset checker (native, and in the browser) vs Python on the same file and tokenizer =="
+    );
     let env = crate::trainer_env::ensure()?;
+    let tools = crate::setup::run()?;
+    crate::build::all(&tools)?;
     crate::cmd::run(
         "cargo build --release -p datacheck --example throughput",
         cargo()
             .args(["build", "--quiet", "--release", "-p", "datacheck"])
             .args(["--example", "throughput"]),
     )?;
-    crate::cmd::run(
-        "trainer/bench/bench_data.py",
-        env.python()
-            .arg(crate::cmd::repo_root().join("trainer/bench/bench_data.py"))
-            .arg("--checker")
-            .arg(target_dir().join("release/examples/throughput")),
-    )
+    let dir = onramp_tests::stack::unique_temp_dir("onramp-bench-data");
+    let out = env
+        .python()
+        .arg(crate::cmd::repo_root().join("trainer/bench/bench_data.py"))
+        .arg("--checker")
+        .arg(target_dir().join("release/examples/throughput"))
+        .arg("--keep")
+        .arg(&dir)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run trainer/bench/bench_data.py: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut figures = None;
+    for line in stdout.lines() {
+        match line.strip_prefix("bench-data-json: ") {
+            Some(j) => figures = serde_json::from_str::<serde_json::Value>(j).ok(),
+            None => println!("{line}"),
+        }
+    }
+    let result = match (out.status.success(), figures) {
+        (true, Some(f)) => crate::bench_data::Measured::from_json(&f)
+            .and_then(|m| crate::bench_data::run(&dir, &m)),
+        _ => Err(format!(
+            "trainer/bench/bench_data.py failed ({})",
+            out.status
+        )),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    for line in result? {
+        println!("{line}");
+    }
+    Ok(())
 }
 
 fn plan() -> Result<(), String> {

@@ -11,6 +11,7 @@
 mod bench;
 mod bench_app;
 mod bench_artifacts;
+mod bench_data;
 mod bench_edge;
 mod bench_train;
 mod build;

@@ -2,7 +2,8 @@
 //! a Web Worker (its bad lines named with their numbers), its counts go into `[data]` with one
 //! click, and the plan's steps then follow the file as the trainer batches it; its tokens are
 //! counted with the spec's model's own tokenizer once the operator has stored it on the edge
-//! (the CLI's count of the same file with the same files), an estimate said so before.
+//! (the CLI's count of the same file with the same files), an estimate said so before; a file of
+//! a gigabyte is read a slice at a time with its progress shown, the page running meanwhile.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use crate::app_support::{WAIT, click, set_value, spec_text, start, submit_auth, verify_elsewhere};
@@ -99,40 +100,88 @@ fn a_dataset_chosen_on_the_plan_page_is_checked_and_plans_the_epochs() {
 
 #[test]
 #[ignore = "needs the built stack and Chromium: cargo xtask test"]
-fn a_large_text_file_is_read_in_slices_and_estimated() {
+fn a_gigabyte_file_is_read_in_slices_with_progress_while_the_page_keeps_running() {
     let (stack, browser) = start("app_dataset_large", Some("zh"));
     browser.goto(&format!("{}/plan", stack.url)).unwrap();
     browser.wait_for("[data-testid=plan-fits]", WAIT).unwrap();
     let dir = tempfile_dir("onramp-dataset-large");
     let path = dir.join("book.txt");
-    // 64 MiB of 64-byte lines: 16 estimated tokens each, in 16 slices of the file.
-    let line = format!("{}\n", "w".repeat(63));
-    let lines = (64 << 20) / line.len();
+    // 1 GiB of 64-byte lines (16 estimated tokens each), no two neighbours alike.
+    let lines = (1_u64 << 30) / 64;
     {
         let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-        for _ in 0..lines {
-            f.write_all(line.as_bytes()).unwrap();
+        for n in 0..lines {
+            writeln!(f, "{:>12} {}", n, "w".repeat(50)).unwrap();
         }
     }
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 1 << 30);
+    // A timer on the page's own thread: it keeps firing only if the check leaves that thread free.
+    browser
+        .execute(
+            "window.onrampTicks = 0; setInterval(() => window.onrampTicks++, 10); return 0;",
+            serde_json::json!([]),
+        )
+        .unwrap();
     let input = browser
         .wait_for("[data-testid=dataset-file]", WAIT)
         .unwrap();
+    let started = std::time::Instant::now();
     browser.type_text(&input, path.to_str().unwrap()).unwrap();
+    let (shown, ticked) = watch_progress(&browser, 1 << 30);
+    let seconds = started.elapsed().as_secs_f64();
+    assert!(shown.len() >= 8, "progress shown only at {shown:?}");
+    assert!(
+        ticked,
+        "the page's timer never fired between two progress readings: {shown:?}"
+    );
     let summary = browser
-        .wait_for(
-            "[data-testid=dataset-summary][data-format=text]",
-            Duration::from_secs(120),
-        )
+        .wait_for("[data-testid=dataset-summary][data-format=text]", WAIT)
         .unwrap();
     // The template's seq_len is 2048.
-    let sequences = (lines as u64 * 16) / 2048;
+    let sequences = lines * 16 / 2048;
     assert_eq!(
         browser.attribute(&summary, "data-examples").unwrap(),
         Some(sequences.to_string())
     );
     let text = browser.text(&summary).unwrap();
     assert!(text.contains("每轮样本"), "{text}");
+    println!(
+        "1 GiB checked in the browser's worker in {seconds:.1} s ({:.0} MB/s), the progress bar seen at {} points, the page's timer running throughout",
+        (1u64 << 30) as f64 / 1e6 / seconds,
+        shown.len()
+    );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Reads the page's progress bar until the check is done: the distinct values it showed before
+/// the end, and whether the page's timer fired between two readings of an unfinished check.
+fn watch_progress(browser: &onramp_tests::webdriver::Browser, size: u64) -> (Vec<u64>, bool) {
+    let script = "const p = document.querySelector('[data-testid=dataset-progress] progress');
+        const done = document.querySelector('[data-testid=dataset-summary]') !== null;
+        return [p ? Number(p.value) : -1, p ? Number(p.max) : -1, window.onrampTicks, done];";
+    let deadline = std::time::Instant::now() + Duration::from_secs(600);
+    let (mut shown, mut ticked, mut last_ticks) = (Vec::<u64>::new(), false, None::<u64>);
+    loop {
+        let v = browser.execute(script, serde_json::json!([])).unwrap();
+        let (value, max) = (v[0].as_f64().unwrap(), v[1].as_f64().unwrap());
+        let ticks = v[2].as_u64().unwrap();
+        if v[3].as_bool().unwrap() {
+            return (shown, ticked);
+        }
+        if value > 0.0 && value < max {
+            assert_eq!(max as u64, size, "the bar's end is the file's size");
+            if shown.last() != Some(&(value as u64)) {
+                shown.push(value as u64);
+            }
+            ticked |= last_ticks.is_some_and(|t| ticks > t);
+            last_ticks = Some(ticks);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no summary: {shown:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[test]
