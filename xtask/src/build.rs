@@ -90,7 +90,7 @@ pub fn app(tools: &BuildTools) -> Result<(), String> {
 /// code (the app's browser calls, the edge's `worker/`) is linted without checking every wasm
 /// dependency a second time in a `cargo clippy --target wasm32` of its own (minutes of both
 /// cores on a new machine). Every build of these crates lints, so that none rebuilds another's.
-fn linted(cmd: &mut Command) -> &mut Command {
+pub fn linted(cmd: &mut Command) -> &mut Command {
     let driver = cmd::output(Command::new("rustup").args(["which", "clippy-driver"]))
         .map_or_else(|| "clippy-driver".to_string(), |p| p.trim().to_string());
     cmd.env("RUSTC_WORKSPACE_WRAPPER", driver).env(
@@ -176,8 +176,8 @@ pub fn edge(tools: &BuildTools) -> Result<(), String> {
 /// dependencies and model-tiny are optimised).
 pub fn runner() -> Result<(), String> {
     cmd::run(
-        "cargo build onramp-runner onramp-cli",
-        cargo().args([
+        "cargo build onramp-runner onramp-cli (clippy's lints)",
+        linted(&mut cargo()).args([
             "build",
             "--quiet",
             "-p",

@@ -1,8 +1,11 @@
-//! `cargo xtask test`: check the house style (rustfmt, clippy for native and wasm32), set up,
-//! build, and run every test: the deploy dry run on that build, host unit tests of every crate,
-//! wasm tests in headless Chromium, and the stack tests (the edge under `wrangler dev`, the runner
-//! and the browser journeys).
+//! `cargo xtask test`: check the house style, set up, build, and run every test: the deploy dry
+//! run on that build, host unit tests of every crate, wasm tests in headless Chromium, and the
+//! stack tests (the edge under `wrangler dev`, the runner and the browser journeys). The style is
+//! rustfmt, then clippy's lints with warnings as errors in every build of the workspace's crates,
+//! natively and for wasm32 (`build::linted`), so that no crate is checked in a pass of its own
+//! and then compiled again for the tests.
 
+use crate::build::linted;
 use crate::cmd::{cargo, path_with, repo_root};
 use crate::setup::Tools;
 use std::io::{BufRead, BufReader};
@@ -15,6 +18,8 @@ struct Tally {
     passed: u64,
     failed: u64,
     ignored: u64,
+    /// Put before each echoed line of a run that shares the terminal with another.
+    prefix: &'static str,
 }
 
 impl Tally {
@@ -28,7 +33,7 @@ impl Tally {
             .map_err(|e| format!("{what}: cannot start {:?}: {e}", cmd.get_program()))?;
         if let Some(out) = child.stdout.take() {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
-                println!("{line}");
+                println!("{}{line}", self.prefix);
                 self.count(&line);
             }
         }
@@ -42,6 +47,13 @@ impl Tally {
             started.elapsed().as_secs_f64()
         );
         Ok(())
+    }
+
+    /// Adds the counts of a tally that ran beside this one.
+    fn add(&mut self, other: &Tally) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+        self.ignored += other.ignored;
     }
 
     /// Counts a step that is one check of its own (not a test harness) as one test.
@@ -141,7 +153,6 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ),
     )?;
     let tools = crate::setup::run()?;
-    house_lints(&mut tally)?;
     crate::build::all(&tools)?;
 
     // A configuration that cannot deploy fails here, on the build the tests below use.
@@ -150,11 +161,27 @@ pub fn run(args: &[String]) -> Result<(), String> {
         crate::deploy::dry_run_built(),
     )?;
     tally.run(
-        "host tests (cargo test --workspace)",
-        cargo().args(["test", "--workspace"]),
+        "host tests (cargo test --workspace; clippy's lints)",
+        linted(&mut cargo()).args(["test", "--workspace"]),
     )?;
-    trainer_tests(&mut tally, &tools)?;
-    wasm_tests(&mut tally, &tools)?;
+    // The trainer's tests (CPU runs that wait on process starts and imports more than they
+    // compute) run beside the wasm tests (mostly compiling): minutes less than one after the other.
+    std::thread::scope(|scope| {
+        let trainer = scope.spawn(|| {
+            let mut t = Tally {
+                prefix: "pytest| ",
+                ..Tally::default()
+            };
+            let result = trainer_tests(&mut t, &tools);
+            (t, result)
+        });
+        let wasm = wasm_tests(&mut tally, &tools);
+        let (t, result) = trainer
+            .join()
+            .map_err(|_| "the trainer tests' thread panicked".to_string())?;
+        tally.add(&t);
+        wasm.and(result)
+    })?;
     stack_tests(&mut tally, &tools)?;
     // Ignored tests in the host run are the stack tests, which ran above: not skipped.
     tally.ignored = 0;
@@ -201,7 +228,7 @@ fn wasm_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     let mut wasm_test = |what: &str, args: &[&str]| {
         tally.run(
             what,
-            cargo()
+            linted(&mut cargo())
                 .args(["test", "--target", "wasm32-unknown-unknown"])
                 .args(args)
                 .env(
@@ -233,7 +260,7 @@ fn stack_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     // The stack tests start real processes; two at a time keeps a 2-core machine responsive.
     tally.run(
         "stack tests (wrangler dev, runner, headless Chromium)",
-        cargo()
+        linted(&mut cargo())
             .args([
                 "test",
                 "--workspace",
@@ -250,27 +277,6 @@ fn stack_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
             // The runner runs every task but tiny-train with the trainer's environment.
             .env("ONRAMP_PYTHON", &tools.trainer.python)
             .env("ONRAMP_SCHEMATHESIS", &tools.schemathesis),
-    )
-}
-
-/// Clippy with warnings as errors, natively over every target of the workspace. The wasm-only
-/// code (`app`'s browser calls, `edge`'s `worker/`), which a native pass never sees, is linted by
-/// the wasm builds themselves (`build::linted`), which compile it anyway.
-fn house_lints(tally: &mut Tally) -> Result<(), String> {
-    let what = "cargo clippy --workspace --all-targets -- -D warnings";
-    tally.step(
-        what,
-        crate::cmd::run(
-            what,
-            cargo().args([
-                "clippy",
-                "--workspace",
-                "--all-targets",
-                "--",
-                "-D",
-                "warnings",
-            ]),
-        ),
     )
 }
 
