@@ -62,8 +62,10 @@ class StopOnSignal(TrainerCallback):
         self.stopped_at: int | None = None
         self._before = {s: signal.signal(s, self._note) for s in STOP_SIGNALS}
         # A stop asked before training began (the CLI's `EarlyStop` notes it): at the first step.
+        # One that came since the handlers went in is kept.
         early = [getattr(h, "asked", None) for h in self._before.values()]
-        self.signalled = next((a for a in early if a is not None), None)
+        if self.signalled is None:
+            self.signalled = next((a for a in early if a is not None), None)
 
     def _note(self, signum, frame) -> None:
         self.signalled = signum
