@@ -262,7 +262,7 @@ pub const KEY_DOCS: &[(&str, &str, &str, &str)] = &[
     (
         "ParallelSpec",
         "tp",
-        "张量并行度。onramp-train 不运行张量并行，所以只接受 1；请用 ZeRO-3 或 sp。",
+        "张量并行度：DeepSpeed 的 AutoTP 按模型的 Hugging Face `tp_plan` 把每一层切到 `tp` 张卡上；仅用于全量训练（sft、pretrain），且 ZeRO 为 0–2。",
         "1",
     ),
     (

@@ -428,8 +428,8 @@ pub struct ParallelSpec {
     pub offload_optimizer: Offload,
     /// Where the parameters live between uses: `none` (GPU), `cpu` or `nvme` (ZeRO 3 only).
     pub offload_params: Offload,
-    /// Tensor-parallel degree. onramp-train does not run tensor parallelism, so only 1 is
-    /// accepted; use ZeRO-3 or sp.
+    /// Tensor-parallel degree: DeepSpeed's AutoTP slices every layer over `tp` cards as the
+    /// model's Hugging Face `tp_plan` says; full training (sft, pretrain) with ZeRO 0–2 only.
     pub tp: u32,
     /// Pipeline-parallel degree. onramp-train does not run pipeline parallelism, so only 1 is
     /// accepted; use ZeRO-3.

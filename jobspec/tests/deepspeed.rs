@@ -163,6 +163,32 @@ fn export_imports_cleanly() {
     }
 }
 
+/// A tensor-parallel spec's ds_config (DeepSpeed AutoTP's `tensor_parallel.autotp_size`)
+/// imports back into the same spec and the same run.
+#[test]
+fn a_tensor_parallel_config_imports_its_tp() {
+    let src = "name = \"t\"\ntask = \"sft\"\nmodel = \"llama-3-8b\"\n[data]\ndataset = \"d\"\n\
+               tokens = 1000000\nseq_len = 1024\n[train]\nsteps = 10\n[parallel]\nzero_stage = 1\n\
+               tp = 4\n[resources]\ncard = \"a100-80g\"\ncards_per_node = 8\ntime_limit = \"1h\"\n";
+    let (v, d) = jobspec::validate_toml(src);
+    let v = v.unwrap_or_else(|| panic!("{d:#?}"));
+    let cfg = ds_config(&v).to_string();
+    let (import, diags) = import_ds_config(&cfg, Some(v.dp()));
+    assert!(diags.is_empty(), "{diags:#?}");
+    let import = import.unwrap();
+    assert_eq!(import.tp, Some(4));
+    let mut spec = v.spec().clone();
+    spec.parallel.tp = 1;
+    let patched = jobspec::patch::apply_patch(&spec, &import.patch()).unwrap();
+    assert_eq!(patched.parallel.tp, 4);
+    let (pv, d) = jobspec::validate::validate_spec(patched);
+    let pv = pv.unwrap_or_else(|| panic!("{d:#?}"));
+    assert_eq!(
+        jobspec::trainer::trainer_run(&pv),
+        jobspec::trainer::trainer_run(&v)
+    );
+}
+
 /// transformers' usual ZeRO-3 config (its "auto" values, DeepSpeed's own defaults written out),
 /// with an AdamW of other betas and a warm-up schedule, carried into a spec.
 const HF_ZERO3: &str = r#"{

@@ -144,7 +144,8 @@ fn combination_rules() {
             13:18 warning suspicious parallel.offload_params: parameters are offloaded but the optimizer is not; offload the optimizer first, it saves more
             14:6 error bad-value parallel.pp: pp = 2: onramp-train does not run pipeline parallelism, so the job would train without it; split the model's states across the cards with ZeRO-3 instead (parallel.zero_stage = 3, with offload_params = "cpu" if it still does not fit) and set pp = 1
             15:6 error conflict parallel.tp: tp = 3 must divide the 28 attention heads
-            15:6 error bad-value parallel.tp: tp = 3: onramp-train does not run tensor parallelism, so the job would train without it; split the model's states across the cards with ZeRO-3 instead (parallel.zero_stage = 3), and long sequences with sequence parallelism (parallel.sp), and set tp = 1
+            15:6 error conflict parallel.tp: tp = 3 must divide the 4 key/value heads: each rank holds an equal slice
+            15:6 error conflict parallel.tp: tp = 3 must divide the 18944 MLP width (ffn): each rank holds an equal slice
             16:1 info defaulted resources.time_limit: time_limit not given: using 24h; the hold on the balance is for the whole time limit
             16:1 info defaulted resources.nodes: nodes not given: using 1 node
             19:1 error unknown-key resources.backend: unknown key `backend` in [resources]
@@ -474,6 +475,100 @@ fn sequence_parallelism_is_refused_where_ulysses_cannot_run_it() {
                 .get(Lang::En)
                 .contains("3 key/value heads must divide one another")),
         "{diags:?}"
+    );
+}
+
+/// `parallel.tp` runs as DeepSpeed's AutoTP on the model's Hugging Face `tp_plan`: the ds_config
+/// carries its size and gathers the slices on save; what AutoTP cannot split is refused, in both
+/// languages.
+#[test]
+fn tensor_parallelism_runs_for_a_full_training_and_is_refused_where_autotp_cannot() {
+    let tp = |model: &str, task: &str, parallel: &str| {
+        let src = MINIMAL
+            .replace("qwen2.5-7b", model)
+            .replace("task = \"sft\"", &format!("task = \"{task}\""))
+            .replace(
+                "[resources]\ncard = \"a100-80g\"\n",
+                &format!(
+                    "[train]\nsteps = 10\n[parallel]\n{parallel}\n\
+                     [resources]\ncard = \"a100-80g\"\ncards_per_node = 8\ntime_limit = \"1h\"\n"
+                ),
+            );
+        let (valid, diags) = validate_toml(&src);
+        let errors: Vec<(String, String)> = diags
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| {
+                let m = &d.message;
+                (
+                    format!("{}: {}", d.path, m.get(Lang::En)),
+                    m.get(Lang::Zh).to_string(),
+                )
+            })
+            .collect();
+        (valid, errors)
+    };
+    // Llama 3 8B: 32 heads, 8 key/value heads, ffn 14336: tp = 4 splits them all.
+    let (valid, errors) = tp("llama-3-8b", "sft", "zero_stage = 1\ntp = 4");
+    let valid = valid.unwrap_or_else(|| panic!("{errors:?}"));
+    assert_eq!(valid.dp(), 2);
+    let ds = jobspec::deepspeed::engine_config(&valid);
+    assert_eq!(ds["tensor_parallel"]["autotp_size"], 4, "{ds}");
+    assert_eq!(ds["train_batch_size"], valid.global_batch(), "{ds}");
+    assert_eq!(
+        ds["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"], true,
+        "{ds}"
+    );
+    let run = jobspec::trainer::trainer_run(&valid);
+    assert_eq!(run.ds_config.as_ref(), Some(&ds));
+    // Without tp, no AutoTP section.
+    let (plain, _) = tp("llama-3-8b", "sft", "zero_stage = 1");
+    let plain = jobspec::deepspeed::engine_config(&plain.expect("valid"));
+    assert!(plain.get("tensor_parallel").is_none(), "{plain}");
+
+    let refused = |model: &str, task: &str, parallel: &str, en: &str, zh: &str| {
+        let (valid, errors) = tp(model, task, parallel);
+        assert!(valid.is_none(), "{model} {task} {parallel}");
+        assert!(
+            errors.iter().any(|(e, z)| e.contains(en) && z.contains(zh)),
+            "{model} {task} {parallel}: {errors:#?}"
+        );
+    };
+    refused(
+        "llama-3-8b",
+        "lora",
+        "tp = 2",
+        "parallel.tp: tp = 2 splits every weight",
+        "只在冻结的底座上训练适配器",
+    );
+    refused(
+        "llama-3-8b",
+        "sft",
+        "zero_stage = 3\ntp = 2",
+        "parallel.zero_stage: tp = 2 runs as DeepSpeed's AutoTP",
+        "不能与 3 同用",
+    );
+    refused(
+        "llama-3-8b",
+        "sft",
+        "sp = 2\ntp = 2",
+        "tp = 2 and sp = 2 together are not run",
+        "不能同时运行",
+    );
+    // Qwen2.5 7B has 4 key/value heads.
+    refused(
+        "qwen2.5-7b",
+        "sft",
+        "tp = 8",
+        "tp = 8 must divide the 4 key/value heads",
+        "个键值头",
+    );
+    refused(
+        "chatglm3-6b",
+        "sft",
+        "tp = 2",
+        "has no Hugging Face tp_plan",
+        "tp_plan",
     );
 }
 

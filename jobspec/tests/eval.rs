@@ -240,4 +240,14 @@ fn tasks_are_refused_where_no_one_rank_holds_the_whole_model() {
     assert!(d.message.en.contains("zero_stage` = 3"), "{d:?}");
     // Without tasks the same job is valid.
     assert!(validate_toml(&spread).0.is_some(), "{diags:?}");
+    // Tensor parallelism slices every layer over ranks: no rank holds the whole model either.
+    let sliced = spread
+        .replace("zero_stage = 3\n", "zero_stage = 1\ntp = 2\n")
+        .replace("task = \"lora\"", "task = \"sft\"");
+    assert!(validate_toml(&sliced).0.is_some());
+    let (valid, diags) = validate_toml(&format!("{sliced}[eval]\ntasks = [\"mmlu\"]\n"));
+    assert!(valid.is_none());
+    let d = diags.iter().find(|d| d.path == "eval.tasks").unwrap();
+    assert!(d.message.en.contains("`parallel.tp` = 2 slices"), "{d:?}");
+    assert!(d.message.zh.contains("切到多个 rank"), "{d:?}");
 }

@@ -1,6 +1,8 @@
-"""Model parallelism the planner costs, run for real on the CPU: DeepSpeed's Ulysses sequence
-parallelism (`parallel.sp`, ALST through Accelerate) on two gloo ranks, whose all-to-all gloo
-has. Each sequence split over two ranks must train as the whole sequence does on one rank."""
+"""Model parallelism the planner costs, run for real on the CPU on two gloo ranks: DeepSpeed's
+Ulysses sequence parallelism (`parallel.sp`, ALST through Accelerate), whose all-to-all gloo has,
+and tensor parallelism (`parallel.tp`, DeepSpeed's AutoTP slicing each layer as the model's
+Hugging Face `tp_plan` says). Each sequence split over two ranks, and each layer split over two
+ranks, must train as the whole does on one rank."""
 
 from __future__ import annotations
 
@@ -51,3 +53,49 @@ def test_sequence_parallel_trains_as_one_rank_with_the_whole_sequence(tmp_path, 
     for step in a:
         assert abs(a[step] - b[step]) <= 1e-4 * abs(a[step]), (step, a, b)
     assert a[steps] < a[1] - 0.5, a
+
+
+def test_tensor_parallel_trains_as_one_rank_with_the_whole_model(tmp_path, models_dir):
+    """Both ranks of the tensor-parallel group read the same batches and hold half of each
+    layer's q/k/v, o and MLP matrices; the losses equal one rank's with the whole model, and the
+    trained model is saved whole (its slices gathered), with the one rank's weights."""
+    from safetensors.torch import load_file
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "same.jsonl").write_text("\n".join(json.dumps(RECORD) for _ in range(96)) + "\n")
+    steps = 6
+    env = {"ONRAMP_DATASETS": str(data)}
+
+    def spec(cards: int, tp: int) -> str:
+        return spec_text(
+            "sft",
+            'model = "stories260K"',
+            "same.jsonl",
+            steps,
+            card="a100-80g",
+            cards=cards,
+            parallel=f"[parallel]\nzero_stage = 1\ntp = {tp}\n",
+            seq_len=256,
+            lr=1e-2,
+        )
+
+    whole = run_trainer(tmp_path / "whole", spec(1, 1), models=models_dir, extra_env=env)
+    assert whole.rc == 0, whole.stderr[-3000:]
+    split = run_trainer(tmp_path / "split", spec(2, 2), nproc=2, models=models_dir, extra_env=env)
+    assert split.rc == 0, split.stderr[-3000:]
+    assert re.search(r"tensor parallel: 2 ranks per layer", split.stderr), split.stderr[-3000:]
+    assert re.search(r"q_proj: \[32, 64\] of \[64, 64\] on this rank", split.stderr), split.stderr[
+        -3000:
+    ]
+    a, b = whole.train_losses(), split.train_losses()
+    assert sorted(a) == sorted(b) == list(range(1, steps + 1)), (a, b)
+    for step in a:
+        assert abs(a[step] - b[step]) <= 1e-4 * abs(a[step]), (step, a, b)
+    assert a[steps] < a[1] - 0.5, a
+    one = load_file(tmp_path / "whole" / "out" / "final" / "model.safetensors")
+    two = load_file(tmp_path / "split" / "out" / "final" / "model.safetensors")
+    assert one.keys() == two.keys()
+    for name, w in one.items():
+        assert two[name].shape == w.shape, name
+        assert (two[name].float() - w.float()).abs().max() <= 1e-3, name

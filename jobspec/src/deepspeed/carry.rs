@@ -46,6 +46,7 @@ pub(crate) const TOP_KEYS: &[&str] = &[
     "memory_breakdown",
     "pipeline",
     "sequence_parallel_size",
+    "tensor_parallel",
     "curriculum_learning",
     "eigenvalue",
     "progressive_layer_drop",
@@ -101,14 +102,16 @@ pub(crate) const ZERO_KEYS: &[&str] = &[
     "module_granularity_threshold",
 ];
 
-/// The optimizer, the schedule, the warm-up steps and the sequence-parallel degree a config
-/// names; `None` for what it leaves out or to "auto".
+/// The optimizer, the schedule, the warm-up steps and the sequence- and tensor-parallel degrees
+/// a config names; `None` for what it leaves out or to "auto".
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Carried {
     pub optimizer: Option<Optimizer>,
     pub schedule: Option<Schedule>,
     pub warmup: Option<u64>,
     pub sp: Option<u32>,
+    /// DeepSpeed AutoTP's `tensor_parallel.autotp_size`.
+    pub tp: Option<u32>,
 }
 
 /// Reads what [`Carried`] holds. A type the trainer does not run is a warning (the spec's own
@@ -164,6 +167,12 @@ pub(crate) fn carried(cfg: &Map<String, Value>, diags: &mut Vec<Diagnostic>) -> 
         .get("sequence_parallel_size")
         .and_then(|v| count(v, "sequence_parallel_size", diags))
         .and_then(|n| u32::try_from(n).ok());
+    c.tp = cfg
+        .get("tensor_parallel")
+        .and_then(|t| t.get("autotp_size"))
+        .and_then(|v| count(v, "tensor_parallel.autotp_size", diags))
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|&n| n > 0);
     c
 }
 

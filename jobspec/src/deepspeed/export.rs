@@ -38,6 +38,14 @@ pub fn ds_config(v: &ValidSpec) -> Value {
     if v.spec().parallel.sp > 1 {
         cfg.insert("sequence_parallel_size".into(), json!(v.spec().parallel.sp));
     }
+    if v.spec().parallel.tp > 1 {
+        // DeepSpeed's AutoTP, which splits each layer as the model's Hugging Face `tp_plan`
+        // says (column-wise q/k/v and gate/up, row-wise o and down).
+        cfg.insert(
+            "tensor_parallel".into(),
+            json!({ "autotp_size": v.spec().parallel.tp }),
+        );
+    }
     cfg.insert("steps_per_print".into(), json!(10));
     cfg.insert("wall_clock_breakdown".into(), json!(false));
     Value::Object(cfg)
@@ -91,11 +99,15 @@ fn zero_optimization(v: &ValidSpec) -> Value {
     if let Some(o) = offload(p.offload_params) {
         zero.insert("offload_param".into(), o);
     }
-    if p.zero_stage == 3 {
+    if p.zero_stage == 3 || p.tp > 1 {
+        // Saved whole: a checkpoint's and the trained model's weights are gathered from the
+        // ranks that hold their parts (ZeRO-3's partitions, AutoTP's slices).
         zero.insert(
             "stage3_gather_16bit_weights_on_model_save".into(),
             json!(true),
         );
+    }
+    if p.zero_stage == 3 {
         zero.insert("stage3_prefetch_bucket_size".into(), json!(50_000_000u64));
         zero.insert(
             "stage3_param_persistence_threshold".into(),

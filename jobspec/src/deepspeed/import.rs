@@ -23,6 +23,7 @@ pub struct DsImport {
     pub schedule: Option<Schedule>,
     pub warmup: Option<u64>,
     pub sp: Option<u32>,
+    pub tp: Option<u32>,
     /// The optimizer's numbers, gradient clipping and ZeRO's tuning.
     pub tuning: super::tuning::Tuning,
 }
@@ -65,6 +66,9 @@ impl DsImport {
         }
         if let Some(sp) = self.sp {
             ops.push(op("parallel.sp", json!(sp)));
+        }
+        if let Some(tp) = self.tp {
+            ops.push(op("parallel.tp", json!(tp)));
         }
         ops.extend(self.tuning.patch());
         ops
@@ -196,6 +200,7 @@ pub fn import_ds_config(text: &str, dp_size: Option<u32>) -> (Option<DsImport>, 
         schedule: c.schedule,
         warmup: c.warmup,
         sp: c.sp,
+        tp: c.tp,
         tuning,
     };
     (ok.then_some(import), diags)

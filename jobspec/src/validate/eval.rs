@@ -134,6 +134,13 @@ fn check_tasks_on_one_rank(c: &mut Checker<'_>, spec: &JobSpec, world: u32) {
             format!("`eval.tasks` are scored by one rank on whole sequences, and `parallel.sp` = {} splits each sequence over ranks: drop one of them", p.sp),
             format!("`eval.tasks` 由一个 rank 在完整序列上评分，而 `parallel.sp` = {} 把每条序列分到多个 rank 上：请去掉其中之一", p.sp),
         );
+    } else if p.tp > 1 {
+        c.error(
+            Code::Conflict,
+            "eval.tasks",
+            format!("`eval.tasks` are scored by one rank on the whole model, and `parallel.tp` = {} slices every layer over ranks: use ZeRO stage 2 or less with tp = 1, or drop `eval.tasks` and score the trained model afterwards", p.tp),
+            format!("`eval.tasks` 由一个 rank 在完整模型上评分，而 `parallel.tp` = {} 把每一层切到多个 rank 上：请设 tp = 1 并用 ZeRO 2 及以下，或删去 `eval.tasks`，训练后再给模型评分", p.tp),
+        );
     }
 }
 

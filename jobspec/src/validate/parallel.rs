@@ -1,11 +1,12 @@
-//! The parallel settings DeepSpeed allows together, sequence parallelism as onramp-train runs it
-//! (DeepSpeed's Ulysses), and the settings onramp-train does not run (pipeline parallelism,
-//! selective recomputation).
+//! The parallel settings DeepSpeed allows together, sequence and tensor parallelism as
+//! onramp-train runs them (DeepSpeed's Ulysses, DeepSpeed's AutoTP on the model's Hugging Face
+//! `tp_plan`), and the settings onramp-train does not run (pipeline parallelism, selective
+//! recomputation).
 
 use super::checker::Checker;
 use crate::catalog::Arch;
 use crate::diag::Code;
-use crate::spec::{JobSpec, ParallelSpec, Recompute, TrainSpec};
+use crate::spec::{JobSpec, ParallelSpec, Recompute, Task, TrainSpec};
 
 /// Sequence parallelism as onramp-train runs it, DeepSpeed's Ulysses: every sequence split
 /// evenly, the attention heads (and the key/value heads, or their copies) split evenly across
@@ -74,8 +75,80 @@ pub(super) fn check_sequence_parallel(c: &mut Checker<'_>, spec: &JobSpec, arch:
     }
 }
 
-/// DeepSpeed's own combination rules, and tensor and pipeline parallelism, which onramp-train
-/// does not run (a setting the job would ignore is refused, never costed and then dropped).
+/// Tensor parallelism as onramp-train runs it: DeepSpeed's AutoTP slicing every layer as the
+/// model's Hugging Face `tp_plan` says (q/k/v and gate/up by columns, o and down by rows), with
+/// ZeRO stage 0 to 2, for a training of every weight. A split the job could not run is refused
+/// here, naming what runs instead.
+pub(super) fn check_tensor_parallel(c: &mut Checker<'_>, spec: &JobSpec, arch: Option<&Arch>) {
+    let p = &spec.parallel;
+    let tp = p.tp;
+    if tp <= 1 {
+        return;
+    }
+    if matches!(spec.task, Task::Lora | Task::Qlora) {
+        let task = spec.task.as_str();
+        c.error(
+            Code::Conflict,
+            "parallel.tp",
+            format!(
+                "tp = {tp} splits every weight of a full training (task = \"sft\" or \"pretrain\"); \
+                 task = \"{task}\" trains only its adapter on a frozen base, which DeepSpeed's AutoTP \
+                 does not split: spread the base across the cards with ZeRO-3 instead \
+                 (parallel.zero_stage = 3) and set tp = 1"
+            ),
+            format!(
+                "tp = {tp} 切分的是全量训练（task = \"sft\" 或 \"pretrain\"）的每个权重；\
+                 task = \"{task}\" 只在冻结的底座上训练适配器，DeepSpeed 的 AutoTP 不切分它：\
+                 请改用 ZeRO-3 把底座分到各卡上（parallel.zero_stage = 3），并设 tp = 1"
+            ),
+        );
+    }
+    if p.zero_stage == 3 {
+        c.error(
+            Code::Conflict,
+            "parallel.zero_stage",
+            format!("tp = {tp} runs as DeepSpeed's AutoTP, which works with ZeRO stage 0, 1 or 2, not 3; set zero_stage = 2, or tp = 1 to keep ZeRO-3"),
+            format!("tp = {tp} 以 DeepSpeed 的 AutoTP 运行，只能与 ZeRO 0、1 或 2 同用，不能与 3 同用；请设 zero_stage = 2，或设 tp = 1 保留 ZeRO-3"),
+        );
+    }
+    if p.sp > 1 {
+        c.error(
+            Code::Conflict,
+            "parallel.tp",
+            format!("tp = {tp} and sp = {} together are not run; keep one of them (sp for long sequences, tp for a model too large for one card's memory)", p.sp),
+            format!("tp = {tp} 与 sp = {} 不能同时运行；请只保留一个（长序列用 sp，单卡放不下的模型用 tp）", p.sp),
+        );
+    }
+    if let Some(a) = arch {
+        for (what, what_zh, n) in [
+            ("key/value heads", "个键值头", a.kv_heads),
+            ("MLP width (ffn)", "的 MLP 宽度（ffn）", a.ffn),
+        ] {
+            if !n.is_multiple_of(tp) {
+                c.error(
+                    Code::Conflict,
+                    "parallel.tp",
+                    format!("tp = {tp} must divide the {n} {what}: each rank holds an equal slice"),
+                    format!("tp = {tp} 必须整除 {n} {what_zh}：每个进程持有相等的一份"),
+                );
+            }
+        }
+    }
+    if let Some(id) = super::derive::catalogue_model(spec)
+        .filter(|m| m.remote_code)
+        .map(|m| m.id)
+    {
+        c.error(
+            Code::Conflict,
+            "parallel.tp",
+            format!("tp = {tp}: `{id}` runs its repository's own code, which has no Hugging Face tp_plan to split by; set tp = 1 (ZeRO-3 with offload_params = \"cpu\" saves memory instead)"),
+            format!("tp = {tp}：`{id}` 运行其仓库自带的代码，没有可按其切分的 Hugging Face tp_plan；请设 tp = 1（可改用 ZeRO-3 加 offload_params = \"cpu\" 节省显存）"),
+        );
+    }
+}
+
+/// DeepSpeed's own combination rules, and pipeline parallelism, which onramp-train does not run
+/// (a setting the job would ignore is refused, never costed and then dropped).
 pub(super) fn check_deepspeed(c: &mut Checker<'_>, p: &ParallelSpec) {
     if p.pp > 1 {
         c.error(
@@ -91,23 +164,6 @@ pub(super) fn check_deepspeed(c: &mut Checker<'_>, p: &ParallelSpec) {
                 "pp = {}：onramp-train 不运行流水线并行，作业会在没有它的情况下训练；\
                  请改用 ZeRO-3 把模型状态分到各卡上（parallel.zero_stage = 3，仍放不下时再设 offload_params = \"cpu\"），并设 pp = 1",
                 p.pp
-            ),
-        );
-    }
-    if p.tp > 1 {
-        c.error(
-            Code::BadValue,
-            "parallel.tp",
-            format!(
-                "tp = {}: onramp-train does not run tensor parallelism, so the job would train without it; \
-                 split the model's states across the cards with ZeRO-3 instead (parallel.zero_stage = 3), \
-                 and long sequences with sequence parallelism (parallel.sp), and set tp = 1",
-                p.tp
-            ),
-            format!(
-                "tp = {}：onramp-train 不运行张量并行，作业会在没有它的情况下训练；\
-                 请改用 ZeRO-3 把模型状态分到各卡上（parallel.zero_stage = 3），长序列用序列并行（parallel.sp），并设 tp = 1",
-                p.tp
             ),
         );
     }

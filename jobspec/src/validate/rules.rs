@@ -34,6 +34,7 @@ pub(super) fn check(
         check_heads(&mut c, &spec.parallel, a);
     }
     super::parallel::check_sequence_parallel(&mut c, &spec, arch.as_ref());
+    super::parallel::check_tensor_parallel(&mut c, &spec, arch.as_ref());
     super::parallel::check_deepspeed(&mut c, &spec.parallel);
     super::parallel::check_recompute(&mut c, &spec.train);
     super::tuning::check_tuning(&mut c, &spec, card);

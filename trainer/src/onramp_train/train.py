@@ -257,8 +257,16 @@ def optimizer_line(optimizer) -> str:
 
 
 class OptimizerLine(TrainerCallback):
-    def on_train_begin(self, args, state, control, optimizer=None, **kwargs):
+    """The optimizer that steps; under tensor parallelism, the slice of a layer this rank holds."""
+
+    def __init__(self, tp: int, hidden: int):
+        self.tp, self.hidden = tp, hidden
+
+    def on_train_begin(self, args, state, control, optimizer=None, model=None, **kwargs):
         say(optimizer_line(optimizer))
+        q = next((p for n, p in model.named_parameters() if n.endswith("q_proj.weight")), None)
+        if self.tp > 1 and q is not None:
+            say(f"q_proj: {list(q.shape)} of {[self.hidden, self.hidden]} on this rank")
 
 
 # Where a job finds its node's NVMe folder: the backend's `nvme_path`.
@@ -298,9 +306,9 @@ def nvme_offload(ds: dict[str, Any], out: Path) -> tuple[dict[str, Any], Path | 
 def run(the_run: TrainerRun, out: Path) -> Path:
     """Trains the run into `out`; an NVMe swap folder it made goes when it ends, however."""
     ds, swap = nvme_offload(the_run.ds_config or {}, out)
-    if the_run.plan.sp > 1 and ds:
-        # Transformers checks the batch as ranks × micro × accumulation; Accelerate then sets it
-        # to the data-parallel groups' (jobspec's figure) as it starts DeepSpeed's Ulysses.
+    if ds and (the_run.plan.sp > 1 or "tensor_parallel" in ds):
+        # Transformers checks the batch as ranks × micro × accumulation; it is the data-parallel
+        # groups' (jobspec's figure), which Accelerate gives DeepSpeed's Ulysses and AutoTP.
         ds = {**ds, "train_batch_size": "auto"}
     if swap is not None:
         say(f"offload: NVMe swap files in {swap}")
@@ -371,7 +379,11 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
         deepspeed.init_distributed(dist_backend=torch.distributed.get_backend())
     model = initial_model(plan, source, cuda)
     # Under ZeRO-3 every rank holds a part of each layer: all of them generate together.
-    synced = bool(ds) and plan.zero_stage == 3 and plan.world_size > 1
+    # Under tensor parallelism every rank holds a slice of each layer: the same.
+    tp = (ds.get("tensor_parallel") or {}).get("autotp_size", 1)
+    if tp > 1:
+        say(f"tensor parallel: {tp} ranks per layer (DeepSpeed AutoTP by the model's tp_plan)")
+    synced = bool(ds) and (plan.zero_stage == 3 and plan.world_size > 1 or tp > 1)
     max_new = plan.eval.max_new_tokens
     baseline = evaluate.Baseline(out, tok, prompt_list, plan, synced)
     stopper, lines = StopOnSignal(), MetricsLines()
@@ -389,7 +401,7 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
             lines,
             SaveEveryMinutes(plan.save_every_minutes),
             baseline,
-            OptimizerLine(),
+            OptimizerLine(tp, plan.model.arch.hidden),
             stopper,
         ],
     )
