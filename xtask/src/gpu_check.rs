@@ -1,9 +1,11 @@
 //! `cargo xtask gpu-check [--card <id>] [--steps N]`: for a machine with an NVIDIA GPU (it cannot
 //! run in CI). It trains a ~0.5B random Llama with onramp-train, as jobspec launches it
 //! (`torchrun … -m onramp_train onramp-run.json`, the run jobspec derives), twice on one GPU — full
-//! fine-tuning with ZeRO-2 and LoRA — and prints the measured peak GPU memory and tokens/s next to
-//! jobspec's estimates for the same spec, as ratios, in a block to paste into a note. About five
-//! minutes on an H100-class card; every run has a time limit.
+//! fine-tuning with ZeRO-2 and LoRA — and, on a machine with two GPUs or more, twice on two:
+//! data-parallel ZeRO-2 and tensor-parallel (`tp = 2`, DeepSpeed's AutoTP). It prints the
+//! measured peak GPU memory and tokens/s next to jobspec's estimates for the same spec, as
+//! ratios, in a block to paste into a note. About five minutes per GPU count on an H100-class
+//! card; every run has a time limit.
 //!
 //! It needs the trainer's environment (`ONRAMP_PYTHON`, else the one `cargo xtask setup`
 //! installed) and `../shared` (the 512-token SentencePiece model and, when present, the
@@ -22,18 +24,38 @@ struct Case {
     name: &'static str,
     task: &'static str,
     zero_stage: u8,
+    cards: u32,
+    tp: u32,
 }
 
-const CASES: [Case; 2] = [
+const CASES: [Case; 4] = [
     Case {
         name: "full, ZeRO-2",
         task: "sft",
         zero_stage: 2,
+        cards: 1,
+        tp: 1,
     },
     Case {
         name: "LoRA r=16",
         task: "lora",
         zero_stage: 0,
+        cards: 1,
+        tp: 1,
+    },
+    Case {
+        name: "2 GPU ZeRO-2",
+        task: "sft",
+        zero_stage: 2,
+        cards: 2,
+        tp: 1,
+    },
+    Case {
+        name: "2 GPU tp=2",
+        task: "sft",
+        zero_stage: 1,
+        cards: 2,
+        tp: 2,
     },
 ];
 
@@ -52,10 +74,12 @@ fn spec_toml(case: &Case, card: &str, steps: u32) -> String {
          [data]\ndataset = \"corpus.txt\"\nseq_len = 1024\n\n\
          [train]\nsteps = {steps}\nmicro_batch = 8\ngrad_accum = 1\nlr = 1e-4\nwarmup = 2\n\
          precision = \"bf16\"\ngrad_checkpointing = false\n{lora}\n\
-         [parallel]\nzero_stage = {zero}\n\n\
-         [resources]\ncard = \"{card}\"\ncards_per_node = 1\nnodes = 1\ntime_limit = \"20m\"\n",
+         [parallel]\nzero_stage = {zero}\ntp = {tp}\n\n\
+         [resources]\ncard = \"{card}\"\ncards_per_node = {cards}\nnodes = 1\ntime_limit = \"20m\"\n",
         task = case.task,
         zero = case.zero_stage,
+        tp = case.tp,
+        cards = case.cards,
     )
 }
 
@@ -134,17 +158,20 @@ fn row(name: &str, m: &Measured, est_bytes: u64, est_tokens_per_s: f64) -> Strin
     )
 }
 
-fn gpu_name() -> Result<String, String> {
+/// The first GPU's name and how many GPUs the machine has.
+fn gpus() -> Result<(String, u32), String> {
     let out = Command::new("nvidia-smi")
         .args(["--query-gpu=name", "--format=csv,noheader"])
         .output()
         .map_err(|e| format!("nvidia-smi: {e} (gpu-check needs a machine with an NVIDIA GPU)"))?;
     let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .next()
-        .map(|l| l.trim().to_string())
+    let names: Vec<&str> = text
+        .lines()
+        .map(str::trim)
         .filter(|l| !l.is_empty())
-        .ok_or_else(|| "nvidia-smi lists no GPU".to_string())
+        .collect();
+    let first = names.first().ok_or("nvidia-smi lists no GPU")?;
+    Ok((first.to_string(), names.len() as u32))
 }
 
 fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
@@ -162,7 +189,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         })
         .transpose()?
         .unwrap_or(30);
-    let gpu = gpu_name()?;
+    let (gpu, count) = gpus()?;
     let card = match flag(args, "--card") {
         Some(c) => jobspec::catalog::card(c)
             .map(|c| c.id)
@@ -184,13 +211,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
     write_corpus(&shared, &work.join("corpus.txt"))?;
 
     let mut rows = Vec::new();
-    for case in &CASES {
+    for case in CASES.iter().filter(|c| c.cards <= count) {
         let toml = spec_toml(case, card, steps);
         let (valid, diags) = jobspec::validate_toml(&toml);
         let v = valid.ok_or_else(|| format!("the {} spec is invalid: {diags:?}", case.name))?;
         let est = jobspec::estimate::estimate(&v);
         let est_tps = est.time.tokens as f64 / est.time.seconds.max(f64::MIN_POSITIVE);
-        let dir = work.join(case.task);
+        let dir = work.join(format!("{}-{}-{}", case.task, case.cards, case.tp));
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         std::fs::write(dir.join("spec.toml"), jobspec::trainer::spec_toml(&v))
             .map_err(|e| e.to_string())?;
@@ -209,7 +236,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         rows.push(row(case.name, &m, est.memory.per_gpu.total_bytes, est_tps));
     }
     println!(
-        "\n```\ngpu-check on {gpu} (card {card}), 0.50 B random Llama, seq_len 1024 × 8, {steps} steps, bf16"
+        "\n```\ngpu-check on {count} × {gpu} (card {card}), 0.50 B random Llama, seq_len 1024 × 8 per card, {steps} steps, bf16"
     );
     println!(
         "{:<14} {:>9} {:>8} {:>6}   {:>9} {:>9} {:>6}",
@@ -217,6 +244,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     );
     for r in rows {
         println!("{r}");
+    }
+    if count < 2 {
+        println!("(the two-GPU cases, ZeRO-2 and tp = 2, need a machine with two GPUs)");
     }
     println!("```");
     let _ = std::fs::remove_dir_all(&work);
@@ -291,10 +321,28 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn both_specs_are_valid_and_the_model_is_half_a_billion() {
+    fn every_spec_is_valid_and_the_model_is_half_a_billion() {
         for case in &CASES {
             let (v, d) = jobspec::validate_toml(&spec_toml(case, "h100-80g", 30));
             let v = v.unwrap_or_else(|| panic!("{}: {d:?}", case.name));
+            assert_eq!(
+                (v.world_size(), v.spec().parallel.tp),
+                (case.cards, case.tp)
+            );
+            let command = jobspec::launch::torchrun_command(&v);
+            assert!(
+                command.contains(&format!("--nproc_per_node {}", case.cards)),
+                "{command}"
+            );
+            let tp = jobspec::trainer::trainer_run(&v).ds_config.unwrap()["tensor_parallel"]
+                ["autotp_size"]
+                .as_u64();
+            assert_eq!(
+                tp,
+                (case.tp > 1).then_some(u64::from(case.tp)),
+                "{}",
+                case.name
+            );
             let n = jobspec::estimate::parameters(&v).total as f64;
             assert!((0.45e9..0.55e9).contains(&n), "{n}");
         }
