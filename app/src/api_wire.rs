@@ -234,6 +234,7 @@ pub fn playground_model(query: &str) -> Option<crate::worker_proto::ModelSource>
         model_url: format!("/api/jobs/{id}/checkpoint"),
         tokenizer_url: crate::worker_proto::ModelSource::stories260k().tokenizer_url,
         config_url: None,
+        shards: Vec::new(),
         job: Some(id.to_string()),
     })
 }
@@ -242,7 +243,8 @@ pub fn playground_model(query: &str) -> Option<crate::worker_proto::ModelSource>
 #[derive(Debug, Clone, PartialEq)]
 pub enum Playable {
     /// A Hugging Face folder (`merged/`, the merged adapter, before `model/`) with `config.json`,
-    /// `model.safetensors` and `tokenizer.json`: the source with their URLs.
+    /// `model.safetensors` (or `model.safetensors.index.json` and the files it names) and
+    /// `tokenizer.json`: the source with their URLs.
     Folder(crate::worker_proto::ModelSource),
     /// Only a PEFT adapter (`adapter/`), which needs its base model: merge it in the job.
     AdapterOnly,
@@ -260,19 +262,38 @@ pub fn playable(name: &str, list: &::api::ArtifactList) -> Playable {
     };
     for folder in ["merged", "model"] {
         let file = |f: &str| url(&format!("{folder}/{f}"));
-        if let (Some(config), Some(weights), Some(tokenizer)) = (
-            file("config.json"),
+        let (Some(config), Some(tokenizer)) = (file("config.json"), file("tokenizer.json")) else {
+            continue;
+        };
+        // One file of weights, or an index and the files it splits them over.
+        let (weights, shards) = match (
             file("model.safetensors"),
-            file("tokenizer.json"),
+            file("model.safetensors.index.json"),
         ) {
-            return Playable::Folder(crate::worker_proto::ModelSource {
-                name: name.to_string(),
-                model_url: weights,
-                tokenizer_url: tokenizer,
-                config_url: Some(config),
-                job: None,
-            });
-        }
+            (Some(w), _) => (w, Vec::new()),
+            (None, Some(index)) => {
+                let prefix = format!("{folder}/");
+                let shards = list
+                    .artifacts
+                    .iter()
+                    .filter_map(|a| {
+                        let name = a.name.strip_prefix(&prefix)?;
+                        let plain = !name.contains('/') && name.ends_with(".safetensors");
+                        plain.then(|| (name.to_string(), a.url.clone()))
+                    })
+                    .collect();
+                (index, shards)
+            }
+            (None, None) => continue,
+        };
+        return Playable::Folder(crate::worker_proto::ModelSource {
+            name: name.to_string(),
+            model_url: weights,
+            tokenizer_url: tokenizer,
+            config_url: Some(config),
+            shards,
+            job: None,
+        });
     }
     if url("adapter/adapter_config.json").is_some() {
         Playable::AdapterOnly
@@ -517,6 +538,36 @@ mod tests {
             panic!("merged is playable");
         };
         assert!(src.model_url.ends_with("merged%2Fmodel.safetensors"));
+        // Weights split over files: the index, and the folder's .safetensors files by name.
+        let sharded = listed(&[
+            "model/config.json",
+            "model/tokenizer.json",
+            "model/model.safetensors.index.json",
+            "model/model-00001-of-00002.safetensors",
+            "model/model-00002-of-00002.safetensors",
+            "model/sub/x.safetensors",
+            "adapter/adapter_model.safetensors",
+        ]);
+        let Playable::Folder(src) = playable("j", &sharded) else {
+            panic!("a sharded folder is playable");
+        };
+        assert!(
+            src.model_url
+                .ends_with("model%2Fmodel.safetensors.index.json")
+        );
+        let names: Vec<&str> = src.shards.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "model-00001-of-00002.safetensors",
+                "model-00002-of-00002.safetensors"
+            ]
+        );
+        assert!(
+            src.shards[1]
+                .1
+                .ends_with("model%2Fmodel-00002-of-00002.safetensors")
+        );
         // A folder without its tokenizer is not one; an adapter alone says what to do.
         assert_eq!(playable("j", &listed(&[&mc, &mw])), Playable::Nothing);
         let adapter = listed(&[

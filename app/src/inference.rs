@@ -205,15 +205,13 @@ async fn load_folder(
             format!("{params} > {BROWSER_MAX_PARAMS}"),
         ));
     }
-    let (model, tok) = futures::future::join(
-        fetch_cached(&src.model_url, true),
-        fetch_cached(&src.tokenizer_url, false),
-    )
-    .await;
-    let ((model_bytes, model_cached), (tok_bytes, tok_cached)) = (model?, tok?);
+    let (model, tok) =
+        futures::future::join(fetch_weights(src), fetch_cached(&src.tokenizer_url, false)).await;
+    let ((files, model_cached), (tok_bytes, tok_cached)) = (model?, tok?);
+    let shards: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
     let (weights, hf) =
-        model_tiny::hf::load(&config, &model_bytes).map_err(|e| format(&src.model_url, e))?;
-    drop(model_bytes);
+        model_tiny::hf::load_shards(&config, &shards).map_err(|e| format(&src.model_url, e))?;
+    drop(files);
     let tokenizer = Tokenizer::from_hf_json(&tok_bytes, weights.config.vocab_size, &hf.eos)
         .map_err(|e| format(&src.tokenizer_url, e))?;
     let mut model = Transformer::new(&weights);
@@ -221,6 +219,34 @@ async fn load_folder(
     warm_up(&mut model);
     let cached = config_cached && model_cached && tok_cached;
     Ok((LoadedModel { model, tokenizer }, cached, params))
+}
+
+/// The folder's weights: its one `model.safetensors`, or the files its index names (each from
+/// the job's artifacts, one after another with progress); true when all came from the cache.
+async fn fetch_weights(src: &ModelSource) -> Result<(Vec<Vec<u8>>, bool), WorkerError> {
+    if src.shards.is_empty() {
+        let (bytes, cached) = fetch_cached(&src.model_url, true).await?;
+        return Ok((vec![bytes], cached));
+    }
+    let (index, mut all_cached) = fetch_cached(&src.model_url, false).await?;
+    let names = model_tiny::hf_index::shard_files(&index)
+        .map_err(|e| fail(ErrorKind::Format, format!("{}: {e}", src.model_url)))?;
+    let mut files = Vec::with_capacity(names.len());
+    for name in names {
+        let Some((_, url)) = src.shards.iter().find(|(n, _)| *n == name) else {
+            return Err(fail(
+                ErrorKind::Format,
+                format!(
+                    "{}: names {name}, which the job did not store",
+                    src.model_url
+                ),
+            ));
+        };
+        let (bytes, cached) = fetch_cached(url, true).await?;
+        all_cached &= cached;
+        files.push(bytes);
+    }
+    Ok((files, all_cached))
 }
 
 /// A JSON answer at `url`, never cached (a job's artifacts change while it runs); `None` when

@@ -27,6 +27,11 @@ pub struct ModelSource {
     /// `tokenizer_url` its `tokenizer.json`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_url: Option<String>,
+    /// A folder whose weights are split over several files: `model_url` is then its
+    /// `model.safetensors.index.json`, and these are the folder's `.safetensors` files, each
+    /// name (within the folder) with its URL.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shards: Vec<(String, String)>,
     /// A job's trained model (`/?model=<job id>`): the worker reads the job's artifacts and opens
     /// its Hugging Face folder ([`crate::api_wire::playable`]) when it has one, else the URLs
     /// above (a tiny-train checkpoint).
@@ -46,6 +51,7 @@ impl ModelSource {
             model_url: "/models/stories260K.bin".into(),
             tokenizer_url: "/models/tok512.bin".into(),
             config_url: None,
+            shards: Vec::new(),
             job: None,
         }
     }
@@ -343,6 +349,7 @@ pub fn parse_checkpoint_list(json: &str) -> Result<Vec<ModelSource>, String> {
                     .tokenizer_url
                     .unwrap_or_else(|| default.tokenizer_url.clone()),
                 config_url: None,
+                shards: Vec::new(),
                 job: None,
             })
         })

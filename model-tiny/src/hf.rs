@@ -343,12 +343,24 @@ pub fn save(weights: &Weights) -> Result<(String, Vec<u8>)> {
 /// The weights of the folder whose `config.json` is `config_json` and whose `model.safetensors`
 /// is `safetensors`: every tensor the config asks for, with its shape; no other tensor.
 pub fn load(config_json: &[u8], safetensors: &[u8]) -> Result<(Weights, HfModel)> {
+    load_shards(config_json, &[safetensors])
+}
+
+/// [`load`] for a folder whose weights are split over several files (`shards`, the files its
+/// `model.safetensors.index.json` names, [`crate::hf_index::shard_files`]): each tensor from the
+/// file that holds it, the same tensors in all.
+pub fn load_shards(config_json: &[u8], shards: &[&[u8]]) -> Result<(Weights, HfModel)> {
     let model = config(config_json)?;
     let c = model.config;
-    let st = SafeTensors::deserialize(safetensors)
-        .map_err(|e| Error::format(WEIGHTS, "header", "a valid safetensors file", e))?;
+    let files = shards
+        .iter()
+        .map(|b| {
+            SafeTensors::deserialize(b)
+                .map_err(|e| Error::format(WEIGHTS, "header", "a valid safetensors file", e))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut r = Reader {
-        st: &st,
+        files: &files,
         used: std::collections::HashSet::new(),
     };
     let layers = (0..c.n_layers)
@@ -377,7 +389,7 @@ pub fn load(config_json: &[u8], safetensors: &[u8]) -> Result<(Weights, HfModel)
 
 /// The tensors of a file as [`load`] takes them, remembering which it took.
 struct Reader<'a> {
-    st: &'a SafeTensors<'a>,
+    files: &'a [SafeTensors<'a>],
     used: std::collections::HashSet<String>,
 }
 
@@ -385,9 +397,12 @@ impl Reader<'_> {
     /// Tensor `name` as f32, of `shape` (`[n, 0]` for a vector).
     fn take(&mut self, name: String, shape: [usize; 2]) -> Result<Vec<f32>> {
         let view = self
-            .st
-            .tensor(&name)
-            .map_err(|_| Error::format(WEIGHTS, format!("tensor {name}"), "present", "missing"))?;
+            .files
+            .iter()
+            .find_map(|st| st.tensor(&name).ok())
+            .ok_or_else(|| {
+                Error::format(WEIGHTS, format!("tensor {name}"), "present", "missing")
+            })?;
         let want: Vec<usize> = shape.iter().copied().filter(|&n| n > 0).collect();
         if view.shape() != want.as_slice() {
             return Err(Error::format(
@@ -424,9 +439,9 @@ impl Reader<'_> {
     /// Refuses a file with tensors besides a Llama's (an adapter's, another architecture's).
     fn nothing_else(&self) -> Result<()> {
         let mut extra: Vec<&str> = self
-            .st
-            .names()
-            .into_iter()
+            .files
+            .iter()
+            .flat_map(SafeTensors::names)
             .filter(|n| !self.used.contains(*n) && !n.ends_with(".rotary_emb.inv_freq"))
             .collect();
         extra.sort_unstable();

@@ -19,6 +19,7 @@ pub mod forward;
 mod fused;
 pub mod generate;
 pub mod hf;
+pub mod hf_index;
 mod hf_tokenizer;
 mod kernels;
 pub mod llama2c;
