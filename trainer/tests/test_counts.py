@@ -295,3 +295,54 @@ card = "cpu"
     train, _, _ = split(list(range(examples)), plan, None)
     assert plan.data_examples == examples
     assert plan.max_steps == math.ceil(len(train) * epochs / plan.global_batch)
+
+
+@pytest.mark.parametrize(("lines", "epochs"), [(40, 1), (400, 2), (3000, 0.5)])
+def test_epochs_of_text_are_the_trainers_sequences(tmp_path, lines, epochs):
+    """jobspec's steps for packed text (`data.tokens`, as the checker counts a file) are the
+    trainer's: the whole sequences it cuts the file into, less those it holds out, over the
+    global batch, epochs times."""
+    import math
+
+    from conftest import run_of
+
+    from onramp_train.evaluate import split
+
+    folder = train_tokenizer(tmp_path / "tok", "bpe", None)
+    tok = trainer_tokenizer(folder, None)
+    rng = random.Random(lines)
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(sentence(rng) for _ in range(lines)) + "\n", encoding="utf-8")
+    ex = data.Reader(tok, 64).read(path, path.read_bytes())
+    assert ex.fmt == "text" and ex.items, ex.bad_lines
+    text = f"""name = "epochs"
+task = "pretrain"
+
+[model]
+layers = 2
+hidden = 64
+heads = 4
+kv_heads = 2
+ffn = 172
+vocab = 512
+
+[data]
+dataset = "d"
+seq_len = 64
+tokens = {ex.tokens}
+
+[train]
+epochs = {epochs}
+micro_batch = 4
+grad_accum = 3
+lr = 1e-3
+warmup = 0
+precision = "fp32"
+
+[resources]
+card = "cpu"
+"""
+    plan = run_of(text, tmp_path).plan
+    train, _, _ = split(ex.items, plan, tok)
+    assert len(ex.items) == ex.tokens // 64
+    assert plan.max_steps == math.ceil(len(train) * epochs / plan.global_batch)

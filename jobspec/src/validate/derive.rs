@@ -62,8 +62,9 @@ pub fn held_out(examples: u64, eval: &EvalSpec) -> u64 {
 
 /// `train.steps`, or epochs (one when neither is given) of the data as the trainer batches it:
 /// with `data.examples` (padded: one example per sequence), the examples it trains on over the
-/// global batch; else (packed text) `data.tokens` over the tokens of one step (micro batch ×
-/// accumulation × `dp` sequences of `seq_len`). Both rounded up.
+/// global batch; else (packed text) the whole sequences of `seq_len` that `data.tokens` make,
+/// less those held out, over the global batch (micro batch × accumulation × `dp` sequences).
+/// Both rounded up.
 pub fn run_length(spec: &JobSpec, dp: u32) -> RunLength {
     let t = &spec.train;
     let global_batch = u64::from(t.micro_batch) * u64::from(t.grad_accum) * u64::from(dp);
@@ -89,15 +90,15 @@ pub fn run_length(spec: &JobSpec, dp: u32) -> RunLength {
         }
         (_, None, None, None) => RunLength::NoTokens,
         (_, None, Some(tokens), None) => {
-            let total = (tokens as f64 * epochs).min(1e18) as u64;
-            let steps = if tokens_per_step == 0 {
-                0
-            } else {
-                total.div_ceil(tokens_per_step)
-            };
+            // Packed text: the trainer cuts the tokens into whole sequences of seq_len (the rest
+            // of the last is dropped) and holds some of them out, as it does examples.
+            let seq_len = u64::from(spec.data.seq_len).max(1);
+            let sequences = tokens / seq_len;
+            let trained = sequences - held_out(sequences, &spec.eval);
+            let total = (trained as f64 * epochs).min(1e15).ceil() as u64;
             RunLength::Run {
-                steps,
-                tokens: total,
+                steps: total.div_ceil(global_batch.max(1)),
+                tokens: total.saturating_mul(seq_len),
             }
         }
     }
@@ -158,12 +159,22 @@ mod tests {
                 tokens: 10 * per_step
             }
         );
+        // Packed text: 30721 tokens make 240 whole sequences of 128; 12 (5 %) are held out, and
+        // two epochs of the other 228 take 456 / 48 steps, rounded up.
         let tokens = format!("tokens = {}", per_step * 5 + 1);
         assert_eq!(
             run_length(&spec("epochs = 2", &tokens, "tp = 2"), 8),
             RunLength::Run {
-                steps: 11,
-                tokens: 2 * (per_step * 5 + 1)
+                steps: 10,
+                tokens: 456 * 128
+            }
+        );
+        // Less than one sequence trains nothing (the validator says so).
+        assert_eq!(
+            run_length(&spec("", "tokens = 127", "tp = 2"), 8),
+            RunLength::Run {
+                steps: 0,
+                tokens: 0
             }
         );
         assert_eq!(run_length(&spec("", "", ""), 8), RunLength::NoTokens);

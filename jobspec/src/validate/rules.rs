@@ -343,8 +343,18 @@ fn run_length(c: &mut Checker<'_>, spec: &JobSpec, dp: u32) -> (u64, u64) {
             c.error(
                 Code::MissingKey,
                 "data.tokens",
-                "training by epochs needs `data.tokens` (tokens in one epoch; `onramp datasets check` counts them) or, for chat, alpaca and prompt/completion data, `data.examples`; or give `train.steps`".into(),
-                "按 epoch 训练需要 `data.tokens`（每个 epoch 的 token 数，`onramp datasets check` 可统计），对话、alpaca 与 prompt/completion 数据也可给 `data.examples`；或改为给出 `train.steps`".into(),
+                "training by epochs needs the data's counts: `data.examples` for chat, alpaca and prompt/completion data (one example per sequence) and `data.tokens` for text (`onramp datasets check` counts a file; an uploaded dataset, `ds_…`, gets them when submitted); or give `train.steps`".into(),
+                "按 epoch 训练需要数据的统计：对话、alpaca 与 prompt/completion 数据给 `data.examples`（每个样本一条序列），文本给 `data.tokens`（`onramp datasets check` 可统计文件；已上传的数据集 `ds_…` 在提交时自动填入）；或改为给出 `train.steps`".into(),
+            );
+            (0, 0)
+        }
+        RunLength::Run { steps: 0, .. } => {
+            let seq_len = spec.data.seq_len;
+            c.error(
+                Code::BadValue,
+                "data.tokens",
+                format!("an epoch of this data trains no step: it makes no whole sequence of seq_len = {seq_len} tokens to train on; give more data, a shorter seq_len, or `train.steps`"),
+                format!("这份数据的一个 epoch 训练不了一步：凑不出一条 seq_len = {seq_len} 个 token 的完整序列；请提供更多数据、缩短 seq_len，或改为给出 `train.steps`"),
             );
             (0, 0)
         }
