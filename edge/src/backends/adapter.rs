@@ -94,6 +94,19 @@ pub struct RemoteStatus {
     pub requeued_at_ms: Option<i64>,
 }
 
+impl RemoteStatus {
+    /// What the backend says about how the job ended: its message, else its exit code; nothing
+    /// for a job that succeeded with code 0, so that what the job itself said (a warning about
+    /// its data) stays on its page.
+    pub fn end_words(&self) -> Option<String> {
+        self.message.clone().or_else(|| match self.exit_code {
+            Some(0) if self.state == JobState::Succeeded => None,
+            Some(c) => Some(format!("exit code {c}")),
+            None => None,
+        })
+    }
+}
+
 /// A slice of a job's log (the wire type of the edge's API and of the runner contract).
 pub use api::LogChunk;
 
@@ -235,5 +248,40 @@ pub fn common_status(status: u16, body: &[u8]) -> Result<(), BackendError> {
             "HTTP {status}: {}",
             String::from_utf8_lossy(&body[..body.len().min(200)])
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_success_with_code_0_says_nothing_over_the_jobs_own_words() {
+        let st = |state, exit_code, message: Option<&str>| RemoteStatus {
+            state,
+            exit_code,
+            started_at_ms: None,
+            ended_at_ms: None,
+            checkpoint: false,
+            reason: None,
+            message: message.map(str::to_string),
+            attempt: None,
+            requeued_at_ms: None,
+        };
+        assert_eq!(st(JobState::Succeeded, Some(0), None).end_words(), None);
+        assert_eq!(
+            st(JobState::Failed, Some(0), None).end_words().as_deref(),
+            Some("exit code 0")
+        );
+        assert_eq!(
+            st(JobState::Failed, Some(3), None).end_words().as_deref(),
+            Some("exit code 3")
+        );
+        assert_eq!(
+            st(JobState::Succeeded, Some(0), Some("done"))
+                .end_words()
+                .as_deref(),
+            Some("done")
+        );
     }
 }

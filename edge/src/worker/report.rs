@@ -111,11 +111,7 @@ async fn ended(
     };
     // A job that reported how it ended keeps its words over the backend's.
     let said = own_message.or_else(|| job.ending.as_ref().and(job.message.clone()));
-    let mut message = said.or_else(|| {
-        st.message
-            .clone()
-            .or_else(|| st.exit_code.map(|c| format!("exit code {c}")))
-    });
+    let mut message = said.or_else(|| st.end_words());
     // A failure known only by its exit code gets the last line the job printed, when the job
     // pushed its log here (a Slurm job's script reports just the code).
     let bare = message

@@ -160,10 +160,7 @@ pub async fn cancel(user: User, env: &Env, id: &str) -> ApiResult<JobWire> {
         });
     match stopped {
         Some(st) if st.state != JobState::Cancelled => {
-            let message = st
-                .message
-                .clone()
-                .or_else(|| st.exit_code.map(|c| format!("exit code {c}")));
+            let message = st.end_words();
             report::finish(
                 env,
                 &job,
