@@ -527,3 +527,42 @@ fn ds_check_says_auto_in_words() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `onramp datasets check` works offline and answers in its exit code: 0 for a file whose every
+/// line is usable, 1 when any line is bad (the bad line listed with its number), 3 for a file it
+/// cannot read.
+#[test]
+fn datasets_check_exits_1_on_a_bad_line() {
+    let dir = std::env::temp_dir().join(format!("onramp-dscheck-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.jsonl");
+    let bad = dir.join("bad.jsonl");
+    let line = r#"{"prompt": "2 + 2 =", "completion": " 4"}"#;
+    std::fs::write(&good, format!("{line}\n{line}\n")).unwrap();
+    std::fs::write(
+        &bad,
+        format!("{line}\n{{\"prompt\": 3, \"completion\": \"x\"}}\n"),
+    )
+    .unwrap();
+    let check = |file: &std::path::Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_onramp"))
+            .args(["datasets", "check", file.to_str().unwrap(), "--json"])
+            // Offline: an edge that does not answer is never asked.
+            .env("ONRAMP_EDGE", "http://127.0.0.1:9")
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+        )
+    };
+    let (code, out) = check(&good);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = check(&bad);
+    assert_eq!(code, 1, "{out}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["bad"][0]["line"], 2, "{report}");
+    let (code, _) = check(&dir.join("no-such-file.jsonl"));
+    assert_eq!(code, 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -270,3 +270,111 @@ impl BadLine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind of bad line: the match has no catch-all, so a new kind fails to compile until
+    /// it is added to [`every_kind`].
+    fn listed(p: &Problem) -> bool {
+        match p {
+            Problem::InvalidUtf8
+            | Problem::InvalidJson { .. }
+            | Problem::ArrayShape { .. }
+            | Problem::NotAnObject { .. }
+            | Problem::WrongType { .. }
+            | Problem::UnknownKey { .. }
+            | Problem::MissingKey { .. }
+            | Problem::NoFormat
+            | Problem::UnknownRole { .. }
+            | Problem::RoleOrder { .. }
+            | Problem::LastNotAssistant { .. }
+            | Problem::EmptyContent { .. }
+            | Problem::MixedFormats { .. }
+            | Problem::PromptTooLong { .. }
+            | Problem::Template { .. } => true,
+        }
+    }
+
+    /// One of every kind of bad line, each with its own words in English and in Chinese.
+    fn every_kind() -> Vec<Problem> {
+        let all = vec![
+            Problem::InvalidUtf8,
+            Problem::InvalidJson {
+                detail: "EOF while parsing".into(),
+                column: 7,
+            },
+            Problem::ArrayShape {
+                fault: Fault::Unclosed,
+            },
+            Problem::ArrayShape {
+                fault: Fault::TextAfter,
+            },
+            Problem::ArrayShape {
+                fault: Fault::NothingBefore,
+            },
+            Problem::ArrayShape {
+                fault: Fault::NothingAfter,
+            },
+            Problem::NotAnObject { found: "a list" },
+            Problem::WrongType {
+                key: "output".into(),
+                expected: "a string",
+                found: "a number",
+            },
+            Problem::UnknownKey {
+                key: "extra".into(),
+                format: Format::Alpaca,
+            },
+            Problem::MissingKey {
+                key: "completion".into(),
+                format: Format::PromptCompletion,
+            },
+            Problem::NoFormat,
+            Problem::UnknownRole {
+                key: "messages[1].role".into(),
+                role: "robot".into(),
+            },
+            Problem::RoleOrder {
+                key: "messages[2].role".into(),
+                role: "user".into(),
+                expected: "assistant",
+            },
+            Problem::LastNotAssistant {
+                role: "user".into(),
+            },
+            Problem::EmptyContent {
+                key: "messages[0].content".into(),
+            },
+            Problem::MixedFormats {
+                found: Format::Chat,
+                expected: Format::Text,
+                first_line: 1,
+            },
+            Problem::PromptTooLong {
+                tokens: 900,
+                seq_len: 512,
+            },
+            Problem::Template {
+                detail: "Conversation roles must alternate".into(),
+            },
+        ];
+        assert!(all.iter().all(listed));
+        all
+    }
+
+    #[test]
+    fn every_kind_of_bad_line_says_what_is_wrong_in_both_languages() {
+        let cjk = |s: &str| s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
+        let kinds = every_kind();
+        let codes: std::collections::BTreeSet<&str> = kinds.iter().map(Problem::code).collect();
+        assert_eq!(codes.len(), 15, "{codes:?}");
+        for p in &kinds {
+            let (en, zh) = (p.text(Lang::En), p.text(Lang::Zh));
+            assert!(en.len() > 10 && !cjk(&en), "{p:?}: {en}");
+            assert!(cjk(&zh) && zh != en, "{p:?}: {zh}");
+            assert_ne!(en, p.code(), "{p:?} has words of its own");
+        }
+    }
+}
