@@ -166,7 +166,7 @@ fn bad_eval_sets_and_prompts_are_refused() {
     check(
         "dataset = \"../../etc/passwd\"\n",
         expect![[r#"
-            14:11 error bad-value eval.dataset: `eval.dataset` = "../../etc/passwd" leaves its folder through `..`; a job reads only a dataset the cluster holds, named by its id (such as `alpaca-zh`), or a file inside its own folder, named relative to it: put the file in the cluster's datasets folder and give its name
+            14:11 error bad-value eval.dataset: `eval.dataset` = "../../etc/passwd" leaves its folder through `..`; a job reads only a dataset of its own: upload the file (`onramp datasets upload FILE`, or the Plan page) and name the `ds_…` id it gives, or name a dataset the cluster holds by its id (such as `alpaca-zh`)
             valid: false
         "#]],
     );

@@ -222,14 +222,15 @@ pub(super) fn check_dataset(c: &mut Checker<'_>, path: &str, dataset: &str) {
             Code::BadValue,
             path,
             format!(
-                "`{path}` = {:?} {en}; a job reads only a dataset the cluster holds, named by its id \
-                 (such as `alpaca-zh`), or a file inside its own folder, named relative to it: put the file \
-                 in the cluster's datasets folder and give its name",
+                "`{path}` = {:?} {en}; a job reads only a dataset of its own: upload the file \
+                 (`onramp datasets upload FILE`, or the Plan page) and name the `ds_…` id it gives, or \
+                 name a dataset the cluster holds by its id (such as `alpaca-zh`)",
                 one_line(dataset)
             ),
             format!(
-                "`{path}` = {:?} {zh}；作业只能读取集群已有的数据集（用 id 指定，例如 `alpaca-zh`）\
-                 或自己文件夹内的文件（用相对路径）：请把文件放进集群的数据集文件夹，再写它的名字",
+                "`{path}` = {:?} {zh}；作业只能读取自己的数据集：请上传文件\
+                 （`onramp datasets upload FILE`，或在规划页上传），再写它给出的 `ds_…` id；\
+                 或用 id 指定集群已有的数据集（例如 `alpaca-zh`）",
                 one_line(dataset)
             ),
         );

@@ -25,7 +25,7 @@ mod attack_support;
 mod inputs;
 mod job_writes;
 use attack_support::{in_the_browser, races};
-use inputs::{hostile_strings, malformed_bodies};
+use inputs::{dataset_escapes, hostile_strings, malformed_bodies};
 
 use onramp_tests::api::{Answer, Client, unique_email};
 use onramp_tests::fake_backend::{Fake, start_fake};
@@ -306,6 +306,7 @@ fn an_outsider_attacks_the_running_stack() {
     money_fields(&w);
     let rendered = hostile_strings(&w);
     malformed_bodies(&w);
+    dataset_escapes(&w);
     races(&w);
     w.check_money();
     in_the_browser(&w, &rendered);

@@ -74,8 +74,9 @@ def resolve(dataset: str) -> Path:
     why = escapes(dataset)
     if why:
         raise DataError(
-            f"dataset `{dataset}` {why}; a job reads a dataset the cluster holds, by its id, "
-            "or a file inside its own folder, by a relative path"
+            f"dataset `{dataset}` {why}; a job reads only a dataset of its own: upload the file "
+            "(`onramp datasets upload FILE`, or the Plan page) and name the `ds_…` id it gives, "
+            "or name a dataset the cluster holds by its id"
         )
     if fetch.is_uploaded(dataset):
         return fetch.fetch(dataset)

@@ -265,3 +265,46 @@ pub(crate) fn malformed_bodies(w: &World) {
         assert!((400..500).contains(&r.status), "{m} {p}: {}", r.status);
     }
 }
+
+/// Datasets named by paths that would leave the datasets root or the job's own folder (a system
+/// file, `..`, a home folder, another job's folder by its absolute path or from beside it): each
+/// refused with 422 at `data.dataset`, saying to upload the file instead, and no money moves.
+pub(crate) fn dataset_escapes(w: &World) {
+    let u = w.user("escapes");
+    let (other_job, _) = w.job(&w.user("escapes-other"), None);
+    let before = u.balance();
+    let escapes = [
+        "/etc/passwd".to_string(),
+        "../x".into(),
+        "../../../../etc/passwd".into(),
+        "data/../../x".into(),
+        "~/x.jsonl".into(),
+        "\\\\server\\share\\x".into(),
+        format!("/var/lib/onramp/jobs/{other_job}/out/final/adapter_model.safetensors"),
+        format!("../onramp-{other_job}/spec.toml"),
+    ];
+    for bad in escapes {
+        let spec = LORA.replace(
+            "dataset = \"alpaca-zh\"",
+            &format!("dataset = {}", toml_string(&bad)),
+        );
+        let r = w.see(
+            "POST /api/jobs (dataset escape)",
+            u.submit_spec(&spec, &random_hex(8)),
+        );
+        assert_eq!(r.status, 422, "{bad:?}: {:?}", r.json);
+        let diags = r.json["error"]["details"]["diagnostics"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            diags.iter().any(|d| d["path"] == "data.dataset"
+                && d["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("upload the file"))),
+            "{bad:?}: {:?}",
+            r.json
+        );
+    }
+    assert_eq!(u.balance(), before, "no money moved");
+}
