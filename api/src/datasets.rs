@@ -165,6 +165,34 @@ pub struct TokenizerFileStored {
     pub sha256: String,
 }
 
+/// The `[data]` keys a spec that trains by epochs and names an uploaded dataset takes from its
+/// record (the edge on submission, `onramp submit` before it checks the spec): those of a dataset of `format` with `examples` and
+/// `tokens` that the spec's `data` leaves out.
+pub fn count_ops(
+    spec: &jobspec::JobSpec,
+    format: &str,
+    examples: u64,
+    tokens: u64,
+) -> Vec<jobspec::patch::PatchOp> {
+    let data = &spec.data;
+    let op = |path: &str, n: u64| jobspec::patch::PatchOp {
+        path: path.into(),
+        value: serde_json::json!(n.max(1)),
+    };
+    let mut ops = Vec::new();
+    // A run of so many steps is planned without them.
+    if examples == 0 || spec.train.steps.is_some() {
+        return ops;
+    }
+    if format != "text" && data.examples.is_none() {
+        ops.push(op("data.examples", examples));
+    }
+    if data.tokens.is_none() {
+        ops.push(op("data.tokens", tokens));
+    }
+    ops
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,5 +224,46 @@ mod tests {
         for bad in ["", "a/b", "a\\b", "a\nb", &"x".repeat(256)] {
             assert!(file_name_problem(bad).is_some(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_spec_naming_an_uploaded_dataset_takes_its_counts_where_it_gives_none() {
+        let spec = |examples: Option<u64>, tokens: Option<u64>| {
+            let (v, d) =
+                jobspec::validate_toml(include_str!("../../jobspec/specs/7b-lora-4090.toml"));
+            let mut s = v.unwrap_or_else(|| panic!("{d:?}")).spec().clone();
+            (s.data.examples, s.data.tokens) = (examples, tokens);
+            s
+        };
+        let set = |s: jobspec::JobSpec, format| {
+            count_ops(&s, format, 1200, 345_678)
+                .into_iter()
+                .map(|o| (o.path, o.value.as_u64().unwrap()))
+                .collect::<Vec<_>>()
+        };
+        // A padded format: its examples (an epoch is them over the batch) and its tokens.
+        assert_eq!(
+            set(spec(None, None), "chat"),
+            [
+                ("data.examples".into(), 1200),
+                ("data.tokens".into(), 345_678)
+            ]
+        );
+        // Given tokens alone (as if packed), the examples still come.
+        assert_eq!(
+            set(spec(None, Some(9)), "alpaca"),
+            [("data.examples".to_string(), 1200)]
+        );
+        // Packed text: tokens only; what the spec gives stays.
+        assert_eq!(
+            set(spec(None, None), "text"),
+            [("data.tokens".to_string(), 345_678)]
+        );
+        assert!(set(spec(Some(5), Some(9)), "prompt_completion").is_empty());
+        assert!(count_ops(&spec(None, None), "chat", 0, 0).is_empty());
+        // A run of so many steps needs no counts.
+        let mut steps = spec(None, None);
+        (steps.train.epochs, steps.train.steps) = (None, Some(40));
+        assert!(set(steps, "chat").is_empty());
     }
 }

@@ -201,26 +201,30 @@ fn show_uploaded(d: &Dataset, json: bool) {
     }
     let approx = if d.exact { "" } else { "≈ " };
     println!("{}", d.id);
+    // The [data] keys a spec training by epochs takes (the edge fills those a spec leaves out).
+    let mut keys = format!("[data]\ndataset = \"{}\"\n", d.id);
+    if d.format != "text" {
+        keys.push_str(&format!("examples = {}\n", d.examples));
+    }
+    keys.push_str(&format!("tokens = {}", d.tokens.max(1)));
     println!(
         "{}",
         t(
             format!(
-                "{}: {}, {} examples, {approx}{} tokens per epoch, {}\nname it in a spec: data.dataset = \"{}\"",
+                "{}: {}, {} examples, {approx}{} tokens per epoch, {}\nname it in a spec:\n{keys}",
                 d.name,
                 d.format,
                 d.examples,
                 d.tokens,
                 size(d.size),
-                d.id
             ),
             format!(
-                "{}：{}，每轮 {} 个样本、{approx}{} 个 token，{}\n在规格中引用：data.dataset = \"{}\"",
+                "{}：{}，每轮 {} 个样本、{approx}{} 个 token，{}\n在规格中引用：\n{keys}",
                 d.name,
                 d.format,
                 d.examples,
                 d.tokens,
                 size(d.size),
-                d.id
             ),
         )
     );

@@ -316,6 +316,8 @@ pub fn submit(args: Args) -> Result<ExitCode, String> {
     };
     let text = crate::input::read(path)?;
     let json_spec = path.ends_with(".json");
+    let (text, json_spec) =
+        crate::spec_counts::with_dataset_counts(|| edge_for(&args), text, json_spec)?;
     let plan = jobspec::plan_text(
         &text,
         if json_spec {

@@ -16,6 +16,7 @@ mod plan_cmd;
 mod remote;
 mod results_cmd;
 mod say;
+mod spec_counts;
 mod tokens_cmd;
 mod usage_zh;
 

@@ -14,7 +14,7 @@ use crate::datasets::{
 };
 use crate::error::{ApiError, ErrorCode};
 use crate::time::format_rfc3339_ms;
-use crate::wire;
+use crate::wire::{self, SpecText};
 use api::artifacts::{choose_part_size, part_count};
 use api::datasets::{dataset_id, is_dataset_id};
 use api::{Dataset, DatasetDeleted, DatasetList, NewDataset};
@@ -441,6 +441,47 @@ pub async fn sweep(env: &Env, limit: i64) -> ApiResult<u64> {
 pub fn named_in(spec: &jobspec::JobSpec) -> Option<&str> {
     let d = spec.data.dataset.as_str();
     is_dataset_id(d).then_some(d)
+}
+
+/// A spec training by epochs on one of this account's stored datasets takes the counts the
+/// checker recorded for it where it gives none: `data.examples` for a padded format (so that an epoch is its
+/// examples over the global batch, not packed tokens) and `data.tokens`. The spec as stored then
+/// shows them. Anything else (another account's id, a spec that does not parse) is left as it
+/// is, for the checks after it to refuse.
+pub async fn with_counts(env: &Env, user_id: &str, spec: SpecText) -> ApiResult<SpecText> {
+    let (text, format) = match &spec {
+        SpecText::Toml(t) => (t.as_str(), jobspec::validate::Format::Toml),
+        SpecText::Json(j) => (j.as_str(), jobspec::validate::Format::Json),
+    };
+    let Some(parsed) = jobspec::validate::parse_text(text, format).0 else {
+        return Ok(spec);
+    };
+    let Some(id) = named_in(&parsed) else {
+        return Ok(spec);
+    };
+    let Some(r) = row(env, user_id, id).await?.filter(Row::stored) else {
+        return Ok(spec);
+    };
+    let ops = api::datasets::count_ops(
+        &parsed,
+        &r.format,
+        r.examples.max(0) as u64,
+        r.tokens.max(0) as u64,
+    );
+    if ops.is_empty() {
+        return Ok(spec);
+    }
+    Ok(match &spec {
+        SpecText::Toml(t) => match jobspec::patch::apply_patch_toml(t, &ops) {
+            Some(patched) => SpecText::Toml(patched),
+            None => jobspec::patch::apply_patch(&parsed, &ops)
+                .map_or(spec, |s| SpecText::Toml(s.to_toml())),
+        },
+        // A JSON spec is stored in its TOML form anyway.
+        SpecText::Json(_) => {
+            jobspec::patch::apply_patch(&parsed, &ops).map_or(spec, |s| SpecText::Toml(s.to_toml()))
+        }
+    })
 }
 
 /// Refuses a spec naming an uploaded dataset that this account has not stored (another

@@ -40,7 +40,10 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
         return created(200, &job);
     }
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
-    let (valid, spec_toml) = submittable(http::header(&req, "content-type").as_deref(), &body)?;
+    let spec = wire::spec_from_body(http::header(&req, "content-type").as_deref(), &body)?;
+    // The counts of an uploaded dataset it names, where it gives none.
+    let spec = super::super::datasets::with_counts(env, &user.id, spec).await?;
+    let (valid, spec_toml) = submittable(spec)?;
     // An uploaded dataset it names is this account's, stored whole.
     super::super::datasets::check_named(env, &user.id, valid.spec()).await?;
     let backends = backends::configured(env)?;
@@ -193,8 +196,7 @@ fn created(status: u16, job: &JobRow) -> ApiResult<Response> {
 }
 
 /// The body's spec when it can be submitted, with the TOML text to store.
-fn submittable(content_type: Option<&str>, body: &[u8]) -> ApiResult<(ValidSpec, String)> {
-    let spec = wire::spec_from_body(content_type, body)?;
+fn submittable(spec: SpecText) -> ApiResult<(ValidSpec, String)> {
     let plan = match &spec {
         SpecText::Toml(t) => jobspec::plan_toml(t),
         SpecText::Json(j) => jobspec::plan_json(j),

@@ -84,8 +84,12 @@ pub(super) fn uploads(w: &World) {
     assert_eq!(first.json["received"], 1, "{}", first.shown());
     let (ok, out, err) = onramp(w, &token, &["datasets", "upload", &path]);
     assert!(ok, "{out}{err}");
+    // What a spec needs to name it and train on it by epochs.
     assert!(
-        out.starts_with(&id) && out.contains(&format!("data.dataset = \"{id}\"")),
+        out.starts_with(&id)
+            && out.contains(&format!(
+                "[data]\ndataset = \"{id}\"\nexamples = {lines}\ntokens = "
+            )),
         "{out}"
     );
     let got = owner.get(&format!("/api/datasets/{id}"));
@@ -110,6 +114,22 @@ pub(super) fn uploads(w: &World) {
     let list = owner.get("/api/datasets").json;
     assert_eq!(list["datasets"].as_array().map(Vec::len), Some(1), "{list}");
     assert_eq!(list["used_bytes"], file.len(), "{list}");
+    // A spec training on it by epochs, its counts left out: `onramp submit` takes them from the
+    // account's record, checks the spec with them, and the job's epochs are its examples.
+    let spec = LORA
+        .replace("dataset = \"alpaca-zh\"", &format!("dataset = \"{id}\""))
+        .replace("tokens = 20_000_000      # tokens in one epoch\n", "");
+    assert!(!spec.contains("tokens ="), "{spec}");
+    let spec_path = write(&dir, "by-epochs.toml", spec.as_bytes());
+    let (ok, out, err) = onramp(w, &token, &["submit", &spec_path, "--json"]);
+    assert!(ok, "{out}{err}");
+    let job: Value = serde_json::from_str(&out).unwrap();
+    let job = owner.get(&format!("/api/jobs/{}", job["id"].as_str().unwrap()));
+    let stored = job.json["spec"].as_str().unwrap_or_default();
+    assert!(
+        stored.contains(&format!("examples = {lines}")) && stored.contains("tokens = "),
+        "{stored}"
+    );
     bad_lines(w, &owner, &token, &dir);
     let (ok, out, err) = onramp(w, &token, &["datasets", "rm", &id]);
     assert!(ok && out.contains("freed"), "{out}{err}");
@@ -303,6 +323,19 @@ pub(super) fn named_in_a_spec(w: &World) {
     );
     // The owner's job fetches it with its own token; another job's token is refused.
     let job = w.submitted(&owner, &spec);
+    // The spec gives tokens as if the data were packed; the edge adds the examples the check
+    // counted, so that its epochs are examples over the batch (and keeps the tokens given).
+    let stored = owner.get(&format!("/api/jobs/{}", job.id));
+    let stored = stored.json["spec"].as_str().unwrap_or_default().to_string();
+    assert!(stored.contains(&format!("examples = {lines}")), "{stored}");
+    assert!(stored.contains("tokens = 20_000_000"), "{stored}");
+    let steps = |toml: &str| jobspec::plan_toml(toml).valid.expect("valid").steps();
+    let by_examples = spec.replace(
+        "tokens = 20_000_000",
+        &format!("examples = {lines}\ntokens = 20_000_000"),
+    );
+    assert_eq!(steps(&stored), steps(&by_examples));
+    assert!(steps(&stored) < steps(&spec), "{stored}");
     let fetched = job.job.get(&format!("/api/jobs/{}/dataset", job.id));
     assert_eq!(fetched.status, 200, "{}", fetched.shown());
     assert_eq!(fetched.header("x-onramp-sha256"), Some(sha.as_str()));
