@@ -118,6 +118,7 @@ messages! {
     ImportDs => "Import a DeepSpeed config (JSON)", "导入 DeepSpeed 配置（JSON）";
     DatasetCheck => "Check a dataset file", "检查数据集文件";
     DatasetHint => "Checked here, in your browser, before anything is paid: nothing is uploaded.", "在你的浏览器里检查，付费之前：不会上传任何内容。";
+    DatasetDrop => "Drop a file here, or choose one:", "把文件拖到这里，或选择一个：";
     DatasetReading => "Reading", "正在读取";
     DatasetFormat => "Format", "格式";
     DatasetRecords => "Records", "记录";

@@ -107,6 +107,10 @@ fn model_of(plan: &Plan) -> Option<String> {
     }
 }
 
+fn seq_len_of(plan: &Plan) -> Option<u32> {
+    plan.valid.as_ref().map(|v| v.spec().data.seq_len)
+}
+
 /// The message that checks `file` with the plan's `seq_len` and model's tokenizer, and that
 /// model.
 fn check_message(plan: Memo<Plan>, file: &web_sys::File) -> (JsValue, Option<String>) {
@@ -135,11 +139,11 @@ pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
     let used = RwSignal::new(false);
     let checker: Shared = StoredValue::new_local(None);
     let chosen = StoredValue::new_local(None::<web_sys::File>);
-    // The model the last check counted with.
-    let checked_model = StoredValue::new_local(None::<String>);
+    // The model and seq_len the last check counted with.
+    let checked_with = StoredValue::new_local((None::<String>, None::<u32>));
     let check = move |file: web_sys::File| {
         let (msg, model) = check_message(plan, &file);
-        checked_model.set_value(model);
+        checked_with.set_value((model, plan.with_untracked(seq_len_of)));
         used.set(false);
         state.set(Check::Reading {
             read: 0,
@@ -160,11 +164,32 @@ pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
         chosen.set_value(Some(file.clone()));
         check(file);
     };
-    // Another model counts the same file otherwise: check it again with the new one's tokenizer.
+    // A file dropped on the area counts as one chosen.
+    let dragging = RwSignal::new(false);
+    let drop = move |ev: leptos::ev::DragEvent| {
+        ev.prevent_default();
+        dragging.set(false);
+        let Some(file) = ev
+            .data_transfer()
+            .and_then(|d| d.files())
+            .and_then(|f| f.get(0))
+        else {
+            return;
+        };
+        chosen.set_value(Some(file.clone()));
+        check(file);
+    };
+    let over = move |ev: leptos::ev::DragEvent| {
+        ev.prevent_default();
+        dragging.set(true);
+    };
+    // Another model, or another seq_len, counts the same file otherwise (its tokenizer, the
+    // examples cut): check it again.
     Effect::new(move |_| {
-        let model = plan.with(model_of);
-        if model.is_some()
-            && checked_model.with_value(|m| *m != model)
+        let now = (plan.with(model_of), plan.with(seq_len_of));
+        if now.0.is_some()
+            && now.1.is_some()
+            && checked_with.with_value(|c| *c != now)
             && let Some(file) = chosen.get_value()
         {
             check(file);
@@ -186,8 +211,12 @@ pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
     view! {
         <h2><label for="dataset-file">{move || i.t(Key::DatasetCheck)}</label></h2>
         <p class="hint">{move || i.t(Key::DatasetHint)}</p>
-        <input type="file" id="dataset-file" data-testid="dataset-file"
-            accept=".jsonl,.json,.txt,.md,.ndjson" on:change=choose/>
+        <div class="drop" class:dragging=move || dragging.get() data-testid="dataset-drop"
+            on:dragover=over on:dragleave=move |_| dragging.set(false) on:drop=drop>
+            <p>{move || i.t(Key::DatasetDrop)}</p>
+            <input type="file" id="dataset-file" data-testid="dataset-file"
+                accept=".jsonl,.json,.txt,.md,.ndjson" on:change=choose/>
+        </div>
         {move || match state.get() {
             Check::Idle => ().into_any(),
             Check::Reading { read, total } => view! {
@@ -223,7 +252,8 @@ fn Summary(s: DatasetSummary, lang: Lang) -> impl IntoView {
     view! {
         <dl class="dataset" data-testid="dataset-summary" data-examples=s.examples.to_string()
             data-tokens=s.tokens.to_string() data-format=s.format.clone().unwrap_or_default()
-            data-exact=s.exact.to_string() data-counted-with=s.counted_with.clone()>
+            data-exact=s.exact.to_string() data-counted-with=s.counted_with.clone()
+            data-seq-len=s.seq_len.to_string() data-truncated=s.truncated.to_string()>
             <dt>{t(Key::DatasetFormat)}</dt><dd>{s.format.clone().unwrap_or_else(|| "-".into())}</dd>
             <dt>{t(Key::DatasetRecords)}</dt><dd>{s.records}</dd>
             <dt>{t(Key::DatasetExamples)}</dt><dd>{s.examples}</dd>

@@ -95,7 +95,49 @@ fn a_dataset_chosen_on_the_plan_page_is_checked_and_plans_the_epochs() {
     let plan = jobspec::plan_toml(&spec);
     let steps = plan.valid.as_ref().map(|v| v.steps());
     assert_eq!(steps, Some((2 * 285_u64).div_ceil(16)), "{spec}");
+    dropped_and_checked_again(&browser, &spec);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A file dropped on the check's area is checked as one chosen; a shorter `seq_len` in the
+/// spec checks it again, and more of its examples are cut.
+fn dropped_and_checked_again(browser: &onramp_tests::webdriver::Browser, spec: &str) {
+    let dropped = browser
+        .execute(
+            "const lines = [];
+             for (let n = 0; n < 40; n++) {
+               lines.push(JSON.stringify({prompt: 'Count to ' + n + '.', completion: ' one'.repeat(n + 1)}));
+             }
+             const dt = new DataTransfer();
+             dt.items.add(new File([lines.join('\\n') + '\\n'], 'dropped.jsonl'));
+             const zone = document.querySelector('[data-testid=dataset-drop]');
+             for (const type of ['dragenter', 'dragover', 'drop']) {
+               zone.dispatchEvent(new DragEvent(type, {dataTransfer: dt, bubbles: true, cancelable: true}));
+             }
+             return true;",
+            serde_json::json!([]),
+        )
+        .unwrap();
+    assert_eq!(dropped, serde_json::json!(true));
+    let summary = "[data-testid=dataset-summary][data-format=prompt_completion]";
+    let s = browser.wait_for(summary, WAIT).unwrap();
+    let attr = |name: &str| browser.attribute(&s, name).unwrap().unwrap_or_default();
+    assert_eq!(attr("data-examples"), "40");
+    let (seq_len, cut) = (attr("data-seq-len"), attr("data-truncated"));
+    assert_eq!(cut, "0", "the template's seq_len holds every example");
+    let shorter = spec.replace(&format!("seq_len = {seq_len}"), "seq_len = 16");
+    assert_ne!(shorter, spec, "seq_len = {seq_len} in {spec}");
+    set_value(browser, "[data-testid=plan-toml]", &shorter);
+    let again = browser
+        .wait_for(&format!("{summary}[data-seq-len='16']"), WAIT)
+        .unwrap();
+    let cut: u64 = browser
+        .attribute(&again, "data-truncated")
+        .unwrap()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(cut > 0, "{cut} examples cut at seq_len 16");
 }
 
 #[test]
