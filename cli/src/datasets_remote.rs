@@ -156,6 +156,8 @@ fn send(edge: &Edge, path: &Path, report: &Report) -> Result<Dataset, Failure> {
     let mut d: Dataset = Edge::typed(&edge.expect_ok(edge.post_json("/api/datasets", &body))?)?;
     let mut file = std::fs::File::open(path).map_err(io_failure(path))?;
     let terminal = std::io::stderr().is_terminal();
+    let already = if d.complete { d.parts } else { d.received };
+    let mut sent = 0;
     while !d.complete {
         let part = d.received + 1;
         let len = part_len(d.size, d.part_size, part);
@@ -164,6 +166,7 @@ fn send(edge: &Edge, path: &Path, report: &Report) -> Result<Dataset, Failure> {
             .and_then(|_| file.read_exact(&mut buf))
             .map_err(io_failure(path))?;
         d = put_part(edge, &d.id, part, buf)?;
+        sent += 1;
         if terminal {
             let done = (d.received * d.part_size).min(d.size);
             eprint!("\r{} / {}   ", size(done), size(d.size));
@@ -172,6 +175,18 @@ fn send(edge: &Edge, path: &Path, report: &Report) -> Result<Dataset, Failure> {
     if terminal {
         eprintln!();
     }
+    // What went up now, and what an earlier, cut-off upload (or the same file before) had
+    // already stored: only the parts the edge lacked are sent.
+    eprintln!(
+        "{}",
+        t(
+            format!(
+                "sent {sent} of {} parts ({already} already stored)",
+                d.parts
+            ),
+            format!("本次发送 {sent} / {} 个分片（已存 {already} 个）", d.parts),
+        )
+    );
     Ok(d)
 }
 

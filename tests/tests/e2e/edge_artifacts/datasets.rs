@@ -84,6 +84,10 @@ pub(super) fn uploads(w: &World) {
     assert_eq!(first.json["received"], 1, "{}", first.shown());
     let (ok, out, err) = onramp(w, &token, &["datasets", "upload", &path]);
     assert!(ok, "{out}{err}");
+    assert!(
+        err.contains("sent 1 of 2 parts (1 already stored)"),
+        "{err}"
+    );
     // What a spec needs to name it and train on it by epochs.
     assert!(
         out.starts_with(&id)
@@ -106,6 +110,10 @@ pub(super) fn uploads(w: &World) {
     let again = write(&dir, "copy.jsonl", &file);
     let (ok, out, err) = onramp(w, &token, &["datasets", "upload", &again, "--json"]);
     assert!(ok, "{err}");
+    assert!(
+        err.contains("sent 0 of 2 parts (2 already stored)"),
+        "{err}"
+    );
     let d: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         (d["id"].as_str(), d["name"].as_str()),
