@@ -552,7 +552,7 @@ def test_a_run_of_another_shape_is_refused_before_any_work(tmp_path):
     assert "onramp plan --trainer-run" in proc.stderr
 
 
-def test_metrics_reach_the_report_url_the_runner_gives(tmp_path, models_dir):
+def test_metrics_and_a_data_warning_reach_the_report_url_the_runner_gives(tmp_path, models_dir):
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
     received: list[tuple[str, dict]] = []
@@ -580,7 +580,10 @@ def test_metrics_reach_the_report_url_the_runner_gives(tmp_path, models_dir):
     try:
         run = run_trainer(
             tmp_path,
-            spec_text("sft", 'model = "stories260K"', DATA / "alpaca.jsonl", 3),
+            # A plan that assumed far more examples than the file holds.
+            spec_text("sft", 'model = "stories260K"', DATA / "alpaca.jsonl", 3).replace(
+                "seq_len = 64\n", "seq_len = 64\nexamples = 5000\n"
+            ),
             models=models_dir,
             extra_env={
                 "ONRAMP_REPORT_URL": f"http://127.0.0.1:{server.server_port}/api/jobs/j/report",
@@ -593,8 +596,11 @@ def test_metrics_reach_the_report_url_the_runner_gives(tmp_path, models_dir):
     assert run.rc == 0, run.stderr[-3000:]
     assert received, "no report arrived"
     assert {auth for auth, _ in received} == {"Bearer job-token"}
-    posted = [m for _, body in received for m in body["metrics"]]
+    posted = [m for _, body in received for m in body.get("metrics", [])]
     assert posted == run.metrics
+    # The counts it found against the plan's: a warning for the job page.
+    said = [body["message"] for _, body in received if "message" in body]
+    assert any("the plan assumed data.examples = 5000" in m for m in said), said
     # The model's push was tried at the job's artifacts; refused here, it did not fail the job.
     assert pushes and pushes[0].startswith("/api/jobs/j/artifacts/model%2F"), pushes
     assert "could not push the artifacts" in run.stderr, run.stderr[-2000:]
