@@ -313,6 +313,27 @@ mod no_panic {
             prop_assert_eq!(whole, c.finish());
         }
 
+        /// With a real tokenizer and chat template (the path the browser and the edge take for a
+        /// catalogue model), records of every shape and any text never panic, and a file cut
+        /// anywhere checks as the whole.
+        #[test]
+        fn the_tokenizer_path_never_panics(
+            s in "\\{(\"(messages|text|prompt|completion|instruction|output|input)\": ?(\"[a-z \\\\<>|/]{0,6}\"|\\[\\]|1|\\[\\{\"role\": \"(user|assistant|system|x)\", \"content\": \"[a-z<>|]{0,4}\"\\}(, ?\\{\"role\": \"(user|assistant)\", \"content\": \"[a-z]{0,3}\"\\}){0,2}\\]),? ?){0,3}\\}",
+            copies in 1usize..4,
+            cut in 0usize..400,
+            seq_len in 1u32..16,
+        ) {
+            let tok = word_tokenizer();
+            let counter = || HfCounter::new(&tok, &template_for(None), "w".into()).expect("loads");
+            let file = format!("{s}\n").repeat(copies);
+            let whole = check_bytes(Some("a.jsonl"), file.as_bytes(), counter(), seq_len);
+            let cut = cut.min(file.len());
+            let mut c = Checker::new(Some("a.jsonl"), counter(), seq_len);
+            c.push(&file.as_bytes()[..cut]);
+            c.push(&file.as_bytes()[cut..]);
+            prop_assert_eq!(whole, c.finish());
+        }
+
         #[test]
         fn records_of_json_never_panic(s in "\\{(\"(messages|text|prompt|completion|instruction|output|input|role|content)\": ?(\"[a-z ]{0,4}\"|\\[\\]|1|null|\\{\\}|\\[\\{\"role\": \"(user|assistant|system|x)\", \"content\": \"[a-z]{0,3}\"\\}\\]),? ?){0,4}\\}") {
             let r = check_bytes(Some("a.jsonl"), s.as_bytes(), est(), 8);
