@@ -55,13 +55,13 @@ pub(super) fn killed(w: &World) {
 }
 
 /// onramp-train's smallest LoRA job on one RTX 4090 (the CPU here), with far more steps than
-/// 4 minutes allow and no checkpoint of its own before the end. The backend's stop warning
-/// (5 minutes, at most half the limit) comes 2 minutes before the limit.
+/// 2 minutes allow and no checkpoint of its own before the end. The backend's stop warning
+/// (5 minutes, at most half the limit) comes 1 minute before the limit.
 fn long_lora() -> String {
     onramp_tests::specs::lora_cpu("slurm-warned", "slurm")
         .replace("steps = 12", "steps = 100000")
         .replace("card = \"cpu\"", "card = \"rtx-4090\"\ncards_per_node = 1")
-        .replace("time_limit = \"20m\"", "time_limit = \"4m\"")
+        .replace("time_limit = \"20m\"", "time_limit = \"2m\"")
         + "[checkpoint]\nevery_steps = 100000\n"
 }
 
@@ -109,11 +109,11 @@ pub(super) fn warned(w: &World) {
     );
     // It stopped before its limit and pays the card time it used, not the whole limit.
     let ran = super::requeue::ms(&job["ended_at"]) - super::requeue::ms(&job["started_at"]);
-    assert!(ran < 240_000, "ran {ran} ms\n{job}");
+    assert!(ran < 120_000, "ran {ran} ms\n{job}");
     let charged = job["charged_fen"].as_i64().unwrap();
     assert!(0 < charged && charged < hold, "{charged} of {hold}\n{job}");
     assert_eq!(u.balance(), GRANT - charged);
     println!(
-        "warned before its 4-minute limit: stopped at step {step} after {ran} ms, charged {charged} of a {hold} fen hold"
+        "warned before its 2-minute limit: stopped at step {step} after {ran} ms, charged {charged} of a {hold} fen hold"
     );
 }
