@@ -174,6 +174,61 @@ fn artifacts_listed(browser: &Browser) {
         .unwrap();
     assert_eq!(got[0], 200, "{got} for {href}");
     assert!(got[1].as_u64().unwrap() > 1000, "{got}");
+    loads_with_peft(browser, links.as_array().unwrap());
+}
+
+/// The adapter and the merged model, downloaded through the job page's links: the adapter loads
+/// with PEFT on the base it was trained from and generates what the merged model generates (its
+/// logits those of the merged model, and not the base's).
+fn loads_with_peft(browser: &Browser, links: &[serde_json::Value]) {
+    let dir = onramp_tests::stack::unique_temp_dir("peft-check");
+    for (name, href) in links
+        .iter()
+        .filter_map(|p| Some((p[0].as_str()?, p[1].as_str()?)))
+    {
+        if !(name.starts_with("adapter/") || name.starts_with("merged/")) {
+            continue;
+        }
+        let b64 = browser
+            .execute(
+                "return fetch(arguments[0]).then(r => r.blob()).then(b => new Promise(ok => {
+                   const f = new FileReader();
+                   f.onload = () => ok(f.result.split(',')[1] || '');
+                   f.readAsDataURL(b);
+                 }));",
+                json!([href]),
+            )
+            .unwrap();
+        let bytes = base64::Engine::decode(
+            &base64::engine::general_purpose::STANDARD,
+            b64.as_str().unwrap(),
+        )
+        .unwrap();
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, bytes).unwrap();
+    }
+    let python = std::env::var("ONRAMP_PYTHON").expect("ONRAMP_PYTHON (cargo xtask test sets it)");
+    let root = onramp_tests::paths::repo_root();
+    let out = std::process::Command::new(python)
+        .arg(root.join("tests/scripts/peft_check.py"))
+        .args([dir.join("adapter"), dir.join("merged")])
+        .env("PYTHONPATH", root.join("trainer/src"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "peft_check.py: {}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert!(got["vs_merged"].as_f64().unwrap() < 1e-4, "{got}");
+    assert!(got["vs_base"].as_f64().unwrap() > 1e-3, "{got}");
+    assert_eq!(got["peft"], got["merged"], "{got}");
+    assert_eq!(got["peft"].as_array().map(Vec::len), Some(12), "{got}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Signs up in the app and verifies the email elsewhere: the trial credit arrives.
