@@ -298,7 +298,7 @@ fn an_outsider_attacks_the_running_stack() {
     };
     the_contract_check_catches_what_is_off_it(&w);
 
-    other_users(&w);
+    accounts::other_users(&w);
     stolen_tokens(&w);
     job_writes::job_writes(&w);
     artifacts::artifacts(&w);
@@ -349,81 +349,6 @@ fn the_contract_check_catches_what_is_off_it(w: &World) {
         "the check caught both"
     );
     w.off_contract.lock().unwrap().clear();
-}
-
-/// Another user's things are "not found", whatever the route; anonymous callers are 401.
-fn other_users(w: &World) {
-    let a = w.user("victim");
-    let b = w.user("intruder");
-    let (job, _) = w.job(&a, None);
-    let private = w.post(
-        &a,
-        "/api/experiments",
-        &json!({"spec": LORA, "published": false}),
-    );
-    assert_eq!(private.status, 201, "{:?}", private.json);
-    let exp = private.json["id"].as_str().unwrap().to_string();
-    for path in [
-        format!("/api/jobs/{job}"),
-        format!("/api/jobs/{job}/logs"),
-        format!("/api/jobs/{job}/metrics"),
-        format!("/api/jobs/{job}/checkpoint"),
-        format!("/api/experiments/{exp}"),
-    ] {
-        assert_eq!(w.get(&b, &path).status, 404, "{path}");
-        assert_eq!(
-            w.get(&Client::new(&w.stack.url), &path).status,
-            if path.contains("/experiments/") {
-                404
-            } else {
-                401
-            },
-            "{path}"
-        );
-    }
-    assert_eq!(
-        w.post(&b, &format!("/api/jobs/{job}/cancel"), &json!({}))
-            .status,
-        404
-    );
-    assert_eq!(
-        w.post(
-            &b,
-            "/api/experiments",
-            &json!({"spec": LORA, "job_id": job})
-        )
-        .status,
-        404,
-        "a snapshot of another user's job"
-    );
-    let ledger = w.get(&b, "/api/ledger").json;
-    assert!(
-        !ledger.to_string().contains(&job),
-        "b's ledger shows nothing of a's job: {ledger}"
-    );
-    assert!(!w.get(&b, "/api/jobs").json.to_string().contains(&job));
-    assert!(
-        !w.get(&b, "/api/checkpoints")
-            .json
-            .to_string()
-            .contains(&job)
-    );
-    // Ids that are not ours, or not ids at all.
-    for id in [
-        "0",
-        &"f".repeat(32),
-        &"f".repeat(65),
-        "..%2f..%2fetc",
-        "%00",
-        "jobs",
-    ] {
-        let r = w.get(&b, &format!("/api/jobs/{id}"));
-        assert!((400..500).contains(&r.status), "{id}: {}", r.status);
-    }
-    assert_eq!(
-        w.get(&a, &format!("/api/jobs/{job}")).json["state"],
-        "running"
-    );
 }
 
 /// A job's token is good for reporting on that one job, and nothing else.
