@@ -1,4 +1,5 @@
-"""The artifact pusher's own rules; the push itself is tested against the real edge
+"""The artifact pusher's own rules, and its resumption (a part cut off, a push started again)
+against a stand-in of the upload contract; the push itself is tested against the real edge
 (tests/tests/e2e/edge_trainer.rs: a LoRA job on the runner pushes its adapter)."""
 
 import hashlib
@@ -98,3 +99,88 @@ def test_the_latest_whole_checkpoint_goes_only_when_the_run_asks(tmp_path):
         names = artifacts.push_outputs(p, out)
         got = sorted(n for n in names if n.startswith("checkpoint-"))
         assert got == sorted(expected + ["checkpoint-12/trainer_state.json"] * asks)
+
+
+class _Edge:
+    """A stand-in for the edge's upload contract (the real one is tested through wrangler dev):
+    parts of `part_size` in order, what arrived kept; `drop` names the part numbers whose first
+    arrival is cut off (the connection closed before an answer)."""
+
+    def __init__(self, part_size: int, received: int = 0, drop=()):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.part_size, self.drop, self.sent = part_size, set(drop), []
+        self.data, self.size, self.received = b"", 0, received
+        edge = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def state(self):
+                parts = max(1, -(-edge.size // edge.part_size))
+                return {
+                    "received": edge.received,
+                    "part_size": edge.part_size,
+                    "parts": parts,
+                    "complete": edge.received == parts,
+                }
+
+            def answer(self, doc):
+                body = json.dumps(doc).encode()
+                self.send_response(200)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self):
+                declared = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                edge.size = declared["size"]
+                self.answer(self.state())
+
+            def do_PUT(self):
+                n = int(self.path.rsplit("=", 1)[1])
+                chunk = self.rfile.read(int(self.headers["content-length"]))
+                edge.sent.append(n)
+                if n in edge.drop:
+                    edge.drop.discard(n)
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if n == edge.received + 1:
+                    edge.data = edge.data[: (n - 1) * edge.part_size] + chunk
+                    edge.received = n
+                self.answer(self.state())
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}/api/jobs/j/artifacts"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_part_cut_off_is_sent_again_and_a_push_resumes_after_what_arrived(tmp_path):
+    f = tmp_path / "adapter_model.safetensors"
+    data = bytes(range(256)) * 41  # 10496 bytes: 3 parts of 4096, the last short
+    f.write_bytes(data)
+    # The second part's connection drops before its answer: only it goes again.
+    edge = _Edge(4096, drop={2})
+    try:
+        up = artifacts.Pusher(edge.url, "t").push_file(f, "adapter/adapter_model.safetensors")
+    finally:
+        edge.close()
+    assert up["complete"] and edge.data == data
+    assert edge.sent == [1, 2, 2, 3]
+    # A push started again after a crash (the edge holds 2 parts of the same file): only the
+    # rest is sent.
+    edge = _Edge(4096, received=2)
+    edge.data = data[: 2 * 4096]
+    try:
+        up = artifacts.Pusher(edge.url, "t").push_file(f, "adapter/adapter_model.safetensors")
+    finally:
+        edge.close()
+    assert up["complete"] and edge.data == data
+    assert edge.sent == [3]
