@@ -151,72 +151,40 @@ pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
         });
         send(checker, state, msg);
     };
+    let take = move |file: web_sys::File| {
+        chosen.set_value(Some(file.clone()));
+        check(file);
+    };
     let choose = move |ev: leptos::ev::Event| {
-        let Some(input) = ev
+        let input = ev
             .target()
-            .and_then(|t| t.dyn_into::<HtmlInputElement>().ok())
-        else {
-            return;
-        };
-        let Some(file) = input.files().and_then(|f| f.get(0)) else {
-            return;
-        };
-        chosen.set_value(Some(file.clone()));
-        check(file);
-    };
-    // A file dropped on the area counts as one chosen.
-    let dragging = RwSignal::new(false);
-    let drop = move |ev: leptos::ev::DragEvent| {
-        ev.prevent_default();
-        dragging.set(false);
-        let Some(file) = ev
-            .data_transfer()
-            .and_then(|d| d.files())
-            .and_then(|f| f.get(0))
-        else {
-            return;
-        };
-        chosen.set_value(Some(file.clone()));
-        check(file);
-    };
-    let over = move |ev: leptos::ev::DragEvent| {
-        ev.prevent_default();
-        dragging.set(true);
+            .and_then(|t| t.dyn_into::<HtmlInputElement>().ok());
+        if let Some(file) = input.and_then(|i| i.files()).and_then(|f| f.get(0)) {
+            take(file);
+        }
     };
     // Another model, or another seq_len, counts the same file otherwise (its tokenizer, the
     // examples cut): check it again.
     Effect::new(move |_| {
         let now = (plan.with(model_of), plan.with(seq_len_of));
-        if now.0.is_some()
-            && now.1.is_some()
-            && checked_with.with_value(|c| *c != now)
-            && let Some(file) = chosen.get_value()
-        {
+        let changed = now.0.is_some() && now.1.is_some() && checked_with.with_value(|c| *c != now);
+        if let Some(file) = chosen.get_value().filter(|_| changed) {
             check(file);
         }
     });
     let use_counts = move |_| {
         if let Check::Done(s) = state.get_untracked() {
-            let ops: Vec<PatchOp> = s
-                .data_keys()
-                .into_iter()
-                .map(|(k, n)| PatchOp {
-                    path: format!("data.{k}"),
-                    value: n.into(),
-                })
-                .collect();
+            let ops = count_ops(&s);
             used.set(!ops.is_empty() && patch_spec(spec, &ops));
         }
     };
     view! {
         <h2><label for="dataset-file">{move || i.t(Key::DatasetCheck)}</label></h2>
         <p class="hint">{move || i.t(Key::DatasetHint)}</p>
-        <div class="drop" class:dragging=move || dragging.get() data-testid="dataset-drop"
-            on:dragover=over on:dragleave=move |_| dragging.set(false) on:drop=drop>
-            <p>{move || i.t(Key::DatasetDrop)}</p>
+        <DropArea on_file=take>
             <input type="file" id="dataset-file" data-testid="dataset-file"
                 accept=".jsonl,.json,.txt,.md,.ndjson" on:change=choose/>
-        </div>
+        </DropArea>
         {move || match state.get() {
             Check::Idle => ().into_any(),
             Check::Reading { read, total } => view! {
@@ -235,6 +203,49 @@ pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
                 <DatasetUpload file=chosen s=*s/>
             }.into_any(),
         }}
+    }
+}
+
+/// The `[data]` keys a check's counts set in the spec.
+fn count_ops(s: &DatasetSummary) -> Vec<PatchOp> {
+    s.data_keys()
+        .into_iter()
+        .map(|(k, n)| PatchOp {
+            path: format!("data.{k}"),
+            value: n.into(),
+        })
+        .collect()
+}
+
+/// The area around the file input: a file dropped on it goes to `on_file`, as one chosen.
+#[component]
+fn DropArea<F>(on_file: F, children: Children) -> impl IntoView
+where
+    F: Fn(web_sys::File) + Copy + 'static,
+{
+    let i = use_i18n();
+    let dragging = RwSignal::new(false);
+    let drop = move |ev: leptos::ev::DragEvent| {
+        ev.prevent_default();
+        dragging.set(false);
+        if let Some(file) = ev
+            .data_transfer()
+            .and_then(|d| d.files())
+            .and_then(|f| f.get(0))
+        {
+            on_file(file);
+        }
+    };
+    let over = move |ev: leptos::ev::DragEvent| {
+        ev.prevent_default();
+        dragging.set(true);
+    };
+    view! {
+        <div class="drop" class:dragging=move || dragging.get() data-testid="dataset-drop"
+            on:dragover=over on:dragleave=move |_| dragging.set(false) on:drop=drop>
+            <p>{move || i.t(Key::DatasetDrop)}</p>
+            {children()}
+        </div>
     }
 }
 

@@ -132,19 +132,7 @@ pub(crate) fn other_users(w: &World) {
         404,
         "a snapshot of another user's job"
     );
-    // Continuing another account's job (by its id, or the id in another case): refused as if
-    // there were no such job, never "not finished yet", and nothing held.
-    let before = b.balance();
-    for id in [job.clone(), job.to_uppercase()] {
-        let spec = format!("{LORA}\n[checkpoint]\nresume_from = \"{id}\"\n");
-        let r = w.see(
-            "POST /api/jobs (another account's resume_from)",
-            b.submit_spec(&spec, &random_hex(8)),
-        );
-        assert!(matches!(r.status, 404 | 422), "{id}: {:?}", r.json);
-        assert!(!r.json.to_string().contains("not_finished"), "{:?}", r.json);
-    }
-    assert_eq!(b.balance(), before);
+    continued_by_another(w, &b, &job);
     let ledger = w.get(&b, "/api/ledger").json;
     assert!(
         !ledger.to_string().contains(&job),
@@ -173,4 +161,20 @@ pub(crate) fn other_users(w: &World) {
         w.get(&a, &format!("/api/jobs/{job}")).json["state"],
         "running"
     );
+}
+
+/// Continuing another account's job (by its id, or the id in another case): refused as if there
+/// were no such job, never "not finished yet", and nothing held.
+fn continued_by_another(w: &World, b: &Client, job: &str) {
+    let before = b.balance();
+    for id in [job.to_string(), job.to_uppercase()] {
+        let spec = format!("{LORA}\n[checkpoint]\nresume_from = \"{id}\"\n");
+        let r = w.see(
+            "POST /api/jobs (another account's resume_from)",
+            b.submit_spec(&spec, &random_hex(8)),
+        );
+        assert!(matches!(r.status, 404 | 422), "{id}: {:?}", r.json);
+        assert!(!r.json.to_string().contains("not_finished"), "{:?}", r.json);
+    }
+    assert_eq!(b.balance(), before);
 }

@@ -122,22 +122,7 @@ pub(super) fn uploads(w: &World) {
     let list = owner.get("/api/datasets").json;
     assert_eq!(list["datasets"].as_array().map(Vec::len), Some(1), "{list}");
     assert_eq!(list["used_bytes"], file.len(), "{list}");
-    // A spec training on it by epochs, its counts left out: `onramp submit` takes them from the
-    // account's record, checks the spec with them, and the job's epochs are its examples.
-    let spec = LORA
-        .replace("dataset = \"alpaca-zh\"", &format!("dataset = \"{id}\""))
-        .replace("tokens = 20_000_000      # tokens in one epoch\n", "");
-    assert!(!spec.contains("tokens ="), "{spec}");
-    let spec_path = write(&dir, "by-epochs.toml", spec.as_bytes());
-    let (ok, out, err) = onramp(w, &token, &["submit", &spec_path, "--json"]);
-    assert!(ok, "{out}{err}");
-    let job: Value = serde_json::from_str(&out).unwrap();
-    let job = owner.get(&format!("/api/jobs/{}", job["id"].as_str().unwrap()));
-    let stored = job.json["spec"].as_str().unwrap_or_default();
-    assert!(
-        stored.contains(&format!("examples = {lines}")) && stored.contains("tokens = "),
-        "{stored}"
-    );
+    submitted_by_epochs(w, &owner, &token, &dir, &id, lines);
     bad_lines(w, &owner, &token, &dir);
     let (ok, out, err) = onramp(w, &token, &["datasets", "rm", &id]);
     assert!(ok && out.contains("freed"), "{out}{err}");
@@ -355,4 +340,24 @@ pub(super) fn named_in_a_spec(w: &World) {
         .job
         .get(&format!("/api/jobs/{}/dataset", stranger.id));
     assert_eq!(none.status, 404, "{}", none.shown());
+}
+
+/// A spec training on the uploaded dataset `id` (`lines` examples) by epochs, its counts left
+/// out: `onramp submit` takes them from the account's record, checks the spec with them, and
+/// the job's epochs are its examples.
+fn submitted_by_epochs(w: &World, owner: &Client, token: &str, dir: &Path, id: &str, lines: u64) {
+    let spec = LORA
+        .replace("dataset = \"alpaca-zh\"", &format!("dataset = \"{id}\""))
+        .replace("tokens = 20_000_000      # tokens in one epoch\n", "");
+    assert!(!spec.contains("tokens ="), "{spec}");
+    let spec_path = write(dir, "by-epochs.toml", spec.as_bytes());
+    let (ok, out, err) = onramp(w, token, &["submit", &spec_path, "--json"]);
+    assert!(ok, "{out}{err}");
+    let job: Value = serde_json::from_str(&out).unwrap();
+    let job = owner.get(&format!("/api/jobs/{}", job["id"].as_str().unwrap()));
+    let stored = job.json["spec"].as_str().unwrap_or_default();
+    assert!(
+        stored.contains(&format!("examples = {lines}")) && stored.contains("tokens = "),
+        "{stored}"
+    );
 }
