@@ -145,4 +145,49 @@ pub(crate) fn in_the_browser(w: &World, rendered: &(Client, String, String, Stri
         .wait_for_text("main", WAIT, |t| t.contains("<img src=x onerror="))
         .expect("the list shows the name as text");
     assert_eq!(pwned(&browser), json!([true, 0]));
+    too_large_for_the_tab(w, &browser, &rendered.0);
+}
+
+/// A job that stored a Hugging Face folder of a model far past what a tab holds (268M
+/// parameters by its config.json; its weights file a few bytes, never fetched): the playground
+/// says so, by the kind of its error, instead of downloading it.
+fn too_large_for_the_tab(w: &World, browser: &Browser, owner: &Client) {
+    use sha2::{Digest, Sha256};
+    let (job, token) = w.job(owner, None);
+    let jt = Client::with_bearer(&w.stack.url, &token);
+    let config = json!({
+        "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 1024,
+        "intermediate_size": 4096, "num_hidden_layers": 16, "num_attention_heads": 16,
+        "num_key_value_heads": 16, "vocab_size": 32000, "max_position_embeddings": 2048,
+        "rms_norm_eps": 1e-5, "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2
+    })
+    .to_string();
+    for (name, bytes) in [
+        ("model/config.json", config.as_bytes()),
+        ("model/tokenizer.json", b"{}".as_slice()),
+        ("model/model.safetensors", b"not weights".as_slice()),
+    ] {
+        let path = format!("/api/jobs/{job}/artifacts/{}", name.replace('/', "%2F"));
+        let sha: String = Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let a = w.post(&jt, &path, &json!({"size": bytes.len(), "sha256": sha}));
+        assert_eq!(a.status, 200, "{name}: {:?}", a.json);
+        let put = jt.request(
+            "PUT",
+            &format!("{path}?part=1"),
+            Some(bytes.to_vec()),
+            &[("content-type", "application/octet-stream")],
+        );
+        assert_eq!(put.json["complete"], true, "{name}: {:?}", put.json);
+    }
+    browser
+        .goto(&format!("{}/?model={job}", w.stack.url))
+        .unwrap();
+    let error = browser
+        .wait_for("[data-testid=try-error][data-kind=TooLarge]", WAIT)
+        .expect("the playground says the model is too large");
+    let text = browser.text(&error).unwrap();
+    assert!(text.contains("too large"), "{text}");
 }
