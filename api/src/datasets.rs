@@ -166,8 +166,8 @@ pub struct TokenizerFileStored {
 }
 
 /// The `[data]` keys a spec that trains by epochs and names an uploaded dataset takes from its
-/// record (the edge on submission, `onramp submit` before it checks the spec): those of a dataset of `format` with `examples` and
-/// `tokens` that the spec's `data` leaves out.
+/// record (the edge on submission, `onramp submit` before it checks the spec): those of a
+/// dataset of `format` with `examples` and `tokens` that the spec's `data` leaves out.
 pub fn count_ops(
     spec: &jobspec::JobSpec,
     format: &str,
@@ -191,6 +191,28 @@ pub fn count_ops(
         ops.push(op("data.tokens", tokens));
     }
     ops
+}
+
+/// `text` (the spec `spec` was parsed from, TOML or `json`) with `ops` applied, as TOML: in
+/// place, comments kept, where the TOML allows; else the patched spec written out. `None` when
+/// there is nothing to apply or the patch does not apply.
+pub fn patched_toml(
+    text: &str,
+    json: bool,
+    spec: &jobspec::JobSpec,
+    ops: &[jobspec::patch::PatchOp],
+) -> Option<String> {
+    if ops.is_empty() {
+        return None;
+    }
+    (!json)
+        .then(|| jobspec::patch::apply_patch_toml(text, ops))
+        .flatten()
+        .or_else(|| {
+            jobspec::patch::apply_patch(spec, ops)
+                .ok()
+                .map(|s| s.to_toml())
+        })
 }
 
 #[cfg(test)]

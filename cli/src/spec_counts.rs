@@ -37,11 +37,8 @@ pub fn with_dataset_counts(
         return unchanged(text);
     };
     let ops = api::datasets::count_ops(&spec, &d.format, d.examples, d.tokens);
-    if !json_spec && let Some(t) = jobspec::patch::apply_patch_toml(&text, &ops) {
-        return Ok((t, false));
-    }
-    match jobspec::patch::apply_patch(&spec, &ops) {
-        Ok(s) => Ok((s.to_toml(), false)),
-        Err(_) => unchanged(text),
+    match api::datasets::patched_toml(&text, json_spec, &spec, &ops) {
+        Some(t) => Ok((t, false)),
+        None => unchanged(text),
     }
 }

@@ -21,16 +21,16 @@ RECORD = {
 }
 
 
-def test_sequence_parallel_trains_as_one_rank_with_the_whole_sequence(tmp_path, models_dir):
-    """Every batch is the same sequences, so the two runs see the same data whatever order each
-    reads it in: their losses differ only by how the sums are cut (Ulysses' all-to-alls)."""
+def same_record_runs(tmp_path, models_dir, parallel: str, steps: int):
+    """The same spec on one card and on two (`parallel` names the two-card split, `{n}` its
+    degree), over a file of one record repeated, so that both runs see the same data whatever
+    order each reads it in; both must succeed, with equal losses. The two runs: one rank, two."""
     data = tmp_path / "data"
     data.mkdir()
     (data / "same.jsonl").write_text("\n".join(json.dumps(RECORD) for _ in range(96)) + "\n")
-    steps = 6
     env = {"ONRAMP_DATASETS": str(data)}
 
-    def spec(cards: int, sp: int) -> str:
+    def spec(cards: int, n: int) -> str:
         return spec_text(
             "sft",
             'model = "stories260K"',
@@ -38,7 +38,7 @@ def test_sequence_parallel_trains_as_one_rank_with_the_whole_sequence(tmp_path, 
             steps,
             card="a100-80g",
             cards=cards,
-            parallel=f"[parallel]\nzero_stage = 1\nsp = {sp}\n",
+            parallel="[parallel]\nzero_stage = 1\n" + parallel.format(n=n),
             seq_len=256,
             lr=1e-2,
         )
@@ -47,12 +47,19 @@ def test_sequence_parallel_trains_as_one_rank_with_the_whole_sequence(tmp_path, 
     assert whole.rc == 0, whole.stderr[-3000:]
     split = run_trainer(tmp_path / "split", spec(2, 2), nproc=2, models=models_dir, extra_env=env)
     assert split.rc == 0, split.stderr[-3000:]
-    assert re.search(r"sequence parallel: 2 ranks per sequence", split.stderr), split.stderr[-3000:]
     a, b = whole.train_losses(), split.train_losses()
     assert sorted(a) == sorted(b) == list(range(1, steps + 1)), (a, b)
     for step in a:
         assert abs(a[step] - b[step]) <= 1e-4 * abs(a[step]), (step, a, b)
     assert a[steps] < a[1] - 0.5, a
+    return whole, split
+
+
+def test_sequence_parallel_trains_as_one_rank_with_the_whole_sequence(tmp_path, models_dir):
+    """Every batch is the same sequences, so the two runs see the same data whatever order each
+    reads it in: their losses differ only by how the sums are cut (Ulysses' all-to-alls)."""
+    _, split = same_record_runs(tmp_path, models_dir, "sp = {n}\n", steps=6)
+    assert re.search(r"sequence parallel: 2 ranks per sequence", split.stderr), split.stderr[-3000:]
 
 
 def test_tensor_parallel_trains_as_one_rank_with_the_whole_model(tmp_path, models_dir):
@@ -61,38 +68,11 @@ def test_tensor_parallel_trains_as_one_rank_with_the_whole_model(tmp_path, model
     trained model is saved whole (its slices gathered), with the one rank's weights."""
     from safetensors.torch import load_file
 
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "same.jsonl").write_text("\n".join(json.dumps(RECORD) for _ in range(96)) + "\n")
-    steps = 6
-    env = {"ONRAMP_DATASETS": str(data)}
-
-    def spec(cards: int, tp: int) -> str:
-        return spec_text(
-            "sft",
-            'model = "stories260K"',
-            "same.jsonl",
-            steps,
-            card="a100-80g",
-            cards=cards,
-            parallel=f"[parallel]\nzero_stage = 1\ntp = {tp}\n",
-            seq_len=256,
-            lr=1e-2,
-        )
-
-    whole = run_trainer(tmp_path / "whole", spec(1, 1), models=models_dir, extra_env=env)
-    assert whole.rc == 0, whole.stderr[-3000:]
-    split = run_trainer(tmp_path / "split", spec(2, 2), nproc=2, models=models_dir, extra_env=env)
-    assert split.rc == 0, split.stderr[-3000:]
+    _, split = same_record_runs(tmp_path, models_dir, "tp = {n}\n", steps=6)
     assert re.search(r"tensor parallel: 2 ranks per layer", split.stderr), split.stderr[-3000:]
     assert re.search(r"q_proj: \[32, 64\] of \[64, 64\] on this rank", split.stderr), split.stderr[
         -3000:
     ]
-    a, b = whole.train_losses(), split.train_losses()
-    assert sorted(a) == sorted(b) == list(range(1, steps + 1)), (a, b)
-    for step in a:
-        assert abs(a[step] - b[step]) <= 1e-4 * abs(a[step]), (step, a, b)
-    assert a[steps] < a[1] - 0.5, a
     one = load_file(tmp_path / "whole" / "out" / "final" / "model.safetensors")
     two = load_file(tmp_path / "split" / "out" / "final" / "model.safetensors")
     assert one.keys() == two.keys()

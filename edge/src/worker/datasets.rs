@@ -444,9 +444,9 @@ pub fn named_in(spec: &jobspec::JobSpec) -> Option<&str> {
 }
 
 /// A spec training by epochs on one of this account's stored datasets takes the counts the
-/// checker recorded for it where it gives none: `data.examples` for a padded format (so that an epoch is its
-/// examples over the global batch, not packed tokens) and `data.tokens`. The spec as stored then
-/// shows them. Anything else (another account's id, a spec that does not parse) is left as it
+/// checker recorded for it where it gives none: `data.examples` for a padded format (so that an
+/// epoch is its examples over the global batch, not packed tokens) and `data.tokens`. The spec
+/// as stored then shows them. Anything else (another account's id, a spec that does not parse) is left as it
 /// is, for the checks after it to refuse.
 pub async fn with_counts(env: &Env, user_id: &str, spec: SpecText) -> ApiResult<SpecText> {
     let (text, format) = match &spec {
@@ -468,20 +468,9 @@ pub async fn with_counts(env: &Env, user_id: &str, spec: SpecText) -> ApiResult<
         r.examples.max(0) as u64,
         r.tokens.max(0) as u64,
     );
-    if ops.is_empty() {
-        return Ok(spec);
-    }
-    Ok(match &spec {
-        SpecText::Toml(t) => match jobspec::patch::apply_patch_toml(t, &ops) {
-            Some(patched) => SpecText::Toml(patched),
-            None => jobspec::patch::apply_patch(&parsed, &ops)
-                .map_or(spec, |s| SpecText::Toml(s.to_toml())),
-        },
-        // A JSON spec is stored in its TOML form anyway.
-        SpecText::Json(_) => {
-            jobspec::patch::apply_patch(&parsed, &ops).map_or(spec, |s| SpecText::Toml(s.to_toml()))
-        }
-    })
+    let json = matches!(spec, SpecText::Json(_));
+    // A JSON spec is stored in its TOML form anyway.
+    Ok(api::datasets::patched_toml(text, json, &parsed, &ops).map_or(spec, SpecText::Toml))
 }
 
 /// Refuses a spec naming an uploaded dataset that this account has not stored (another
