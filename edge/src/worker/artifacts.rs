@@ -22,8 +22,8 @@ use worker::{Bucket, Env, Request, Response};
 
 /// Bytes an account's artifacts may take when `ARTIFACT_QUOTA_BYTES` is not set (10 GiB).
 const QUOTA_BYTES: i64 = 10 << 30;
-/// Days an artifact is kept when `ARTIFACT_RETENTION_DAYS` is not set.
-const RETENTION_DAYS: i64 = 30;
+/// How long an artifact is kept when `ARTIFACT_RETENTION` is not set: 30 days, in seconds.
+const RETENTION_S: u64 = 30 * 86_400;
 
 #[derive(Debug, Deserialize)]
 struct Row {
@@ -66,8 +66,14 @@ fn quota(env: &Env) -> u64 {
     db::setting(env, "ARTIFACT_QUOTA_BYTES", QUOTA_BYTES).max(0) as u64
 }
 
+/// How long an artifact is kept after it is stored, in seconds (`ARTIFACT_RETENTION`, a duration).
+fn retention_s(env: &Env) -> u64 {
+    db::duration_setting(env, "ARTIFACT_RETENTION", RETENTION_S)
+}
+
+/// The retention as the account page shows it: in days, a part of a day counted as one.
 fn retention_days(env: &Env) -> u64 {
-    db::setting(env, "ARTIFACT_RETENTION_DAYS", RETENTION_DAYS).max(1) as u64
+    retention_s(env).div_ceil(86_400)
 }
 
 async fn row(env: &Env, job_id: &str, name: &str) -> ApiResult<Option<Row>> {
@@ -536,7 +542,7 @@ pub async fn delete(user: User, env: &Env, id: &str, segment: &str) -> ApiResult
 /// The cron sweep's share: artifacts stored longer ago than the retention, and uploads started
 /// that long ago and never finished, are deleted. At most `limit` per run; how many went.
 pub async fn sweep(env: &Env, limit: i64) -> ApiResult<u64> {
-    let cutoff = now_ms() - (retention_days(env) as i64) * 86_400_000;
+    let cutoff = now_ms().saturating_sub((retention_s(env) as i64).saturating_mul(1000));
     let rows: Vec<Row> = db::all(
         env,
         &format!(

@@ -413,16 +413,17 @@ pub async fn delete(user: User, env: &Env, segment: &str) -> ApiResult<DatasetDe
     })
 }
 
-/// Days an upload may stay unfinished (`DATASET_UPLOAD_DAYS`, 6 by default: R2 drops a
-/// multipart upload it has not completed after a week, and a part sent then could not land).
-const UPLOAD_DAYS: i64 = 6;
+/// How long an upload may stay unfinished (`DATASET_UPLOAD_RETENTION`, a duration; 6 days by
+/// default, in seconds: R2 drops a multipart upload it has not completed after a week, and a part
+/// sent then could not land).
+const UPLOAD_RETENTION_S: u64 = 6 * 86_400;
 
-/// The cron sweep's share: uploads declared longer ago than `DATASET_UPLOAD_DAYS` and never
+/// The cron sweep's share: uploads declared longer ago than `DATASET_UPLOAD_RETENTION` and never
 /// finished are deleted, freeing their bytes from the quota (a later upload of the file starts
 /// over). At most `limit` per run; how many went.
 pub async fn sweep(env: &Env, limit: i64) -> ApiResult<u64> {
-    let days = db::setting(env, "DATASET_UPLOAD_DAYS", UPLOAD_DAYS).max(1);
-    let cutoff = now_ms() - days * 86_400_000;
+    let keep_s = db::duration_setting(env, "DATASET_UPLOAD_RETENTION", UPLOAD_RETENTION_S);
+    let cutoff = now_ms().saturating_sub((keep_s as i64).saturating_mul(1000));
     let rows: Vec<Row> = db::all(
         env,
         &format!("SELECT {ROW} FROM datasets WHERE state = 'uploading' AND created_at < ? LIMIT ?"),

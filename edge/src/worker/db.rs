@@ -16,6 +16,16 @@ pub fn setting(env: &Env, name: &str, default: i64) -> i64 {
         .unwrap_or(default)
 }
 
+/// A duration setting, written as a spec writes one (`"30d"`, `"12h"`, `"90s"`), in seconds;
+/// `default_s` when it is absent, unreadable or zero.
+pub fn duration_setting(env: &Env, name: &str, default_s: u64) -> u64 {
+    env.var(name)
+        .ok()
+        .and_then(|v| jobspec::duration::parse_duration_s(&v.to_string()))
+        .filter(|s| *s > 0)
+        .unwrap_or(default_s)
+}
+
 /// The default deadline of one database or coordinator call, in seconds (`STORE_TIMEOUT_S`).
 pub const STORE_TIMEOUT_S: i64 = 10;
 

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 
 mod cli;
 mod datasets;
+mod retention;
 use cli::cli;
 
 const PASSWORD: &str = "correct horse battery";

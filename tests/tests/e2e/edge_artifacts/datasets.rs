@@ -201,7 +201,7 @@ pub(super) fn refusals(w: &World) {
         200,
         "room again"
     );
-    // The cron sweep leaves an upload declared today: it goes only after DATASET_UPLOAD_DAYS.
+    // The cron sweep leaves an upload declared today: it goes only after DATASET_UPLOAD_RETENTION.
     w.stack.run_scheduled("*/5 * * * *").unwrap();
     let id2 = api::datasets::dataset_id(&"2".repeat(64));
     let kept = owner.get(&format!("/api/datasets/{id2}"));
