@@ -27,6 +27,20 @@ pub fn dataset_id(sha256: &str) -> String {
     format!("{ID_PREFIX}{}", &sha256[..ID_HEX.min(sha256.len())])
 }
 
+/// Every uploaded dataset a spec names, with the key that names it: the one it trains on
+/// (`data.dataset`) and the one it is evaluated on (`eval.dataset`). The edge checks that the
+/// account holds each, and a job fetches each with its token.
+pub fn named_in_spec(spec: &jobspec::JobSpec) -> Vec<(&'static str, &str)> {
+    let eval = spec.eval.dataset.as_deref();
+    [
+        ("data.dataset", Some(spec.data.dataset.as_str())),
+        ("eval.dataset", eval),
+    ]
+    .into_iter()
+    .filter_map(|(key, id)| id.filter(|id| is_dataset_id(id)).map(|id| (key, id)))
+    .collect()
+}
+
 /// Whether `s` has the shape of an uploaded dataset's id.
 pub fn is_dataset_id(s: &str) -> bool {
     jobspec::validate::is_dataset_id(s)

@@ -114,6 +114,13 @@ fn parameters(route: &crate::routes::Route) -> Option<Value> {
             "schema": {"type": "string"}
         }));
     }
+    if route.id == RouteId::JobDataset {
+        parameters.push(json!({
+            "name": "id", "in": "query", "required": false,
+            "description": "which uploaded dataset of the spec: its data.dataset (the default) or its eval.dataset",
+            "schema": {"type": "string", "pattern": format!("^{}[0-9a-f]{{{}}}$", jobspec::validate::DATASET_ID_PREFIX, jobspec::validate::DATASET_ID_HEX)}
+        }));
+    }
     if route.id == RouteId::AdminOutbox {
         parameters.push(json!({
             "name": "to", "in": "query", "required": true,

@@ -414,7 +414,7 @@ pub const ROUTES: &[Route] = &[
         "/api/jobs/{id}/dataset",
         JobToken,
         200,
-        "The uploaded dataset the job's spec names, for the job to fetch (honours `Range`; its SHA-256 in `x-onramp-sha256`)",
+        "An uploaded dataset the job's spec names, for the job to fetch: `?id=` one of them, else the one it trains on (honours `Range`; its SHA-256 in `x-onramp-sha256`)",
     ),
     r(
         JobResume,

@@ -180,12 +180,26 @@ fn bad_eval_sets_and_prompts_are_refused() {
             valid: false
         "#]],
     );
+}
+
+#[test]
+fn an_uploaded_eval_set_is_accepted_and_the_training_set_warned() {
     check(
         "dataset = \"ds_0123456789abcdef0123456789abcdef\"\n",
         expect![[r#"
-            14:11 error bad-value eval.dataset: `eval.dataset` = "ds_0123456789abcdef0123456789abcdef" is an uploaded dataset; a job fetches only its `data.dataset` from the edge, so evaluate on a held-out share of it (`eval.holdout`) or on a dataset the cluster holds
-            valid: false
+            valid: true
         "#]],
+    );
+    let trains_on = BASE
+        .lines()
+        .find(|l| l.starts_with("dataset = "))
+        .expect("the base spec names its dataset");
+    check(
+        &format!("{trains_on}\n"),
+        expect![[r#"
+        14:11 warning suspicious eval.dataset: `eval.dataset` = "d" is the dataset it trains on: its loss measures how well the model remembers it; hold out a share instead (`eval.holdout`)
+        valid: true
+    "#]],
     );
 }
 

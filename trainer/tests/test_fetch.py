@@ -1,4 +1,4 @@
-"""fetch.py against a stand-in for the edge's `GET /api/jobs/{id}/dataset`: the file lands in
+"""fetch.py against a stand-in for the edge's `GET /api/jobs/{id}/dataset?id=…`: the file lands in
 the job's folder checked by its id; a download cut off goes on with `Range`; a file that does
 not hash to its id is never used; a refusal says what the edge answered."""
 
@@ -22,7 +22,7 @@ def _serve(body: bytes, cut_first: bool, status: int = 200):
             pass
 
         def do_GET(self):
-            seen.append({k.lower(): v for k, v in self.headers.items()})
+            seen.append({k.lower(): v for k, v in self.headers.items()} | {":path": self.path})
             if status != 200:
                 self.send_response(status)
                 self.send_header("content-length", "0")
@@ -77,6 +77,8 @@ def test_a_download_cut_off_goes_on_with_range_and_lands_checked(job, monkeypatc
     assert path.read_bytes() == body
     assert len(seen) == 2 and seen[1]["range"].startswith("bytes=")
     assert all(h["authorization"] == "Bearer tok" for h in seen)
+    # The edge serves each dataset the spec names (training set, eval set) by its id.
+    assert {h[":path"] for h in seen} == {f"/api/jobs/j1/dataset?id={ds}"}
     assert not list((job / "datasets").glob(".*.part"))
     # Found again without asking the edge.
     assert data.resolve(ds) == path and len(seen) == 2

@@ -438,7 +438,7 @@ pub async fn sweep(env: &Env, limit: i64) -> ApiResult<u64> {
     Ok(gone)
 }
 
-/// The dataset id a spec names, if it names an uploaded one (`data.dataset = "ds_…"`).
+/// The dataset id a spec trains on, if it names an uploaded one (`data.dataset = "ds_…"`).
 pub fn named_in(spec: &jobspec::JobSpec) -> Option<&str> {
     let d = spec.data.dataset.as_str();
     is_dataset_id(d).then_some(d)
@@ -474,40 +474,65 @@ pub async fn with_counts(env: &Env, user_id: &str, spec: SpecText) -> ApiResult<
     Ok(api::datasets::patched_toml(text, json, &parsed, &ops).map_or(spec, SpecText::Toml))
 }
 
-/// Refuses a spec naming an uploaded dataset that this account has not stored (another
-/// account's id is not found either): 422 at `data.dataset`, before any money moves.
+/// Refuses a spec naming an uploaded dataset (to train on or to evaluate on) that this account
+/// has not stored (another account's id is not found either): 422 at the key that names it,
+/// before any money moves.
 pub async fn check_named(env: &Env, user_id: &str, spec: &jobspec::JobSpec) -> ApiResult<()> {
-    let Some(id) = named_in(spec) else {
-        return Ok(());
-    };
-    match row(env, user_id, id).await? {
-        Some(r) if r.stored() => Ok(()),
-        found => Err(ApiError::new(
-            ErrorCode::InvalidField,
-            if found.is_some() {
-                format!("data.dataset = {id:?} is still uploading: send its last parts first")
-            } else {
-                format!(
-                    "data.dataset = {id:?} is no dataset of this account: upload the file \
-                     (onramp datasets upload FILE, or the Plan page) and use the id it gives"
+    for (key, id) in api::datasets::named_in_spec(spec) {
+        match row(env, user_id, id).await? {
+            Some(r) if r.stored() => {}
+            found => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidField,
+                    if found.is_some() {
+                        format!("{key} = {id:?} is still uploading: send its last parts first")
+                    } else {
+                        format!(
+                            "{key} = {id:?} is no dataset of this account: upload the file \
+                             (onramp datasets upload FILE, or the Plan page) and use the id it gives"
+                        )
+                    },
                 )
-            },
-        )
-        .with_field("data.dataset")),
+                .with_field(key));
+            }
+        }
     }
+    Ok(())
 }
 
-/// `GET /api/jobs/{id}/dataset` (the job's own token): the uploaded dataset the job's spec
-/// names, streamed from R2 (one range when asked), with its SHA-256 in `x-onramp-sha256` for
-/// the job to check.
+/// `GET /api/jobs/{id}/dataset[?id=ds_…]` (the job's own token): an uploaded dataset the job's
+/// spec names (`?id=` picks one, as the eval set's; without it, the one it trains on), streamed
+/// from R2 (one range when asked), with its SHA-256 in `x-onramp-sha256` for the job to check.
 pub async fn job_fetch(caller: JobCaller, req: Request, env: &Env) -> ApiResult<Response> {
     let job = caller.job();
     let spec = jobspec::plan_toml(&job.spec);
-    let id = spec
-        .valid
+    let named: Vec<String> = spec.valid.as_ref().map_or_else(Vec::new, |v| {
+        api::datasets::named_in_spec(v.spec())
+            .into_iter()
+            .map(|(_, id)| id.to_string())
+            .collect()
+    });
+    let url = req.url().ok();
+    let asked = url
         .as_ref()
-        .and_then(|v| named_in(v.spec()).map(str::to_string))
-        .ok_or_else(|| ApiError::not_found(format!("job {} names no uploaded dataset", job.id)))?;
+        .and_then(|u| u.query_pairs().find(|(k, _)| k == "id"))
+        .map(|(_, v)| v.into_owned());
+    let id = match asked {
+        Some(a) => named.into_iter().find(|n| *n == a).ok_or_else(|| {
+            ApiError::not_found(format!(
+                "job {} names no uploaded dataset {:?}",
+                job.id,
+                a.chars().take(64).collect::<String>()
+            ))
+        })?,
+        None => spec
+            .valid
+            .as_ref()
+            .and_then(|v| named_in(v.spec()).map(str::to_string))
+            .ok_or_else(|| {
+                ApiError::not_found(format!("job {} names no uploaded dataset", job.id))
+            })?,
+    };
     let r = row(env, &job.user_id, &id)
         .await?
         .filter(Row::stored)

@@ -2,7 +2,7 @@
 //! sequence with their answers.
 
 use super::checker::Checker;
-use super::text::{TextKind, check_dataset, check_text, is_dataset_id};
+use super::text::{TextKind, check_dataset, check_text};
 use crate::diag::{Code, Diagnostic, did_you_mean, hint};
 use crate::eval_spec::{
     EvalSpec, KNOWN_TASKS, MAX_PROMPT_CHARS, MAX_PROMPTS, MAX_TASK_NAME, MAX_TASKS, is_task_name,
@@ -24,12 +24,12 @@ pub(super) fn check_eval(c: &mut Checker<'_>, spec: &JobSpec, steps: u64, world:
     }
     if let Some(ds) = &e.dataset {
         check_dataset(c, "eval.dataset", ds);
-        if is_dataset_id(ds) {
-            c.error(
-                Code::BadValue,
+        if *ds == spec.data.dataset {
+            c.warn(
+                Code::Suspicious,
                 "eval.dataset",
-                format!("`eval.dataset` = \"{ds}\" is an uploaded dataset; a job fetches only its `data.dataset` from the edge, so evaluate on a held-out share of it (`eval.holdout`) or on a dataset the cluster holds"),
-                format!("`eval.dataset` = \"{ds}\" 是上传的数据集；作业只从边缘服务取回它的 `data.dataset`，请用其中留出的一部分评估（`eval.holdout`），或用集群已有的数据集"),
+                format!("`eval.dataset` = \"{ds}\" is the dataset it trains on: its loss measures how well the model remembers it; hold out a share instead (`eval.holdout`)"),
+                format!("`eval.dataset` = \"{ds}\" 就是训练用的数据集：其损失只衡量模型记住了多少；请改为留出一部分（`eval.holdout`）"),
             );
         }
     }

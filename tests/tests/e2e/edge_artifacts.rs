@@ -188,6 +188,10 @@ fn edge_artifacts() {
                 "datasets: named in a spec, fetched by the job's token only",
                 datasets::named_in_a_spec,
             ),
+            (
+                "datasets: an eval set of its own, fetched by ?id=",
+                datasets::an_eval_set_uploaded,
+            ),
         ],
     );
 }

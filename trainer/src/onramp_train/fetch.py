@@ -58,8 +58,10 @@ def job_url(name: str) -> tuple[str, str] | None:
     return url[: -len("/report")] + "/" + name, token
 
 
-def dataset_url() -> tuple[str, str] | None:
-    return job_url("dataset")
+def dataset_url(dataset: str) -> tuple[str, str] | None:
+    """Where the job fetches one uploaded dataset its spec names (the training set or the eval
+    set): the edge serves only those."""
+    return job_url(f"dataset?id={dataset}")
 
 
 def _download(url: str, token: str, part: Path) -> None:
@@ -122,7 +124,7 @@ def fetch(dataset: str) -> Path:
         if _matches(dest, dataset):
             return dest
         dest.unlink()
-    route = dataset_url()
+    route = dataset_url(dataset)
     if route is None:
         raise DataError(
             f"dataset `{dataset}` is uploaded to the edge, and this job was given no route to "

@@ -233,16 +233,13 @@ pub fn job_script(v: &ValidSpec, payload: Option<&str>) -> String {
         }
         None => body.trim_start_matches('\n').to_string(),
     };
-    // Fetched inside the training's subshell: what it prints is in the job's log, and a dataset
-    // that cannot be fetched fails the job with the trainer's data exit code and its reason.
-    let fetch = if api::datasets::is_dataset_id(&v.spec().data.dataset) {
-        format!(
-            "onramp_fetch {} || exit 4\n",
-            launch::shell_quote(&v.spec().data.dataset)
-        )
-    } else {
-        String::new()
-    };
+    // Fetched inside the training's subshell (the training set, then the eval set): what it
+    // prints is in the job's log, and a dataset that cannot be fetched fails the job with the
+    // trainer's data exit code and its reason.
+    let fetch: String = api::datasets::named_in_spec(v.spec())
+        .into_iter()
+        .map(|(_, id)| format!("onramp_fetch {} || exit 4\n", launch::shell_quote(id)))
+        .collect();
     format!("{head}{WRAPPER_HEAD}{fetch}{body}{WRAPPER_TAIL}")
 }
 

@@ -361,3 +361,77 @@ fn submitted_by_epochs(w: &World, owner: &Client, token: &str, dir: &Path, id: &
         "{stored}"
     );
 }
+
+/// The owner's stored dataset of `file` (declared, then sent in one part); its id.
+fn stored(owner: &Client, file: &[u8], lines: u64) -> String {
+    let a = owner.post(
+        "/api/datasets",
+        &json!({"name": "e.jsonl", "size": file.len(), "sha256": sha256(file),
+                "format": "alpaca", "examples": lines, "tokens": 900}),
+    );
+    let id = a.json["id"].as_str().unwrap().to_string();
+    let put = owner.request(
+        "PUT",
+        &format!("/api/datasets/{id}?part=1"),
+        Some(file.to_vec()),
+        &[("content-type", "application/octet-stream")],
+    );
+    assert_eq!(put.json["complete"], true, "{}", put.shown());
+    id
+}
+
+/// An eval set of its own uploaded (`eval.dataset = "ds_…"`): another account's is refused at
+/// `eval.dataset` before money moves; the job's token fetches the one its spec names by `?id=`
+/// (and its training set without), nothing else.
+pub(super) fn an_eval_set_uploaded(w: &World) {
+    let owner = w.stack.signup(&unique_email("datasets-eval"), PASSWORD);
+    let (train, n) = alpaca(16 * 1024, "train");
+    let (eval, m) = alpaca(4 * 1024, "eval");
+    let (train_id, eval_id) = (stored(&owner, &train, n), stored(&owner, &eval, m));
+    let other = w
+        .stack
+        .signup(&unique_email("datasets-eval-other"), PASSWORD);
+    let theirs = stored(&other, &alpaca(4 * 1024, "theirs").0, 20);
+    let spec = |eval: &str| {
+        LORA.replace(
+            "dataset = \"alpaca-zh\"",
+            &format!("dataset = \"{train_id}\""),
+        ) + &format!("\n[eval]\ndataset = \"{eval}\"\n")
+    };
+    let before = owner.balance();
+    let refused = owner.submit_spec(&spec(&theirs), &random_hex(8));
+    assert_eq!(
+        (
+            refused.status,
+            refused.json["error"]["details"]["field"].as_str()
+        ),
+        (400, Some("eval.dataset")),
+        "{}",
+        refused.shown()
+    );
+    assert!(
+        refused.shown().contains("no dataset of this account"),
+        "{}",
+        refused.shown()
+    );
+    assert_eq!(owner.balance(), before);
+
+    let job = w.submitted(&owner, &spec(&eval_id));
+    let url = format!("/api/jobs/{}/dataset", job.id);
+    let fetched = job.job.get(&format!("{url}?id={eval_id}"));
+    assert_eq!(fetched.status, 200, "{}", fetched.shown());
+    assert_eq!(
+        fetched.header("x-onramp-sha256"),
+        Some(sha256(&eval).as_str())
+    );
+    assert!(fetched.bytes == eval, "the job fetched its eval set");
+    assert!(
+        job.job.get(&url).bytes == train,
+        "without ?id=, its training set"
+    );
+    assert!(job.job.get(&format!("{url}?id={train_id}")).bytes == train);
+    for not_named in [theirs.as_str(), "ds_zz", "../x"] {
+        let a = job.job.get(&format!("{url}?id={not_named}"));
+        assert_eq!(a.status, 404, "{not_named}: {}", a.shown());
+    }
+}

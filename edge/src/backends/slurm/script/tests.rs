@@ -297,6 +297,32 @@ fn a_gpu_job_keeps_its_gres_line_and_a_payload_replaces_the_command() {
     );
 }
 
+#[test]
+fn a_job_fetches_each_uploaded_dataset_its_spec_names_before_training() {
+    let (train, eval) = (format!("ds_{}", "a".repeat(32)), format!("ds_{}", "b".repeat(32)));
+    let spec = GPU.replace("\"alpaca-zh\"", &format!("\"{train}\""));
+    let fetches = |toml: &str| -> Vec<String> {
+        job_script(&valid(toml), None)
+            .lines()
+            .filter(|l| l.starts_with("onramp_fetch "))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(fetches(GPU), Vec::<String>::new());
+    assert_eq!(fetches(&spec), [format!("onramp_fetch {train} || exit 4")]);
+    let with_eval = format!("{spec}\n[eval]\ndataset = \"{eval}\"\n");
+    assert_eq!(
+        fetches(&with_eval),
+        [
+            format!("onramp_fetch {train} || exit 4"),
+            format!("onramp_fetch {eval} || exit 4")
+        ]
+    );
+    // An eval set the cluster holds is the trainer's to find, not fetched.
+    let held = format!("{spec}\n[eval]\ndataset = \"alpaca-zh-eval\"\n");
+    assert_eq!(fetches(&held).len(), 1);
+}
+
 /// The spec's text fields with `value` in one of them (the others keep the template's).
 fn with_text(template: &str, key: &str, value: &str) -> Option<ValidSpec> {
     validated_with_text(template, key, value)?.0
