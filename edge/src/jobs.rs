@@ -43,9 +43,9 @@ pub fn pick_for_spec<'a>(
 ) -> Result<(&'a BackendConfig, jobspec::ValidSpec), ApiError> {
     let (card, n, pref) = (v.card().id, v.world_size(), &v.spec().backend);
     // A model that runs its repo's code goes only where the operator allows it.
-    let allowed: Vec<&BackendConfig> = backends.iter().filter(|b| b.runs_model(v)).collect();
+    let runs_model: Vec<&BackendConfig> = backends.iter().filter(|b| b.runs_model(v)).collect();
     if let Some(m) = crate::backends::config::remote_code_model(v)
-        && pick_backend(allowed.iter().copied(), card, n, pref).is_err()
+        && pick_backend(runs_model.iter().copied(), card, n, pref).is_err()
         && pick_backend(backends, card, n, pref).is_ok()
     {
         return Err(ApiError::new(
@@ -56,6 +56,22 @@ pub fn pick_for_spec<'a>(
             ),
         )
         .with_field("model"));
+    }
+    // Benchmarks go only where their data is.
+    let allowed: Vec<&BackendConfig> = runs_model
+        .iter()
+        .copied()
+        .filter(|b| b.holds_tasks(v))
+        .collect();
+    if pick_backend(allowed.iter().copied(), card, n, pref).is_err() {
+        let with_cards: Vec<&BackendConfig> = runs_model
+            .iter()
+            .copied()
+            .filter(|b| pick_backend([*b], card, n, pref).is_ok())
+            .collect();
+        if !with_cards.is_empty() {
+            return Err(tasks_refused(v, &with_cards));
+        }
     }
     let on = |b: &BackendConfig| v.clone().with_node(b.node());
     let host_errors = |spec: jobspec::ValidSpec| {
@@ -88,6 +104,69 @@ pub fn pick_for_spec<'a>(
             Err(_) => Err(e),
         },
     }
+}
+
+/// The refusal of a spec whose benchmark tasks (`eval.tasks`) no backend with its cards holds
+/// the data of: a 422 with the diagnostic at `eval.tasks`, naming the tasks missing and those
+/// the backends can score.
+fn tasks_refused(v: &jobspec::ValidSpec, with_cards: &[&BackendConfig]) -> ApiError {
+    let (card, n) = (v.card().id, v.world_size());
+    let mut held: Vec<&str> = with_cards
+        .iter()
+        .flat_map(|b| b.eval_tasks.iter().map(String::as_str))
+        .collect();
+    held.sort_unstable();
+    held.dedup();
+    let tasks = &v.spec().eval.tasks;
+    let missing: Vec<&str> = tasks
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !held.contains(t))
+        .collect();
+    let quoted = |list: &[&str]| {
+        list.iter()
+            .map(|t| format!("\"{t}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let scorable = if held.is_empty() {
+        ("none".to_string(), "没有".to_string())
+    } else {
+        (quoted(&held), quoted(&held))
+    };
+    let d = if missing.is_empty() {
+        jobspec::Diagnostic::error(
+            jobspec::Code::BadValue,
+            "eval.tasks",
+            format!(
+                "`eval.tasks`: no one backend that runs {n} × {card} holds the data of all of {}; score them in separate jobs",
+                quoted(&tasks.iter().map(String::as_str).collect::<Vec<_>>())
+            ),
+            format!(
+                "`eval.tasks`：没有哪一个能运行 {n} × {card} 的后端同时有 {} 的数据；请分成几个作业评分",
+                quoted(&tasks.iter().map(String::as_str).collect::<Vec<_>>())
+            ),
+        )
+    } else {
+        jobspec::Diagnostic::error(
+            jobspec::Code::BadValue,
+            "eval.tasks",
+            format!("`eval.tasks`: no backend that runs {n} × {card} holds the data of {}, so it cannot be scored; tasks these backends can score: {}. The operator lists a task in a backend's eval_tasks once its data is on the cluster", quoted(&missing), scorable.0),
+            format!("`eval.tasks`：能运行 {n} × {card} 的后端都没有 {} 的数据，无法评分；这些后端能评分的任务：{}。数据放到集群上之后，运维人员把任务列入后端的 eval_tasks", quoted(&missing), scorable.1),
+        )
+        .with_help(
+            jobspec::diag::did_you_mean(missing[0], held.iter().copied()).map(|t| {
+                jobspec::Message::new(format!("did you mean \"{t}\"?"), format!("是不是 \"{t}\"？"))
+            }),
+        )
+    };
+    ApiError::new(
+        ErrorCode::InvalidSpec,
+        format!("the spec cannot be submitted: {}", d.message.en),
+    )
+    .with_typed_details(&api::InvalidSpecDetails {
+        diagnostics: vec![(&d).into()],
+    })
 }
 
 /// One text in the app's languages (the wire type).
@@ -273,6 +352,58 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    /// A spec with benchmark tasks goes only to a backend that lists every one in `eval_tasks`;
+    /// none holding one, or none holding them all, is a 422 at `eval.tasks` in both languages.
+    #[test]
+    fn benchmarks_go_only_where_their_data_is() {
+        use crate::backends::config::parse;
+        let spec = |tasks: &str| {
+            let (v, diags) = jobspec::validate_toml(&format!(
+                "name = \"g\"\ntask = \"lora\"\nmodel = \"qwen2.5-7b\"\n[data]\ndataset = \"alpaca\"\n\
+                 seq_len = 1024\n[train]\nsteps = 10\n[resources]\ncard = \"a100-80g\"\ntime_limit = \"1h\"\n\
+                 [eval]\ntasks = [{tasks}]\n"
+            ));
+            v.unwrap_or_else(|| panic!("{diags:?}"))
+        };
+        let list = parse(Some(
+            r#"[{"name": "bare", "kind": "runner", "url": "http://127.0.0.1:1", "cards": {"a100-80g": 8}},
+                {"name": "mmlu", "kind": "runner", "url": "http://127.0.0.1:2", "cards": {"a100-80g": 8},
+                 "eval_tasks": ["mmlu", "cmmlu"]},
+                {"name": "ceval", "kind": "runner", "url": "http://127.0.0.1:3", "cards": {"a100-80g": 8},
+                 "eval_tasks": ["ceval-valid"]}]"#,
+        ))
+        .unwrap();
+        let to = |tasks: &str| pick_for_spec(&list, &spec(tasks)).map(|(b, _)| b.name.as_str());
+        assert_eq!(to(""), Ok("bare"));
+        assert_eq!(to("\"cmmlu\", \"mmlu\""), Ok("mmlu"));
+        assert_eq!(to("\"ceval-valid\""), Ok("ceval"));
+        let refused = |tasks: &str| {
+            let e = pick_for_spec(&list, &spec(tasks)).unwrap_err();
+            assert_eq!((e.status, e.code), (422, ErrorCode::InvalidSpec), "{e:?}");
+            let d = &e.details["diagnostics"][0];
+            assert_eq!(d["path"], "eval.tasks", "{d}");
+            let zh = d["messages"]["zh-CN"].as_str().unwrap().to_string();
+            assert!(zh.contains("eval_tasks") || zh.contains("分成"), "{zh}");
+            (e.message, d["help"]["en"].as_str().map(str::to_string))
+        };
+        let (missing, help) = refused("\"mmlu\", \"cmmlu-x\"");
+        assert!(
+            missing.contains("\"cmmlu-x\", so it cannot be scored")
+                && missing.contains("\"ceval-valid\", \"cmmlu\", \"mmlu\"")
+                && missing.contains("eval_tasks"),
+            "{missing}"
+        );
+        assert_eq!(help.as_deref(), Some("did you mean \"cmmlu\"?"));
+        let (apart, _) = refused("\"mmlu\", \"ceval-valid\"");
+        assert!(apart.contains("separate jobs"), "{apart}");
+        // No backend lists any: the task has no data configured anywhere.
+        let e = pick_for_spec(&list[..1], &spec("\"mmlu\"")).unwrap_err();
+        assert!(e.message.contains("can score: none"), "{}", e.message);
+        // A backend's list holds task names only.
+        let bad = r#"[{"name": "x", "kind": "runner", "url": "http://127.0.0.1:1", "eval_tasks": ["a b"]}]"#;
+        assert!(parse(Some(bad)).unwrap_err().contains("eval_tasks"));
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub struct StackOptions {
     /// cluster, each in a network of its own): wrangler dev then listens on every address, and
     /// `PUBLIC_URL`, which jobs report to, names this one. The tests still call loopback.
     pub public_host: Option<String>,
+    /// The benchmark tasks the runner's backend lists in `BACKENDS` (`eval_tasks`): those whose
+    /// data the test puts in the runner's task folder ([`Stack::eval_tasks`]), and any it lists
+    /// without data to see the job refuse them.
+    pub runner_eval_tasks: Vec<String>,
 }
 
 /// The CPU cards the stack's runner declares in `BACKENDS` and is started with (`--cards`), so
@@ -47,6 +51,7 @@ impl StackOptions {
             with_runner: true,
             runner_bin: crate::paths::runner_bin(),
             public_host: None,
+            runner_eval_tasks: Vec::new(),
         }
     }
 }
@@ -107,7 +112,8 @@ pub struct Stack {
 impl Stack {
     /// The runner's benchmark task folder (`--eval-tasks`): `eval-tasks/` of the stack's state,
     /// outside the runner's own state (which jobs do not see). Empty at start; a test puts the
-    /// lm-eval tasks its jobs score there, and so may a developer under `cargo xtask dev`.
+    /// lm-eval tasks its jobs score there (and lists them in `StackOptions::runner_eval_tasks`),
+    /// and so may a developer under `cargo xtask dev`.
     pub fn eval_tasks(&self) -> PathBuf {
         self.state_dir.join("eval-tasks")
     }
@@ -178,7 +184,8 @@ impl Stack {
             )?);
             backends.push(serde_json::json!({
                 "name": "local", "kind": "runner", "url": url,
-                "secret": stack.runner_secret, "cards": {"cpu": RUNNER_CARDS}
+                "secret": stack.runner_secret, "cards": {"cpu": RUNNER_CARDS},
+                "eval_tasks": opts.runner_eval_tasks,
             }));
             stack.runner_url = Some(url);
         }

@@ -39,15 +39,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if stop.load(Ordering::SeqCst) {
         return Ok(());
     }
+    let state_dir = repo_root().join(".onramp/dev");
+    let runner_eval_tasks = tasks_in(&state_dir.join("eval-tasks"));
     let mut stack = Stack::start(StackOptions {
         port: Some(port),
-        state_dir: repo_root().join(".onramp/dev"),
+        state_dir,
         remove_state_on_drop: false,
         inherit_output: true,
         admin_token,
         with_runner: true,
         runner_bin,
         public_host: None,
+        runner_eval_tasks,
     })?;
     println!(
         "\n  Onramp is running on {}\n  (Ctrl-C stops everything)\n",
@@ -70,4 +73,45 @@ pub fn run(args: &[String]) -> Result<(), String> {
     eprintln!("xtask: stopping the stack");
     stack.stop();
     Ok(())
+}
+
+/// The lm-evaluation-harness tasks whose YAMLs a developer put in the dev runner's task folder
+/// (`task: NAME` lines), which the runner's backend then lists, so that specs scoring them are
+/// accepted; none when the folder is empty or absent.
+fn tasks_in(dir: &std::path::Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut tasks: Vec<String> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .flat_map(|text| {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("task:"))
+                .map(|t| t.trim().trim_matches(['"', '\'']).to_string())
+                .collect::<Vec<_>>()
+        })
+        .filter(|t| jobspec::eval_spec::is_task_name(t))
+        .collect();
+    tasks.sort();
+    tasks.dedup();
+    tasks
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_dev_runner_lists_the_tasks_of_its_folder() {
+        let dir = std::env::temp_dir().join(format!("onramp-dev-tasks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.yaml"), "task: sky\ndataset_path: json\n").unwrap();
+        std::fs::write(dir.join("b.yml"), "task: \"sea\"\n").unwrap();
+        std::fs::write(dir.join("c.yaml"), "task: not a name\n").unwrap();
+        std::fs::write(dir.join("d.jsonl"), "task: data\n").unwrap();
+        assert_eq!(super::tasks_in(&dir), ["sea", "sky"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(super::tasks_in(&dir).is_empty());
+    }
 }

@@ -87,6 +87,13 @@ pub struct BackendConfig {
     /// as `ONRAMP_TRUST_REMOTE_CODE`. A spec of such a model goes only to a backend that lists it.
     #[serde(default)]
     pub trust_remote_code: Vec<String>,
+    /// Benchmark tasks (`eval.tasks`, lm-evaluation-harness names) whose data this backend's
+    /// cluster holds offline: the tasks of its task folder (a Slurm backend's
+    /// `ONRAMP_EVAL_TASKS` in `env`, the runner's `--eval-tasks`) and those of lm-eval's own
+    /// whose data is in its cache. A spec with `eval.tasks` goes only to a backend that lists
+    /// every one of them; none listed, none scored.
+    #[serde(default)]
+    pub eval_tasks: Vec<String>,
     /// An `http://` URL on a private network, allowed where the deployment requires TLS
     /// (`crate::tls`): the operator says so by name.
     #[serde(default)]
@@ -125,6 +132,15 @@ impl BackendConfig {
     /// and one that does only where the operator lists it in `trust_remote_code`.
     pub fn runs_model(&self, v: &jobspec::ValidSpec) -> bool {
         remote_code_model(v).is_none_or(|m| self.trust_remote_code.iter().any(|id| id == m.id))
+    }
+
+    /// Whether this backend's cluster holds the data of every benchmark task the spec scores.
+    pub fn holds_tasks(&self, v: &jobspec::ValidSpec) -> bool {
+        v.spec()
+            .eval
+            .tasks
+            .iter()
+            .all(|t| self.eval_tasks.contains(t))
     }
 
     /// The stop warning in seconds (`parse` has checked that it reads).
@@ -207,6 +223,16 @@ pub fn parse_with(text: Option<&str>, require_tls: bool) -> Result<Vec<BackendCo
         check_text_fields(b)?;
         check_kind_fields(b)?;
         check_remote_code(b)?;
+        if let Some(t) = b
+            .eval_tasks
+            .iter()
+            .find(|t| !jobspec::eval_spec::is_task_name(t))
+        {
+            return Err(format!(
+                "BACKENDS: backend {:?} has eval_tasks {t:?}, which is not a task name (letters, digits, '_', '-', '.', as lm-evaluation-harness names them)",
+                b.name
+            ));
+        }
         while b.url.ends_with('/') {
             b.url.pop();
         }

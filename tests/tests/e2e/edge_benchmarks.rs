@@ -3,7 +3,8 @@
 //! data the test makes so that training teaches what the task asks. The base model is scored
 //! when training starts and the trained one at the end; the trained one must do better, and the
 //! scores reach `onramp results`, `onramp compare`, the job page in headless Chromium and an
-//! experiment's link, read by a stranger.
+//! experiment's link, read by a stranger. A task no backend lists (`eval_tasks`) is refused on
+//! submission at `eval.tasks`; one listed whose data the cluster lacks, by the job before it trains.
 //!
 //! Needs the built stack, `../shared` and the trainer's environment (`ONRAMP_PYTHON`, which
 //! `cargo xtask test` sets): ignored in a plain `cargo test`.
@@ -18,6 +19,8 @@ use std::path::Path;
 use std::time::Duration;
 
 const TASK: &str = "onramp_sky";
+/// A task the runner's backend lists whose data is not in its task folder.
+const GONE: &str = "onramp_gone";
 const PASSWORD: &str = "correct horse battery";
 /// What the job teaches, one line of its corpus.
 const FACT: &str = "The sky is blue.";
@@ -208,7 +211,11 @@ fn shared(stack: &Stack, u: &Client, job: &serde_json::Value, rows: &serde_json:
 #[ignore = "needs the built stack, ../shared and the trainer's environment: run through `cargo xtask test`"]
 fn a_benchmark_of_the_runners_task_folder_is_scored_before_and_after_and_shared() {
     let stack = Stack::start_with(
-        StackOptions::for_test("edge-benchmarks"),
+        StackOptions {
+            // GONE is listed without its data: an operator's list the cluster does not match.
+            runner_eval_tasks: vec![TASK.into(), GONE.into()],
+            ..StackOptions::for_test("edge-benchmarks")
+        },
         StackExtras {
             vars: vec![("SIGNUP_GRANT_FEN".into(), "10000".into())],
             extra_backends: Vec::new(),
@@ -220,12 +227,32 @@ fn a_benchmark_of_the_runners_task_folder_is_scored_before_and_after_and_shared(
     let u = stack.signup(&email, PASSWORD);
     let dataset = uploaded(&stack, &u);
 
-    // A task the cluster does not have: refused by the job before it trains.
-    let missing = submitted(&u, spec(&dataset, "\"no_such_task\""));
+    // A task no backend lists: refused on submission at eval.tasks, no money moved.
+    let before = u.balance();
+    let refused = u.request(
+        "POST",
+        "/api/jobs",
+        Some(spec(&dataset, "\"no_such_task\"").into_bytes()),
+        &[
+            ("content-type", "application/toml"),
+            ("idempotency-key", &random_hex(8)),
+        ],
+    );
+    assert_eq!(refused.status, 422, "{}", refused.shown());
+    let d = &refused.json["error"]["details"]["diagnostics"][0];
+    assert_eq!(d["path"], "eval.tasks", "{}", refused.shown());
+    assert!(
+        d["message"].as_str().unwrap_or("").contains(&format!("\"no_such_task\", so it cannot be scored; tasks these backends can score: \"{GONE}\", \"{TASK}\"")),
+        "{}",
+        refused.shown()
+    );
+    assert_eq!(u.balance(), before);
+    // A task the backend lists and the cluster does not have: refused by the job before it trains.
+    let missing = submitted(&u, spec(&dataset, &format!("\"{GONE}\"")));
     let job = ended(&u, &missing);
     assert_eq!(job["state"], "failed", "{job}");
     let said = job["message"].as_str().unwrap_or("");
-    assert!(said.contains("no task 'no_such_task'"), "{job}");
+    assert!(said.contains(&format!("no task '{GONE}'")), "{job}");
 
     let id = submitted(&u, spec(&dataset, &format!("\"{TASK}\"")));
     let job = ended(&u, &id);

@@ -299,7 +299,10 @@ fn a_gpu_job_keeps_its_gres_line_and_a_payload_replaces_the_command() {
 
 #[test]
 fn a_job_fetches_each_uploaded_dataset_its_spec_names_before_training() {
-    let (train, eval) = (format!("ds_{}", "a".repeat(32)), format!("ds_{}", "b".repeat(32)));
+    let (train, eval) = (
+        format!("ds_{}", "a".repeat(32)),
+        format!("ds_{}", "b".repeat(32)),
+    );
     let spec = GPU.replace("\"alpaca-zh\"", &format!("\"{train}\""));
     let fetches = |toml: &str| -> Vec<String> {
         job_script(&valid(toml), None)
