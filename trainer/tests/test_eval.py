@@ -17,17 +17,22 @@ from test_train import spec_text
 WORDS = ["apple", "river", "candle", "mirror", "paper", "stone", "cloud", "garden", "window"]
 
 
-def learnable(path: Path, n: int, seed: int) -> Path:
-    """Chat data with one rule to learn: the answer is the word asked for, said twice."""
+def learnable(path: Path, n: int, seed: int, alpaca: bool = False) -> Path:
+    """Chat (or alpaca) data with one rule to learn: the answer is the word asked for, said
+    twice."""
     rng = random.Random(seed)
     with path.open("w", encoding="utf-8") as f:
         for _ in range(n):
             w = rng.choice(WORDS)
-            msgs = [
-                {"role": "user", "content": f"Say {w} twice."},
-                {"role": "assistant", "content": f"{w} {w}."},
-            ]
-            f.write(json.dumps({"messages": msgs}) + "\n")
+            if alpaca:
+                line = {"instruction": f"Say {w} twice.", "input": "", "output": f"{w} {w}."}
+            else:
+                msgs = [
+                    {"role": "user", "content": f"Say {w} twice."},
+                    {"role": "assistant", "content": f"{w} {w}."},
+                ]
+                line = {"messages": msgs}
+            f.write(json.dumps(line) + "\n")
     return path
 
 
@@ -103,8 +108,9 @@ def test_a_lora_run_is_measured_before_and_after_and_answers_its_prompts(tmp_pat
 
 
 def test_an_eval_dataset_of_its_own_and_the_eval_sets_own_prompts(tmp_path, models_dir):
-    learnable(tmp_path / "learn.jsonl", 60, seed=1)
-    learnable(tmp_path / "held.jsonl", 12, seed=2)
+    # Alpaca data this time: its token accuracy is measured too (over the answers).
+    learnable(tmp_path / "learn.jsonl", 60, seed=1, alpaca=True)
+    learnable(tmp_path / "held.jsonl", 12, seed=2, alpaca=True)
     run = run_trainer(
         tmp_path,
         spec_text(
@@ -120,9 +126,15 @@ def test_an_eval_dataset_of_its_own_and_the_eval_sets_own_prompts(tmp_path, mode
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert results["eval_set"] == {"source": "dataset", "dataset": "held.jsonl", "examples": 10}
     assert "60 train" in run.stderr, "nothing is held out of the training data"
+    table = {row["metric"]: row for row in results["table"]}
+    assert set(table) == {"loss", "perplexity", "token_accuracy"}, table
+    assert all(0.0 <= h["token_accuracy"] <= 1.0 for h in results["history"]), results["history"]
     # No prompts given: the eval set's first three, answered by both models.
     assert len(results["samples"]) == 3
-    assert all(s["prompt"].strip() and s["base"] is not None for s in results["samples"])
+    for s in results["samples"]:
+        word = s["prompt"].split("Say ", 1)[1].split(" ", 1)[0]
+        assert f"{word} {word}" not in s["prompt"], f"the prompt holds no answer: {s['prompt']!r}"
+        assert s["base"] is not None
     assert all(s["trained"] is not None for s in results["samples"])
 
 
