@@ -55,7 +55,19 @@ pub fn compared(stack: &Stack, browser: &Browser, a: &str, b: &str) {
     click(browser, "[data-testid=jobs-compare]");
     let url = browser.current_url().unwrap();
     assert!(url.contains(&format!("/compare?jobs={a},{b}")), "{url}");
-    seen(browser);
+    let charged: Vec<String> = [a, b]
+        .iter()
+        .map(|id| {
+            let fen = browser
+                .execute(
+                    "return fetch('/api/jobs/' + arguments[0]).then(r => r.json()).then(j => j.charged_fen);",
+                    json!([id]),
+                )
+                .unwrap();
+            jobspec::yuan(fen.as_u64().expect("a run that ended was charged"))
+        })
+        .collect();
+    seen(browser, &charged);
 
     // By tokens: both runs train the same tokens a step, so the axis changes, not the curves.
     set_value(browser, "[data-testid=compare-align]", "tokens");
@@ -77,7 +89,7 @@ pub fn compared(stack: &Stack, browser: &Browser, a: &str, b: &str) {
     assert!(link.starts_with("/compare?e="), "{link}");
     let stranger = Browser::start(Some("en")).expect("a second chromium starts");
     stranger.goto(&format!("{}{link}", stack.url)).unwrap();
-    seen(&stranger);
+    seen(&stranger, &charged);
     assert!(
         stranger
             .find("[data-testid=compare-share]")
@@ -87,12 +99,41 @@ pub fn compared(stack: &Stack, browser: &Browser, a: &str, b: &str) {
     );
 }
 
-/// The comparison of the two runs: both curves on one plot, the trained eval loss of each, and
-/// the specs differing in their names, learning rates and whether the adapter is merged only.
-fn seen(browser: &Browser) {
+/// The comparison of the two runs: what each was charged (`charged`, as the jobs say) and how
+/// long it ran, both curves on one plot, the trained eval loss of each, and the specs differing
+/// in their names, learning rates and whether the adapter is merged only.
+fn seen(browser: &Browser, charged: &[String]) {
     browser
         .wait_for("[data-testid=compare-chart][data-runs=\"2\"]", WAIT)
         .unwrap();
+    let facts = |row: &str| {
+        browser
+            .execute(
+                "return [...document.querySelectorAll(`[data-testid=${arguments[0]}] td`)]
+                   .map(c => c.textContent);",
+                json!([row]),
+            )
+            .unwrap()
+    };
+    assert_eq!(
+        facts("compare-charged"),
+        json!(charged),
+        "each run's charge"
+    );
+    let times = facts("compare-time");
+    let times: Vec<&str> = times
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.as_str())
+        .collect();
+    assert!(
+        times.len() == 2
+            && times
+                .iter()
+                .all(|t| t.ends_with('s') && t.chars().next().is_some_and(|c| c.is_ascii_digit())),
+        "how long each ran: {times:?}"
+    );
     let points = browser
         .execute(
             "return [...document.querySelectorAll('[data-testid=compare-train]')]
