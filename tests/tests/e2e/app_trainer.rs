@@ -92,6 +92,26 @@ fn a_lora_job_from_the_submit_button_trains_and_draws_its_loss_curve() {
         browser.find("[data-testid=loss-train]").unwrap().is_some(),
         "the curve is drawn"
     );
+    // The run's evaluations (the spec's [eval] defaults: five a run and the last step) are the
+    // chart's eval curve.
+    let val = onramp_tests::wait::until("the eval curve", WAIT, || {
+        let val = browser
+            .execute(
+                "const c = document.querySelector('[data-testid=loss-chart]');
+                 const p = document.querySelector('[data-testid=loss-val]');
+                 return [Number(c.dataset.valPoints), p.getAttribute('d')];",
+                json!([]),
+            )
+            .map_err(|e| e.to_string())?;
+        Ok((val[0].as_u64() >= Some(2)).then_some(val))
+    })
+    .unwrap();
+    assert!(
+        val[1]
+            .as_str()
+            .is_some_and(|d| d.starts_with('M') && d.contains('L')),
+        "the eval curve is drawn: {val}"
+    );
     artifacts_listed(&browser);
     results_shown(&browser);
     crate::app_playground::trained_model_in_the_playground(&stack, &browser, &job_id);
