@@ -97,6 +97,26 @@ pub fn compared(stack: &Stack, browser: &Browser, a: &str, b: &str) {
             .is_none(),
         "a comparison of experiments is its own link"
     );
+    // Each experiment's own page shows its run's results to the stranger, read-only.
+    let first = link
+        .trim_start_matches("/compare?e=")
+        .split([',', '&'])
+        .next()
+        .unwrap()
+        .to_string();
+    stranger.goto(&format!("{}/e/{first}", stack.url)).unwrap();
+    let loss = until(
+        &stranger,
+        "the experiment's results",
+        WAIT,
+        "const r = document.querySelector('[data-testid=run-results] tr[data-metric=loss]');
+         return r ? [...r.children].map(c => c.textContent) : null;",
+    );
+    let (base, trained): (f64, f64) = (
+        loss[1].as_str().unwrap().parse().unwrap(),
+        loss[2].as_str().unwrap().parse().unwrap(),
+    );
+    assert!(trained < base, "{loss}");
 }
 
 /// The comparison of the two runs: what each was charged (`charged`, as the jobs say) and how
