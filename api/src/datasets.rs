@@ -32,13 +32,17 @@ pub fn dataset_id(sha256: &str) -> String {
 /// account holds each, and a job fetches each with its token.
 pub fn named_in_spec(spec: &jobspec::JobSpec) -> Vec<(&'static str, &str)> {
     let eval = spec.eval.dataset.as_deref();
-    [
+    let mut named: Vec<(&'static str, &str)> = Vec::new();
+    for (key, id) in [
         ("data.dataset", Some(spec.data.dataset.as_str())),
         ("eval.dataset", eval),
-    ]
-    .into_iter()
-    .filter_map(|(key, id)| id.filter(|id| is_dataset_id(id)).map(|id| (key, id)))
-    .collect()
+    ] {
+        // Each once: an eval set that is the training set is fetched and checked once.
+        if let Some(id) = id.filter(|id| is_dataset_id(id) && !named.iter().any(|(_, n)| n == id)) {
+            named.push((key, id));
+        }
+    }
+    named
 }
 
 /// Whether `s` has the shape of an uploaded dataset's id.

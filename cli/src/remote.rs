@@ -94,8 +94,9 @@ pub fn describe_error(answer: &Answer) -> Failure {
     };
     if let Some(diags) = e["details"]["diagnostics"].as_array() {
         for d in diags {
+            // Line 0: a finding of the edge about the spec as a whole, at its key path.
             let at = match (d["line"].as_u64(), d["column"].as_u64()) {
-                (Some(l), Some(c)) => format!("{l}:{c}: "),
+                (Some(l), Some(c)) if l > 0 => format!("{l}:{c}: "),
                 _ => String::new(),
             };
             let message = in_lang(d, "message").unwrap_or("");
@@ -104,6 +105,13 @@ pub fn describe_error(answer: &Answer) -> Failure {
                 d["severity"].as_str().unwrap_or("error"),
                 d["code"].as_str().unwrap_or("?"),
             ));
+            let help = match say::lang() {
+                say::Lang::Zh => d["help"]["zh-CN"].as_str(),
+                say::Lang::En => None,
+            };
+            if let Some(help) = help.or(d["help"]["en"].as_str()) {
+                text.push_str(&format!("\n    {help}"));
+            }
         }
     }
     if answer.status == 401 {
@@ -295,6 +303,27 @@ mod tests {
         let text = describe_error(&a).0;
         assert!(
             text.ends_with("\n  7:8: error [E_UNKNOWN_CARD] unknown card `H900`"),
+            "{text}"
+        );
+    }
+
+    /// The edge's own finding about the spec (line 0: no place in its text) reads at its key
+    /// path's message, with its "did you mean".
+    #[test]
+    fn a_finding_without_a_line_has_no_position_and_keeps_its_hint() {
+        let a = answer(
+            422,
+            json!({"error": {"code": "invalid_spec", "message": "the spec cannot be submitted", "details": {
+                "diagnostics": [{"severity": "error", "code": "bad-value", "path": "eval.tasks", "line": 0, "column": 0,
+                                 "message": "`eval.tasks`: no backend holds \"mmlu-x\"",
+                                 "messages": {"en": "`eval.tasks`: no backend holds \"mmlu-x\"", "zh-CN": "没有后端"},
+                                 "help": {"en": "did you mean \"mmlu\"?", "zh-CN": "是不是 \"mmlu\"？"}}]}}}),
+        );
+        let text = describe_error(&a).0;
+        assert!(
+            text.ends_with(
+                "\n  error [bad-value] `eval.tasks`: no backend holds \"mmlu-x\"\n    did you mean \"mmlu\"?"
+            ),
             "{text}"
         );
     }

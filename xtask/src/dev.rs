@@ -90,7 +90,10 @@ fn tasks_in(dir: &std::path::Path) -> Vec<String> {
         .flat_map(|text| {
             text.lines()
                 .filter_map(|l| l.strip_prefix("task:"))
-                .map(|t| t.trim().trim_matches(['"', '\'']).to_string())
+                .map(|t| {
+                    let t = t.split(" #").next().unwrap_or_default();
+                    t.trim().trim_matches(['"', '\'']).to_string()
+                })
                 .collect::<Vec<_>>()
         })
         .filter(|t| jobspec::eval_spec::is_task_name(t))
@@ -107,7 +110,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("onramp-dev-tasks-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("a.yaml"), "task: sky\ndataset_path: json\n").unwrap();
-        std::fs::write(dir.join("b.yml"), "task: \"sea\"\n").unwrap();
+        std::fs::write(dir.join("b.yml"), "task: \"sea\"  # the sea's colour\n").unwrap();
         std::fs::write(dir.join("c.yaml"), "task: not a name\n").unwrap();
         std::fs::write(dir.join("d.jsonl"), "task: data\n").unwrap();
         assert_eq!(super::tasks_in(&dir), ["sea", "sky"]);

@@ -542,7 +542,7 @@ pub async fn delete(user: User, env: &Env, id: &str, segment: &str) -> ApiResult
 /// The cron sweep's share: artifacts stored longer ago than the retention, and uploads started
 /// that long ago and never finished, are deleted. At most `limit` per run; how many went.
 pub async fn sweep(env: &Env, limit: i64) -> ApiResult<u64> {
-    let cutoff = now_ms().saturating_sub((retention_s(env) as i64).saturating_mul(1000));
+    let cutoff = db::ago_ms(retention_s(env));
     let rows: Vec<Row> = db::all(
         env,
         &format!(

@@ -422,8 +422,10 @@ const UPLOAD_RETENTION_S: u64 = 6 * 86_400;
 /// finished are deleted, freeing their bytes from the quota (a later upload of the file starts
 /// over). At most `limit` per run; how many went.
 pub async fn sweep(env: &Env, limit: i64) -> ApiResult<u64> {
-    let keep_s = db::duration_setting(env, "DATASET_UPLOAD_RETENTION", UPLOAD_RETENTION_S);
-    let cutoff = now_ms().saturating_sub((keep_s as i64).saturating_mul(1000));
+    // Past a week R2 has dropped the multipart upload anyway.
+    let keep_s =
+        db::duration_setting(env, "DATASET_UPLOAD_RETENTION", UPLOAD_RETENTION_S).min(7 * 86_400);
+    let cutoff = db::ago_ms(keep_s);
     let rows: Vec<Row> = db::all(
         env,
         &format!("SELECT {ROW} FROM datasets WHERE state = 'uploading' AND created_at < ? LIMIT ?"),

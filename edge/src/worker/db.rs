@@ -16,14 +16,34 @@ pub fn setting(env: &Env, name: &str, default: i64) -> i64 {
         .unwrap_or(default)
 }
 
-/// A duration setting, written as a spec writes one (`"30d"`, `"12h"`, `"90s"`), in seconds;
-/// `default_s` when it is absent, unreadable or zero.
+/// The longest duration a setting may hold: 100 years, in seconds (a longer one, which could
+/// overflow a time in milliseconds, is read as this).
+const MAX_SETTING_S: u64 = 100 * 365 * 86_400;
+
+/// A duration setting, written as a spec writes one (`"30d"`, `"12h"`, `"90s"`), in seconds, at
+/// most 100 years; `default_s` when it is absent or zero, and when it is unreadable (a bare number
+/// has no unit), which the edge's log says.
 pub fn duration_setting(env: &Env, name: &str, default_s: u64) -> u64 {
-    env.var(name)
-        .ok()
-        .and_then(|v| jobspec::duration::parse_duration_s(&v.to_string()))
-        .filter(|s| *s > 0)
-        .unwrap_or(default_s)
+    let Ok(v) = env.var(name) else {
+        return default_s;
+    };
+    let text = v.to_string();
+    match jobspec::duration::parse_duration_s(&text) {
+        Some(s) if s > 0 => s.min(MAX_SETTING_S),
+        Some(_) => default_s,
+        None => {
+            worker::console_warn!(
+                "{name} = {text:?} is not a duration such as \"30d\" or \"12h\"; using {default_s} s"
+            );
+            default_s
+        }
+    }
+}
+
+/// The time `seconds` before now, in milliseconds since the epoch (a sweep's cutoff).
+pub fn ago_ms(seconds: u64) -> i64 {
+    let ms = i64::try_from(seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+    now_ms().saturating_sub(ms)
 }
 
 /// The default deadline of one database or coordinator call, in seconds (`STORE_TIMEOUT_S`).

@@ -55,18 +55,7 @@ pub fn compared(stack: &Stack, browser: &Browser, a: &str, b: &str) {
     click(browser, "[data-testid=jobs-compare]");
     let url = browser.current_url().unwrap();
     assert!(url.contains(&format!("/compare?jobs={a},{b}")), "{url}");
-    let charged: Vec<String> = [a, b]
-        .iter()
-        .map(|id| {
-            let fen = browser
-                .execute(
-                    "return fetch('/api/jobs/' + arguments[0]).then(r => r.json()).then(j => j.charged_fen);",
-                    json!([id]),
-                )
-                .unwrap();
-            jobspec::yuan(fen.as_u64().expect("a run that ended was charged"))
-        })
-        .collect();
+    let charged = charged(browser, &[a, b]);
     seen(browser, &charged);
 
     // By tokens: both runs train the same tokens a step, so the axis changes, not the curves.
@@ -97,26 +86,7 @@ pub fn compared(stack: &Stack, browser: &Browser, a: &str, b: &str) {
             .is_none(),
         "a comparison of experiments is its own link"
     );
-    // Each experiment's own page shows its run's results to the stranger, read-only.
-    let first = link
-        .trim_start_matches("/compare?e=")
-        .split([',', '&'])
-        .next()
-        .unwrap()
-        .to_string();
-    stranger.goto(&format!("{}/e/{first}", stack.url)).unwrap();
-    let loss = until(
-        &stranger,
-        "the experiment's results",
-        WAIT,
-        "const r = document.querySelector('[data-testid=run-results] tr[data-metric=loss]');
-         return r ? [...r.children].map(c => c.textContent) : null;",
-    );
-    let (base, trained): (f64, f64) = (
-        loss[1].as_str().unwrap().parse().unwrap(),
-        loss[2].as_str().unwrap().parse().unwrap(),
-    );
-    assert!(trained < base, "{loss}");
+    experiment_results_shown(stack, &stranger, &link);
 }
 
 /// The comparison of the two runs: what each was charged (`charged`, as the jobs say) and how
@@ -126,34 +96,7 @@ fn seen(browser: &Browser, charged: &[String]) {
     browser
         .wait_for("[data-testid=compare-chart][data-runs=\"2\"]", WAIT)
         .unwrap();
-    let facts = |row: &str| {
-        browser
-            .execute(
-                "return [...document.querySelectorAll(`[data-testid=${arguments[0]}] td`)]
-                   .map(c => c.textContent);",
-                json!([row]),
-            )
-            .unwrap()
-    };
-    assert_eq!(
-        facts("compare-charged"),
-        json!(charged),
-        "each run's charge"
-    );
-    let times = facts("compare-time");
-    let times: Vec<&str> = times
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t.as_str())
-        .collect();
-    assert!(
-        times.len() == 2
-            && times
-                .iter()
-                .all(|t| t.ends_with('s') && t.chars().next().is_some_and(|c| c.is_ascii_digit())),
-        "how long each ran: {times:?}"
-    );
+    charges_and_times_shown(browser, charged);
     let points = browser
         .execute(
             "return [...document.querySelectorAll('[data-testid=compare-train]')]
@@ -207,4 +150,75 @@ fn seen(browser: &Browser, charged: &[String]) {
         ]),
         "{keys}"
     );
+}
+
+/// What each job was charged, as the API says to its owner (signed in in `browser`).
+fn charged(browser: &Browser, ids: &[&str]) -> Vec<String> {
+    ids.iter()
+        .map(|id| {
+            let fen = browser
+                .execute(
+                    "return fetch('/api/jobs/' + arguments[0]).then(r => r.json()).then(j => j.charged_fen);",
+                    json!([id]),
+                )
+                .unwrap();
+            jobspec::yuan(fen.as_u64().expect("a run that ended was charged"))
+        })
+        .collect()
+}
+
+/// The comparison's facts: each run's charge (`charged`) and how long it ran.
+fn charges_and_times_shown(browser: &Browser, charged: &[String]) {
+    let facts = |row: &str| {
+        browser
+            .execute(
+                "return [...document.querySelectorAll(`[data-testid=${arguments[0]}] td`)]
+                   .map(c => c.textContent);",
+                json!([row]),
+            )
+            .unwrap()
+    };
+    assert_eq!(
+        facts("compare-charged"),
+        json!(charged),
+        "each run's charge"
+    );
+    let times = facts("compare-time");
+    let times: Vec<&str> = times
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.as_str())
+        .collect();
+    assert!(
+        times.len() == 2
+            && times
+                .iter()
+                .all(|t| t.ends_with('s') && t.chars().next().is_some_and(|c| c.is_ascii_digit())),
+        "how long each ran: {times:?}"
+    );
+}
+
+/// One experiment of the shared comparison (`link`), opened on its own page by a stranger: its
+/// run's results, read-only.
+fn experiment_results_shown(stack: &Stack, stranger: &Browser, link: &str) {
+    let first = link
+        .trim_start_matches("/compare?e=")
+        .split([',', '&'])
+        .next()
+        .unwrap()
+        .to_string();
+    stranger.goto(&format!("{}/e/{first}", stack.url)).unwrap();
+    let loss = until(
+        stranger,
+        "the experiment's results",
+        WAIT,
+        "const r = document.querySelector('[data-testid=run-results] tr[data-metric=loss]');
+         return r ? [...r.children].map(c => c.textContent) : null;",
+    );
+    let (base, trained): (f64, f64) = (
+        loss[1].as_str().unwrap().parse().unwrap(),
+        loss[2].as_str().unwrap().parse().unwrap(),
+    );
+    assert!(trained < base, "{loss}");
 }

@@ -92,8 +92,18 @@ fn a_lora_job_from_the_submit_button_trains_and_draws_its_loss_curve() {
         browser.find("[data-testid=loss-train]").unwrap().is_some(),
         "the curve is drawn"
     );
-    // The run's evaluations (the spec's [eval] defaults: five a run and the last step) are the
-    // chart's eval curve.
+    eval_curve_drawn(&browser);
+    artifacts_listed(&browser);
+    results_shown(&browser);
+    crate::app_playground::trained_model_in_the_playground(&stack, &browser, &job_id);
+    crate::app_compare::compared(&stack, &browser, &job_id, &other);
+}
+
+/// The job page shows what the run achieved: base against trained, the eval loss lower after
+/// training, and the eval set's prompts answered by both models.
+/// The run's evaluations (the spec's `[eval]` defaults: five a run and the last step) are the
+/// job page chart's eval curve.
+fn eval_curve_drawn(browser: &Browser) {
     let val = onramp_tests::wait::until("the eval curve", WAIT, || {
         let val = browser
             .execute(
@@ -112,14 +122,8 @@ fn a_lora_job_from_the_submit_button_trains_and_draws_its_loss_curve() {
             .is_some_and(|d| d.starts_with('M') && d.contains('L')),
         "the eval curve is drawn: {val}"
     );
-    artifacts_listed(&browser);
-    results_shown(&browser);
-    crate::app_playground::trained_model_in_the_playground(&stack, &browser, &job_id);
-    crate::app_compare::compared(&stack, &browser, &job_id, &other);
 }
 
-/// The job page shows what the run achieved: base against trained, the eval loss lower after
-/// training, and the eval set's prompts answered by both models.
 fn results_shown(browser: &Browser) {
     let rows = onramp_tests::wait::until("the run's results", WAIT, || {
         let rows = browser

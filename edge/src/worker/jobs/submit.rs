@@ -49,22 +49,16 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
     let backends = backends::configured(env)?;
     // Where the job reports: read before anything is held, so a misconfigured edge moves no money.
     let origin = http::public_url(env)?;
+    let configured = backends.len();
     let candidates = candidates(env, &user, &valid, backends).await?;
+    // Where continuing an earlier job keeps this one, a refusal of the spec says so.
+    let pinned = (candidates.len() < configured)
+        .then(|| candidates.first().map(|b| b.name.clone()))
+        .flatten();
     // Planned again on the chosen backend's own nodes (their RAM and NVMe for what it offloads).
     let (backend, valid) = pick_for_spec(&candidates, &valid)
         .map(|(b, v)| (b.clone(), v))
-        .map_err(|e| match &valid.spec().checkpoint.resume_from {
-        Some(_) if e.code == ErrorCode::InvalidSpec => e,
-        Some(id) => ApiError::new(
-            ErrorCode::NoBackend,
-            format!(
-                "checkpoint.resume_from: job {id}'s checkpoint is on a backend that cannot run this spec ({}); a job that uploads its checkpoint (checkpoint.upload = true) can be continued on any backend",
-                e.message
-            ),
-        )
-        .with_details(serde_json::json!({"field": "checkpoint.resume_from"})),
-        None => e,
-    })?;
+        .map_err(|e| unrunnable(e, &valid, pinned.as_deref()))?;
     let hold_fen = i64::try_from(valid.max_cost_fen()).map_err(|_| {
         ApiError::new(
             ErrorCode::InvalidSpec,
@@ -110,6 +104,32 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
 /// job uploaded its checkpoint), else any.
 /// (An uploaded dataset is fetched by the job itself on every kind of backend: by the trainer
 /// the runner starts, and by Slurm's job script.)
+/// The refusal of a spec no candidate backend can run; for a job that continues an earlier one
+/// (`checkpoint.resume_from`), it says that the earlier job's backend is where this one must run.
+fn unrunnable(e: ApiError, valid: &ValidSpec, pinned: Option<&str>) -> ApiError {
+    match &valid.spec().checkpoint.resume_from {
+        Some(id) if e.code == ErrorCode::InvalidSpec => match pinned {
+            Some(name) => ApiError {
+                message: format!(
+                    "{}; checkpoint.resume_from keeps this job on backend {name}, where job {id}'s checkpoint is (a job that uploads its checkpoint, checkpoint.upload = true, can be continued on any backend)",
+                    e.message
+                ),
+                ..e
+            },
+            None => e,
+        },
+        Some(id) => ApiError::new(
+            ErrorCode::NoBackend,
+            format!(
+                "checkpoint.resume_from: job {id}'s checkpoint is on a backend that cannot run this spec ({}); a job that uploads its checkpoint (checkpoint.upload = true) can be continued on any backend",
+                e.message
+            ),
+        )
+        .with_details(serde_json::json!({"field": "checkpoint.resume_from"})),
+        None => e,
+    }
+}
+
 async fn candidates(
     env: &Env,
     user: &User,

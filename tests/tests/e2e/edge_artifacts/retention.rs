@@ -10,9 +10,9 @@ use onramp_tests::stack::{Stack, StackExtras, StackOptions, random_hex};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-/// The retention this stack runs with: long enough that a file just stored is surely younger at
-/// the first sweep, short enough for a test.
-const RETENTION_S: u64 = 8;
+/// The retention this stack runs with: long enough that a file just stored is younger at the
+/// first sweep even on a busy machine, short enough for a test.
+const RETENTION_S: u64 = 15;
 
 #[test]
 #[ignore = "needs the built stack: run through `cargo xtask test`"]
@@ -41,6 +41,8 @@ fn artifacts_and_unfinished_datasets_go_after_their_retention() {
     let j = w.job("retention");
     let owner = j.owner.clone();
     let log = data(MIB + 7, 3);
+    // Before either is stored: how old they are at most.
+    let stored = Instant::now();
     assert_eq!(j.start("log.txt", &log, None).status, 200);
     assert_eq!(j.part("log.txt", 1, &log).json["complete"], true);
     let declared = owner.post(
@@ -50,18 +52,18 @@ fn artifacts_and_unfinished_datasets_go_after_their_retention() {
     );
     assert_eq!(declared.status, 200, "{}", declared.shown());
     let dataset = format!("/api/datasets/{}", declared.json["id"].as_str().unwrap());
-    let stored = Instant::now();
 
     let me = owner.get("/api/me");
     assert_eq!(me.json["artifacts"]["retention_days"], 1, "{}", me.shown());
     w.stack.run_scheduled("*/5 * * * *").unwrap();
-    if stored.elapsed() < Duration::from_secs(RETENTION_S - 2) {
+    young(stored, "the first sweep", || {
         assert_eq!(j.download("log.txt", None).status, 200, "kept while young");
         assert_eq!(owner.get(&dataset).status, 200, "kept while young");
-    }
+    });
 
+    // Both go, each at the first sweep after its own retention.
     let deadline = stored + Duration::from_secs(RETENTION_S + 60);
-    while used_bytes(&owner) != Some(0) {
+    while used_bytes(&owner) != Some(0) || owner.get(&dataset).status != 404 {
         assert!(
             Instant::now() < deadline,
             "the sweep never deleted them: {}",
@@ -88,9 +90,19 @@ fn artifacts_and_unfinished_datasets_go_after_their_retention() {
     assert_eq!(j.part("log.txt", 1, &again).json["complete"], true);
     let stored_again = Instant::now();
     w.stack.run_scheduled("*/5 * * * *").unwrap();
-    if stored_again.elapsed() < Duration::from_secs(RETENTION_S - 2) {
+    young(stored_again, "a sweep after it was stored again", || {
         let kept = j.download("log.txt", None);
         assert_eq!(sha256(&kept.bytes), sha256(&again), "{}", kept.shown());
+    });
+}
+
+/// Runs `check` of files stored at `stored` if they are still younger than the retention (with
+/// 3 s to spare); a machine so slow that they are not says so instead of failing.
+fn young(stored: Instant, when: &str, check: impl FnOnce()) {
+    if stored.elapsed() < Duration::from_secs(RETENTION_S - 3) {
+        check();
+    } else {
+        eprintln!("retention: {when} came after the retention; nothing to check while young");
     }
 }
 

@@ -321,6 +321,9 @@ fn a_job_fetches_each_uploaded_dataset_its_spec_names_before_training() {
             format!("onramp_fetch {eval} || exit 4")
         ]
     );
+    // The training set named again as the eval set: fetched once.
+    let twice = format!("{spec}\n[eval]\ndataset = \"{train}\"\n");
+    assert_eq!(fetches(&twice), [format!("onramp_fetch {train} || exit 4")]);
     // An eval set the cluster holds is the trainer's to find, not fetched.
     let held = format!("{spec}\n[eval]\ndataset = \"alpaca-zh-eval\"\n");
     assert_eq!(fetches(&held).len(), 1);
