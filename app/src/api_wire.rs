@@ -1,10 +1,10 @@
 //! What the app reads from the edge's API: the wire types of the `api` crate (accounts, credits,
 //! jobs, metrics, logs, backends, experiments), the words for a job's state and a ledger kind,
-//! and every refusal code of the edge turned into a message the user can act on (an exhaustive
-//! match on `api::ErrorCode`, so a new code does not build until it is worded). Pure, so the
-//! mapping is tested natively.
+//! and a refusal as the pages read it (its message by code in `refusal_words.rs`, a refused
+//! spec's findings in the reader's language). Pure, so it is tested natively.
 
 use crate::i18n::Key;
+pub use crate::refusal_words::{code_key, refusal_key};
 pub use api::{
     BackendList, ErrorCode, Experiment, ExperimentDeleted, Job, JobAttempt, JobList, JobState,
     Ledger, LedgerKind, LogChunk, MetricPoint, MetricsPage, PasswordChanged, Redeemed,
@@ -121,16 +121,26 @@ impl ApiError {
     }
 
     /// The spec problems of an `invalid_spec` refusal, as "line L: message" lines.
-    pub fn spec_problems(&self) -> Vec<String> {
+    pub fn spec_problems(&self, lang: crate::i18n::Lang) -> Vec<String> {
         let Ok(d) = serde_json::from_value::<api::InvalidSpecDetails>(self.details.clone()) else {
             return Vec::new();
+        };
+        let said = |m: &api::Messages| match lang {
+            crate::i18n::Lang::En => m.en.clone(),
+            crate::i18n::Lang::Zh => m.zh_cn.clone(),
         };
         d.diagnostics
             .into_iter()
             .filter(|d| d.severity == api::Severity::Error)
-            .map(|d| match d.line {
-                0 => d.message,
-                l => format!("{l}: {}", d.message),
+            .map(|d| {
+                let mut text = match d.line {
+                    0 => said(&d.messages),
+                    l => format!("{l}: {}", said(&d.messages)),
+                };
+                if let Some(help) = &d.help {
+                    text.push_str(&format!(" ({})", said(help)));
+                }
+                text
             })
             .collect()
     }
@@ -138,84 +148,6 @@ impl ApiError {
     /// True when signing in would help.
     pub fn needs_sign_in(&self) -> bool {
         self.code == "unauthenticated"
-    }
-}
-
-/// The message for a refusal: the edge's code when this build knows it, `network` when no answer
-/// came, else one that fits the status.
-pub fn refusal_key(code: &str, status: u16) -> Key {
-    match (ErrorCode::parse(code), code) {
-        (Some(c), _) => code_key(c),
-        (None, "network") => Key::ErrNetwork,
-        _ => match status {
-            401 => Key::ErrSignInFirst,
-            403 => Key::ErrForbidden,
-            404 => Key::ErrNotFound,
-            429 => Key::ErrRateLimited,
-            503 => Key::ErrBackendDown,
-            _ => Key::ErrUnexpected,
-        },
-    }
-}
-
-/// One message per code the edge answers with. Codes a page of this app can meet have their
-/// own; the ones only admins or a job's own process meet share a message by kind.
-pub fn code_key(code: ErrorCode) -> Key {
-    use ErrorCode as C;
-    match code {
-        C::InvalidEmail => Key::ErrInvalidEmail,
-        C::WeakPassword => Key::ErrWeakPassword,
-        C::EmailTaken => Key::ErrEmailTaken,
-        C::BadCredentials => Key::ErrBadCredentials,
-        C::WrongPassword => Key::ErrWrongPassword,
-        C::RateLimited => Key::ErrRateLimited,
-        C::InvalidLink => Key::ErrInvalidLink,
-        C::LinkExpired => Key::ErrLinkExpired,
-        C::AlreadyVerified => Key::ErrAlreadyVerified,
-        C::TrialTaken => Key::ErrTrialTaken,
-        C::EmailNotVerified => Key::ErrEmailNotVerified,
-        C::Unauthenticated => Key::ErrSignInFirst,
-        C::Forbidden => Key::ErrForbidden,
-        C::BadOrigin => Key::ErrBadOrigin,
-        C::InvalidCode => Key::ErrInvalidCode,
-        C::CodeUnknown => Key::ErrCodeUnknown,
-        C::CodeExpired => Key::ErrCodeExpired,
-        C::CodeExhausted => Key::ErrCodeExhausted,
-        C::CodeAlreadyRedeemed => Key::ErrCodeAlreadyRedeemed,
-        C::InsufficientCredit => Key::ErrInsufficientCredit,
-        C::BackendUnavailable => Key::ErrBackendDown,
-        C::BackendError => Key::ErrBackendError,
-        C::BackendRefused => Key::ErrBackendRefused,
-        C::NoBackend => Key::ErrNoBackend,
-        C::InvalidSpec => Key::ErrInvalidSpec,
-        C::AlreadyFinished => Key::ErrAlreadyFinished,
-        C::NotDispatched => Key::ErrNotDispatched,
-        C::JobNotFinished => Key::ErrJobNotFinished,
-        C::BodyTooLarge | C::TooLarge => Key::ErrTooLarge,
-        C::NotFound => Key::ErrNotFound,
-        C::Internal => Key::ErrInternal,
-        C::Unavailable => Key::ErrUnavailable,
-        C::InvalidJson
-        | C::InvalidEncoding
-        | C::InvalidField
-        | C::InvalidQuery
-        | C::MethodNotAllowed
-        | C::MissingIdempotencyKey
-        | C::InvalidIdempotencyKey
-        | C::InvalidState
-        | C::TooManyMetrics
-        | C::InvalidMetric
-        | C::InvalidPart
-        | C::LengthRequired
-        | C::RangeNotSatisfiable => Key::ErrBadRequest,
-        C::CodeExists
-        | C::NotSettled
-        | C::NothingCaptured
-        | C::RefundExceedsCapture
-        | C::IdempotencyConflict
-        | C::LogGap
-        | C::PartOutOfOrder => Key::ErrConflict,
-        C::LimitReached => Key::ErrLimitReached,
     }
 }
 
@@ -354,50 +286,7 @@ mod tests {
             r#"{"error":{"code":"backend_refused","message":"no node has 16 GPUs","details":null}}"#,
         );
         assert_eq!(e.key(), Key::ErrBackendRefused);
-    }
-
-    #[test]
-    fn every_refusal_a_page_meets_has_its_own_message() {
-        let codes = [
-            "invalid_email",
-            "weak_password",
-            "email_taken",
-            "bad_credentials",
-            "rate_limited",
-            "unauthenticated",
-            "bad_origin",
-            "invalid_code",
-            "code_unknown",
-            "code_expired",
-            "code_exhausted",
-            "code_already_redeemed",
-            "insufficient_credit",
-            "backend_unavailable",
-            "backend_error",
-            "no_backend",
-            "invalid_spec",
-            "already_finished",
-            "not_dispatched",
-            "job_not_finished",
-            "body_too_large",
-            "not_found",
-            "network",
-            "backend_refused",
-            "forbidden",
-            "internal",
-            "invalid_json",
-        ];
-        let keys: Vec<Key> = codes.iter().map(|c| refusal_key(c, 400)).collect();
-        for (i, k) in keys.iter().enumerate() {
-            assert_ne!(*k, Key::ErrUnexpected, "{} has no message", codes[i]);
-            assert!(
-                !keys[i + 1..].contains(k),
-                "{} shares its message with another code",
-                codes[i]
-            );
-        }
-        // Codes the app does not know yet still get a message that fits the status.
-        assert_eq!(refusal_key("new_code", 429), Key::ErrRateLimited);
+        // A code this build does not know yet keeps its spelling and reads by its status.
         let newer = ApiError::from_answer(
             409,
             r#"{"error":{"code":"new_code","message":"m","details":null}}"#,
@@ -406,7 +295,6 @@ mod tests {
             (newer.code.as_str(), newer.key()),
             ("new_code", Key::ErrUnexpected)
         );
-        assert_eq!(refusal_key("new_code", 500), Key::ErrUnexpected);
     }
 
     #[test]
@@ -439,7 +327,23 @@ mod tests {
                 {"severity":"warning","code":"W1","path":"b","line":4,"column":1,"message":"just a warning","messages":{"en":"w","zh-CN":"w"}},
                 {"severity":"error","code":"E2","path":"c","line":0,"column":0,"message":"no card","messages":{"en":"no card","zh-CN":"没有卡"}}]}}}"#,
         );
-        assert_eq!(e.spec_problems(), vec!["3: unknown key", "no card"]);
+        assert_eq!(e.spec_problems(Lang::En), vec!["3: unknown key", "no card"]);
+        // In the reader's language, with the hint the edge gave.
+        assert_eq!(e.spec_problems(Lang::Zh), vec!["3: 未知", "没有卡"]);
+        let hinted = ApiError::from_answer(
+            422,
+            r#"{"error":{"code":"invalid_spec","message":"m","details":{"diagnostics":[
+                {"severity":"error","code":"bad-value","path":"eval.tasks","line":0,"column":0,"message":"no mmlu-x",
+                 "messages":{"en":"no mmlu-x","zh-CN":"没有 mmlu-x"},"help":{"en":"did you mean mmlu?","zh-CN":"是不是 mmlu？"}}]}}}"#,
+        );
+        assert_eq!(
+            hinted.spec_problems(Lang::En),
+            vec!["no mmlu-x (did you mean mmlu?)"]
+        );
+        assert_eq!(
+            hinted.spec_problems(Lang::Zh),
+            vec!["没有 mmlu-x (是不是 mmlu？)"]
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod i18n;
 pub mod plot;
 pub mod poll;
 pub mod progress;
+pub mod refusal_words;
 pub mod worker_proto;
 
 #[cfg(target_arch = "wasm32")]

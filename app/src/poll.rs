@@ -25,18 +25,32 @@ pub struct MetricSeries {
 }
 
 impl MetricSeries {
-    /// Adds a page; points already seen (a repeated or overlapping answer) are not added twice.
-    /// True when something new arrived.
+    /// Adds a page; points already seen (a repeated or overlapping answer) are not added twice,
+    /// and the last step seen is taken again as the edge now has it: the edge may still add that
+    /// step's validation loss (the trainer sends the step's line again once it has evaluated),
+    /// so the next poll asks from that step on. True when something new arrived.
     pub fn absorb(&mut self, page: MetricsPage) -> bool {
-        let last = self.points.last().map(|p| p.step);
-        let before = self.points.len();
-        self.points.extend(
-            page.metrics
-                .into_iter()
-                .filter(|p| last.is_none_or(|l| p.step > l)),
-        );
-        self.since = self.since.max(page.next_since);
-        self.points.len() > before
+        let mut changed = false;
+        for p in page.metrics {
+            match self.points.last_mut() {
+                Some(last) if p.step < last.step => {}
+                Some(last) if p.step == last.step => {
+                    if *last != p {
+                        *last = p;
+                        changed = true;
+                    }
+                }
+                _ => {
+                    self.points.push(p);
+                    changed = true;
+                }
+            }
+        }
+        self.since = match self.points.last() {
+            Some(last) => last.step,
+            None => self.since.max(page.next_since),
+        };
+        changed
     }
 }
 
@@ -223,16 +237,45 @@ mod tests {
             next_since: next,
         };
         let mut m = MetricSeries::default();
+        assert!(!m.absorb(page(&[], 0)));
+        assert_eq!(m.since, 0);
         assert!(m.absorb(page(&[1, 2, 3], 4)));
-        assert_eq!(m.since, 4);
+        // The last step is asked for again: its validation loss may still come.
+        assert_eq!(m.since, 3);
         // The same page again (a retried request) adds nothing.
         assert!(!m.absorb(page(&[1, 2, 3], 4)));
         assert!(m.absorb(page(&[3, 4, 5], 6)));
         let steps: Vec<u64> = m.points.iter().map(|p| p.step).collect();
         assert_eq!(steps, vec![1, 2, 3, 4, 5]);
+        assert_eq!(m.since, 5);
         // An empty page keeps where we are.
         assert!(!m.absorb(page(&[], 6)));
-        assert_eq!(m.since, 6);
+        assert_eq!(m.since, 5);
+    }
+
+    /// The job page read step 5 before the trainer had evaluated it; the edge then added the
+    /// step's validation loss, and the next poll (from step 5) brings it: the eval curve never
+    /// misses a point to the poll's timing.
+    #[test]
+    fn a_validation_loss_added_to_the_last_step_seen_arrives() {
+        let page = |points: Vec<MetricPoint>| MetricsPage {
+            job_id: "j".into(),
+            state: JobState::Running,
+            next_since: points.last().map_or(0, |p| p.step + 1),
+            metrics: points,
+        };
+        let mut m = MetricSeries::default();
+        assert!(m.absorb(page(vec![point(4), point(5)])));
+        let evaluated = MetricPoint {
+            val_loss: Some(2.5),
+            ..point(5)
+        };
+        assert!(m.absorb(page(vec![evaluated.clone(), point(6)])));
+        assert_eq!(m.points[1], evaluated);
+        assert_eq!(m.points.len(), 3);
+        // An answer that repeats an older step changes nothing.
+        assert!(!m.absorb(page(vec![point(5), point(6)])));
+        assert_eq!(m.points[1], evaluated);
     }
 
     #[test]

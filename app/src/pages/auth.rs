@@ -25,16 +25,22 @@ pub fn Refusal(error: ApiError, #[prop(optional)] testid: &'static str) -> impl 
             format!(" {}", i.t(Key::TryAgainIn).replace("{wait}", &wait))
         }
     });
-    let problems = error.spec_problems();
+    let problems = {
+        let error = error.clone();
+        move || error.spec_problems(i.lang.get())
+    };
     view! {
         <div class="error" role="alert" data-testid=testid data-code=error.code.clone() data-status=error.status>
             <strong>{move || i.t(key)}</strong>
             <span data-testid="retry-after">{retry}</span>
             " "
             <span class="muted detail">{error.message.clone()}</span>
-            {(!problems.is_empty()).then(|| view! {
-                <ul>{problems.into_iter().map(|p| view! { <li>{p}</li> }).collect_view()}</ul>
-            })}
+            {move || {
+                let problems = problems();
+                (!problems.is_empty()).then(|| view! {
+                    <ul>{problems.into_iter().map(|p| view! { <li>{p}</li> }).collect_view()}</ul>
+                })
+            }}
         </div>
     }
 }
