@@ -153,7 +153,7 @@ fn send(edge: &Edge, path: &Path, report: &Report) -> Result<Dataset, Failure> {
         part_size: None,
     };
     let body = serde_json::to_value(&declaration).map_err(|e| Failure(e.to_string()))?;
-    let mut d: Dataset = Edge::typed(&edge.expect_ok(edge.post_json("/api/datasets", &body))?)?;
+    let mut d = declare(edge, &body)?;
     let mut file = std::fs::File::open(path).map_err(io_failure(path))?;
     let terminal = std::io::stderr().is_terminal();
     let already = if d.complete { d.parts } else { d.received };
@@ -190,11 +190,33 @@ fn send(edge: &Edge, path: &Path, report: &Report) -> Result<Dataset, Failure> {
     Ok(d)
 }
 
+/// The declaration, sent again when the connection drops or the edge answers 5xx or 429 (a
+/// runtime that restarted under it answers 503 without a body): declaring the same file again is
+/// answered with the same upload, so a retry never makes a second one.
+fn declare(edge: &Edge, body: &serde_json::Value) -> Result<Dataset, Failure> {
+    let mut last = Failure(String::new());
+    for attempt in 0..TRIES {
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(250 << attempt));
+        }
+        match edge.post_json("/api/datasets", body) {
+            Ok(a) if a.ok() => return Edge::typed(&a.json),
+            Ok(a) if a.status >= 500 || a.status == 429 => last = crate::remote::describe_error(&a),
+            Ok(a) => return Err(crate::remote::describe_error(&a)),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
 /// One part, sent again when the connection drops or the edge answers 5xx or 429.
 fn put_part(edge: &Edge, id: &str, part: u64, buf: Vec<u8>) -> Result<Dataset, Failure> {
     let path = format!("/api/datasets/{id}?part={part}");
     let mut last = Failure(String::new());
-    for _ in 0..TRIES {
+    for attempt in 0..TRIES {
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(250 << attempt));
+        }
         let headers = [("content-type", "application/octet-stream")];
         match edge.call("PUT", &path, Some(buf.clone()), &headers) {
             Ok(a) if a.ok() => return Edge::typed(&a.json),
