@@ -100,10 +100,6 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
     created(status, &job)
 }
 
-/// The backends that may run the spec: the one an earlier job it continues ran on (unless that
-/// job uploaded its checkpoint), else any.
-/// (An uploaded dataset is fetched by the job itself on every kind of backend: by the trainer
-/// the runner starts, and by Slurm's job script.)
 /// The refusal of a spec no candidate backend can run; for a job that continues an earlier one
 /// (`checkpoint.resume_from`), it says that the earlier job's backend is where this one must run.
 fn unrunnable(e: ApiError, valid: &ValidSpec, pinned: Option<&str>) -> ApiError {
@@ -130,6 +126,10 @@ fn unrunnable(e: ApiError, valid: &ValidSpec, pinned: Option<&str>) -> ApiError 
     }
 }
 
+/// The backends that may run the spec: the one an earlier job it continues ran on (unless that
+/// job uploaded its checkpoint), else any.
+/// (An uploaded dataset is fetched by the job itself on every kind of backend: by the trainer
+/// the runner starts, and by Slurm's job script.)
 async fn candidates(
     env: &Env,
     user: &User,

@@ -86,9 +86,9 @@ fn artifacts_and_unfinished_datasets_go_after_their_retention() {
 
     // A file stored after the sweep is the job's again (its token still writes while it runs).
     let again = data(1000, 4);
+    let stored_again = Instant::now();
     assert_eq!(j.start("log.txt", &again, None).status, 200);
     assert_eq!(j.part("log.txt", 1, &again).json["complete"], true);
-    let stored_again = Instant::now();
     w.stack.run_scheduled("*/5 * * * *").unwrap();
     young(stored_again, "a sweep after it was stored again", || {
         let kept = j.download("log.txt", None);
