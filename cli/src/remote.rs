@@ -52,6 +52,21 @@ pub struct Answer {
     pub json: Value,
     /// `onramp_session=…` when the answer set a session cookie (login).
     pub session: Option<String>,
+    /// The start of a body that is not JSON (a proxy's or the runtime's own answer, never the
+    /// edge's), so that a failure can say what answered; empty otherwise.
+    pub text: String,
+}
+
+/// An answer's body read: its JSON, or `Null` and the start of its text (see [`Answer::text`]).
+fn parse_body(bytes: &[u8]) -> (Value, String) {
+    match serde_json::from_slice(bytes) {
+        Ok(json) => (json, String::new()),
+        Err(_) => {
+            let text = String::from_utf8_lossy(bytes);
+            let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            (Value::Null, text.chars().take(200).collect())
+        }
+    }
 }
 
 impl Answer {
@@ -84,12 +99,22 @@ pub fn describe_error(answer: &Answer) -> Failure {
     let e = &answer.json["error"];
     let mut text = match (in_lang(e, "message"), e["code"].as_str()) {
         (Some(m), Some(c)) => format!("{m} ({c}, HTTP {})", answer.status),
-        _ => t(
+        _ if answer.text.is_empty() => t(
             format!(
                 "the edge answered HTTP {} without an error body",
                 answer.status
             ),
             format!("边缘服务返回 HTTP {}，没有错误内容", answer.status),
+        ),
+        _ => t(
+            format!(
+                "the edge answered HTTP {} without an error body; what answered said: {:?}",
+                answer.status, answer.text
+            ),
+            format!(
+                "边缘服务返回 HTTP {}，没有错误内容；应答的内容是：{:?}",
+                answer.status, answer.text
+            ),
         ),
     };
     if let Some(diags) = e["details"]["diagnostics"].as_array() {
@@ -197,11 +222,12 @@ impl Edge {
             .into_body()
             .read_to_vec()
             .map_err(|e| Failure(format!("cannot read the edge's answer: {e}")))?;
-        let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let (json, text) = parse_body(&bytes);
         Ok(Answer {
             status,
             json,
             session,
+            text,
         })
     }
 
@@ -238,10 +264,12 @@ impl Edge {
             return Ok((status, Box::new(response.into_body().into_reader())));
         }
         let bytes = response.into_body().read_to_vec().unwrap_or_default();
+        let (json, text) = parse_body(&bytes);
         Err(describe_error(&Answer {
             status,
-            json: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            json,
             session: None,
+            text,
         }))
     }
 
@@ -277,6 +305,7 @@ mod tests {
             status,
             json,
             session: None,
+            text: String::new(),
         }
     }
 
@@ -340,6 +369,27 @@ mod tests {
             describe_error(&b).0,
             "the edge answered HTTP 502 without an error body"
         );
+    }
+
+    /// wrangler dev's proxy answers a dropped POST with text of its own: the failure quotes it
+    /// (on one line, cut), so that the cause of such an answer is in the log that saw it.
+    #[test]
+    fn a_body_that_is_not_the_edges_json_is_quoted() {
+        let (json, text) = parse_body(b"Your worker restarted mid-request.\nPlease try again.");
+        assert_eq!(json, Value::Null);
+        let a = Answer {
+            status: 503,
+            json,
+            session: None,
+            text,
+        };
+        assert_eq!(
+            describe_error(&a).0,
+            "the edge answered HTTP 503 without an error body; what answered said: \
+             \"Your worker restarted mid-request. Please try again.\""
+        );
+        assert_eq!(parse_body(&[b'x'; 500]).1.len(), 200);
+        assert_eq!(parse_body(b"{\"ok\": true}").1, "");
     }
 
     #[test]

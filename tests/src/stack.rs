@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+mod d1;
+
 /// How to start a stack.
 #[derive(Debug, Clone)]
 pub struct StackOptions {
@@ -193,18 +195,7 @@ impl Stack {
         backends.extend(extras.extra_backends.iter().cloned());
 
         let persist = opts.state_dir.join("wrangler");
-        let status = wrangler(&opts.state_dir)
-            .args(["d1", "migrations", "apply", "DB", "--local", "--persist-to"])
-            .arg(&persist)
-            .output()
-            .map_err(|e| format!("cannot run wrangler d1 migrations apply: {e}"))?;
-        if !status.status.success() {
-            return Err(format!(
-                "wrangler d1 migrations apply failed: {}\n{}",
-                String::from_utf8_lossy(&status.stdout),
-                String::from_utf8_lossy(&status.stderr)
-            ));
-        }
+        d1::migrate(wrangler, &opts.state_dir, &persist)?;
 
         let port = match opts.port {
             Some(p) => p,
