@@ -22,6 +22,7 @@ mod gpu_check;
 mod models;
 mod setup;
 mod slurm;
+mod stack_tests;
 mod test;
 mod trainer_env;
 

@@ -252,32 +252,70 @@ fn wasm_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     )
 }
 
-/// The stack tests: one test binary, `tests/tests/e2e/`. Selected from the whole workspace
-/// (`--workspace --test e2e`, not `-p onramp-tests`): the features its dependencies are built
-/// with are then the host tests' own, so the binary they built runs, where a build of the one
-/// package would compile the dependencies whose features differ again (minutes on a new machine).
+/// The stack tests: one test binary, `tests/tests/e2e/`, its tests run by [`crate::stack_tests`]
+/// (two at a time, the longest first).
 fn stack_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
-    // The stack tests start real processes; two at a time keeps a 2-core machine responsive.
-    tally.run(
-        "stack tests (wrangler dev, runner, headless Chromium)",
-        linted(&mut cargo())
-            .args([
-                "test",
-                "--workspace",
-                "--test",
-                "e2e",
-                "--",
-                "--ignored",
-                "--test-threads=2",
-                // What the journeys measure (seconds per onboarding step, the concurrency
-                // figures) is printed by passing tests too.
-                "--show-output",
-            ])
+    let what = "stack tests (wrangler dev, runner, headless Chromium)";
+    let started = Instant::now();
+    eprintln!("xtask: {what}");
+    let binary = e2e_binary()?;
+    let tests_dir = repo_root().join("tests");
+    // As cargo test runs it: in its package's folder.
+    let make = || {
+        let mut c = Command::new(&binary);
+        c.current_dir(&tests_dir)
             .env("CHROMEDRIVER", &tools.chromedriver)
             // The runner runs every task but tiny-train with the trainer's environment.
             .env("ONRAMP_PYTHON", &tools.trainer.python)
-            .env("ONRAMP_SCHEMATHESIS", &tools.schemathesis),
-    )
+            .env("ONRAMP_SCHEMATHESIS", &tools.schemathesis);
+        c
+    };
+    let failed = crate::stack_tests::run(&make, &mut |d| {
+        for line in d.output.lines() {
+            println!("{line}");
+            tally.count(line);
+        }
+        if !d.passed && !d.output.contains("test result: ") {
+            tally.failed += 1; // it ended before its harness could count it
+        }
+        let verdict = if d.passed { "ok" } else { "FAILED" };
+        eprintln!(
+            "xtask: stack test {}: {verdict} in {:.1} s",
+            d.name, d.seconds
+        );
+    })?;
+    if !failed.is_empty() {
+        tally.print();
+        return Err(format!("{what} failed: {}", failed.join(", ")));
+    }
+    eprintln!(
+        "xtask: {what}: done in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Builds the stack tests' binary and returns its path. Selected from the whole workspace
+/// (`--workspace --test e2e`, not `-p onramp-tests`): the features its dependencies are built
+/// with are then the host tests' own, so the binary they built runs, where a build of the one
+/// package would compile the dependencies whose features differ again (minutes on a new machine).
+fn e2e_binary() -> Result<std::path::PathBuf, String> {
+    let what = "cargo test --workspace --test e2e --no-run (clippy's lints)";
+    let out = linted(&mut cargo())
+        .args(["test", "--workspace", "--test", "e2e", "--no-run"])
+        .arg("--message-format=json-render-diagnostics")
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("{what}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("{what} failed ({})", out.status));
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["reason"] == "compiler-artifact" && v["target"]["name"] == "e2e")
+        .find_map(|v| v["executable"].as_str().map(std::path::PathBuf::from))
+        .ok_or_else(|| format!("{what}: cargo named no e2e binary"))
 }
 
 /// The capabilities wasm-bindgen-test-runner asks chromedriver for: Debian's Chromium with our
