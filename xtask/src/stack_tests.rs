@@ -1,24 +1,22 @@
-//! The stack tests, two at a time, each in a process of its own, the longest first.
+//! The stack tests, two at a time, each in a process of its own, in name order (as libtest
+//! would run them), each one's output printed whole when it ends with how long it took.
 //!
-//! They keep this 2-core machine busy (real processes: wrangler dev, the runner, Chromium,
-//! Slurm, the trainer), so two run at once. libtest starts a binary's tests in name order, which
-//! put the longest (the Slurm journey, over 3 minutes) last, alone, with one core idle while it
-//! ran. Here the e2e binary runs one test per process (`--exact NAME`), in the order of the
-//! durations the last run took, longest first (the first fit of the longest-first rule); tests
-//! with no duration yet (new ones, or a first run) go first, in name order. The durations are kept
-//! in the target folder, beside the builds they belong to.
+//! Two at a time: they keep this 2-core machine busy (real processes: wrangler dev, the runner,
+//! Chromium, Slurm, the trainer). A process each: a test that aborts, hangs past its own limits
+//! or leaves something in its process behind takes no other test with it, and two tests' lines
+//! never interleave. Name order, not longest first: the order of the last run's durations was
+//! tried (a CI run here: 692 s, its tests' times adding up to 1383 s, against 645 s and 1122 s
+//! in name order the same day): it started the two longest together, the Slurm journey and the
+//! LoRA job from the browser, each of which keeps both cores busy with the trainer's threads,
+//! and each took far longer beside the other (215 s for the LoRA job instead of 86 s).
 
-use std::collections::{BTreeMap, VecDeque};
-use std::path::Path;
+use std::collections::VecDeque;
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::Instant;
 
 /// How many tests run at once.
 const AT_ONCE: usize = 2;
-
-/// The last run's durations, one `name<TAB>seconds` per line.
-const TIMES: &str = "stack-test-times.tsv";
 
 /// A test's run: its name, whether it passed, how long it took, and what it printed.
 pub struct Done {
@@ -34,10 +32,9 @@ pub fn run(
     binary: &(dyn Fn() -> Command + Sync),
     done: &mut (dyn FnMut(&Done) + Send),
 ) -> Result<Vec<String>, String> {
-    let names = list(binary)?;
-    let times_path = crate::cmd::target_dir().join(TIMES);
-    let mut times = read_times(&times_path);
-    let queue = Mutex::new(order(names, &times));
+    let mut names = list(binary)?;
+    names.sort();
+    let queue = Mutex::new(VecDeque::from(names));
     let results = Mutex::new((Vec::new(), done));
     std::thread::scope(|scope| {
         for _ in 0..AT_ONCE {
@@ -56,10 +53,6 @@ pub fn run(
     let (all, _) = results
         .into_inner()
         .map_err(|_| "a stack test's thread panicked".to_string())?;
-    for d in &all {
-        times.insert(d.name.clone(), d.seconds);
-    }
-    write_times(&times_path, &times);
     Ok(all
         .into_iter()
         .filter(|d| !d.passed)
@@ -84,21 +77,6 @@ fn list(binary: &dyn Fn() -> Command) -> Result<Vec<String>, String> {
         .filter_map(|l| l.strip_suffix(": test"))
         .map(String::from)
         .collect())
-}
-
-/// Tests without a duration first (in name order), then the rest longest first.
-fn order(mut names: Vec<String>, times: &BTreeMap<String, f64>) -> VecDeque<String> {
-    names.sort();
-    names.sort_by(|a, b| {
-        let (ta, tb) = (times.get(a), times.get(b));
-        match (ta, tb) {
-            (None, None) => std::cmp::Ordering::Equal,
-            (None, Some(_)) => std::cmp::Ordering::Less,
-            (Some(_), None) => std::cmp::Ordering::Greater,
-            (Some(x), Some(y)) => y.total_cmp(x),
-        }
-    });
-    names.into()
 }
 
 /// One test in a process of its own; its output (standard output, then error) kept whole, so
@@ -133,61 +111,33 @@ fn run_one(binary: &dyn Fn() -> Command, name: &str) -> Done {
     }
 }
 
-fn read_times(path: &Path) -> BTreeMap<String, f64> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let (name, s) = l.split_once('\t')?;
-            Some((name.to_string(), s.parse().ok()?))
-        })
-        .collect()
-}
-
-/// Writes the durations (best effort: only the next run's order depends on them).
-fn write_times(path: &Path, times: &BTreeMap<String, f64>) {
-    let text: String = times
-        .iter()
-        .map(|(name, s)| format!("{name}\t{s:.1}\n"))
-        .collect();
-    let tmp = path.with_extension("tsv.tmp");
-    if std::fs::write(&tmp, text).is_ok() {
-        let _ = std::fs::rename(&tmp, path);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A name the binary does not have runs no test: not a pass.
     #[test]
-    fn new_tests_go_first_then_the_longest() {
-        let times = BTreeMap::from([
-            ("b".to_string(), 5.0),
-            ("c".to_string(), 200.0),
-            ("d".to_string(), 30.0),
-        ]);
-        let names = ["d", "z", "c", "a", "b"].map(String::from).to_vec();
-        assert_eq!(
-            Vec::from(order(names, &times)),
-            ["a", "z", "c", "d", "b"].map(String::from).to_vec()
-        );
-    }
-
-    #[test]
-    fn durations_round_trip_and_bad_lines_are_skipped() {
-        let dir = std::env::temp_dir().join(format!("onramp-times-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(TIMES);
-        let times = BTreeMap::from([("m::t".to_string(), 12.34)]);
-        write_times(&path, &times);
-        let mut text = std::fs::read_to_string(&path).unwrap();
-        text.push_str("no tab here\nx\tnot a number\n");
-        std::fs::write(&path, text).unwrap();
-        assert_eq!(
-            read_times(&path),
-            BTreeMap::from([("m::t".to_string(), 12.3)])
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
+    fn a_test_that_did_not_run_has_not_passed() {
+        let echo = || {
+            let mut c = Command::new("sh");
+            c.args([
+                "-c",
+                "echo 'test result: ok. 0 passed; 0 failed; 0 ignored'",
+                "sh",
+            ]);
+            c
+        };
+        let done = run_one(&echo, "no::such_test");
+        assert!(!done.passed, "{}", done.output);
+        let ok = || {
+            let mut c = Command::new("sh");
+            c.args([
+                "-c",
+                "echo 'test result: ok. 1 passed; 0 failed; 0 ignored'",
+                "sh",
+            ]);
+            c
+        };
+        assert!(run_one(&ok, "m::t").passed);
     }
 }
