@@ -332,10 +332,12 @@ impl Slurm {
             .find(|p| p.is_dir())
             .expect("the environment's site-packages");
         let interpreter = std::fs::canonicalize(&venv_python).expect("the environment's python");
-        let dir = crate::stack::unique_temp_dir("slurm-python");
+        // In the cluster's run folder, which goes when the cluster stops; named by its path
+        // inside the chroot.
+        let inner_dir = format!("{}/python-{}", self.run_inner, crate::stack::random_hex(6));
+        let dir = self.host_path(&inner_dir);
         std::fs::create_dir_all(dir.join("site")).expect("a temp folder");
-        let wrapper = dir.join("python");
-        let inner_wrapper = format!("{host}{}", wrapper.display());
+        let inner_wrapper = format!("{inner_dir}/python");
         // `site.addsitedir` also reads the environment's .pth files, as its own interpreter would;
         // `sys.executable` is this wrapper, so that what starts Python again (torchrun's ranks,
         // multiprocessing) starts it the same way.
@@ -350,9 +352,8 @@ impl Slurm {
         let trainer_src = crate::paths::repo_root().join("trainer/src");
         let script = format!(
             "#!/bin/sh\nH={host}\nexport PYTHONHOME=\"$H/usr\"\n\
-             export PYTHONPATH=\"$H{site_dir}:$H{src}\"\n\
+             export PYTHONPATH=\"{inner_dir}/site:$H{src}\"\n\
              exec \"$H/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\" --library-path \"$H/lib/x86_64-linux-gnu:$H/usr/lib/x86_64-linux-gnu\" \"$H{interp}\" \"$@\"\n",
-            site_dir = dir.join("site").display(),
             src = trainer_src.display(),
             interp = interpreter.display(),
         );

@@ -33,6 +33,9 @@ pub fn run(
     done: &mut (dyn FnMut(&Done) + Send),
 ) -> Result<Vec<String>, String> {
     let mut names = list(binary)?;
+    if names.is_empty() {
+        return Err("the stack tests' binary listed no test".to_string());
+    }
     names.sort();
     let queue = Mutex::new(VecDeque::from(names));
     let results = Mutex::new((Vec::new(), done));
@@ -40,6 +43,8 @@ pub fn run(
         for _ in 0..AT_ONCE {
             scope.spawn(|| {
                 while let Some(name) = queue.lock().map(|mut q| q.pop_front()).ok().flatten() {
+                    // Its output comes whole at its end: a test that hangs is named here.
+                    eprintln!("xtask: stack test {name}: started");
                     let one = run_one(binary, &name);
                     if let Ok(mut guard) = results.lock() {
                         let (all, done) = &mut *guard;

@@ -253,12 +253,12 @@ fn wasm_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
 }
 
 /// The stack tests: one test binary, `tests/tests/e2e/`, its tests run by [`crate::stack_tests`]
-/// (two at a time, the longest first).
+/// (two at a time, in name order, a process each).
 fn stack_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     let what = "stack tests (wrangler dev, runner, headless Chromium)";
     let started = Instant::now();
     eprintln!("xtask: {what}");
-    let binary = e2e_binary()?;
+    let binary = e2e_binary().inspect_err(|_| tally.print())?;
     let tests_dir = repo_root().join("tests");
     // As cargo test runs it: in its package's folder.
     let make = || {
@@ -271,19 +271,21 @@ fn stack_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
         c
     };
     let failed = crate::stack_tests::run(&make, &mut |d| {
+        let failed_before = tally.failed;
         for line in d.output.lines() {
             println!("{line}");
             tally.count(line);
         }
-        if !d.passed && !d.output.contains("test result: ") {
-            tally.failed += 1; // it ended before its harness could count it
+        if !d.passed && tally.failed == failed_before {
+            tally.failed += 1; // it ended before its harness counted it, or never ran
         }
         let verdict = if d.passed { "ok" } else { "FAILED" };
         eprintln!(
             "xtask: stack test {}: {verdict} in {:.1} s",
             d.name, d.seconds
         );
-    })?;
+    })
+    .inspect_err(|_| tally.print())?;
     if !failed.is_empty() {
         tally.print();
         return Err(format!("{what} failed: {}", failed.join(", ")));

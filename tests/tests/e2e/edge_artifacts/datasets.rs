@@ -61,7 +61,11 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
 pub(super) fn uploads(w: &World) {
     let owner = w.stack.signup(&unique_email("datasets"), PASSWORD);
     let token = token_of(&owner);
-    let dir = std::env::temp_dir().join(format!("onramp-datasets-{}", random_hex(6)));
+    // In the stack's state, which goes with the stack even when a check fails.
+    let dir = w
+        .stack
+        .state_dir
+        .join(format!("datasets-{}", random_hex(6)));
     std::fs::create_dir_all(&dir).unwrap();
     // 9 MiB: two parts of the default 8 MiB.
     let (file, lines) = alpaca(9 * MIB, "one");
