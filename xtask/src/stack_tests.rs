@@ -120,29 +120,22 @@ fn run_one(binary: &dyn Fn() -> Command, name: &str) -> Done {
 mod tests {
     use super::*;
 
+    /// A stand-in for the test binary that prints one harness line.
+    fn printing(line: &'static str) -> impl Fn() -> Command {
+        move || {
+            let mut c = Command::new("sh");
+            c.args(["-c", &format!("echo '{line}'"), "sh"]);
+            c
+        }
+    }
+
     /// A name the binary does not have runs no test: not a pass.
     #[test]
     fn a_test_that_did_not_run_has_not_passed() {
-        let echo = || {
-            let mut c = Command::new("sh");
-            c.args([
-                "-c",
-                "echo 'test result: ok. 0 passed; 0 failed; 0 ignored'",
-                "sh",
-            ]);
-            c
-        };
+        let echo = printing("test result: ok. 0 passed; 0 failed; 0 ignored");
         let done = run_one(&echo, "no::such_test");
         assert!(!done.passed, "{}", done.output);
-        let ok = || {
-            let mut c = Command::new("sh");
-            c.args([
-                "-c",
-                "echo 'test result: ok. 1 passed; 0 failed; 0 ignored'",
-                "sh",
-            ]);
-            c
-        };
+        let ok = printing("test result: ok. 1 passed; 0 failed; 0 ignored");
         assert!(run_one(&ok, "m::t").passed);
     }
 }
