@@ -149,6 +149,15 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> Failure + '_ {
     }
 }
 
+/// Where a `Content-Range: bytes START-END/SIZE` starts.
+fn starts_at(content_range: Option<&str>) -> Option<u64> {
+    let (start, _) = content_range?
+        .trim()
+        .strip_prefix("bytes ")?
+        .split_once('-')?;
+    start.trim().parse().ok()
+}
+
 /// Downloads one artifact into `dir` (its folders as folders): into `NAME.part` first, from
 /// where an earlier try stopped, then checked and renamed.
 fn fetch(edge: &Edge, job: &str, a: &Artifact, dir: &Path) -> Result<PathBuf, Failure> {
@@ -169,38 +178,13 @@ fn fetch(edge: &Edge, job: &str, a: &Artifact, dir: &Path) -> Result<PathBuf, Fa
         std::fs::create_dir_all(parent).map_err(io(parent))?;
     }
     let mut have = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
-    if have > a.size {
+    if have > a.size || (a.size == 0 && !part.exists()) {
+        // Not a start of this file (or an empty file, which no request fetches): start over.
+        std::fs::File::create(&part).map_err(io(&part))?;
         have = 0;
     }
     if have < a.size {
-        let range = format!("bytes={have}-");
-        let headers: Vec<(&str, &str)> = if have > 0 {
-            vec![("range", range.as_str())]
-        } else {
-            vec![]
-        };
-        let (status, mut body) = edge.stream(&artifact_path(job, &a.name), &headers)?;
-        // 200: the whole file (the edge did not take the range): start over.
-        let append = status == 206;
-        if !append {
-            have = 0;
-        }
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .append(append)
-            .truncate(!append)
-            .open(&part)
-            .map_err(io(&part))?;
-        copy_with_progress(&mut body, &mut file, have, a.size, &a.name).map_err(|e| {
-            Failure(t(
-                format!(
-                    "the download of {} stopped ({e}); run the same command again to resume",
-                    a.name
-                ),
-                format!("{} 的下载中断（{e}）；再次运行同一命令即可续传", a.name),
-            ))
-        })?;
+        rest(edge, job, a, &part, have)?;
     }
     let sha = sha256_of(&part).map_err(io(&part))?;
     if sha != a.sha256 {
@@ -218,6 +202,59 @@ fn fetch(edge: &Edge, job: &str, a: &Artifact, dir: &Path) -> Result<PathBuf, Fa
     }
     std::fs::rename(&part, &path).map_err(io(&path))?;
     Ok(path)
+}
+
+/// Fetches what `part` (which has the first `have` bytes) lacks of `a`: the rest, or the whole
+/// file again when the edge sends it whole.
+fn rest(edge: &Edge, job: &str, a: &Artifact, part: &Path, mut have: u64) -> Result<(), Failure> {
+    let range = format!("bytes={have}-");
+    // The range only of the version listed (the edge's ETag is the sha256): if the file
+    // changed since, the edge sends it whole.
+    let version = format!("\"{}\"", a.sha256);
+    let headers: Vec<(&str, &str)> = if have > 0 {
+        vec![("range", range.as_str()), ("if-range", version.as_str())]
+    } else {
+        vec![]
+    };
+    let got = edge.stream(&artifact_path(job, &a.name), &headers)?;
+    let mut body = got.body;
+    // 200: the whole file (the edge did not take the range, or the file changed): start
+    // over. A 206 must start where the .part ends.
+    let append = got.status == 206;
+    if append && starts_at(got.content_range.as_deref()) != Some(have) {
+        let _ = std::fs::remove_file(part);
+        return Err(Failure(t(
+            format!(
+                "the edge sent a part of {} that does not start at byte {have}; the partial \
+                 file was removed, run the same command again",
+                a.name
+            ),
+            format!(
+                "服务端发来的 {} 片段不是从第 {have} 字节开始；已删除未完成的文件，请再次运行同一命令",
+                a.name
+            ),
+        )));
+    }
+    if !append {
+        have = 0;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(append)
+        .truncate(!append)
+        .open(part)
+        .map_err(io(part))?;
+    copy_with_progress(&mut body, &mut file, have, a.size, &a.name).map_err(|e| {
+        Failure(t(
+            format!(
+                "the download of {} stopped ({e}); run the same command again to resume",
+                a.name
+            ),
+            format!("{} 的下载中断（{e}）；再次运行同一命令即可续传", a.name),
+        ))
+    })?;
+    Ok(())
 }
 
 /// Copies the body to the file, drawing a progress bar on stderr when it is a terminal.
@@ -293,4 +330,22 @@ fn delete(edge: &Edge, job: &str, name: &str, json: bool) -> Result<(), Failure>
         )
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::starts_at;
+
+    #[test]
+    fn a_content_range_says_where_it_starts() {
+        assert_eq!(
+            starts_at(Some("bytes 7340032-9999999/10000000")),
+            Some(7340032)
+        );
+        assert_eq!(starts_at(Some(" bytes 0-0/1")), Some(0));
+        for bad in ["bytes */100", "items 0-1/2", "bytes x-1/2", ""] {
+            assert_eq!(starts_at(Some(bad)), None, "{bad}");
+        }
+        assert_eq!(starts_at(None), None);
+    }
 }

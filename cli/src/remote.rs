@@ -75,6 +75,14 @@ impl Answer {
     }
 }
 
+/// A successful answer whose body is read as it arrives ([`Edge::stream`]).
+pub struct Streamed {
+    pub status: u16,
+    /// Its `Content-Range`, which a 206 carries.
+    pub content_range: Option<String>,
+    pub body: Box<dyn std::io::Read + Send>,
+}
+
 /// A refusal or failure, already worded for the terminal.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failure(pub String);
@@ -231,13 +239,9 @@ impl Edge {
         })
     }
 
-    /// A GET whose successful body is read as it arrives (a download of any size): its status
-    /// and a reader. Any other answer is a failure worded by [`describe_error`].
-    pub fn stream(
-        &self,
-        path: &str,
-        headers: &[(&str, &str)],
-    ) -> Result<(u16, Box<dyn std::io::Read + Send>), Failure> {
+    /// A GET whose successful body is read as it arrives (a download of any size): its status,
+    /// its `Content-Range` and a reader. Any other answer is a failure worded by [`describe_error`].
+    pub fn stream(&self, path: &str, headers: &[(&str, &str)]) -> Result<Streamed, Failure> {
         let url = format!("{}{path}", self.base);
         let mut builder = ureq::http::Request::builder().method("GET").uri(&url);
         if let Some(t) = &self.token {
@@ -261,7 +265,16 @@ impl Edge {
             .map_err(|e| unreachable(&self.base, &e))?;
         let status = response.status().as_u16();
         if (200..300).contains(&status) {
-            return Ok((status, Box::new(response.into_body().into_reader())));
+            let content_range = response
+                .headers()
+                .get("content-range")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            return Ok(Streamed {
+                status,
+                content_range,
+                body: Box::new(response.into_body().into_reader()),
+            });
         }
         let bytes = response.into_body().read_to_vec().unwrap_or_default();
         let (json, text) = parse_body(&bytes);

@@ -147,6 +147,21 @@ pub fn parse_range(header: Option<&str>, size: u64) -> Result<Span, ApiError> {
     })
 }
 
+/// The `Range` to serve, given the request's `If-Range`: a resumed download names the version
+/// it has the start of (`If-Range: "<etag>"`), and gets the range only when that is still the
+/// file's `etag` (a strong comparison: a weak validator or a date, which this file's answers never
+/// carry, never matches); otherwise the whole file, so that no client appends bytes of another.
+pub fn range_to_serve<'a>(
+    range: Option<&'a str>,
+    if_range: Option<&str>,
+    etag: &str,
+) -> Option<&'a str> {
+    match if_range {
+        Some(validator) if validator.trim() != etag => None,
+        _ => range,
+    }
+}
+
 /// A declared SHA-256: 64 lowercase hex digits.
 pub fn check_sha256(sha: &str) -> Result<(), ApiError> {
     if sha.len() == 64 && sha.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
@@ -249,6 +264,25 @@ mod tests {
         );
         assert_eq!(r("bytes=-0").unwrap_err().status, 416);
         assert_eq!(parse_range(Some("bytes=0-"), 0).unwrap_err().status, 416);
+    }
+
+    #[test]
+    fn a_range_is_kept_only_for_the_version_if_range_names() {
+        let etag = "\"ab12\"";
+        let r = Some("bytes=5-");
+        assert_eq!(range_to_serve(r, None, etag), r);
+        assert_eq!(range_to_serve(r, Some("\"ab12\""), etag), r);
+        assert_eq!(range_to_serve(r, Some(" \"ab12\" "), etag), r);
+        for other in [
+            "\"cd34\"",
+            "W/\"ab12\"",
+            "ab12",
+            "Tue, 01 Dec 2026 10:00:00 GMT",
+            "",
+        ] {
+            assert_eq!(range_to_serve(r, Some(other), etag), None, "{other}");
+        }
+        assert_eq!(range_to_serve(None, Some("\"cd34\""), etag), None);
     }
 
     #[test]

@@ -505,10 +505,14 @@ pub fn find(method: &str, path: &str) -> Matched {
     let mut allowed = Vec::new();
     for route in ROUTES {
         if let Some(param) = match_path(route.path, path) {
-            if route.method == method {
+            // HEAD is GET without the body (RFC 9110 §9.3.2): the entry drops the body.
+            if route.method == method || (method == "HEAD" && route.method == "GET") {
                 return Matched::Route(route.id, param);
             }
             allowed.push(route.method);
+            if route.method == "GET" {
+                allowed.push("HEAD");
+            }
         }
     }
     if allowed.is_empty() {

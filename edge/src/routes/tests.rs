@@ -15,7 +15,19 @@ fn matches_templates_and_methods() {
     );
     assert_eq!(find("GET", "/api/jobs/abc/artifacts/a/b"), Matched::NoRoute);
     assert_eq!(find("POST", "/api/jobs"), Matched::Route(SubmitJob, vec![]));
-    assert_eq!(find("DELETE", "/api/me"), Matched::WrongMethod(vec!["GET"]));
+    assert_eq!(
+        find("DELETE", "/api/me"),
+        Matched::WrongMethod(vec!["GET", "HEAD"])
+    );
+    // HEAD is answered wherever GET is, and only there.
+    assert_eq!(
+        find("HEAD", "/api/jobs/abc/artifacts/a%2Fb"),
+        Matched::Route(GetArtifact, vec!["abc".into(), "a%2Fb".into()])
+    );
+    assert_eq!(
+        find("HEAD", "/api/auth/login"),
+        Matched::WrongMethod(vec!["POST"])
+    );
     assert_eq!(find("GET", "/api/jobs//logs"), Matched::NoRoute);
     assert_eq!(find("GET", "/api/nope"), Matched::NoRoute);
 }

@@ -432,7 +432,7 @@ pub async fn serve_shared(
     job_id: &str,
     name: &str,
     sha256: &str,
-    range: Option<&str>,
+    req: &Request,
 ) -> ApiResult<Response> {
     let r = row(env, job_id, name)
         .await?
@@ -443,7 +443,7 @@ pub async fn serve_shared(
             ))
         })?;
     let file = r.name.rsplit('/').next().unwrap_or("artifact").to_string();
-    serve(env, &r, range, &file).await
+    serve(env, &r, req, &file).await
 }
 
 /// One stored artifact of a job, served as [`download`] does; 404 when it is not stored. (The
@@ -452,14 +452,14 @@ pub async fn serve_stored(
     env: &Env,
     job_id: &str,
     name: &str,
-    range: Option<&str>,
+    req: &Request,
 ) -> ApiResult<Response> {
     let r = row(env, job_id, name)
         .await?
         .filter(Row::stored)
         .ok_or_else(|| ApiError::not_found(format!("job {job_id} has no artifact {name:?}")))?;
     let file = r.name.rsplit('/').next().unwrap_or("artifact").to_string();
-    serve(env, &r, range, &file).await
+    serve(env, &r, req, &file).await
 }
 
 /// The owner's artifact, stored or under way, or 404 (another account's job is not found
@@ -493,9 +493,8 @@ pub async fn download(
     segment: &str,
 ) -> ApiResult<Response> {
     let r = owned(&user, env, id, segment).await?;
-    let range = http::header(&req, "range");
     let file = r.name.rsplit('/').next().unwrap_or("artifact").to_string();
-    serve(env, &r, range.as_deref(), &file).await
+    serve(env, &r, &req, &file).await
 }
 
 /// `GET /api/jobs/{id}/checkpoint`: the checkpoint a tiny-train job pushed
@@ -503,10 +502,7 @@ pub async fn download(
 pub async fn job_checkpoint(user: User, req: Request, env: &Env, id: &str) -> ApiResult<Response> {
     let job = jobs::owned(env, &user, id).await?;
     match row(env, &job.id, CHECKPOINT).await?.filter(Row::stored) {
-        Some(r) => {
-            let range = http::header(&req, "range");
-            serve(env, &r, range.as_deref(), &format!("{id}.bin")).await
-        }
+        Some(r) => serve(env, &r, &req, &format!("{id}.bin")).await,
         None => jobs::checkpoint_from_backend(env, &job).await,
     }
 }
@@ -515,14 +511,14 @@ pub async fn job_checkpoint(user: User, req: Request, env: &Env, id: &str) -> Ap
 pub const CHECKPOINT: &str = "model.safetensors";
 
 /// One stored artifact's bytes from R2, whole or the range asked for, named `file`.
-async fn serve(env: &Env, r: &Row, range: Option<&str>, file: &str) -> ApiResult<Response> {
+async fn serve(env: &Env, r: &Row, req: &Request, file: &str) -> ApiResult<Response> {
     let object = Object {
         key: object_key(&r.job_id, &r.name),
         size: r.size as u64,
         sha256: &r.sha256,
         file,
     };
-    serve_object(env, object, range, || {
+    serve_object(env, object, req, || {
         format!("job {} has no artifact {:?}", r.job_id, r.name)
     })
     .await

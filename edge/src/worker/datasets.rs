@@ -539,14 +539,13 @@ pub async fn job_fetch(caller: JobCaller, req: Request, env: &Env) -> ApiResult<
         .await?
         .filter(Row::stored)
         .ok_or_else(|| ApiError::not_found(format!("the dataset {id} is no longer stored")))?;
-    let range = http::header(&req, "range");
     let object = Object {
         key: object_key(&r.user_id, &r.sha256),
         size: r.size as u64,
         sha256: &r.sha256,
         file: &r.id,
     };
-    serve_object(env, object, range.as_deref(), || {
+    serve_object(env, object, &req, || {
         format!("the dataset {id} is no longer stored")
     })
     .await

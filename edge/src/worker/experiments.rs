@@ -368,6 +368,5 @@ pub async fn artifact(
             "experiment {id} shares no artifact {name:?}"
         )));
     };
-    let range = http::header(&req, "range");
-    super::artifacts::serve_shared(env, job, &a.name, &a.sha256, range.as_deref()).await
+    super::artifacts::serve_shared(env, job, &a.name, &a.sha256, &req).await
 }

@@ -56,6 +56,13 @@ pub fn error_response(e: &ApiError) -> worker::Result<Response> {
     {
         resp.headers_mut().set("retry-after", &after.to_string())?;
     }
+    // A range past the end names the file's length, so that a client can ask again (RFC 9110).
+    if e.code == crate::error::ErrorCode::RangeNotSatisfiable
+        && let Some(size) = e.details.get("size").and_then(serde_json::Value::as_u64)
+    {
+        resp.headers_mut()
+            .set("content-range", &format!("bytes */{size}"))?;
+    }
     Ok(resp)
 }
 

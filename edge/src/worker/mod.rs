@@ -45,21 +45,20 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
     // Read the whole body first, whatever the answer will be: see `http::buffered`.
     let allowed = match matched {
         Matched::Route(id, params) if routes::streams_body(id) => {
-            // The handler streams the body on; one it refused before reading is read to its end
-            // here, as `http::buffered` would have, so the connection is left at a boundary.
-            // A second handle on the same request (not the runtime's `Request.clone()`, which
-            // would tee its body).
+            // The handler streams the body on; one it did not read (a refusal, or a part sent
+            // again that is already stored) is read to its end here, as `http::buffered` would
+            // have, so the connection is left at a boundary. A second handle on the same request
+            // (not the runtime's `Request.clone()`, which would tee its body).
             let raw = Clone::clone(req.inner());
-            return match handle(id, params, req, &env).await {
+            let answer = handle(id, params, req, &env).await;
+            if !raw.body_used()
+                && let Err(e) = http::discard(Request::from(raw)).await
+            {
+                return error_response(&e);
+            }
+            return match answer {
                 Ok(resp) => Ok(resp),
-                Err(e) => {
-                    if !raw.body_used()
-                        && let Err(e) = http::discard(Request::from(raw)).await
-                    {
-                        return error_response(&e);
-                    }
-                    error_response(&e)
-                }
+                Err(e) => error_response(&e),
             };
         }
         Matched::Route(id, params) => {

@@ -2,7 +2,7 @@
 //! served as downloads: whole or one range, streamed a range of R2 at a time.
 
 use super::http::{self, ApiResult};
-use crate::artifacts::{Span, parse_range};
+use crate::artifacts::{Span, parse_range, range_to_serve};
 use crate::error::ApiError;
 use worker::{Bucket, Env, Response};
 
@@ -23,10 +23,14 @@ const READ_BYTES: u64 = 4 << 20;
 /// client has taken the one before: however large the file and however slow the client, the
 /// edge holds about one range of it. (Handing on R2's own stream of the whole object held what
 /// the client had not yet read: under `wrangler dev`, 300 MiB of a 512 MiB download.)
-fn ranged_body(b: Bucket, key: String, start: u64, end: u64) -> worker::ResponseBody {
+///
+/// Every read is of the object whose R2 etag `etag` is (the one the download's headers were
+/// written for): an object stored again under the same key while a download runs ends that
+/// download short, an error the client sees, instead of sending it bytes of two files.
+fn ranged_body(b: Bucket, key: String, etag: String, start: u64, end: u64) -> worker::ResponseBody {
     use futures_util::StreamExt;
     let reads = futures_util::stream::unfold(start, move |at| {
-        let (b, key) = (b.clone(), key.clone());
+        let (b, key, etag) = (b.clone(), key.clone(), etag.clone());
         async move {
             if at > end {
                 return None;
@@ -36,12 +40,19 @@ fn ranged_body(b: Bucket, key: String, start: u64, end: u64) -> worker::Response
                 let object = b
                     .get(&key)
                     .range(worker::Range::OffsetWithLength { offset: at, length })
+                    .only_if(worker::Conditional {
+                        etag_matches: Some(etag),
+                        ..Default::default()
+                    })
                     .execute()
                     .await?
                     .ok_or_else(|| worker::Error::RustError(format!("{key} is gone")))?;
+                // R2 answers a failed condition with the object's metadata and no body.
                 match object.body() {
                     Some(body) => body.bytes().await,
-                    None => Ok(Vec::new()),
+                    None => Err(worker::Error::RustError(format!(
+                        "{key} was stored again during the download"
+                    ))),
                 }
             };
             Some((read.await, at + length))
@@ -61,28 +72,35 @@ pub struct Object<'a> {
     pub file: &'a str,
 }
 
-/// An object's bytes from R2, whole or the range asked for; `missing` words the 404 of a row
-/// whose object is gone (deleted under it), which is not a download cut short.
+/// An object's bytes from R2, whole or the range `req` asks for (`Range`, kept only while an
+/// `If-Range` it carries names this file's ETag); `missing` words the 404 of a row whose object
+/// is gone (deleted under it), which is not a download cut short.
 pub async fn serve_object(
     env: &Env,
     o: Object<'_>,
-    range: Option<&str>,
+    req: &worker::Request,
     missing: impl FnOnce() -> String,
 ) -> ApiResult<Response> {
     let size = o.size;
-    let span = parse_range(range, size)?;
+    let etag = format!("\"{}\"", o.sha256);
+    let (range, if_range) = (http::header(req, "range"), http::header(req, "if-range"));
+    let span = parse_range(
+        range_to_serve(range.as_deref(), if_range.as_deref(), &etag),
+        size,
+    )?;
     let (start, end) = match span {
         Span::Whole => (0, size.saturating_sub(1)),
         Span::Part { start, end } => (start, end),
     };
     let b = bucket(env)?;
-    if b.head(&o.key).await.map_err(r2("head"))?.is_none() {
+    let Some(stored) = b.head(&o.key).await.map_err(r2("head"))? else {
         return Err(ApiError::not_found(missing()));
-    }
-    let body = if size == 0 {
+    };
+    let head = req.inner().method() == "HEAD";
+    let body = if size == 0 || head {
         worker::ResponseBody::Empty
     } else {
-        ranged_body(b, o.key, start, end)
+        ranged_body(b, o.key, stored.etag(), start, end)
     };
     let mut resp = Response::from_body(body).map_err(http::internal("response"))?;
     let h = resp.headers_mut();
@@ -94,9 +112,17 @@ pub async fn serve_object(
         "content-disposition",
         &format!("attachment; filename=\"{}\"", o.file),
     )?;
-    set(h, "etag", &format!("\"{}\"", o.sha256))?;
+    set(h, "etag", &etag)?;
     set(h, "x-onramp-sha256", o.sha256)?;
     set(h, "cache-control", "private, no-store")?;
+    if head {
+        // What a GET would send (RFC 9110 §8.6): the runtime sends no body for HEAD.
+        set(
+            h,
+            "content-length",
+            &(end + 1 - start).min(size).to_string(),
+        )?;
+    }
     let status = match span {
         Span::Whole => 200,
         Span::Part { start, end } => {

@@ -6,7 +6,7 @@
 
 use super::access::JobCaller;
 use super::artifacts;
-use super::http::{self, ApiResult};
+use super::http::ApiResult;
 use super::jobs::row::{self, JobRow};
 use crate::error::ApiError;
 use api::artifacts::checkpoint_step;
@@ -80,6 +80,5 @@ pub async fn file(
             "{name:?} is not a file of the checkpoint job {earlier} uploaded"
         )));
     }
-    let range = http::header(&req, "range");
-    artifacts::serve_stored(env, &earlier, &name, range.as_deref()).await
+    artifacts::serve_stored(env, &earlier, &name, &req).await
 }

@@ -281,6 +281,27 @@ fn downloads(j: &Job, name: &str, adapter: &[u8]) {
         "{}",
         past.shown()
     );
+    let all = format!("bytes */{size}");
+    assert_eq!(past.header("content-range"), Some(all.as_str()));
+    // A resumed download names the version it has the start of: the range only while it stands.
+    let etag = format!("\"{}\"", sha256(adapter));
+    let path = j.path(name);
+    let same = [("range", "bytes=100-"), ("if-range", etag.as_str())];
+    let resumed = j.owner.request("GET", &path, None, &same);
+    assert_eq!((resumed.status, &resumed.bytes[..]), (206, &adapter[100..]));
+    let other = [("range", "bytes=100-"), ("if-range", "\"0123\"")];
+    let changed = j.owner.request("GET", &path, None, &other);
+    assert_eq!((changed.status, changed.bytes.len()), (200, size));
+    // HEAD: the headers of the download, no body (and the connection goes on).
+    let head = j.owner.request("HEAD", &path, None, &[]);
+    let length = size.to_string();
+    assert_eq!(
+        (head.status, head.header("content-length"), head.bytes.len()),
+        (200, Some(length.as_str()), 0),
+        "{:?}",
+        head.headers
+    );
+    assert_eq!(head.header("etag"), Some(etag.as_str()));
     assert_eq!(j.download("empty.json", None).bytes, b"");
     assert_eq!(j.download("missing.bin", None).status, 404);
 }
