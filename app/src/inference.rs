@@ -349,6 +349,10 @@ async fn take_prefetched(url: &str) -> Option<Response> {
     JsFuture::from(pending).await.ok()?.dyn_into().ok()
 }
 
+/// The most one file of a model may have: the weights of the largest model the playground
+/// opens in f32, and room for a tokenizer's or a header's bytes.
+const MAX_DOWNLOAD_BYTES: u64 = 4 * BROWSER_MAX_PARAMS + (64 << 20);
+
 /// Reads a response body chunk by chunk, posting progress when `progress` is set.
 async fn read_body(
     resp: &Response,
@@ -360,7 +364,22 @@ async fn read_body(
         return Ok(Vec::new());
     };
     let reader: web_sys::ReadableStreamDefaultReader = body.get_reader().unchecked_into();
-    let mut bytes = Vec::with_capacity(progress.flatten().unwrap_or(0) as usize);
+    // The length the answer declares is a hint: reserved when it is one a tab may hold (a
+    // larger one, or a body that grows past it, is refused as too large, not a trap).
+    let too_large = |n: u64| {
+        fail(
+            ErrorKind::TooLarge,
+            format!("GET {url}: {n} bytes > {MAX_DOWNLOAD_BYTES}"),
+        )
+    };
+    let mut bytes: Vec<u8> = Vec::new();
+    match progress.flatten() {
+        Some(n) if n > MAX_DOWNLOAD_BYTES => return Err(too_large(n)),
+        Some(n) => {
+            let _ = bytes.try_reserve_exact(n as usize);
+        }
+        None => {}
+    }
     loop {
         let chunk = JsFuture::from(reader.read()).await.map_err(dl)?;
         let done = js_sys::Reflect::get(&chunk, &"done".into()).map_err(dl)?;
@@ -370,7 +389,12 @@ async fn read_body(
         let value = js_sys::Reflect::get(&chunk, &"value".into()).map_err(dl)?;
         let part: js_sys::Uint8Array = value.unchecked_into();
         let at = bytes.len();
-        bytes.resize(at + part.length() as usize, 0);
+        let grown = at as u64 + u64::from(part.length());
+        if grown > MAX_DOWNLOAD_BYTES {
+            let _ = reader.cancel();
+            return Err(too_large(grown));
+        }
+        bytes.resize(grown as usize, 0);
         part.copy_to(&mut bytes[at..]);
         if let Some(total) = progress {
             post(&WorkerOutput::Progress {

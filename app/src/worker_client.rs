@@ -92,8 +92,16 @@ impl ModelWorker {
         });
         worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
         onmessage.forget();
+        // An error the worker did not catch (a trap of its wasm among them) leaves its state
+        // unusable (a model half-loaded, "busy" for ever): it is ended, and the next request
+        // starts a new one (`send`).
         let onerror =
             Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+                self.worker.update_value(|w| {
+                    if let Some(w) = w.take() {
+                        w.terminate();
+                    }
+                });
                 self.phase.set(Phase::Failed(WorkerError {
                     kind: crate::worker_proto::ErrorKind::Generate,
                     detail: ev.message(),
@@ -131,6 +139,12 @@ impl ModelWorker {
     }
 
     fn send(self, msg: &WorkerInput) {
+        if self.worker.with_value(Option::is_none) {
+            // None started, or the last one was ended by an error: a new one loads the wanted
+            // model once it is ready (`on_message`); a request to generate is asked again then.
+            self.ensure_started();
+            return;
+        }
         let json = serde_json::to_string(msg).unwrap_or_default();
         self.worker.with_value(|w| {
             if let Some(w) = w

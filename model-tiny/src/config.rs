@@ -145,8 +145,10 @@ impl Config {
             ));
         }
         self.check_numerics(what)?;
-        let kv = self.n_layers as u64 * self.seq_len as u64 * self.kv_dim() as u64;
-        if kv > MAX_KV_CACHE {
+        // In u128: each number is at most 2^24, so no product below can wrap (in u64 the KV
+        // cache's three and the layers' parameters could, and a huge model pass as a small one).
+        let kv = self.n_layers as u128 * self.seq_len as u128 * self.kv_dim() as u128;
+        if kv > MAX_KV_CACHE as u128 {
             return Err(Error::format(
                 what,
                 "n_layers * seq_len * kv_dim (KV cache size)",
@@ -154,8 +156,8 @@ impl Config {
                 kv,
             ));
         }
-        let n = self.n_params_u64();
-        if n > MAX_PARAMS {
+        let n = self.n_params_u128();
+        if n > MAX_PARAMS as u128 {
             return Err(Error::format(
                 what,
                 "parameter count",
@@ -187,21 +189,23 @@ impl Config {
         Ok(())
     }
 
-    fn n_params_u64(&self) -> u64 {
+    /// The parameter count, exact for any numbers up to 2^24 each (it stays below 2^80).
+    fn n_params_u128(&self) -> u128 {
         let (d, h, l, v) = (
-            self.dim as u64,
-            self.hidden_dim as u64,
-            self.n_layers as u64,
-            self.vocab_size as u64,
+            self.dim as u128,
+            self.hidden_dim as u128,
+            self.n_layers as u128,
+            self.vocab_size as u128,
         );
-        let kv = (self.n_kv_heads as u64) * (d / (self.n_heads as u64).max(1));
+        let kv = (self.n_kv_heads as u128) * (d / (self.n_heads as u128).max(1));
         let per_layer = 2 * d + 2 * d * d + 2 * d * kv + 3 * d * h;
         let classifier = if self.shared_classifier { 0 } else { v * d };
         v * d + l * per_layer + d + classifier
     }
 
-    /// Number of parameters (the shared classifier counted once).
+    /// Number of parameters (the shared classifier counted once; `usize::MAX` for a count that
+    /// does not fit, which [`Config::validate`] refuses).
     pub fn n_params(&self) -> usize {
-        self.n_params_u64() as usize
+        usize::try_from(self.n_params_u128()).unwrap_or(usize::MAX)
     }
 }

@@ -31,7 +31,8 @@ pub struct Transformer {
     norm: Vec<f32>,
     /// The classifier: its own matrix, or the embedding table's range when shared.
     output: Range<usize>,
-    /// cos and sin of every (position, pair) for RoPE, computed with run.c's f32 formula.
+    /// cos and sin of every (position, pair) for RoPE, computed with run.c's f32 formula, for
+    /// the positions reached so far (see [`Transformer::grow`]).
     rope: Vec<(f32, f32)>,
     x: Vec<f32>,
     xb: Vec<f32>,
@@ -40,8 +41,9 @@ pub struct Transformer {
     hb: Vec<f32>,
     att: Vec<f32>,
     logits: Vec<f32>,
-    key_cache: Vec<f32>,
-    value_cache: Vec<f32>,
+    /// Per block, `[position, kv_dim]` for the positions reached so far.
+    key_cache: Vec<Vec<f32>>,
+    value_cache: Vec<Vec<f32>>,
 }
 
 impl Transformer {
@@ -84,16 +86,6 @@ impl Transformer {
             .collect();
         let tok_embeddings = ranges[4 * weights.layers.len()].clone();
         let output = ranges.last().cloned().unwrap_or_default();
-        let hs = c.head_size();
-        let mut rope = Vec::with_capacity(c.seq_len * hs / 2);
-        for pos in 0..c.seq_len {
-            for i in (0..hs).step_by(2) {
-                let freq = 1.0f32 / c.rope_theta.powf(i as f32 / hs as f32);
-                let val = pos as f32 * freq;
-                rope.push((val.cos(), val.sin()));
-            }
-        }
-        let cache = c.n_layers * c.seq_len * c.kv_dim();
         Transformer {
             config: c,
             matrices,
@@ -101,16 +93,44 @@ impl Transformer {
             layers,
             norm: weights.norm.clone(),
             output,
-            rope,
+            rope: Vec::new(),
             x: vec![0.0; c.dim],
             xb: vec![0.0; c.dim],
             xb2: vec![0.0; c.dim],
             qkv: vec![0.0; c.dim + 2 * c.kv_dim()],
             hb: vec![0.0; 2 * c.hidden_dim],
-            att: vec![0.0; c.seq_len],
+            att: Vec::new(),
             logits: vec![0.0; c.vocab_size],
-            key_cache: vec![0.0; cache],
-            value_cache: vec![0.0; cache],
+            key_cache: vec![Vec::new(); c.n_layers],
+            value_cache: vec![Vec::new(); c.n_layers],
+        }
+    }
+
+    /// Makes room for positions `0..=pos` (at most `seq_len`, checked by the caller): the KV
+    /// cache, the attention scores and the RoPE table grow with the positions a generation
+    /// reaches, doubling, instead of being allocated for `seq_len` up front (a model may declare
+    /// far more positions than a browser tab could hold a cache for, and use a few hundred).
+    fn grow(&mut self, pos: usize) {
+        let c = self.config;
+        let have = self.att.len();
+        if pos < have {
+            return;
+        }
+        let to = (pos + 1).max(2 * have).max(64).min(c.seq_len);
+        let kv = c.kv_dim();
+        for cache in self.key_cache.iter_mut().chain(&mut self.value_cache) {
+            cache.reserve_exact(to * kv - cache.len());
+            cache.resize(to * kv, 0.0);
+        }
+        self.att.resize(to, 0.0);
+        let hs = c.head_size();
+        self.rope.reserve_exact((to - have) * hs / 2);
+        for p in have..to {
+            for i in (0..hs).step_by(2) {
+                let freq = 1.0f32 / c.rope_theta.powf(i as f32 / hs as f32);
+                let val = p as f32 * freq;
+                self.rope.push((val.cos(), val.sin()));
+            }
         }
     }
 
@@ -135,6 +155,7 @@ impl Transformer {
                 c.seq_len
             )));
         }
+        self.grow(pos);
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx") {
             #[allow(unsafe_code)]
@@ -182,12 +203,11 @@ impl Transformer {
                     pair[1] = v0 * fci + v1 * fcr;
                 }
             }
-            let loff = l * c.seq_len * kv_dim;
-            let at = loff + pos * kv_dim;
-            self.key_cache[at..at + kv_dim].copy_from_slice(k);
-            self.value_cache[at..at + kv_dim].copy_from_slice(v);
-            let keys = &self.key_cache[loff..loff + (pos + 1) * kv_dim];
-            let values = &self.value_cache[loff..loff + (pos + 1) * kv_dim];
+            let at = pos * kv_dim;
+            self.key_cache[l][at..at + kv_dim].copy_from_slice(k);
+            self.value_cache[l][at..at + kv_dim].copy_from_slice(v);
+            let keys = &self.key_cache[l][..at + kv_dim];
+            let values = &self.value_cache[l][..at + kv_dim];
             for (h, (qh, out)) in q
                 .chunks_exact(hs)
                 .zip(self.xb.chunks_exact_mut(hs))
@@ -235,6 +255,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(pos, &t)| {
+                model.grow(pos);
                 #[cfg(target_arch = "x86_64")]
                 if avx {
                     #[allow(unsafe_code)]

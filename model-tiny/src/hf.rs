@@ -396,13 +396,18 @@ struct Reader<'a> {
 impl Reader<'_> {
     /// Tensor `name` as f32, of `shape` (`[n, 0]` for a vector).
     fn take(&mut self, name: String, shape: [usize; 2]) -> Result<Vec<f32>> {
-        let view = self
-            .files
-            .iter()
-            .find_map(|st| st.tensor(&name).ok())
-            .ok_or_else(|| {
-                Error::format(WEIGHTS, format!("tensor {name}"), "present", "missing")
-            })?;
+        let mut found = self.files.iter().filter_map(|st| st.tensor(&name).ok());
+        let view = found.next().ok_or_else(|| {
+            Error::format(WEIGHTS, format!("tensor {name}"), "present", "missing")
+        })?;
+        if found.next().is_some() {
+            return Err(Error::format(
+                WEIGHTS,
+                format!("tensor {name}"),
+                "in one file",
+                "in two of the shards",
+            ));
+        }
         let want: Vec<usize> = shape.iter().copied().filter(|&n| n > 0).collect();
         if view.shape() != want.as_slice() {
             return Err(Error::format(
@@ -413,6 +418,15 @@ impl Reader<'_> {
             ));
         }
         let out = floats(&view, &name)?;
+        // A NaN or an infinity would not fail later: it would make every token the same one.
+        if let Some(i) = out.iter().position(|x| !x.is_finite()) {
+            return Err(Error::format(
+                WEIGHTS,
+                format!("tensor {name} element {i}"),
+                "a finite number",
+                out[i],
+            ));
+        }
         self.used.insert(name);
         Ok(out)
     }

@@ -55,10 +55,17 @@ fn preparation(doc: &Value) -> Result<Prepend> {
                 n,
             ));
         }
-        return Ok(match pre.get("prepend_scheme").and_then(Value::as_str) {
-            Some("never") => Prepend::Never,
-            _ => Prepend::UnlessSpace,
-        });
+        // Files written before `prepend_scheme` say `add_prefix_space` (false: never).
+        let legacy = match pre.get("add_prefix_space").and_then(Value::as_bool) {
+            Some(false) => Some("never"),
+            _ => None,
+        };
+        return Ok(
+            match pre.get("prepend_scheme").and_then(Value::as_str).or(legacy) {
+                Some("never") => Prepend::Never,
+                _ => Prepend::UnlessSpace,
+            },
+        );
     }
     let steps: Vec<&Value> = match norm {
         Some(n) if kind(n) == Some("Sequence") => n
@@ -100,7 +107,7 @@ fn merge_pair(m: &Value) -> Option<(&str, &str)> {
 
 /// The first token of the post-processor's template for one sequence, when it is a special one
 /// (Llama's `<s>`).
-fn template_bos(doc: &Value, ids: &HashMap<String, u32>) -> Option<u32> {
+fn template_bos(doc: &Value, ids: &HashMap<String, u32>) -> Option<u64> {
     let post = doc.get("post_processor").filter(|v| !v.is_null())?;
     let first = post.get("single")?.as_array()?.first()?;
     let name = first.get("SpecialToken")?.get("id")?.as_str()?;
@@ -112,8 +119,19 @@ fn template_bos(doc: &Value, ids: &HashMap<String, u32>) -> Option<u32> {
     listed
         .first()?
         .as_u64()
-        .and_then(|n| u32::try_from(n).ok())
-        .or_else(|| ids.get(name).copied())
+        .or_else(|| ids.get(name).map(|&id| u64::from(id)))
+}
+
+/// [`template_bos`], refused when it is past the vocabulary (every prompt would then fail).
+fn checked_bos(doc: &Value, ids: &HashMap<String, u32>, vocab_size: usize) -> Result<Option<u32>> {
+    match template_bos(doc, ids) {
+        Some(id) if id >= vocab_size as u64 => Err(bad(
+            "post_processor's first special token",
+            format!("an id below the model's vocabulary ({vocab_size})"),
+            id,
+        )),
+        bos => Ok(bos.map(|id| id as u32)),
+    }
 }
 
 /// Every piece's id (the model's vocabulary, then the added tokens), each below `vocab_size`.
@@ -126,7 +144,7 @@ fn piece_ids(doc: &Value, model: &Value, vocab_size: usize) -> Result<HashMap<St
     for (piece, id) in map {
         let id = id
             .as_u64()
-            .filter(|&i| (i as usize) < vocab_size)
+            .filter(|&i| i < vocab_size as u64)
             .ok_or_else(|| {
                 bad(
                     format!("model.vocab[{piece:?}]"),
@@ -143,7 +161,7 @@ fn piece_ids(doc: &Value, model: &Value, vocab_size: usize) -> Result<HashMap<St
         .flatten()
     {
         if let (Some(c), Some(id)) = (t["content"].as_str(), t["id"].as_u64())
-            && (id as usize) < vocab_size
+            && id < vocab_size as u64
         {
             ids.entry(c.to_string()).or_insert(id as u32);
         }
@@ -237,7 +255,7 @@ impl Tokenizer {
             max_token_length,
             lookup,
             hf: Some(HfRules {
-                bos: template_bos(&doc, &ids),
+                bos: checked_bos(&doc, &ids, vocab_size)?,
                 merges,
                 prepend,
                 bytes,

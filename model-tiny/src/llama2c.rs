@@ -331,7 +331,8 @@ fn load_v2(bytes: &[u8]) -> Result<Weights> {
             gs,
         ));
     }
-    let quantized: u64 = sizes.iter().map(|n| (n + 4 * (n / gs)) as u64).sum();
+    // In u64: on wasm32 a matrix's bytes and scales (up to 5 bytes a value) can pass usize.
+    let quantized: u64 = sizes.iter().map(|&n| n as u64 + 4 * (n / gs) as u64).sum();
     check_size(
         bytes,
         V1_HEADER_BYTES as u64 + 4 * (2 * l * d + d) as u64 + quantized,

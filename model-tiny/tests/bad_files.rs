@@ -273,3 +273,63 @@ fn huge_kv_cache_is_refused_before_allocating() {
     v1.truncate(100);
     assert!(load_weights(&v1).is_err());
 }
+
+#[test]
+fn numbers_whose_products_pass_u64_are_refused() {
+    // 2^24 layers of exactly 2^40 parameters: in u64 the count wraps to a small one.
+    let config = Config {
+        dim: 32768,
+        hidden_dim: 11_162_922,
+        n_layers: 1 << 24,
+        n_heads: 512,
+        n_kv_heads: 1,
+        vocab_size: 3,
+        seq_len: 1,
+        shared_classifier: true,
+        ..Config::stories260k()
+    };
+    let e = message(config.validate().unwrap_err());
+    assert!(e.contains("parameter count"), "{e}");
+    assert!(config.n_params() as u64 > 1 << 40, "{}", config.n_params());
+}
+
+#[test]
+fn a_long_context_takes_memory_only_for_the_positions_used() {
+    // 2^24 positions: a cache allocated up front would be 2 GiB here, and the RoPE table 256 MiB.
+    let config = Config {
+        seq_len: 1 << 24,
+        ..small(true).config
+    };
+    let w = Weights::random(config, 3).unwrap();
+    let mut long = model_tiny::Transformer::new(&w);
+    let short_config = Config {
+        seq_len: 8,
+        ..config
+    };
+    let mut short = model_tiny::Transformer::new(&Weights {
+        config: short_config,
+        ..w.clone()
+    });
+    for (pos, token) in [1u32, 5, 9, 2, 30, 7, 7, 11].into_iter().enumerate() {
+        let a = long.forward(token, pos).unwrap().to_vec();
+        assert_eq!(a, short.forward(token, pos).unwrap(), "position {pos}");
+    }
+}
+
+#[test]
+fn hf_weights_that_are_not_finite_or_are_in_two_shards_are_refused() {
+    use model_tiny::hf;
+    let w = small(false);
+    let (config, st) = hf::save(&w).unwrap();
+    let mut bad = w.clone();
+    bad.layers[1].w2[3] = f32::NAN;
+    let (_, nan) = hf::save(&bad).unwrap();
+    let e = message(hf::load(config.as_bytes(), &nan).unwrap_err());
+    assert!(
+        e.contains("model.layers.1.mlp.down_proj.weight element 3"),
+        "{e}"
+    );
+    let e = message(hf::load_shards(config.as_bytes(), &[&st, &st]).unwrap_err());
+    assert!(e.contains("two of the shards"), "{e}");
+    assert!(hf::load(config.as_bytes(), &st).is_ok());
+}
