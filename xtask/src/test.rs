@@ -9,6 +9,7 @@ use crate::build::linted;
 use crate::cmd::{cargo, path_with, repo_root};
 use crate::setup::Tools;
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -160,27 +161,31 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "cargo xtask deploy --dry-run",
         crate::deploy::dry_run_built(),
     )?;
-    tally.run(
-        "host tests (cargo test --workspace; clippy's lints)",
-        linted(&mut cargo()).args(["test", "--workspace"]),
-    )?;
     // The trainer's tests (CPU runs that wait on process starts and imports more than they
-    // compute) run beside the wasm tests (mostly compiling): minutes less than one after the other.
+    // compute: a third of the machine idle when they run alone) run beside the wasm tests and
+    // then the host tests (compiling, then tests of a few seconds each), one after the other on
+    // this side, since two cargo builds would only wait on each other's lock.
+    let cli = cli_copy()?;
     std::thread::scope(|scope| {
         let trainer = scope.spawn(|| {
             let mut t = Tally {
                 prefix: "pytest| ",
                 ..Tally::default()
             };
-            let result = trainer_tests(&mut t, &tools);
+            let result = trainer_tests(&mut t, &tools, &cli);
             (t, result)
         });
-        let wasm = wasm_tests(&mut tally, &tools);
+        let rust = wasm_tests(&mut tally, &tools).and_then(|()| {
+            tally.run(
+                "host tests (cargo test --workspace; clippy's lints)",
+                linted(&mut cargo()).args(["test", "--workspace"]),
+            )
+        });
         let (t, result) = trainer
             .join()
             .map_err(|_| "the trainer tests' thread panicked".to_string())?;
         tally.add(&t);
-        wasm.and(result)
+        rust.and(result)
     })?;
     stack_tests(&mut tally, &tools)?;
     // Ignored tests in the host run are the stack tests, which ran above: not skipped.
@@ -194,7 +199,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
 }
 
 /// The trainer's house style, then its real CPU runs (torchrun, DeepSpeed on gloo).
-fn trainer_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
+fn trainer_tests(tally: &mut Tally, tools: &Tools, cli: &Path) -> Result<(), String> {
     crate::cmd::run(
         "ruff check trainer",
         tools
@@ -216,10 +221,24 @@ fn trainer_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
                 "no:cacheprovider",
                 "trainer/tests",
             ])
-            // The tests derive each run with the CLI, as a launch does (built above).
-            .env("ONRAMP_CLI", crate::cmd::target_dir().join("debug/onramp"))
+            // The tests derive each run with the CLI, as a launch does: a copy of the one built
+            // above, which the host tests' build beside them may link again (their dev-dependencies
+            // turn on other features of shared crates).
+            .env("ONRAMP_CLI", cli)
             .current_dir(repo_root()),
     )
+}
+
+/// A copy of the `onramp` CLI built by `build::runner`, in a folder of the target's that no build
+/// writes to.
+fn cli_copy() -> Result<PathBuf, String> {
+    let built = crate::cmd::target_dir().join("debug/onramp");
+    let dir = crate::cmd::target_dir().join("pytest-cli");
+    let copy = dir.join("onramp");
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::copy(&built, &copy))
+        .map_err(|e| format!("copying {} to {}: {e}", built.display(), copy.display()))?;
+    Ok(copy)
 }
 
 /// The wasm tests of the crates that have them, and jobspec's, in headless Chromium.
