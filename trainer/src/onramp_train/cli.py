@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         resume.resume(args.output_dir, run.plan.resume_from)
         train.run(run, args.output_dir)
         _leave_process_group()
+        _exit_if_not_first_rank()
         return 0
     except TrainError as e:
         rank = os.environ.get("RANK")
@@ -103,6 +104,20 @@ def _leave_process_group() -> None:
 
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def _exit_if_not_first_rank() -> None:
+    """A rank other than the first leaves at once when its work is done, past the interpreter's
+    own exit: the process group's shutdown alone did not stop one such rank (LoRA on ZeRO-3, two
+    CPU ranks, a loaded machine) aborting in the C++ teardown at exit with `terminate called
+    without an active exception` while rank 0 still merged, which failed the finished job. These
+    ranks write nothing that needs the interpreter's exit: rank 0 alone saves, pushes and reports
+    (its own exit is the usual one, so that its trackers flush)."""
+    if os.environ.get("RANK") in (None, "0"):
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _prepare_environment() -> None:
