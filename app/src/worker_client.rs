@@ -48,6 +48,9 @@ pub struct ModelWorker {
     pub wanted: RwSignal<ModelSource>,
     /// `performance.now()` when the model became ready (for the load benchmark).
     pub loaded_at_ms: RwSignal<Option<f64>>,
+    /// A request to generate made while no worker ran (the last one failed): sent once the new
+    /// one has loaded the model.
+    pending: StoredValue<Option<GenerateRequest>, LocalStorage>,
 }
 
 pub fn now_ms() -> f64 {
@@ -68,6 +71,7 @@ impl ModelWorker {
             loaded: RwSignal::new(None),
             wanted: RwSignal::new(ModelSource::stories260k()),
             loaded_at_ms: RwSignal::new(None),
+            pending: StoredValue::new_local(None),
         };
         provide_context(w);
         w
@@ -92,20 +96,9 @@ impl ModelWorker {
         });
         worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
         onmessage.forget();
-        // An error the worker did not catch (a trap of its wasm among them) leaves its state
-        // unusable (a model half-loaded, "busy" for ever): it is ended, and the next request
-        // starts a new one (`send`).
         let onerror =
             Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
-                self.worker.update_value(|w| {
-                    if let Some(w) = w.take() {
-                        w.terminate();
-                    }
-                });
-                self.phase.set(Phase::Failed(WorkerError {
-                    kind: crate::worker_proto::ErrorKind::Generate,
-                    detail: ev.message(),
-                }));
+                self.crashed(ev.message());
             });
         worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
         onerror.forget();
@@ -113,8 +106,30 @@ impl ModelWorker {
         // What the early worker said before the handler above replaced index.html's buffer, in
         // order: nothing can arrive in between, since this runs without yielding.
         for data in queued.iter().flat_map(js_sys::Array::iter) {
-            self.receive(data);
+            // index.html's note of an error the worker did not catch, else one of its messages.
+            match js_sys::Reflect::get(&data, &JsValue::from_str("crashed"))
+                .ok()
+                .and_then(|c| c.as_string())
+            {
+                Some(why) => self.crashed(why),
+                None => self.receive(data),
+            }
         }
+    }
+
+    /// An error the worker did not catch (a trap of its wasm among them) leaves its state
+    /// unusable (a model half-loaded, "busy" for ever): it is ended, and the next request starts
+    /// a new one (`send`).
+    fn crashed(self, why: String) {
+        self.worker.update_value(|w| {
+            if let Some(w) = w.take() {
+                w.terminate();
+            }
+        });
+        self.phase.set(Phase::Failed(WorkerError {
+            kind: crate::worker_proto::ErrorKind::Generate,
+            detail: why,
+        }));
     }
 
     fn receive(self, data: JsValue) {
@@ -141,7 +156,10 @@ impl ModelWorker {
     fn send(self, msg: &WorkerInput) {
         if self.worker.with_value(Option::is_none) {
             // None started, or the last one was ended by an error: a new one loads the wanted
-            // model once it is ready (`on_message`); a request to generate is asked again then.
+            // model once it is ready (`on_message`), and then generates what was asked.
+            if let WorkerInput::Generate(req) = msg {
+                self.pending.set_value(Some(req.clone()));
+            }
             self.ensure_started();
             return;
         }
@@ -181,6 +199,9 @@ impl ModelWorker {
                 self.loaded_at_ms.set(Some(now_ms()));
                 self.loaded.set(Some((name, from_cache)));
                 self.phase.set(Phase::Ready);
+                if let Some(req) = self.pending.try_update_value(Option::take).flatten() {
+                    self.generate(req);
+                }
             }
             WorkerOutput::Token { text, tokens } => {
                 let now = now_ms();

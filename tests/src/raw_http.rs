@@ -39,11 +39,16 @@ pub fn request(
     }
     // The edge may answer (and close) before it has all of it: a failed write is not the test.
     let _ = tcp.write_all(&out);
-    read_answer(&mut tcp)
+    read_answer_of(&mut tcp, method != "HEAD")
 }
 
 /// An HTTP/1.1 answer, read as far as its `Content-Length` or its last chunk.
 pub fn read_answer(tcp: &mut std::net::TcpStream) -> Result<(u16, String), String> {
+    read_answer_of(tcp, true)
+}
+
+/// [`read_answer`]; the answer to a HEAD has no body, whatever its `Content-Length` says.
+fn read_answer_of(tcp: &mut std::net::TcpStream, body: bool) -> Result<(u16, String), String> {
     use std::io::Read;
     let mut data = Vec::new();
     let mut buf = [0u8; 16 * 1024];
@@ -73,6 +78,7 @@ pub fn read_answer(tcp: &mut std::net::TcpStream) -> Result<(u16, String), Strin
         .find_map(|l| l.strip_prefix("content-length:"))
         .and_then(|n| n.trim().parse::<usize>().ok());
     let done = |data: &[u8]| match length {
+        _ if !body => true,
         Some(n) => data.len() >= end + 4 + n,
         None => data.ends_with(b"0\r\n\r\n"),
     };

@@ -96,16 +96,23 @@ pub async fn buffered(mut req: Request, limit: usize) -> Result<Request, ApiErro
     }
     let bytes = read_whole(&mut req, limit).await?;
     let headers = req.headers().clone();
+    let method = req.method();
+    // A GET or HEAD cannot be rebuilt with a body (the runtime refuses): its body, which means
+    // nothing to these routes, was read and is dropped.
+    let bodiless = matches!(method, worker::Method::Get | worker::Method::Head);
     // The body is whole now: its length is known, and it is no longer chunked.
     headers
         .delete("transfer-encoding")
         .map_err(internal("headers"))?;
-    headers
-        .set("content-length", &bytes.len().to_string())
-        .map_err(internal("headers"))?;
+    let length = if bodiless {
+        headers.delete("content-length")
+    } else {
+        headers.set("content-length", &bytes.len().to_string())
+    };
+    length.map_err(internal("headers"))?;
     let mut init = worker::RequestInit::new();
-    init.with_method(req.method()).with_headers(headers);
-    if !bytes.is_empty() {
+    init.with_method(method).with_headers(headers);
+    if !bytes.is_empty() && !bodiless {
         init.with_body(Some(js_sys::Uint8Array::from(bytes.as_slice()).into()));
     }
     let url = req.url().map_err(internal("request URL"))?;

@@ -96,6 +96,15 @@ pub async fn serve_object(
     let Some(stored) = b.head(&o.key).await.map_err(r2("head"))? else {
         return Err(ApiError::not_found(missing()));
     };
+    // The row (its size and sha256, this answer's headers) and the object must be of one file:
+    // a file stored again between the two reads is served once the row names it.
+    if stored.size() != o.size {
+        return Err(ApiError::new(
+            crate::error::ErrorCode::Unavailable,
+            "the file is being stored again; try again in a moment",
+        )
+        .with_details(serde_json::json!({ "retry_after_s": 1 })));
+    }
     let head = req.inner().method() == "HEAD";
     let body = if size == 0 || head {
         worker::ResponseBody::Empty
