@@ -468,13 +468,7 @@ async fn run(
         topp: req.top_p,
         seed: req.seed,
     };
-    let mut generator = Generator::new(
-        model,
-        tokenizer,
-        &req.prompt,
-        req.max_tokens as usize,
-        sampler,
-    );
+    let mut generator = Generator::new(model, tokenizer, &req.prompt, req.steps(), sampler);
     let mut text = Utf8Stream::default();
     let mut tokens = 0u32;
     // Generated but not yet sent: the page redraws once a message, so text goes out in

@@ -157,8 +157,11 @@ impl ModelWorker {
         if self.worker.with_value(Option::is_none) {
             // None started, or the last one was ended by an error: a new one loads the wanted
             // model once it is ready (`on_message`), and then generates what was asked.
-            if let WorkerInput::Generate(req) = msg {
-                self.pending.set_value(Some(req.clone()));
+            // A stop then means the generation asked for before it is no longer wanted.
+            match msg {
+                WorkerInput::Generate(req) => self.pending.set_value(Some(req.clone())),
+                WorkerInput::Stop => return self.pending.set_value(None),
+                WorkerInput::Load(_) => {}
             }
             self.ensure_started();
             return;

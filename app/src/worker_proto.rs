@@ -64,8 +64,23 @@ pub struct GenerateRequest {
     pub temperature: f32,
     pub top_p: f32,
     pub seed: u64,
-    /// Forward passes including the prompt's (llama2.c's `-n`); 0 means the model's context.
+    /// Forward passes including the prompt's (llama2.c's `-n`); 0 means the model's context, up
+    /// to [`MAX_TOKENS`] (a model may declare a context of millions of positions).
     pub max_tokens: u32,
+}
+
+/// The most forward passes one request may ask for.
+pub const MAX_TOKENS: u32 = 4096;
+
+impl GenerateRequest {
+    /// The forward passes this request runs: `max_tokens`, or [`MAX_TOKENS`] for 0 (the
+    /// model's context clamps both).
+    pub fn steps(&self) -> usize {
+        match self.max_tokens {
+            0 => MAX_TOKENS as usize,
+            n => n as usize,
+        }
+    }
 }
 
 impl GenerateRequest {
@@ -87,10 +102,10 @@ impl GenerateRequest {
             // The xorshift state 0 stays 0: every draw would be the same.
             return bad("seed", "must be at least 1".into());
         }
-        if self.max_tokens > 4096 {
+        if self.max_tokens > MAX_TOKENS {
             return bad(
                 "max_tokens",
-                format!("{} is more than 4096", self.max_tokens),
+                format!("{} is more than {MAX_TOKENS}", self.max_tokens),
             );
         }
         Ok(())
@@ -298,8 +313,21 @@ mod tests {
         let e = hot.check().unwrap_err();
         assert_eq!(e.kind, ErrorKind::BadInput);
         assert!(e.detail.starts_with("temperature"), "{}", e.detail);
-        let e = GenerateRequest { top_p: 1.5, ..ok }.check().unwrap_err();
+        let e = GenerateRequest {
+            top_p: 1.5,
+            ..ok.clone()
+        }
+        .check()
+        .unwrap_err();
         assert!(e.detail.starts_with("top_p"), "{}", e.detail);
+        assert_eq!(ok.steps(), 200);
+        // 0 is the model's context, but never more than the most a request may ask.
+        let whole = GenerateRequest {
+            max_tokens: 0,
+            ..ok
+        };
+        assert!(whole.check().is_ok());
+        assert_eq!(whole.steps(), MAX_TOKENS as usize);
     }
 
     #[test]

@@ -26,8 +26,10 @@ fn kind(v: &Value) -> Option<&str> {
 }
 
 /// How the text is prepared before BPE: `▁` for spaces and one in front, by a Metaspace
-/// pre-tokenizer that does not split, or by Llama 2's normalizers (`Prepend`, `Replace`).
-fn preparation(doc: &Value) -> Result<Prepend> {
+/// pre-tokenizer or by Llama 2's normalizers (`Prepend`, `Replace`); and whether the text is
+/// split into words at its spaces (Metaspace's `split`, which `tokenizers` takes as true when a
+/// file does not say it, as in files written before it existed).
+fn preparation(doc: &Value) -> Result<(Prepend, bool)> {
     let pre = doc.get("pre_tokenizer").filter(|v| !v.is_null());
     let norm = doc.get("normalizer").filter(|v| !v.is_null());
     if let Some(pre) = pre {
@@ -45,9 +47,12 @@ fn preparation(doc: &Value) -> Result<Prepend> {
                 &pre["replacement"],
             ));
         }
-        if pre.get("split").and_then(Value::as_bool) == Some(true) {
-            return Err(bad("pre_tokenizer.split", "false", true));
-        }
+        let split = match pre.get("split") {
+            None | Some(Value::Null) => true,
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| bad("pre_tokenizer.split", "true or false", v))?,
+        };
         if let Some(n) = norm {
             return Err(bad(
                 "normalizer",
@@ -60,12 +65,11 @@ fn preparation(doc: &Value) -> Result<Prepend> {
             Some(false) => Some("never"),
             _ => None,
         };
-        return Ok(
-            match pre.get("prepend_scheme").and_then(Value::as_str).or(legacy) {
-                Some("never") => Prepend::Never,
-                _ => Prepend::UnlessSpace,
-            },
-        );
+        let prepend = match pre.get("prepend_scheme").and_then(Value::as_str).or(legacy) {
+            Some("never") => Prepend::Never,
+            _ => Prepend::UnlessSpace,
+        };
+        return Ok((prepend, split));
     }
     let steps: Vec<&Value> = match norm {
         Some(n) if kind(n) == Some("Sequence") => n
@@ -89,11 +93,12 @@ fn preparation(doc: &Value) -> Result<Prepend> {
             norm.map_or("none".into(), |n| n.to_string()),
         ));
     }
-    Ok(if prepends {
+    let prepend = if prepends {
         Prepend::Always
     } else {
         Prepend::Never
-    })
+    };
+    Ok((prepend, false))
 }
 
 /// `merges`, written either `"a b"` (older files) or `["a", "b"]`.
@@ -229,7 +234,7 @@ impl Tokenizer {
                 format!("{:?}", kind(model).unwrap_or("?")),
             ));
         }
-        let prepend = preparation(&doc)?;
+        let (prepend, split) = preparation(&doc)?;
         let ids = piece_ids(&doc, model, vocab_size)?;
         // Pieces as llama2.c stores them: `▁` is a space. Ids the file does not name stay empty.
         let mut vocab = vec![Vec::new(); vocab_size];
@@ -258,6 +263,7 @@ impl Tokenizer {
                 bos: checked_bos(&doc, &ids, vocab_size)?,
                 merges,
                 prepend,
+                split,
                 bytes,
                 unk,
                 stop: stop.to_vec(),
@@ -288,19 +294,23 @@ impl Tokenizer {
                 Prepend::Always => true,
                 Prepend::Never => false,
             };
-        let start = tokens.len();
         let mut buf = [0u8; 4];
+        let mut word = Vec::new();
         for ch in lead.then_some(' ').into_iter().chain(text.chars()) {
+            // Split: a space starts the next word, and merges never cross into it.
+            if hf.split && ch == ' ' && !word.is_empty() {
+                self.merge(&mut word);
+                tokens.append(&mut word);
+            }
             let piece = ch.encode_utf8(&mut buf).as_bytes();
             match (self.id_of(piece), &hf.bytes) {
-                (Some(id), _) => tokens.push(id),
-                (None, Some(bytes)) => tokens.extend(piece.iter().map(|&b| bytes[b as usize])),
-                (None, None) => tokens.extend(hf.unk),
+                (Some(id), _) => word.push(id),
+                (None, Some(bytes)) => word.extend(piece.iter().map(|&b| bytes[b as usize])),
+                (None, None) => word.extend(hf.unk),
             }
         }
-        let mut word = tokens.split_off(start);
         self.merge(&mut word);
-        tokens.extend(word);
+        tokens.append(&mut word);
         if eos && let Some(&e) = hf.stop.first() {
             tokens.push(e);
         }
@@ -313,18 +323,21 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// Byte pieces at 3…258 as in Llama's vocabulary, then `▁`, `a`, `b`, `ab`, `▁a`.
+    /// Byte pieces at 3…258 as in Llama's vocabulary, then `▁`, `a`, `b`, `ab`, `▁a`, `b▁`.
     fn file(pre: Value, normalizer: Value) -> Vec<u8> {
         let mut vocab = json!({"<unk>": 0, "<s>": 1, "</s>": 2});
         for b in 0..=255u32 {
             vocab[format!("<0x{b:02X}>")] = json!(b + 3);
         }
-        for (i, p) in [SPACE, "a", "b", "ab", "\u{2581}a"].iter().enumerate() {
+        for (i, p) in [SPACE, "a", "b", "ab", "\u{2581}a", "b\u{2581}"]
+            .iter()
+            .enumerate()
+        {
             vocab[*p] = json!(259 + i);
         }
         let doc = json!({
             "model": {"type": "BPE", "vocab": vocab, "byte_fallback": true, "unk_token": "<unk>",
-                      "merges": [["a", "b"], [SPACE, "a"]]},
+                      "merges": [["a", "b"], [SPACE, "a"], ["b", SPACE]]},
             "pre_tokenizer": pre, "normalizer": normalizer,
             "post_processor": {"type": "TemplateProcessing",
                 "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
@@ -350,6 +363,28 @@ mod tests {
         assert_eq!(tok.stop_tokens(), [2]);
         assert_eq!(tok.decode(1, 262), b"ab");
         assert_eq!(tok.decode(260, 263), b" a");
+    }
+
+    #[test]
+    fn a_metaspace_that_splits_merges_each_word_alone() {
+        // `b ▁` merges across a space unless the text is split into words there; a file that
+        // does not say `split` splits, as `tokenizers` reads it.
+        let joined = Tokenizer::from_hf_json(&file(metaspace(), Value::Null), 300, &[2]).unwrap();
+        assert_eq!(joined.encode("b b", false, false), [259, 264, 261]);
+        for split in [Some(json!(true)), None] {
+            let mut pre = metaspace();
+            match split {
+                Some(v) => pre["split"] = v,
+                None => drop(pre.as_object_mut().unwrap().remove("split")),
+            }
+            let tok = Tokenizer::from_hf_json(&file(pre, Value::Null), 300, &[2]).unwrap();
+            assert_eq!(tok.encode("b b", false, false), [259, 261, 259, 261]);
+            assert_eq!(tok.encode("b  ab", false, false), [259, 261, 259, 259, 262]);
+        }
+        let mut pre = metaspace();
+        pre["split"] = json!("yes");
+        let e = Tokenizer::from_hf_json(&file(pre, Value::Null), 300, &[2]).unwrap_err();
+        assert!(e.to_string().contains("pre_tokenizer.split"), "{e}");
     }
 
     #[test]

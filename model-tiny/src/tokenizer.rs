@@ -45,6 +45,9 @@ pub(crate) struct HfRules {
     /// Whether a space is put before text that does not start with one (Metaspace's
     /// `prepend_scheme`, or a `Prepend` normalizer, which puts it even then).
     pub(crate) prepend: Prepend,
+    /// Whether merges stop at spaces (Metaspace's `split`, true unless it says false): each
+    /// word, a space and what follows it up to the next one, is merged on its own.
+    pub(crate) split: bool,
     /// `<0x00>`…`<0xFF>`, where the vocabulary has them (`byte_fallback`).
     pub(crate) bytes: Option<Vec<u32>>,
     pub(crate) unk: Option<u32>,
