@@ -2,6 +2,11 @@
 
 use crate::lang::Lang;
 use serde::Serialize;
+use std::collections::HashSet;
+
+/// The most diagnostics the reader, and again the checks, keep: a pathological input could make
+/// one per byte or per list item, and a few hundred say enough.
+pub(crate) const MAX_DIAGNOSTICS: usize = 500;
 
 /// How bad a diagnostic is. Only `Error` stops a spec from being valid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -55,7 +60,7 @@ pub struct Span {
 
 /// Stable diagnostic codes. The string form (`as_str`) is part of the public contract: the app,
 /// the edge and scripts match on it, so a code is never renamed or reused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum Code {
     /// The text is not valid TOML or JSON.
     Syntax,
@@ -231,24 +236,34 @@ pub(crate) fn locate(src: &str, diags: &mut [Diagnostic]) {
     });
 }
 
-/// Drops exact repeats (a check made both while reading and by the rules), keeping order.
+/// Drops exact repeats (a check made both while reading and by the rules), keeping order; in
+/// one pass, so that many diagnostics cost no more than their number.
 pub(crate) fn dedup(diags: &mut Vec<Diagnostic>) {
-    let mut seen: Vec<(Code, String, String, u32, u32)> = Vec::with_capacity(diags.len());
-    diags.retain(|d| {
-        let key = (
-            d.code,
-            d.path.clone(),
-            d.message.en.clone(),
-            d.line,
-            d.column,
-        );
-        if seen.contains(&key) {
-            false
-        } else {
-            seen.push(key);
-            true
-        }
-    });
+    let keep: Vec<bool> = {
+        let mut seen = HashSet::with_capacity(diags.len());
+        diags
+            .iter()
+            .map(|d| {
+                seen.insert((
+                    d.code,
+                    d.path.as_str(),
+                    d.message.en.as_str(),
+                    d.line,
+                    d.column,
+                ))
+            })
+            .collect()
+    };
+    let mut keep = keep.into_iter();
+    diags.retain(|_| keep.next().unwrap_or(true));
+}
+
+/// Adds `d` unless [`MAX_DIAGNOSTICS`] are kept already. Past the cap an error is still kept
+/// while none is, so that dropping what is past the cap never makes a refused spec valid.
+pub(crate) fn push_capped(diags: &mut Vec<Diagnostic>, d: Diagnostic) {
+    if diags.len() < MAX_DIAGNOSTICS || (d.is_error() && !diags.iter().any(Diagnostic::is_error)) {
+        diags.push(d);
+    }
 }
 
 /// With a TOML syntax error, what the checks find may follow from the text the parser skipped

@@ -1,10 +1,20 @@
 //! Durations as a spec writes them (`"24h"`, `"1h30m"`, Slurm's `1:30:00`) and as a plan shows them.
 
-/// Reads durations such as `"24h"`, `"30m"`, `"90s"`, `"2d"`, `"1h30m"` or `"1:30:00"`.
+/// The longest `time_limit` any backend runs: a longer one is refused when the spec is checked,
+/// not when it is dispatched.
+pub const MAX_TIME_LIMIT_S: u64 = 30 * 86_400;
+/// The longest `time_limit` the local `onramp-runner` runs (`runner/src/wire.rs`).
+pub const RUNNER_MAX_TIME_LIMIT_S: u64 = 7 * 86_400;
+
+/// Reads durations such as `"24h"`, `"30m"`, `"90s"`, `"2d"`, `"1h30m"` or `"1:30:00"`, and
+/// Slurm's days forms `"2-12"`, `"2-12:30"` and `"2-12:30:00"` (days, then hours).
 pub fn parse_duration_s(text: &str) -> Option<u64> {
     let t = text.trim();
     if t.is_empty() {
         return None;
+    }
+    if let Some((days, rest)) = t.split_once('-') {
+        return slurm_days(days, rest);
     }
     if t.contains(':') {
         // Slurm's H:MM:SS / MM:SS.
@@ -49,6 +59,28 @@ pub fn parse_duration_s(text: &str) -> Option<u64> {
     saw_unit.then_some(total)
 }
 
+/// Slurm's `D-HH`, `D-HH:MM` and `D-HH:MM:SS`: plain digits in every part.
+fn slurm_days(days: &str, rest: &str) -> Option<u64> {
+    let digits = |p: &str| -> Option<u64> {
+        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        p.parse().ok()
+    };
+    let parts: Vec<&str> = rest.split(':').collect();
+    if parts.len() > 3 {
+        return None;
+    }
+    let part = |i: usize| parts.get(i).map_or(Some(0), |p| digits(p));
+    digits(days)?
+        .checked_mul(24)?
+        .checked_add(part(0)?)?
+        .checked_mul(60)?
+        .checked_add(part(1)?)?
+        .checked_mul(60)?
+        .checked_add(part(2)?)
+}
+
 /// [`format_duration`] for a Chinese text: years as 年 (d, h, m, s stay, as the spec writes them).
 pub fn format_duration_zh(seconds: f64) -> String {
     format_duration(seconds).replace(" years", " 年")
@@ -90,6 +122,25 @@ mod tests {
         assert_eq!(parse_duration_s("24"), None);
         assert_eq!(parse_duration_s("h"), None);
         assert_eq!(parse_duration_s("99999999999999999999d"), None);
+        // Slurm's days forms, as `#SBATCH --time` takes them.
+        assert_eq!(parse_duration_s("2-00:00:00"), Some(172_800));
+        assert_eq!(parse_duration_s(" 1-12 "), Some(129_600));
+        assert_eq!(parse_duration_s("1-0:30"), Some(88_200));
+        assert_eq!(parse_duration_s("0-0:0:45"), Some(45));
+        for bad in [
+            "-1:00",
+            "1-",
+            "1-:30",
+            "1-2:3:4:5",
+            "+1-2",
+            "1-+2",
+            "1-2h",
+            "1--2",
+            "1-2 :00",
+        ] {
+            assert_eq!(parse_duration_s(bad), None, "{bad}");
+        }
+        assert_eq!(parse_duration_s("999999999999999999-0"), None);
         assert_eq!(format_duration(5400.0), "1h 30m");
         assert_eq!(format_duration(f64::INFINITY), "∞");
     }

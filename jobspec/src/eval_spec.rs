@@ -79,7 +79,12 @@ pub fn is_task_name(name: &str) -> bool {
 pub struct EvalSpec {
     /// The share of the training data held out for evaluation (0 < holdout ≤ 0.5); not with
     /// `dataset`.
-    #[serde(default = "default_holdout")]
+    // Written out only when it is not the default: the reader refuses it next to `dataset`, and
+    // a spec with a dataset of its own must read back from its own text.
+    #[serde(
+        default = "default_holdout",
+        skip_serializing_if = "is_default_holdout"
+    )]
     pub holdout: f64,
     /// A dataset of its own to evaluate on (an id or a path, as `data.dataset`), instead of a
     /// held-out share.
@@ -114,6 +119,10 @@ pub struct EvalSpec {
 
 fn default_holdout() -> f64 {
     DEFAULT_HOLDOUT
+}
+
+fn is_default_holdout(share: &f64) -> bool {
+    *share == DEFAULT_HOLDOUT
 }
 
 fn is_zero(n: &u32) -> bool {

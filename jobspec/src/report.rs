@@ -4,7 +4,9 @@ use crate::diag::{Diagnostic, Severity};
 use crate::money::yuan;
 use crate::plan::Plan;
 use crate::spec::format_duration;
+use crate::validate::is_refused;
 use crate::{Estimate, Lang, ValidSpec};
+use std::borrow::Cow;
 use std::fmt::Write;
 
 /// Binary gigabytes with one decimal, as people read GPU memory.
@@ -122,8 +124,27 @@ pub fn render_text_for(plan: &Plan, lang: Lang, artifacts: bool, origin: &str) -
     o
 }
 
+/// `text` with each character that could break, clear or forge a terminal line (a control
+/// character such as ESC, a line break, a text-direction or an invisible character) written as
+/// its code point, `\u{1b}`: diagnostics quote what a spec holds, and a spec may be anyone's.
+fn visible(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_refused) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if is_refused(c) {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Every diagnostic as a compiler writes one, `origin:line:column: severity[code]: message`
-/// (the key's path where there is no line), each with its help below it.
+/// (the key's path where there is no line), each with its help below it; one line each, whatever
+/// user text they quote (see [`visible`]).
 pub fn render_diagnostics(diags: &[Diagnostic], lang: Lang, origin: &str) -> String {
     let mut o = String::new();
     let zh = lang == Lang::Zh;
@@ -132,7 +153,7 @@ pub fn render_diagnostics(diags: &[Diagnostic], lang: Lang, origin: &str) -> Str
     let origin = if origin.is_empty() {
         String::new()
     } else {
-        format!("{origin}:")
+        format!("{}:", visible(origin))
     };
     for d in diags {
         let sev = match (d.severity, zh) {
@@ -148,20 +169,20 @@ pub fn render_diagnostics(diags: &[Diagnostic], lang: Lang, origin: &str) -> Str
         } else if d.path.is_empty() {
             String::new()
         } else {
-            format!("{}: ", d.path)
+            format!("{}: ", visible(&d.path))
         };
         let _ = writeln!(
             o,
             "{origin}{place}{sev}[{}]{colon}{}",
             d.code.as_str(),
-            d.message.get(lang)
+            visible(d.message.get(lang))
         );
         if let Some(h) = &d.help {
             let _ = writeln!(
                 o,
                 "    {}{colon}{}",
                 if zh { "建议" } else { "help" },
-                h.get(lang)
+                visible(h.get(lang))
             );
         }
     }

@@ -37,7 +37,12 @@ const READER_RANGES: &[(&str, &str, f64, f64)] = &[
     ("TrainSpec", "steps", 1.0, 1e12),
     ("TrainSpec", "micro_batch", 1.0, 65_536.0),
     ("TrainSpec", "grad_accum", 1.0, 65_536.0),
-    ("TrainSpec", "lr", 0.0, 10.0),
+    (
+        "TrainSpec",
+        "lr",
+        crate::parse::LR_RANGE.0,
+        crate::parse::LR_RANGE.1,
+    ),
     ("TrainSpec", "warmup", 0.0, 1e12),
     ("TrainSpec", "lora_rank", 1.0, 4096.0),
     ("TrainSpec", "seed", 0.0, 4_294_967_295.0),
@@ -104,15 +109,18 @@ const READER_RANGES: &[(&str, &str, f64, f64)] = &[
     ("CustomModel", "vocab", 1.0, 16_777_216.0),
 ];
 
+/// The keys of [`READER_RANGES`] whose lower end is left out (`exclusiveMinimum`).
+const READER_ABOVE: &[(&str, &str)] = &[("TrainSpec", "lr")];
+
 /// Patterns the reader holds strings to, per table and key; a string must match all of them.
-/// A duration (`parse_duration_s`): `H:MM:SS` or `MM:SS`, or numbers each with a
-/// unit `s`, `m`, `h` or `d`; not zero.
+/// A duration (`parse_duration_s`): `H:MM:SS` or `MM:SS`, Slurm's `D-HH`, `D-HH:MM` or
+/// `D-HH:MM:SS`, or numbers each with a unit `s`, `m`, `h` or `d`; not zero.
 const READER_PATTERNS: &[(&str, &str, &[&str])] = &[
     (
         "ResourcesSpec",
         "time_limit",
         &[
-            r"^\s*(?:\+?[0-9]+(?::\+?[0-9]+){1,2}|(?:[ ]*[0-9][0-9 ]*[smhd])+[ ]*)\s*$",
+            r"^\s*(?:\+?[0-9]+(?::\+?[0-9]+){1,2}|[0-9]+-[0-9]+(?::[0-9]+){0,2}|(?:[ ]*[0-9][0-9 ]*[smhd])+[ ]*)\s*$",
             "[1-9]",
         ],
     ),
@@ -139,22 +147,7 @@ pub fn json_schema() -> serde_json::Value {
             obj.insert("required".into(), serde_json::json!(keys));
         }
     }
-    for (def, key, min, max) in READER_RANGES {
-        if let Some(prop) = value
-            .pointer_mut(&format!("/$defs/{def}/properties/{key}"))
-            .and_then(|p| p.as_object_mut())
-        {
-            let number = |x: f64| {
-                if x.fract() == 0.0 && x.abs() < 9e15 {
-                    serde_json::json!(x as i64)
-                } else {
-                    serde_json::json!(x)
-                }
-            };
-            prop.insert("minimum".into(), number(*min));
-            prop.insert("maximum".into(), number(*max));
-        }
-    }
+    add_ranges(&mut value);
     for (def, key, patterns) in READER_PATTERNS {
         if let Some(prop) = value
             .pointer_mut(&format!("/$defs/{def}/properties/{key}"))
@@ -265,7 +258,11 @@ fn add_defaults(value: &mut serde_json::Value) {
     // Not written when it is the default, or not a table's own default (the reader or the
     // derivation fills them in), so not in the serialised defaults above: the same constants.
     use crate::deepspeed as ds;
-    let filled: [(&str, serde_json::Value); 11] = [
+    let filled: [(&str, serde_json::Value); 12] = [
+        (
+            "EvalSpec/properties/holdout",
+            crate::eval_spec::DEFAULT_HOLDOUT.into(),
+        ),
         (
             "TrainSpec/properties/seed",
             crate::spec::DEFAULT_SEED.into(),
@@ -303,6 +300,28 @@ fn add_defaults(value: &mut serde_json::Value) {
             .and_then(|p| p.as_object_mut())
         {
             prop.insert("default".into(), default);
+        }
+    }
+}
+
+/// The reader's ranges on each key: `minimum` (or `exclusiveMinimum`) and `maximum`.
+fn add_ranges(value: &mut serde_json::Value) {
+    for (def, key, min, max) in READER_RANGES {
+        if let Some(prop) = value
+            .pointer_mut(&format!("/$defs/{def}/properties/{key}"))
+            .and_then(|p| p.as_object_mut())
+        {
+            let number = |x: f64| {
+                if x.fract() == 0.0 && x.abs() < 9e15 {
+                    serde_json::json!(x as i64)
+                } else {
+                    serde_json::json!(x)
+                }
+            };
+            let above = READER_ABOVE.contains(&(*def, *key));
+            let lower = if above { "exclusiveMinimum" } else { "minimum" };
+            prop.insert(lower.into(), number(*min));
+            prop.insert("maximum".into(), number(*max));
         }
     }
 }
@@ -432,8 +451,14 @@ mod tests {
         }
         assert_eq!(s["$defs"]["TrainSpec"].get("required"), None);
         for (def, key, _, _) in READER_RANGES {
+            let prop = &s["$defs"][def]["properties"][key];
+            let lower = if READER_ABOVE.contains(&(*def, *key)) {
+                "exclusiveMinimum"
+            } else {
+                "minimum"
+            };
             assert!(
-                s["$defs"][def]["properties"][key]["minimum"].is_number(),
+                prop[lower].is_number() && prop["maximum"].is_number(),
                 "{def}.{key} is not in the schema"
             );
         }

@@ -137,8 +137,14 @@ fn type_words(schema: &Value, prop: &Value, lang: Lang) -> String {
         }
         _ => "",
     };
-    match (&t["minimum"], &t["maximum"]) {
-        (Value::Number(lo), Value::Number(hi)) => format!("{name} {lo}–{hi}"),
+    match (&t["minimum"], &t["exclusiveMinimum"], &t["maximum"], lang) {
+        (Value::Number(lo), _, Value::Number(hi), _) => format!("{name} {lo}–{hi}"),
+        (_, Value::Number(lo), Value::Number(hi), Lang::En) => {
+            format!("{name} over {lo}, up to {hi}")
+        }
+        (_, Value::Number(lo), Value::Number(hi), Lang::Zh) => {
+            format!("{name}，大于 {lo}、至多 {hi}")
+        }
         _ => name.to_string(),
     }
 }

@@ -40,6 +40,9 @@ pub fn spec_keys(text: &str) -> Option<BTreeMap<String, Value>> {
             out.entry(k).or_insert(v);
         }
     }
+    // Not written when it is the default (the reader refuses it next to `eval.dataset`).
+    out.entry("eval.holdout".into())
+        .or_insert(crate::eval_spec::DEFAULT_HOLDOUT.into());
     Some(out)
 }
 

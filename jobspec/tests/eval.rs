@@ -171,6 +171,13 @@ fn bad_eval_sets_and_prompts_are_refused() {
         "#]],
     );
     check(
+        "dataset = \" \"\n",
+        expect![[r#"
+            14:11 error bad-value eval.dataset: `eval.dataset` is empty
+            valid: false
+        "#]],
+    );
+    check(
         "holdout = 0.9\nprompts = [\"  \", \"a\\u202eb\"]\nevery_steps = 1000\n",
         expect![[r#"
             14:11 error out-of-range eval.holdout: `eval.holdout` = 0.9 is out of range (0.001 to 0.5)
@@ -179,6 +186,24 @@ fn bad_eval_sets_and_prompts_are_refused() {
             16:15 warning suspicious eval.every_steps: `eval.every_steps` = 1000 is more than the run's 100 steps: it evaluates only before and after training
             valid: false
         "#]],
+    );
+}
+
+/// A spec as large as the edge takes (256 KiB) of empty prompts is refused in a few
+/// diagnostics, not one per prompt, so it costs no more to check than a short list.
+#[test]
+fn a_huge_list_of_prompts_is_refused_in_a_few_diagnostics() {
+    let prompts = vec!["''"; 80_000].join(",");
+    let src = format!("{BASE}[eval]\nprompts = [{prompts}]\n");
+    assert!(src.len() > 200_000);
+    let (valid, diags) = validate_toml(&src);
+    assert!(valid.is_none());
+    assert!(diags.len() <= 10, "{} diagnostics", diags.len());
+    assert!(
+        diags
+            .iter()
+            .any(|d| d.message.en.contains("lists 80000 prompts; at most 16")),
+        "{diags:?}"
     );
 }
 

@@ -108,3 +108,45 @@ fn patch_spec_and_canonical_toml_round_trip() {
     );
     assert!(bad.is_err());
 }
+
+/// A spec whose eval set is a dataset of its own reads back from its canonical TOML, from its
+/// JSON and through a patch: the default `eval.holdout`, which the reader refuses next to
+/// `eval.dataset`, is not written out.
+#[test]
+fn a_spec_with_an_eval_dataset_survives_its_canonical_text_and_a_patch() {
+    let eval_dataset = FULL_4090.to_string() + "\n[eval]\ndataset = \"held-out.jsonl\"\n";
+    let (valid, diags) = validate_toml(&eval_dataset);
+    let v = valid.unwrap_or_else(|| panic!("{diags:#?}"));
+    let text = v.spec().to_toml();
+    assert!(!text.contains("holdout"), "{text}");
+    let (again, diags) = validate_toml(&text);
+    assert_eq!(
+        again.as_ref().map(|a| a.spec()),
+        Some(v.spec()),
+        "{diags:#?}\n{text}"
+    );
+    let json = serde_json::to_string(v.spec()).unwrap();
+    let (again, diags) = jobspec::validate_json(&json);
+    assert_eq!(
+        again.as_ref().map(|a| a.spec()),
+        Some(v.spec()),
+        "{diags:#?}"
+    );
+    let patched = apply_patch(
+        v.spec(),
+        &[PatchOp {
+            path: "train.micro_batch".into(),
+            value: json!(1),
+        }],
+    )
+    .unwrap_or_else(|d| panic!("{d:#?}"));
+    assert_eq!(patched.eval.dataset.as_deref(), Some("held-out.jsonl"));
+    assert!(validate_toml(&patched.to_toml()).0.is_some());
+    // A share other than the default is still written, and read back.
+    let share = FULL_4090.to_string() + "\n[eval]\nholdout = 0.1\n";
+    let (Some(v), _) = validate_toml(&share) else {
+        panic!()
+    };
+    let (again, _) = validate_toml(&v.spec().to_toml());
+    assert_eq!(again.unwrap().spec().eval.holdout, 0.1);
+}

@@ -259,6 +259,7 @@ mod generated {
             toml::Value::String("0h".into()),
             toml::Value::String("1h 30m".into()),
             toml::Value::String("1:30:00".into()),
+            toml::Value::String("1-12:00:00".into()),
             toml::Value::String("24".into()),
             toml::Value::String("RTX-4090".into()),
             toml::Value::String("rtx 4090".into()),

@@ -5,8 +5,9 @@ use crate::error::ApiError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The longest time limit the runner accepts: a week, far beyond any CPU job's use.
-pub const MAX_TIME_LIMIT_S: u64 = 7 * 86_400;
+/// The longest time limit the runner accepts: a week, far beyond any CPU job's use (jobspec
+/// refuses more for `backend = "runner"`, so that a plan never promises what this refuses).
+pub const MAX_TIME_LIMIT_S: u64 = jobspec::duration::RUNNER_MAX_TIME_LIMIT_S;
 
 /// `POST /jobs` body, as sent by the edge (the runner contract's type).
 pub use api::runner::SubmitJob as SubmitWire;

@@ -95,6 +95,10 @@ pub(crate) const OPTIM_RANGES: [(&str, f64, f64); 6] = [
 ];
 const MAX_BETA: f64 = 0.999_999;
 
+/// The range of `train.lr`, its lower end left out: a rate of 0 trains nothing, and tiny-train's
+/// command refuses it.
+pub(crate) const LR_RANGE: (f64, f64) = (0.0, 10.0);
+
 /// The longest sequence a spec may ask for.
 pub const MAX_SEQ_LEN: u64 = 131_072;
 
@@ -135,9 +139,7 @@ impl Reader {
 
     fn push(&mut self, d: Diagnostic) {
         // A pathological input could produce a diagnostic per byte; a few hundred say enough.
-        if self.diags.len() < 500 {
-            self.diags.push(d);
-        }
+        crate::diag::push_capped(&mut self.diags, d);
     }
 
     /// Opens `node` as a table, reporting keys not in `known`.
@@ -300,6 +302,21 @@ impl Reader {
     }
 
     fn float(&mut self, t: &Table<'_>, key: &str, min: f64, max: f64) -> Option<f64> {
+        self.float_in(t, key, (min, max), false)
+    }
+
+    /// A number above `above` (not equal to it) and at most `max`.
+    fn float_above(&mut self, t: &Table<'_>, key: &str, (above, max): (f64, f64)) -> Option<f64> {
+        self.float_in(t, key, (above, max), true)
+    }
+
+    fn float_in(
+        &mut self,
+        t: &Table<'_>,
+        key: &str,
+        (min, max): (f64, f64),
+        min_excluded: bool,
+    ) -> Option<f64> {
         let node = t.get(key)?;
         let path = t.path(key);
         let f = match node.val {
@@ -310,16 +327,17 @@ impl Reader {
                 return None;
             }
         };
-        if !f.is_finite() || f < min || f > max {
-            self.push(
-                Diagnostic::error(
-                    Code::OutOfRange,
-                    &path,
+        let below = if min_excluded { f <= min } else { f < min };
+        if !f.is_finite() || below || f > max {
+            let (en, zh) = if min_excluded {
+                out_of_range_above(&path, f, (min, max))
+            } else {
+                (
                     format!("`{path}` = {f} is out of range ({min} to {max})"),
                     format!("`{path}` = {f} 超出范围（{min} 到 {max}）"),
                 )
-                .with_span(node.span),
-            );
+            };
+            self.push(Diagnostic::error(Code::OutOfRange, &path, en, zh).with_span(node.span));
             return None;
         }
         Some(f)
@@ -523,6 +541,19 @@ const QUALIFIED: &[&str] = &[
     "deepspeed.stage3_max_live_parameters",
     "deepspeed.stage3_max_reuse_distance",
 ];
+
+/// Why `value` at `path` is out of a range whose lower end is left out, in English and Chinese
+/// (the reader's words, and the form check's).
+pub(crate) fn out_of_range_above(
+    path: &str,
+    value: f64,
+    (above, max): (f64, f64),
+) -> (String, String) {
+    (
+        format!("`{path}` = {value} is out of range (more than {above}, at most {max})"),
+        format!("`{path}` = {value} 超出范围（须大于 {above}，至多 {max}）"),
+    )
+}
 
 fn ids(it: impl Iterator<Item = &'static str>) -> String {
     it.collect::<Vec<_>>().join(", ")

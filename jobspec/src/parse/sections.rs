@@ -260,7 +260,7 @@ impl Reader {
             steps: self.uint(t, "steps", 1, 1_000_000_000_000),
             micro_batch: self.uint32(t, "micro_batch", 1, 65_536).unwrap_or(1),
             grad_accum: self.uint32(t, "grad_accum", 1, 65_536).unwrap_or(1),
-            lr: self.float(t, "lr", 0.0, 10.0).unwrap_or(d.lr),
+            lr: self.float_above(t, "lr", LR_RANGE).unwrap_or(d.lr),
             warmup: self.uint(t, "warmup", 0, 1_000_000_000_000).unwrap_or(0),
             schedule: self
                 .word(t, "schedule", &Schedule::ALL, Schedule::from_word)

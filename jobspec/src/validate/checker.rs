@@ -29,9 +29,11 @@ pub(super) struct Checker<'a> {
 }
 
 impl Checker<'_> {
+    /// Adds a finding with its key's span; past [`crate::diag::MAX_DIAGNOSTICS`] only an error
+    /// while none is kept, as the reader does.
     pub(super) fn push(&mut self, d: Diagnostic) {
         let span = span_at(self.root, &d.path);
-        self.diags.push(d.with_span(span));
+        crate::diag::push_capped(self.diags, d.with_span(span));
     }
     pub(super) fn error(&mut self, code: Code, path: &str, en: String, zh: String) {
         self.push(Diagnostic::error(code, path, en, zh));

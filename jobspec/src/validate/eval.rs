@@ -145,6 +145,18 @@ fn check_tasks_on_one_rank(c: &mut Checker<'_>, spec: &JobSpec, world: u32) {
 }
 
 fn check_prompts(c: &mut Checker<'_>, e: &EvalSpec, seq_len: u32) {
+    let room = u64::from(seq_len);
+    let answer = u64::from(e.max_new_tokens(seq_len));
+    // The default fits any seq_len of 2 and up; only an answer length the spec gives is refused.
+    let no_room = e.max_new_tokens.is_some() && answer >= room;
+    if no_room {
+        c.error(
+            Code::Conflict,
+            "eval.max_new_tokens",
+            format!("`eval.max_new_tokens` = {answer} leaves no room for a prompt in `data.seq_len` = {seq_len}; make it smaller than {seq_len}"),
+            format!("`eval.max_new_tokens` = {answer} 在 `data.seq_len` = {seq_len} 中没有给提示留位置；请小于 {seq_len}"),
+        );
+    }
     if e.prompts.len() > MAX_PROMPTS {
         c.error(
             Code::BadValue,
@@ -158,18 +170,9 @@ fn check_prompts(c: &mut Checker<'_>, e: &EvalSpec, seq_len: u32) {
                 e.prompts.len()
             ),
         );
-    }
-    let room = u64::from(seq_len);
-    let answer = u64::from(e.max_new_tokens(seq_len));
-    // The default fits any seq_len of 2 and up; only an answer length the spec gives is refused.
-    let no_room = e.max_new_tokens.is_some() && answer >= room;
-    if no_room {
-        c.error(
-            Code::Conflict,
-            "eval.max_new_tokens",
-            format!("`eval.max_new_tokens` = {answer} leaves no room for a prompt in `data.seq_len` = {seq_len}; make it smaller than {seq_len}"),
-            format!("`eval.max_new_tokens` = {answer} 在 `data.seq_len` = {seq_len} 中没有给提示留位置；请小于 {seq_len}"),
-        );
+        // Each prompt is not checked too, as with `eval.tasks`: a list of thousands costs no
+        // more to refuse than a short one.
+        return;
     }
     for (i, p) in e.prompts.iter().enumerate() {
         let n = i + 1;

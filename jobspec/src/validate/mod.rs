@@ -12,6 +12,7 @@ use crate::spec::*;
 mod checker;
 pub(crate) mod derive;
 mod eval;
+mod lora;
 mod parallel;
 mod ranges;
 mod resume;

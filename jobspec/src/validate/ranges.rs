@@ -59,8 +59,13 @@ pub(super) fn check_ranges(c: &mut Checker<'_>, spec: &JobSpec) {
             );
         }
     }
+    let (above, max) = crate::parse::LR_RANGE;
+    let lr = spec.train.lr;
+    if !lr.is_finite() || lr <= above || lr > max {
+        let (en, zh) = crate::parse::out_of_range_above("train.lr", lr, (above, max));
+        c.error(Code::OutOfRange, "train.lr", en, zh);
+    }
     let floats = [
-        ("train.lr", Some(spec.train.lr), 0.0, 10.0),
         ("train.epochs", spec.train.epochs, 1e-6, 1e6),
         ("estimate.mfu", spec.estimate.mfu, 0.01, 1.0),
     ];
@@ -75,14 +80,6 @@ pub(super) fn check_ranges(c: &mut Checker<'_>, spec: &JobSpec) {
                 format!("`{path}` = {v} 超出范围（{min} 到 {max}）"),
             );
         }
-    }
-    if spec.data.dataset.trim().is_empty() {
-        c.error(
-            Code::BadValue,
-            "data.dataset",
-            "`data.dataset` is empty".into(),
-            "`data.dataset` 为空".into(),
-        );
     }
 }
 

@@ -3,11 +3,13 @@
 
 use super::checker::Checker;
 use super::derive::{self, RunLength};
+use super::lora::check_adapter;
 use super::ranges::check_ranges;
 use super::text::check_free_text;
-use super::valid::{ALL_LINEAR, ValidSpec};
+use super::valid::ValidSpec;
 use crate::catalog::{self, Arch};
 use crate::diag::{Code, Diagnostic, did_you_mean, hint};
+use crate::duration::{MAX_TIME_LIMIT_S, RUNNER_MAX_TIME_LIMIT_S};
 use crate::node::Node;
 use crate::spec::*;
 
@@ -20,7 +22,7 @@ pub(super) fn check(
     let card = resolve_card(&mut c, &spec);
     let (arch, model_name, model_max_seq_len, is_tiny) = resolve_model(&mut c, &spec);
     check_ranges(&mut c, &spec);
-    if spec.name.trim().is_empty() || spec.name.len() > 128 {
+    if spec.name.trim().is_empty() || spec.name.chars().count() > 128 {
         c.error(
             Code::BadValue,
             "name",
@@ -88,18 +90,6 @@ fn resolve_card(c: &mut Checker<'_>, spec: &JobSpec) -> Option<&'static catalog:
             );
             None
         }
-    }
-}
-
-/// The model as a diagnostic names it, in English and Chinese: its catalogue id, or a model
-/// given by its numbers.
-fn model_label(spec: &JobSpec) -> (String, String) {
-    match &spec.model {
-        ModelRef::Id(id) => (format!("`{id}`"), format!("`{id}`")),
-        ModelRef::Custom(_) => (
-            "a Llama-style model given by its numbers".into(),
-            "按数字给出的 Llama 式模型".into(),
-        ),
     }
 }
 
@@ -301,20 +291,49 @@ fn check_card_and_task(
             );
         }
     }
-    if spec.task == Task::TinyTrain && !is_tiny {
-        c.error(
-            Code::Conflict,
-            "model",
-            "task = \"tiny-train\" trains a llama2.c model: stories260K, stories15M, stories42M or stories110M".into(),
-            "task = \"tiny-train\" 只训练 llama2.c 模型：stories260K、stories15M、stories42M 或 stories110M".into(),
-        );
-    }
+    check_tiny_train(c, spec, card, is_tiny);
     if spec.task == Task::Qlora && t.precision == Precision::Fp32 {
         c.error(
             Code::Conflict,
             "train.precision",
             "QLoRA computes in bf16 or fp16 over a 4-bit base, not fp32".into(),
             "QLoRA 在 4 位底座上以 bf16 或 fp16 计算，不能用 fp32".into(),
+        );
+    }
+}
+
+/// tiny-train trains a llama2.c model with onramp-runner, on a CPU card.
+fn check_tiny_train(
+    c: &mut Checker<'_>,
+    spec: &JobSpec,
+    card: Option<&catalog::Card>,
+    is_tiny: bool,
+) {
+    if spec.task == Task::TinyTrain
+        && let Some(card) = card.filter(|card| card.is_gpu)
+    {
+        // Its launch is onramp-runner's CPU trainer; a GPU job runs onramp-train, which does not
+        // train llama2.c models.
+        let cpu = cpu_card_ids();
+        c.error(
+            Code::Conflict,
+            "resources.card",
+            format!(
+                "task = \"tiny-train\" trains on the CPU runner only ({cpu}), not on a GPU ({})",
+                card.display
+            ),
+            format!(
+                "task = \"tiny-train\" 只在 CPU 运行器上训练（{cpu}），不能用 GPU（{}）",
+                card.display
+            ),
+        );
+    }
+    if spec.task == Task::TinyTrain && !is_tiny {
+        c.error(
+            Code::Conflict,
+            "model",
+            "task = \"tiny-train\" trains a llama2.c model: stories260K, stories15M, stories42M or stories110M".into(),
+            "task = \"tiny-train\" 只训练 llama2.c 模型：stories260K、stories15M、stories42M 或 stories110M".into(),
         );
     }
 }
@@ -403,26 +422,6 @@ fn check_schedule(
     }
 }
 
-/// LoRA's settings, and the adapter output of a task that has none.
-fn check_adapter(c: &mut Checker<'_>, spec: &JobSpec) -> (u32, u32, Vec<String>) {
-    let lora = check_lora(c, spec);
-    if spec.output.merge_adapter && !spec.task.is_adapter() {
-        c.warn(
-            Code::Suspicious,
-            "output.merge_adapter",
-            format!(
-                "merge_adapter is ignored for task = \"{}\": there is no adapter to merge",
-                spec.task.as_str()
-            ),
-            format!(
-                "task = \"{}\" 时 merge_adapter 会被忽略：没有可合并的适配器",
-                spec.task.as_str()
-            ),
-        );
-    }
-    lora
-}
-
 /// The time limit and the claimed time, in seconds (`None` when unreadable).
 fn durations(c: &mut Checker<'_>, spec: &JobSpec) -> (Option<u64>, Option<u64>) {
     let r = &spec.resources;
@@ -456,7 +455,42 @@ fn durations(c: &mut Checker<'_>, spec: &JobSpec) -> (Option<u64>, Option<u64>) 
         .claimed_time
         .as_deref()
         .and_then(parse_duration_s);
+    let time_limit_s = time_limit_s.filter(|s| within_backends(c, spec, *s));
     (time_limit_s, claimed_s)
+}
+
+/// Whether a backend runs a job for `time_limit_s`: none runs one for more than
+/// [`MAX_TIME_LIMIT_S`], the local runner none for more than [`RUNNER_MAX_TIME_LIMIT_S`], so
+/// the plan refuses what the dispatch would.
+fn within_backends(c: &mut Checker<'_>, spec: &JobSpec, time_limit_s: u64) -> bool {
+    let runner = spec.backend == Backend::Runner;
+    let max_s = if runner {
+        RUNNER_MAX_TIME_LIMIT_S
+    } else {
+        MAX_TIME_LIMIT_S
+    };
+    if time_limit_s <= max_s {
+        return true;
+    }
+    let (days, limit) = (max_s / 86_400, &spec.resources.time_limit);
+    let (en, zh) = if runner {
+        (
+            format!("backend = \"runner\" runs a job for at most {days} days"),
+            format!("backend = \"runner\" 运行一个作业最多 {days} 天"),
+        )
+    } else {
+        (
+            format!("no backend runs a job for more than {days} days"),
+            format!("没有后端会运行一个作业超过 {days} 天"),
+        )
+    };
+    c.error(
+        Code::OutOfRange,
+        "resources.time_limit",
+        format!("time_limit \"{limit}\" is too long: {en} (\"{days}d\")"),
+        format!("time_limit \"{limit}\" 太长：{zh}（\"{days}d\"）"),
+    );
+    false
 }
 
 fn check_custom(c: &mut Checker<'_>, a: &Arch) {
@@ -477,6 +511,17 @@ fn check_custom(c: &mut Checker<'_>, a: &Arch) {
             format!("heads = {} 必须整除 hidden = {}", a.heads, a.hidden),
         );
     }
+    // RoPE rotates pairs of each head's dimensions: an odd head dimension has a dimension left
+    // over, and the trainer's first forward pass fails on the shapes.
+    let head_dim = a.hidden / a.heads;
+    if a.hidden.is_multiple_of(a.heads) && !head_dim.is_multiple_of(2) {
+        c.error(
+            Code::Conflict,
+            "model.heads",
+            format!("hidden / heads = {} / {} = {head_dim} is each head's dimension, which must be even (RoPE rotates its dimensions in pairs)", a.hidden, a.heads),
+            format!("hidden / heads = {} / {} = {head_dim} 是每个注意力头的维度，必须为偶数（RoPE 按成对的维度旋转）", a.hidden, a.heads),
+        );
+    }
     if a.kv_heads > a.heads || !a.heads.is_multiple_of(a.kv_heads) {
         c.error(
             Code::Conflict,
@@ -487,72 +532,12 @@ fn check_custom(c: &mut Checker<'_>, a: &Arch) {
     }
 }
 
-fn check_lora(c: &mut Checker<'_>, spec: &JobSpec) -> (u32, u32, Vec<String>) {
-    let t = &spec.train;
-    if !spec.task.is_adapter() {
-        if t.lora_rank.is_some() || t.lora_alpha.is_some() || t.lora_targets.is_some() {
-            c.warn(
-                Code::Suspicious,
-                "train.lora_rank",
-                format!(
-                    "LoRA settings are ignored for task = \"{}\"; use task = \"lora\"",
-                    spec.task.as_str()
-                ),
-                format!(
-                    "task = \"{}\" 时 LoRA 设置会被忽略；请用 task = \"lora\"",
-                    spec.task.as_str()
-                ),
-            );
-        }
-        return (0, 0, Vec::new());
-    }
-    if t.lora_rank.is_none() {
-        c.info(
-            Code::Defaulted,
-            "train.lora_rank",
-            format!("lora_rank not given: using {}", derive::DEFAULT_LORA_RANK),
-            format!("未给出 lora_rank：使用 {}", derive::DEFAULT_LORA_RANK),
-        );
-    }
-    let (rank, alpha, targets) = derive::lora(spec);
-    if targets.is_empty() {
-        c.error(
-            Code::BadValue,
-            "train.lora_targets",
-            "lora_targets is empty: nothing would train".into(),
-            "lora_targets 为空：没有可训练的参数".into(),
-        );
-    }
-    let family = derive::family(spec);
-    let known: Vec<&str> = family
-        .modules()
+/// The catalogue's CPU cards, as a message lists them (`"cpu"`).
+fn cpu_card_ids() -> String {
+    catalog::CARDS
         .iter()
-        .copied()
-        .chain([ALL_LINEAR])
-        .collect();
-    let (en, zh) = model_label(spec);
-    for target in &targets {
-        if !known.contains(&target.as_str()) {
-            c.push(
-                Diagnostic::error(
-                    Code::BadValue,
-                    "train.lora_targets",
-                    format!(
-                        "`{target}` is not a layer of {en}; its LoRA targets are {}",
-                        known.join(", ")
-                    ),
-                    format!(
-                        "`{target}` 不是 {zh} 的层；它的 LoRA 目标可选：{}",
-                        known.join(", ")
-                    ),
-                )
-                .with_help(hint(
-                    family
-                        .counterpart(target)
-                        .or_else(|| did_you_mean(target, known.iter().copied())),
-                )),
-            );
-        }
-    }
-    (rank, alpha, targets)
+        .filter(|card| !card.is_gpu)
+        .map(|card| format!("card = \"{}\"", card.id))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

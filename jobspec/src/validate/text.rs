@@ -205,9 +205,18 @@ pub(super) fn check_free_text(c: &mut Checker<'_>, spec: &JobSpec) {
     check_dataset(c, "data.dataset", &spec.data.dataset);
 }
 
-/// A dataset id or path (`data.dataset`, `eval.dataset`): its length, its characters, and that
-/// it stays inside the datasets root or the job's folder.
+/// A dataset id or path (`data.dataset`, `eval.dataset`): not empty, its length, its characters,
+/// and that it stays inside the datasets root or the job's folder.
 pub(super) fn check_dataset(c: &mut Checker<'_>, path: &str, dataset: &str) {
+    if dataset.trim().is_empty() {
+        c.error(
+            Code::BadValue,
+            path,
+            format!("`{path}` is empty"),
+            format!("`{path}` 为空"),
+        );
+        return;
+    }
     if dataset.len() > 512 {
         c.error(
             Code::BadValue,

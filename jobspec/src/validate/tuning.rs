@@ -11,13 +11,8 @@ pub(super) fn check_tuning(c: &mut Checker<'_>, spec: &JobSpec, card: Option<&Ca
     super::ranges::check_tuning_ranges(c, spec);
     let t = &spec.train;
     let tiny = spec.task == Task::TinyTrain;
-    if tiny && t.optimizer == Optimizer::Sgd {
-        c.warn(
-            Code::Suspicious,
-            "train.optimizer",
-            "tiny-train runs AdamW: `train.optimizer = \"sgd\"` is ignored".into(),
-            "tiny-train 使用 AdamW：`train.optimizer = \"sgd\"` 不起作用".into(),
-        );
+    if tiny {
+        check_tiny_train(c, t);
     }
     let optimizer = if tiny { Optimizer::Adamw } else { t.optimizer };
     let (unused, runs): (&[(&str, bool)], &str) = match optimizer {
@@ -71,6 +66,50 @@ pub(super) fn check_tuning(c: &mut Checker<'_>, spec: &JobSpec, card: Option<&Ca
     }
     if stage == 3 {
         check_live_parameters(c, spec);
+    }
+}
+
+/// What tiny-train runs of `[train]`: AdamW, one micro-batch a step, warmup then cosine decay
+/// (model-tiny's `train.rs`). An accumulation it would not run makes the plan's steps, tokens
+/// and cost wrong, so it is refused; the rest is ignored with a warning.
+fn check_tiny_train(c: &mut Checker<'_>, t: &TrainSpec) {
+    if t.optimizer == Optimizer::Sgd {
+        c.warn(
+            Code::Suspicious,
+            "train.optimizer",
+            "tiny-train runs AdamW: `train.optimizer = \"sgd\"` is ignored".into(),
+            "tiny-train 使用 AdamW：`train.optimizer = \"sgd\"` 不起作用".into(),
+        );
+    }
+    if t.grad_accum > 1 {
+        c.error(
+            Code::Conflict,
+            "train.grad_accum",
+            format!(
+                "tiny-train takes one micro-batch a step and does not accumulate gradients: \
+                 `train.grad_accum` = {} would not run; set it to 1 and raise `train.micro_batch` instead",
+                t.grad_accum
+            ),
+            format!(
+                "tiny-train 每步只用一个微批次，不做梯度累积：`train.grad_accum` = {} 不会生效；\
+                 请设为 1，改为调大 `train.micro_batch`",
+                t.grad_accum
+            ),
+        );
+    }
+    if t.schedule != Schedule::Cosine {
+        c.warn(
+            Code::Suspicious,
+            "train.schedule",
+            format!(
+                "tiny-train runs warmup then cosine decay: `train.schedule = \"{}\"` is ignored",
+                t.schedule.as_str()
+            ),
+            format!(
+                "tiny-train 使用预热加余弦衰减：`train.schedule = \"{}\"` 不起作用",
+                t.schedule.as_str()
+            ),
+        );
     }
 }
 

@@ -136,7 +136,7 @@ fn stop_warning_s(v: &ValidSpec, o: &SubmitOptions, limit_min: u64) -> u64 {
         return 0;
     }
     o.stop_warning_s
-        .min(limit_min * 60 / 2)
+        .min(limit_min.saturating_mul(60) / 2)
         .min(u64::from(u16::MAX))
 }
 
