@@ -67,6 +67,32 @@ pub fn file_name_problem(name: &str) -> Option<String> {
         .map(|c| format!("{c:?} may not be in a file name"))
 }
 
+/// The name a file is declared with: its own where [`file_name_problem`] finds none, else made
+/// one (control characters dropped, slashes as `_`, cut to [`MAX_FILE_NAME_BYTES`]) keeping its
+/// extension, by which the checker and the trainer choose the file's layout.
+pub fn declared_name(name: &str) -> String {
+    if file_name_problem(name).is_none() {
+        return name.to_string();
+    }
+    let clean: String = name
+        .chars()
+        .filter(|c| !c.is_control())
+        .map(|c| if matches!(c, '/' | '\\') { '_' } else { c })
+        .collect();
+    let (stem, ext) = match clean.rsplit_once('.') {
+        Some((stem, ext)) if ext.len() <= 16 => (stem, format!(".{ext}")),
+        _ => (clean.as_str(), String::new()),
+    };
+    let mut stem: String = stem.to_string();
+    while stem.len() + ext.len() > MAX_FILE_NAME_BYTES {
+        stem.pop();
+    }
+    if stem.is_empty() {
+        stem = "dataset".into();
+    }
+    format!("{stem}{ext}")
+}
+
 /// `POST /api/datasets`: the file the user will upload, with what the checker found in it. The
 /// same declaration again resumes the upload; a file already stored answers at once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -263,7 +289,15 @@ mod tests {
         assert_eq!(file_name_problem("数据.json"), None);
         for bad in ["", "a/b", "a\\b", "a\nb", &"x".repeat(256)] {
             assert!(file_name_problem(bad).is_some(), "{bad:?}");
+            // What is declared instead is a name, with the extension kept.
+            let made = declared_name(&format!("{bad}.txt"));
+            assert!(file_name_problem(&made).is_none(), "{made:?}");
+            assert!(made.ends_with(".txt"), "{made:?}");
         }
+        assert_eq!(declared_name("notes\u{7}.md"), "notes.md");
+        assert_eq!(declared_name("a/b.jsonl"), "a_b.jsonl");
+        assert_eq!(declared_name("\n"), "dataset");
+        assert_eq!(declared_name("mine 1.jsonl"), "mine 1.jsonl");
     }
 
     #[test]

@@ -144,6 +144,9 @@ codes! {
     PartOutOfOrder = "part_out_of_order", 409;
     /// A part sent without its `Content-Length`.
     LengthRequired = "length_required", 411;
+    /// An upload that storage ended before it completed (unfinished past its lifecycle, or
+    /// aborted): what arrived of it is gone, and declaring it again starts it over.
+    UploadExpired = "upload_expired", 409;
     /// A `Range` that starts past the end of the file (`details.size`).
     RangeNotSatisfiable = "range_not_satisfiable", 416;
 }

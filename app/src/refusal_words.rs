@@ -78,7 +78,8 @@ pub fn code_key(code: ErrorCode) -> Key {
         | C::RefundExceedsCapture
         | C::IdempotencyConflict
         | C::LogGap
-        | C::PartOutOfOrder => Key::ErrConflict,
+        | C::PartOutOfOrder
+        | C::UploadExpired => Key::ErrConflict,
         C::LimitReached => Key::ErrLimitReached,
     }
 }

@@ -10,7 +10,7 @@ use crate::jobs_cmd::{Args, done, edge_for, print_value};
 use crate::remote::{Edge, Failure};
 use crate::say::{lang, t};
 use api::artifacts::part_len;
-use api::datasets::file_name_problem;
+use api::datasets::declared_name;
 use api::{Dataset, DatasetDeleted, DatasetList, NewDataset, human_size as size};
 use datacheck::{Counter, Report};
 use sha2::{Digest, Sha256};
@@ -112,6 +112,44 @@ pub fn upload(
 }
 
 /// The file's size and SHA-256, read as a stream.
+/// The file's bytes from its start to where the upload has reached, hashed as the parts are
+/// read: the last part goes only when the whole still hashes to the declared SHA-256, so that a
+/// file changed while it was uploaded is never stored under the other's id.
+#[derive(Default)]
+struct Hashed {
+    h: Sha256,
+    upto: u64,
+}
+
+impl Hashed {
+    /// `buf`, read at `at`; the bytes before it that this run did not read (parts stored by an
+    /// earlier one) are read from `file` first. An upload started over starts the hash over.
+    fn take(&mut self, file: &mut std::fs::File, at: u64, buf: &[u8]) -> std::io::Result<()> {
+        if at < self.upto {
+            *self = Hashed::default();
+        }
+        if self.upto < at {
+            file.seek(SeekFrom::Start(self.upto))?;
+            let mut gap = (&mut *file).take(at - self.upto);
+            let mut chunk = vec![0u8; 1 << 20];
+            loop {
+                let n = gap.read(&mut chunk)?;
+                if n == 0 {
+                    break;
+                }
+                self.h.update(&chunk[..n]);
+            }
+        }
+        self.h.update(buf);
+        self.upto = at + buf.len() as u64;
+        Ok(())
+    }
+
+    fn is(&self, sha256: &str) -> bool {
+        format!("{:x}", self.h.clone().finalize()) == sha256
+    }
+}
+
 fn digest(path: &Path) -> std::io::Result<(u64, String)> {
     let mut f = std::fs::File::open(path)?;
     let mut h = Sha256::new();
@@ -137,11 +175,10 @@ fn io_failure(path: &Path) -> impl Fn(std::io::Error) -> Failure + '_ {
 
 fn send(edge: &Edge, path: &Path, report: &Report) -> Result<Dataset, Failure> {
     let (bytes, sha256) = digest(path).map_err(io_failure(path))?;
+    let declared_sha256 = sha256.clone();
     let name = path
         .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .filter(|n| file_name_problem(n).is_none())
-        .unwrap_or_else(|| "dataset".into());
+        .map_or_else(|| "dataset".into(), |n| declared_name(&n.to_string_lossy()));
     let declaration = NewDataset {
         name,
         size: bytes,
@@ -158,14 +195,41 @@ fn send(edge: &Edge, path: &Path, report: &Report) -> Result<Dataset, Failure> {
     let terminal = std::io::stderr().is_terminal();
     let already = if d.complete { d.parts } else { d.received };
     let mut sent = 0;
+    let mut declared_again = false;
+    let mut hashed = Hashed::default();
     while !d.complete {
         let part = d.received + 1;
         let len = part_len(d.size, d.part_size, part);
         let mut buf = vec![0u8; len as usize];
-        file.seek(SeekFrom::Start((part - 1) * d.part_size))
+        let at = (part - 1) * d.part_size;
+        file.seek(SeekFrom::Start(at))
             .and_then(|_| file.read_exact(&mut buf))
+            .and_then(|_| hashed.take(&mut file, at, &buf))
             .map_err(io_failure(path))?;
-        d = put_part(edge, &d.id, part, buf)?;
+        if part == d.parts && !hashed.is(&declared_sha256) {
+            // The last part would store under the declared id what is not that file.
+            return Err(Failure(t(
+                format!(
+                    "{} changed while it was uploaded (its bytes no longer hash to what was declared); nothing was stored: upload it again once it is written",
+                    path.display()
+                ),
+                format!(
+                    "{} 在上传过程中被改动（内容与声明的哈希不符）；未存储任何内容：写完后请重新上传",
+                    path.display()
+                ),
+            )));
+        }
+        match put_part(edge, &d.id, part, buf) {
+            Ok(next) => d = next,
+            // Storage ended the unfinished upload (it was left too long): what arrived is gone,
+            // and the file is declared again and sent whole, once.
+            Err(Refused::Expired(_)) if !declared_again => {
+                declared_again = true;
+                d = declare(edge, &body)?;
+                continue;
+            }
+            Err(Refused::Expired(f) | Refused::Other(f)) => return Err(f),
+        }
         sent += 1;
         if terminal {
             let done = (d.received * d.part_size).min(d.size);
@@ -209,8 +273,14 @@ fn declare(edge: &Edge, body: &serde_json::Value) -> Result<Dataset, Failure> {
     Err(last)
 }
 
+/// Why a part was not taken: storage ended the upload (`upload_expired`), or anything else.
+enum Refused {
+    Expired(Failure),
+    Other(Failure),
+}
+
 /// One part, sent again when the connection drops or the edge answers 5xx or 429.
-fn put_part(edge: &Edge, id: &str, part: u64, buf: Vec<u8>) -> Result<Dataset, Failure> {
+fn put_part(edge: &Edge, id: &str, part: u64, buf: Vec<u8>) -> Result<Dataset, Refused> {
     let path = format!("/api/datasets/{id}?part={part}");
     let mut last = Failure(String::new());
     for attempt in 0..TRIES {
@@ -219,16 +289,19 @@ fn put_part(edge: &Edge, id: &str, part: u64, buf: Vec<u8>) -> Result<Dataset, F
         }
         let headers = [("content-type", "application/octet-stream")];
         match edge.call("PUT", &path, Some(buf.clone()), &headers) {
-            Ok(a) if a.ok() => return Edge::typed(&a.json),
+            Ok(a) if a.ok() => return Edge::typed(&a.json).map_err(Refused::Other),
             Ok(a) if a.status >= 500 || a.status == 429 => last = crate::remote::describe_error(&a),
-            Ok(a) => return Err(crate::remote::describe_error(&a)),
+            Ok(a) if a.json["error"]["code"] == "upload_expired" => {
+                return Err(Refused::Expired(crate::remote::describe_error(&a)));
+            }
+            Ok(a) => return Err(Refused::Other(crate::remote::describe_error(&a))),
             Err(e) => last = e,
         }
     }
-    Err(Failure(t(
+    Err(Refused::Other(Failure(t(
         format!("{}; run the same upload again to resume it", last.0),
         format!("{}；再运行一次同样的上传即可续传", last.0),
-    )))
+    ))))
 }
 
 fn show_uploaded(d: &Dataset, json: bool) {
@@ -334,4 +407,37 @@ pub fn rm(flag: Option<String>, id: &str, json: bool) -> Result<ExitCode, String
         );
         Ok(())
     })())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn the_hash_of_what_was_sent_covers_parts_stored_before_and_a_file_changed_since() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let declared = format!("{:x}", Sha256::digest(&data));
+        let path = std::env::temp_dir().join(format!("onramp-hashed-{}", std::process::id()));
+        std::fs::File::create(&path)
+            .and_then(|mut f| f.write_all(&data))
+            .unwrap();
+        let mut file = std::fs::File::open(&path).unwrap();
+        // Parts of 4096: the first was stored by an earlier run; this one reads parts 2 and 3.
+        let mut h = Hashed::default();
+        h.take(&mut file, 4096, &data[4096..8192]).unwrap();
+        assert!(!h.is(&declared));
+        h.take(&mut file, 8192, &data[8192..]).unwrap();
+        assert!(h.is(&declared));
+        // Started over from part 1 (the upload was declared again): the hash starts over too.
+        h.take(&mut file, 0, &data[..4096]).unwrap();
+        h.take(&mut file, 4096, &data[4096..8192]).unwrap();
+        h.take(&mut file, 8192, &data[8192..]).unwrap();
+        assert!(h.is(&declared));
+        // A last part that is not what was declared.
+        let mut changed = Hashed::default();
+        changed.take(&mut file, 8192, b"not the same tail").unwrap();
+        assert!(!changed.is(&declared));
+        std::fs::remove_file(&path).unwrap();
+    }
 }

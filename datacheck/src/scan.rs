@@ -24,12 +24,32 @@ const BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// The layout a file's name says, if it says one.
 pub fn layout_by_name(name: &str) -> Option<Layout> {
-    let ext = name.rsplit_once('.')?.1.to_ascii_lowercase();
-    match ext.as_str() {
-        "txt" | "text" | "md" => Some(Layout::Text),
-        // JSON: lines or one array, which the first byte tells.
-        "jsonl" | "ndjson" | "json" => None,
+    match extension(name).as_deref() {
+        Some("txt" | "text" | "md") => Some(Layout::Text),
+        Some("jsonl" | "ndjson") => Some(Layout::Jsonl),
+        // JSON: lines or one array, which the first byte tells (`layout_of`).
         _ => None,
+    }
+}
+
+/// A file name's extension, in lower case (what the layout goes by).
+pub fn extension(name: &str) -> Option<String> {
+    Some(name.rsplit_once('.')?.1.to_ascii_lowercase())
+}
+
+/// The layout of a file named `name` (when known) whose first byte that is not whitespace is
+/// `first`: a `.txt`, `.text` or `.md` file is text and a `.jsonl` or `.ndjson` file JSON lines
+/// whatever they start with; a `.json` file an array when it starts with `[`, else JSON lines
+/// (never text: its bad lines are said); any other by its first byte ([`layout_by_head`]).
+/// data.py's `layout` is the same.
+pub fn layout_of(name: Option<&str>, first: u8) -> Layout {
+    if let Some(named) = name.and_then(layout_by_name) {
+        return named;
+    }
+    match (name.and_then(extension).as_deref(), first) {
+        (Some("json"), b'[') => Layout::JsonArray,
+        (Some("json"), _) => Layout::Jsonl,
+        _ => layout_by_head(first),
     }
 }
 
@@ -94,7 +114,8 @@ struct ArrayScan {
 #[derive(Debug)]
 pub struct Scanner {
     layout: Option<Layout>,
-    named: Option<Layout>,
+    /// The file's name, which may fix the layout ([`layout_of`]).
+    name: Option<String>,
     /// Bytes before the layout is known (leading whitespace), or of the unit being cut.
     buf: Vec<u8>,
     line: u64,
@@ -108,7 +129,7 @@ impl Scanner {
     pub fn new(name: Option<&str>) -> Self {
         Scanner {
             layout: None,
-            named: name.and_then(layout_by_name),
+            name: name.map(str::to_string),
             buf: Vec::new(),
             line: 1,
             unit_line: 1,
@@ -141,7 +162,7 @@ impl Scanner {
             self.buf.extend_from_slice(&chunk[..skip]);
             chunk = &chunk[skip..];
             let Some(&first) = chunk.first() else { return };
-            let layout = self.named.unwrap_or_else(|| layout_by_head(first));
+            let layout = layout_of(self.name.as_deref(), first);
             self.layout = Some(layout);
             let lead = std::mem::take(&mut self.buf);
             if layout == Layout::Text {
@@ -180,7 +201,12 @@ impl Scanner {
             }
             Some(layout) if !self.buf.is_empty() => {
                 let bytes = std::mem::take(&mut self.buf);
-                out.push(self.line_unit(layout, bytes));
+                let unit = self.line_unit(layout, bytes);
+                // A last line of only spaces, with no line break after it, is blank as any other.
+                if !matches!(&unit, Unit::Record { bytes, .. } if bytes.iter().all(|b| is_space(*b)))
+                {
+                    out.push(unit);
+                }
             }
             _ => {}
         }

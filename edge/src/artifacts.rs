@@ -197,6 +197,13 @@ pub fn check_quota(used: u64, asked: u64, quota: u64) -> Result<(), ApiError> {
     })))
 }
 
+/// Whether R2 refused a part or a completion because it no longer knows the upload
+/// (`NoSuchUpload`, code 10024): it ends unfinished uploads after a time of its own (a bucket's
+/// lifecycle), and every part sent after that would be refused the same way for ever.
+pub fn upload_gone(r2_error: &str) -> bool {
+    r2_error.contains("(10024)") || r2_error.contains("multipart upload does not exist")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,5 +341,17 @@ mod tests {
                 Err(e) => prop_assert_eq!(e.status, 416),
             }
         }
+    }
+
+    #[test]
+    fn an_upload_r2_no_longer_knows_is_told_from_a_part_cut_off() {
+        assert!(upload_gone(
+            "Error: uploadPart: The specified multipart upload does not exist. (10024)"
+        ));
+        assert!(upload_gone("completeMultipartUpload: NoSuchUpload (10024)"));
+        assert!(!upload_gone(
+            "uploadPart: One or more of the specified parts could not be found. (10025)"
+        ));
+        assert!(!upload_gone("TypeError: Network connection lost."));
     }
 }

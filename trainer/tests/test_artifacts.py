@@ -106,11 +106,14 @@ class _Edge:
     parts of `part_size` in order, what arrived kept; `drop` names the part numbers whose first
     arrival is cut off (the connection closed before an answer)."""
 
-    def __init__(self, part_size: int, received: int = 0, drop=()):
+    def __init__(self, part_size: int, received: int = 0, drop=(), expire=()):
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         self.part_size, self.drop, self.sent = part_size, set(drop), []
+        # Part numbers at whose first arrival storage has ended the upload (R2's lifecycle): the
+        # edge forgets what arrived and answers 409 upload_expired, as it does.
+        self.expire = set(expire)
         self.data, self.size, self.received = b"", 0, received
         edge = self
 
@@ -144,6 +147,15 @@ class _Edge:
                     edge.drop.discard(n)
                     self.close_connection = True
                     self.connection.close()
+                    return
+                if n in edge.expire:
+                    edge.expire.discard(n)
+                    edge.data, edge.received = b"", 0
+                    body = b'{"error":{"code":"upload_expired","message":"declare it again"}}'
+                    self.send_response(409)
+                    self.send_header("content-length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
                     return
                 if n == edge.received + 1:
                     edge.data = edge.data[: (n - 1) * edge.part_size] + chunk
@@ -184,3 +196,17 @@ def test_a_part_cut_off_is_sent_again_and_a_push_resumes_after_what_arrived(tmp_
         edge.close()
     assert up["complete"] and edge.data == data
     assert edge.sent == [3]
+
+
+def test_an_upload_storage_ended_is_declared_again_and_sent_whole(tmp_path):
+    f = tmp_path / "model.safetensors"
+    data = bytes(range(256)) * 41
+    f.write_bytes(data)
+    # Storage ended the upload as part 3 came: what arrived is gone, and every part goes again.
+    edge = _Edge(4096, expire={3})
+    try:
+        up = artifacts.Pusher(edge.url, "t").push_file(f, "model.safetensors")
+    finally:
+        edge.close()
+    assert up["complete"] and edge.data == data
+    assert edge.sent == [1, 2, 3, 1, 2, 3]

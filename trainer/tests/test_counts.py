@@ -101,6 +101,7 @@ def datasets(rng: random.Random) -> dict[str, str]:
         "[1]",
         '{"text": "   "}',
         '{"instruction": "' + "lord " * 400 + '", "output": "y"}',  # the prompt fills seq_len
+        "[" * 3000 + "]" * 3000,  # nested past both readers' depth
     ]
 
     def jsonl(records, with_bad=True):
@@ -120,6 +121,13 @@ def datasets(rng: random.Random) -> dict[str, str]:
         "alpaca.json": "[\n" + ",\n".join(json.dumps(r, indent=1) for r in alpaca) + "\n]\n",
         "broken.json": "[" + ",".join(json.dumps(r) for r in chat[:9]) + ',, {"x": 1}\n',
         "book.txt": "\n".join(sentence(rng, 0, 40) for _ in range(300)) + "\n\n\nend",
+        # The name decides where the first byte would say otherwise.
+        "notes.md": "[![b](u)](u)\n" + "\n".join(sentence(rng) for _ in range(50)),
+        "records.txt": jsonl(text, with_bad=False),
+        "cut.jsonl": 'ion": "x"}\n' + jsonl(text, with_bad=False),
+        "lines.json": jsonl(pc, with_bad=False),
+        # A last line of only spaces, with no line break after it, is blank.
+        "tail.jsonl": jsonl(alpaca, with_bad=False) + "  \t",
     }
 
 

@@ -14,7 +14,7 @@ from onramp_train import data, fetch
 from onramp_train.errors import DataError
 
 
-def _serve(body: bytes, cut_first: bool, status: int = 200):
+def _serve(body: bytes, cut_first: bool, status: int = 200, extension: str | None = None):
     seen: list[dict[str, str]] = []
 
     class Edge(BaseHTTPRequestHandler):
@@ -37,6 +37,8 @@ def _serve(body: bytes, cut_first: bool, status: int = 200):
             else:
                 self.send_response(200)
             self.send_header("content-length", str(len(body) - start))
+            if extension is not None:
+                self.send_header("x-onramp-extension", extension)
             self.end_headers()
             if cut_first and len(seen) == 1:
                 self.wfile.write(body[start : start + len(body) // 2])
@@ -126,3 +128,34 @@ def test_the_job_scripts_fetch_command_fetches_or_says_why(job, monkeypatch, cap
     assert "onramp-train: error: [data]" in capsys.readouterr().err
     assert len(seen) == 2
     server.shutdown()
+
+
+def test_an_uploaded_file_is_read_by_the_layout_its_declared_name_gave_it(job, monkeypatch):
+    # Notes declared as `notes.md` that start like a JSON array: the checker read them as text
+    # (by the name), and so does the trainer, though the file in the folder is named by its id.
+    body = b"[![build](https://ci/badge.svg)](https://ci)\n# My notes\nprose\n"
+    server, _ = _serve(body, cut_first=False, extension="md")
+    _route(monkeypatch, server)
+    path = data.resolve(_id(body))
+    assert fetch.layout_name(path) == f"{path.name}.md"
+    assert data.layout(fetch.layout_name(path), body) == "text"
+    assert not list((job / "datasets").glob(".*.part*"))
+    server.shutdown()
+    # An extension that is not a plain word is not kept; the file's own name is used.
+    body2 = b'{"text": "a"}\n'
+    server, _ = _serve(body2, cut_first=False, extension="m d")
+    _route(monkeypatch, server)
+    path = data.resolve(_id(body2))
+    assert fetch.layout_name(path) == path.name
+    server.shutdown()
+
+
+def test_layouts_go_by_the_name_as_the_checker_does():
+    assert data.layout("a.txt", b'{"text": "a"}') == "text"
+    assert data.layout("a.jsonl", b'ion": "cut"}\n{"text": "a"}') == "jsonl"
+    assert data.layout("a.ndjson", b"[1]") == "jsonl"
+    assert data.layout("a.json", b"[{}]") == "json_array"
+    assert data.layout("a.json", b"not json") == "jsonl"
+    assert data.layout("a.csv", b"instruction,output") == "text"
+    assert data.layout("a", b" [") == "json_array"
+    assert data.layout("a.txt", b" \n\t") is None

@@ -35,6 +35,16 @@ struct Checker {
 
 type Shared = StoredValue<Option<Checker>, LocalStorage>;
 
+/// Ends the worker and what it was checking: nothing it still had to say is heard (a file
+/// chosen after it, or another model, must never get the counts of the check before).
+fn stop(checker: Shared) {
+    if let Some(c) = checker.try_update_value(Option::take).flatten() {
+        c.worker.set_onmessage(None);
+        c.worker.set_onerror(None);
+        c.worker.terminate();
+    }
+}
+
 /// Sends a check now, or once the worker says it listens.
 fn send(checker: Shared, state: RwSignal<Check>, msg: JsValue) {
     if checker.with_value(|c| c.is_none()) {
@@ -91,6 +101,14 @@ fn start_worker(checker: Shared, state: RwSignal<Check>) -> Option<Worker> {
     });
     worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
     onmessage.forget();
+    // An error the worker did not catch (its wasm trapped, or ran out of memory on a file): the
+    // check failed, said so, and the next file starts a new worker.
+    let onerror = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+        stop(checker);
+        state.set(Check::Failed(format!("worker: {}", ev.message())));
+    });
+    worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
+    onerror.forget();
     Some(worker)
 }
 
@@ -142,6 +160,10 @@ pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
     // The model and seq_len the last check counted with.
     let checked_with = StoredValue::new_local((None::<String>, None::<u32>));
     let check = move |file: web_sys::File| {
+        if matches!(state.get_untracked(), Check::Reading { .. }) {
+            // A check under way is of another file or model: it ends unheard.
+            stop(checker);
+        }
         let (msg, model) = check_message(plan, &file);
         checked_with.set_value((model, plan.with_untracked(seq_len_of)));
         used.set(false);

@@ -28,12 +28,7 @@ enum Up {
 }
 
 fn declaration(file: &File, s: &DatasetSummary) -> serde_json::Value {
-    let name = file.name();
-    let name = if ::api::datasets::file_name_problem(&name).is_none() {
-        name
-    } else {
-        "dataset".to_string()
-    };
+    let name = ::api::datasets::declared_name(&file.name());
     serde_json::json!({
         "name": name,
         "size": file.size() as u64,
@@ -65,13 +60,23 @@ async fn send_part(d: &Dataset, file: &File, part: u64) -> Result<Dataset, ApiEr
 }
 
 async fn upload(file: File, s: DatasetSummary, state: RwSignal<Up>) -> Result<Dataset, ApiError> {
-    let mut d: Dataset = api::post("/api/datasets", &declaration(&file, &s)).await?;
+    let declared = declaration(&file, &s);
+    let mut d: Dataset = api::post("/api/datasets", &declared).await?;
+    let mut declared_again = false;
     while !d.complete {
         state.set(Up::Sending {
             sent: (d.received * d.part_size).min(d.size),
             total: d.size,
         });
-        d = send_part(&d, &file, d.received + 1).await?;
+        d = match send_part(&d, &file, d.received + 1).await {
+            // Storage ended the unfinished upload (left too long): what arrived is gone, and the
+            // file is declared again and sent whole, once.
+            Err(e) if e.code == "upload_expired" && !declared_again => {
+                declared_again = true;
+                api::post("/api/datasets", &declared).await?
+            }
+            other => other?,
+        };
     }
     Ok(d)
 }

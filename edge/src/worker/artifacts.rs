@@ -217,6 +217,15 @@ pub async fn start(
         ],
     )
     .await?;
+    // Uploads declared at the same moment each saw room for itself: counted together now, one
+    // past the quota withdraws itself.
+    let total = used_bytes(env, &job.user_id).await?;
+    if let Err(refused) = check_quota(total.saturating_sub(d.size), d.size, quota(env)) {
+        if let Some(r) = row(env, &job.id, &name).await? {
+            forget(env, &r).await?;
+        }
+        return Err(refused);
+    }
     Ok(Upload {
         name,
         size: d.size,
@@ -281,13 +290,17 @@ pub async fn put_part(
         Some(stream) if length != Some(0) => worker::Data::ReadableStream(stream),
         _ => worker::Data::Bytes(Vec::new()),
     };
-    let uploaded = upload.upload_part(part as u16, data).await.map_err(|e| {
-        ApiError::new(
-            ErrorCode::InvalidPart,
-            format!("part {part} did not arrive whole ({e}); send it again"),
-        )
-        .with_details(serde_json::json!({"part": part}))
-    })?;
+    let uploaded = match upload.upload_part(part as u16, data).await {
+        Ok(uploaded) => uploaded,
+        Err(e) if crate::artifacts::upload_gone(&e.to_string()) => return expired(env, &r).await,
+        Err(e) => {
+            return Err(ApiError::new(
+                ErrorCode::InvalidPart,
+                format!("part {part} did not arrive whole ({e}); send it again"),
+            )
+            .with_details(serde_json::json!({"part": part})));
+        }
+    };
     db::run(
         env,
         "INSERT OR REPLACE INTO artifact_parts (job_id, name, part, etag, size) VALUES (?, ?, ?, ?, ?)",
@@ -303,6 +316,28 @@ pub async fn put_part(
         .await?
         .ok_or_else(|| ApiError::internal("artifact row vanished"))?;
     Ok(done.upload(state.parts))
+}
+
+/// R2 no longer knows the upload: `Ok` when another request has just completed it (the row says
+/// stored), else storage ended it, and its row and parts are forgotten (the declaration sent
+/// again starts a new upload) and the job is told to start over.
+async fn expired(env: &Env, r: &Row) -> ApiResult<Upload> {
+    match row(env, &r.job_id, &r.name).await? {
+        // Another request (the same last part, sent again) completed it meanwhile.
+        Some(now) if now.stored() => return Ok(now.upload(now.parts as u64)),
+        Some(now) if now.upload_id == r.upload_id => forget(env, &now).await?,
+        // Declared again meanwhile: that upload is not this one's to forget.
+        _ => {}
+    }
+    Err(ApiError::new(
+        ErrorCode::UploadExpired,
+        format!(
+            "storage ended the unfinished upload of {:?} before its last part came; declare it \
+             again with POST {} and send every part",
+            r.name,
+            artifact_path(&r.job_id, &r.name)
+        ),
+    ))
 }
 
 /// Completes an upload whose parts all arrived: R2 joins them, and the artifact is stored.
@@ -322,14 +357,19 @@ async fn complete(env: &Env, b: &Bucket, r: &Row, upload_id: &str) -> ApiResult<
     let upload = b
         .resume_multipart_upload(&key, upload_id)
         .map_err(r2("resume upload"))?;
-    upload
+    let completed = upload
         .complete(
             parts
                 .into_iter()
                 .map(|p| worker::UploadedPart::new(p.part as u16, p.etag)),
         )
-        .await
-        .map_err(r2("complete upload"))?;
+        .await;
+    match completed {
+        Err(e) if crate::artifacts::upload_gone(&e.to_string()) => {
+            return expired(env, r).await.map(drop);
+        }
+        other => other.map_err(r2("complete upload"))?,
+    };
     db::run(
         env,
         "UPDATE artifacts SET state = 'stored', stored_at = ?, upload_id = NULL WHERE job_id = ? AND name = ?",

@@ -221,6 +221,14 @@ pub async fn create(user: User, mut req: Request, env: &Env) -> ApiResult<Datase
     let r = row(env, &user.id, &id)
         .await?
         .ok_or_else(|| ApiError::internal("dataset row vanished"))?;
+    if inserted > 0 {
+        // Declarations at the same moment each saw room: together, one past the quota withdraws.
+        let total = used_bytes(env, &user.id).await?;
+        if let Err(refused) = check_quota(total.saturating_sub(d.size), d.size, quota(env)) {
+            forget(env, &r).await?;
+            return Err(refused);
+        }
+    }
     let got = received(env, &r).await?;
     Ok(r.wire(got))
 }
@@ -274,13 +282,17 @@ pub async fn put_part(
             _ => worker::Data::Bytes(Vec::new()),
         }
     };
-    let uploaded = upload.upload_part(part as u16, data).await.map_err(|e| {
-        ApiError::new(
-            ErrorCode::InvalidPart,
-            format!("part {part} did not arrive whole ({e}); send it again"),
-        )
-        .with_details(serde_json::json!({"part": part}))
-    })?;
+    let uploaded = match upload.upload_part(part as u16, data).await {
+        Ok(uploaded) => uploaded,
+        Err(e) if crate::artifacts::upload_gone(&e.to_string()) => return expired(env, &r).await,
+        Err(e) => {
+            return Err(ApiError::new(
+                ErrorCode::InvalidPart,
+                format!("part {part} did not arrive whole ({e}); send it again"),
+            )
+            .with_details(serde_json::json!({"part": part})));
+        }
+    };
     db::run(
         env,
         "INSERT OR REPLACE INTO dataset_parts (user_id, id, part, etag, size) VALUES (?, ?, ?, ?, ?)",
@@ -335,6 +347,25 @@ async fn first_part(
     Ok(bytes)
 }
 
+/// R2 no longer knows the upload: `Ok` when another request just completed it, else storage
+/// ended it (the bucket's lifecycle), and it is forgotten: declared again, it starts over.
+async fn expired(env: &Env, r: &Row) -> ApiResult<Dataset> {
+    match row(env, &r.user_id, &r.id).await? {
+        Some(now) if now.stored() => return Ok(now.wire(now.parts as u64)),
+        // Unless declared again meanwhile: that upload is not this one's to forget.
+        Some(now) if now.upload_id == r.upload_id => forget(env, &now).await?,
+        _ => {}
+    }
+    Err(ApiError::new(
+        ErrorCode::UploadExpired,
+        format!(
+            "storage ended the unfinished upload of {:?} before its last part came; declare it \
+             again with POST /api/datasets and send every part",
+            r.name
+        ),
+    ))
+}
+
 /// Completes an upload whose parts all arrived: R2 joins them, and the dataset is stored.
 async fn complete(env: &Env, r: &Row, upload: worker::MultipartUpload) -> ApiResult<()> {
     #[derive(Deserialize)]
@@ -348,14 +379,19 @@ async fn complete(env: &Env, r: &Row, upload: worker::MultipartUpload) -> ApiRes
         &[s(&r.user_id), s(&r.id)],
     )
     .await?;
-    upload
+    let completed = upload
         .complete(
             parts
                 .into_iter()
                 .map(|p| worker::UploadedPart::new(p.part as u16, p.etag)),
         )
-        .await
-        .map_err(r2("complete upload"))?;
+        .await;
+    match completed {
+        Err(e) if crate::artifacts::upload_gone(&e.to_string()) => {
+            return expired(env, r).await.map(drop);
+        }
+        other => other.map_err(r2("complete upload"))?,
+    };
     db::run(
         env,
         "UPDATE datasets SET state = 'stored', stored_at = ?, upload_id = NULL WHERE user_id = ? AND id = ?",
@@ -504,7 +540,8 @@ pub async fn check_named(env: &Env, user_id: &str, spec: &jobspec::JobSpec) -> A
 
 /// `GET /api/jobs/{id}/dataset[?id=ds_…]` (the job's own token): an uploaded dataset the job's
 /// spec names (`?id=` picks one, as the eval set's; without it, the one it trains on), streamed
-/// from R2 (one range when asked), with its SHA-256 in `x-onramp-sha256` for the job to check.
+/// from R2 (one range when asked), with its SHA-256 in `x-onramp-sha256` for the job to check
+/// and its declared name's extension in `x-onramp-extension`.
 pub async fn job_fetch(caller: JobCaller, req: Request, env: &Env) -> ApiResult<Response> {
     let job = caller.job();
     let spec = jobspec::plan_toml(&job.spec);
@@ -545,8 +582,17 @@ pub async fn job_fetch(caller: JobCaller, req: Request, env: &Env) -> ApiResult<
         sha256: &r.sha256,
         file: &r.id,
     };
-    serve_object(env, object, &req, || {
+    let mut resp = serve_object(env, object, &req, || {
         format!("the dataset {id} is no longer stored")
     })
-    .await
+    .await?;
+    // The declared name's extension, by which the checker chose the layout: so does the trainer.
+    if let Some(ext) = datacheck::scan::extension(&r.name)
+        .filter(|e| e.len() <= 16 && e.bytes().all(|b| b.is_ascii_alphanumeric()))
+    {
+        resp.headers_mut()
+            .set("x-onramp-extension", &ext)
+            .map_err(http::internal("header"))?;
+    }
+    Ok(resp)
 }

@@ -142,12 +142,20 @@ def plan_mismatch(data_examples: int | None, data_tokens: int | None, ex: Exampl
 
 
 def layout(name: str, raw: bytes) -> str | None:
-    """`jsonl`, `json_array` or `text`, or None for a file of nothing but whitespace."""
+    """`jsonl`, `json_array` or `text`, or None for a file of nothing but whitespace: as
+    datacheck's `layout_of`, a `.txt`, `.text` or `.md` file is text and a `.jsonl` or `.ndjson`
+    file JSON lines whatever they start with, a `.json` file an array when it starts with `[`,
+    else JSON lines; any other by its first byte."""
     head = raw.lstrip(SPACE)
     if not head:
         return None
-    if Path(name).suffix.lower() in (".txt", ".text", ".md"):
+    ext = name.rsplit(".", 1)[1].lower() if "." in name else None
+    if ext in ("txt", "text", "md"):
         return "text"
+    if ext in ("jsonl", "ndjson"):
+        return "jsonl"
+    if ext == "json":
+        return "json_array" if head[0] == ord("[") else "jsonl"
     return {ord("["): "json_array", ord("{"): "jsonl"}.get(head[0], "text")
 
 
@@ -173,7 +181,7 @@ class Reader:
     def read(self, path: Path, raw: bytes) -> Examples:
         if raw.startswith(BOM):
             raw = raw[len(BOM) :]
-        kind = layout(path.name, raw)
+        kind = layout(fetch.layout_name(path), raw)
         if kind == "text":
             self._plain(raw)
         elif kind == "jsonl":
@@ -222,6 +230,10 @@ class Reader:
             self._count(kind, rec)
         except UnicodeError:
             self.bad.append(f"line {no}: not valid UTF-8")
+            return
+        except RecursionError:
+            # datacheck refuses JSON nested past 128 levels as invalid; no record nests so deep.
+            self.bad.append(f"line {no}: JSON nested too deeply")
             return
         except ValueError as e:
             self.bad.append(f"line {no}: {e}")

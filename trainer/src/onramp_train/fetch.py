@@ -64,8 +64,25 @@ def dataset_url(dataset: str) -> tuple[str, str] | None:
     return job_url(f"dataset?id={dataset}")
 
 
+def extension_file(path: Path) -> Path:
+    """Where the extension of the name an uploaded dataset was declared with is kept, beside it
+    (the file itself is named by its id)."""
+    return path.with_name(f".{path.name}.extension")
+
+
+def layout_name(path: Path) -> str:
+    """The name a dataset's layout goes by (`data.layout`): an uploaded one's id with the
+    extension it was declared with, as the checker that counted it saw it; else its own name."""
+    try:
+        ext = extension_file(path).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeError):
+        return path.name
+    return f"{path.name}.{ext}" if ext.isascii() and ext.isalnum() else path.name
+
+
 def _download(url: str, token: str, part: Path) -> None:
-    """Appends to `part` what the edge has past its length, until the edge has sent it all."""
+    """Appends to `part` what the edge has past its length, until the edge has sent it all; the
+    extension the edge names (`x-onramp-extension`) is kept beside `part`."""
     have = part.stat().st_size if part.exists() else 0
     headers = {"authorization": f"Bearer {token}"}
     if have:
@@ -79,6 +96,9 @@ def _download(url: str, token: str, part: Path) -> None:
         raise
     with resp:
         total = _total(resp)
+        ext = resp.headers.get("x-onramp-extension", "")
+        if ext.isascii() and ext.isalnum():
+            extension_file(part).write_text(ext, encoding="ascii")
         with part.open("ab" if resp.status == 206 else "wb") as f:
             for chunk in iter(lambda: resp.read(1 << 20), b""):
                 f.write(chunk)
@@ -109,6 +129,7 @@ def download(url: str, token: str, part: Path, what: str) -> None:
         except urllib.error.HTTPError as e:
             if e.code < 500 and e.code != 429:
                 part.unlink(missing_ok=True)
+                extension_file(part).unlink(missing_ok=True)
                 raise DataError(f"the edge refused {what}: HTTP {e.code}") from e
             last = e
         except (OSError, http.client.HTTPException) as e:
@@ -124,6 +145,7 @@ def fetch(dataset: str) -> Path:
         if _matches(dest, dataset):
             return dest
         dest.unlink()
+        extension_file(dest).unlink(missing_ok=True)
     route = dataset_url(dataset)
     if route is None:
         raise DataError(
@@ -137,9 +159,13 @@ def fetch(dataset: str) -> Path:
     download(url, token, part, f"dataset `{dataset}`")
     if not _matches(part, dataset):
         part.unlink(missing_ok=True)
+        extension_file(part).unlink(missing_ok=True)
         raise DataError(
             f"the file fetched for dataset `{dataset}` does not hash to its id; it was removed"
         )
+    ext = extension_file(part)
+    if ext.exists():
+        os.replace(ext, extension_file(dest))
     os.replace(part, dest)
     return dest
 
