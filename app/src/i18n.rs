@@ -120,6 +120,8 @@ messages! {
     DatasetHint => "Checked here, in your browser, before anything is paid: nothing is uploaded.", "在你的浏览器里检查，付费之前：不会上传任何内容。";
     DatasetDrop => "Drop a file here, or choose one:", "把文件拖到这里，或选择一个：";
     DatasetReading => "Reading", "正在读取";
+    DatasetCheckStopped => "The check stopped: the browser ended the page's worker (the file may be too large for this tab; `onramp datasets check FILE` reads any size). The browser said", "检查中止：浏览器结束了页面的后台线程（文件可能超出此标签页能处理的大小；`onramp datasets check FILE` 可读任意大小）。浏览器给出的原因";
+    DatasetNoWorkers => "This browser cannot check files here (it runs no Web Workers): use `onramp datasets check FILE`.", "此浏览器无法在这里检查文件（不支持 Web Worker）：请使用 `onramp datasets check FILE`。";
     DatasetFormat => "Format", "格式";
     DatasetRecords => "Records", "记录";
     DatasetExamples => "Examples per epoch", "每轮样本";

@@ -126,10 +126,13 @@ impl ModelWorker {
                 w.terminate();
             }
         });
-        self.phase.set(Phase::Failed(WorkerError {
-            kind: crate::worker_proto::ErrorKind::Generate,
-            detail: why,
-        }));
+        // Before a model was ready it was loading one; after, generating.
+        let kind = match self.phase.get_untracked() {
+            Phase::Starting | Phase::Downloading { .. } => crate::worker_proto::ErrorKind::Download,
+            _ => crate::worker_proto::ErrorKind::Generate,
+        };
+        self.phase
+            .set(Phase::Failed(WorkerError { kind, detail: why }));
     }
 
     fn receive(self, data: JsValue) {

@@ -32,6 +32,31 @@ pub fn pick_backend<'a>(
         })
 }
 
+/// Which backends run a job for the spec's time limit (the local runner a week at most: a
+/// longer job goes elsewhere), or the refusal when only the runner has its cards.
+fn runs_long(
+    backends: &[BackendConfig],
+    v: &jobspec::ValidSpec,
+) -> Result<impl Fn(&&BackendConfig) -> bool + Copy, ApiError> {
+    let (card, n, pref) = (v.card().id, v.world_size(), &v.spec().backend);
+    let long = v.time_limit_s() > jobspec::duration::RUNNER_MAX_TIME_LIMIT_S;
+    let runs_long = move |b: &&BackendConfig| !(long && b.kind == BackendKind::Runner);
+    if long
+        && pick_backend(backends.iter().filter(runs_long), card, n, pref).is_err()
+        && pick_backend(backends, card, n, pref).is_ok()
+    {
+        return Err(ApiError::new(
+            ErrorCode::NoBackend,
+            format!(
+                "time_limit is over the {} days the local runner runs a job, and no other backend offers {n} × {card}: shorten it",
+                jobspec::duration::RUNNER_MAX_TIME_LIMIT_S / 86_400
+            ),
+        )
+        .with_field("resources.time_limit"));
+    }
+    Ok(runs_long)
+}
+
 /// The backend for a valid spec, and the spec as planned on that backend's nodes: as
 /// [`pick_backend`], among the backends whose nodes hold what the spec offloads (a backend's
 /// `node_ram_gib` and `node_nvme_gib` over the catalogue's figures). When the offload fits none of
@@ -42,11 +67,16 @@ pub fn pick_for_spec<'a>(
     v: &jobspec::ValidSpec,
 ) -> Result<(&'a BackendConfig, jobspec::ValidSpec), ApiError> {
     let (card, n, pref) = (v.card().id, v.world_size(), &v.spec().backend);
+    let runs_long = runs_long(backends, v)?;
     // A model that runs its repo's code goes only where the operator allows it.
-    let runs_model: Vec<&BackendConfig> = backends.iter().filter(|b| b.runs_model(v)).collect();
+    let runs_model: Vec<&BackendConfig> = backends
+        .iter()
+        .filter(runs_long)
+        .filter(|b| b.runs_model(v))
+        .collect();
     if let Some(m) = crate::backends::config::remote_code_model(v)
         && pick_backend(runs_model.iter().copied(), card, n, pref).is_err()
-        && pick_backend(backends, card, n, pref).is_ok()
+        && pick_backend(backends.iter().filter(runs_long), card, n, pref).is_ok()
     {
         return Err(ApiError::new(
             ErrorCode::NoBackend,
@@ -269,6 +299,29 @@ mod tests {
         // No backend with the cards at all stays a 409.
         let none = pick_for_spec(&[b("x", BackendKind::Slurm, "a100-80g", 8)], &v).unwrap_err();
         assert_eq!(none.code, ErrorCode::NoBackend);
+    }
+
+    /// A CPU job longer than the runner's week goes to a backend that runs it that long, or is
+    /// refused at `resources.time_limit` when the runner alone has its cards.
+    #[test]
+    fn a_job_past_the_runners_week_goes_elsewhere_or_is_refused() {
+        let spec = |limit: &str| {
+            let text = format!(
+                "name = \"t\"\ntask = \"tiny-train\"\nmodel = \"stories260K\"\n[data]\n\
+                 dataset = \"tinyshakespeare\"\nseq_len = 64\n[train]\nsteps = 10\n\
+                 [resources]\ncard = \"cpu\"\ntime_limit = \"{limit}\"\n"
+            );
+            let (v, diags) = jobspec::validate_toml(&text);
+            v.unwrap_or_else(|| panic!("{diags:?}"))
+        };
+        let runner = b("local", BackendKind::Runner, "cpu", 1);
+        let slurm = b("hpc", BackendKind::Slurm, "cpu", 4);
+        let both = vec![runner.clone(), slurm];
+        assert_eq!(pick_for_spec(&both, &spec("7d")).unwrap().0.name, "local");
+        assert_eq!(pick_for_spec(&both, &spec("10d")).unwrap().0.name, "hpc");
+        let e = pick_for_spec(std::slice::from_ref(&runner), &spec("10d")).unwrap_err();
+        assert_eq!(e.code, ErrorCode::NoBackend, "{e:?}");
+        assert_eq!(e.details["field"], "resources.time_limit", "{e:?}");
     }
 
     /// A spec that offloads to NVMe goes only to a backend that names its nodes' NVMe folder;

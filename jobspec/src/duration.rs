@@ -2,7 +2,7 @@
 
 /// The longest `time_limit` any backend runs: a longer one is refused when the spec is checked,
 /// not when it is dispatched.
-pub const MAX_TIME_LIMIT_S: u64 = 30 * 86_400;
+pub const MAX_TIME_LIMIT_S: u64 = 365 * 86_400;
 /// The longest `time_limit` the local `onramp-runner` runs (`runner/src/wire.rs`).
 pub const RUNNER_MAX_TIME_LIMIT_S: u64 = 7 * 86_400;
 

@@ -495,7 +495,7 @@ pub struct ResourcesSpec {
     pub cards_per_node: u32,
     /// Number of nodes.
     pub nodes: u32,
-    /// Wall-clock limit such as `"24h"`, `"1h30m"`, `"2d"` or `"1-12:00:00"`; at most 30 days.
+    /// Wall-clock limit such as `"24h"`, `"1h30m"`, `"2d"` or `"1-12:00:00"`; at most 365 days (7 on the runner).
     pub time_limit: String,
 }
 

@@ -146,11 +146,11 @@ fn a_time_limit_is_one_a_backend_runs() {
             &format!("time_limit = \"{to}\""),
         ))
     };
-    assert!(limit(PRETRAIN, "2h", "30d").is_empty());
+    assert!(limit(PRETRAIN, "2h", "365d").is_empty());
     assert_eq!(
-        limit(PRETRAIN, "2h", "30d 1s"),
+        limit(PRETRAIN, "2h", "365d 1s"),
         [
-            "error resources.time_limit: time_limit \"30d 1s\" is too long: no backend runs a job for more than 30 days (\"30d\")"
+            "error resources.time_limit: time_limit \"365d 1s\" is too long: no backend runs a job for more than 365 days (\"365d\")"
         ]
     );
     // Slurm's own days form, as `#SBATCH --time` writes it.

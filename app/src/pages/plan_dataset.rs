@@ -21,9 +21,14 @@ use web_sys::{HtmlInputElement, MessageEvent, Worker};
 #[derive(Clone, Debug, PartialEq)]
 enum Check {
     Idle,
-    Reading { read: u64, total: u64 },
+    Reading {
+        read: u64,
+        total: u64,
+    },
     Done(Box<DatasetSummary>),
     Failed(String),
+    /// The browser ended the worker (what it said), or has none (`None`).
+    Stopped(Option<String>),
 }
 
 /// The checker's worker, started on the first file, and the file it waits to be ready for.
@@ -54,7 +59,7 @@ fn send(checker: Shared, state: RwSignal<Check>, msg: JsValue) {
                 ready: false,
                 pending: None,
             })),
-            None => return state.set(Check::Failed("Web Workers are not available".into())),
+            None => return state.set(Check::Stopped(None)),
         }
     }
     checker.update_value(|c| {
@@ -105,7 +110,7 @@ fn start_worker(checker: Shared, state: RwSignal<Check>) -> Option<Worker> {
     // check failed, said so, and the next file starts a new worker.
     let onerror = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
         stop(checker);
-        state.set(Check::Failed(format!("worker: {}", ev.message())));
+        state.set(Check::Stopped(Some(ev.message())));
     });
     worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
     onerror.forget();
@@ -216,6 +221,9 @@ pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
                 </p>
             }.into_any(),
             Check::Failed(e) => view! { <p class="error" data-testid="dataset-error">{e}</p> }.into_any(),
+            Check::Stopped(said) => view! {
+                <p class="error" data-testid="dataset-error">{stopped(i, said)}</p>
+            }.into_any(),
             Check::Done(s) => view! {
                 <Summary s=(*s).clone() lang=i.lang.get()/>
                 <div class="actions">
@@ -225,6 +233,15 @@ pub fn DatasetCheck(plan: Memo<Plan>) -> impl IntoView {
                 <DatasetUpload file=chosen s=*s/>
             }.into_any(),
         }}
+    }
+}
+
+/// Why a check could not run or stopped: no Web Workers, or what the browser said of the worker
+/// it ended.
+fn stopped(i: crate::state::I18n, said: Option<String>) -> String {
+    match said {
+        Some(said) => format!("{}: {said}", i.t(Key::DatasetCheckStopped)),
+        None => i.t(Key::DatasetNoWorkers).to_string(),
     }
 }
 

@@ -8,7 +8,7 @@ use super::access::{JobCaller, User};
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
 use super::jobs;
-use super::objects::{Object, bucket, r2, serve_object};
+use super::objects::{Object, bucket, holds, r2, serve_object};
 use crate::artifacts::{
     UploadState, check_part, check_quota, check_sha256, object_key, parse_name,
 };
@@ -115,19 +115,8 @@ pub async fn usage(env: &Env, user_id: &str) -> ApiResult<api::ArtifactUsage> {
 
 /// The bytes an account's artifacts take, uploads under way included.
 async fn used_bytes(env: &Env, user_id: &str) -> ApiResult<u64> {
-    #[derive(Deserialize)]
-    struct Used {
-        used: Option<i64>,
-    }
-    let used = db::first::<Used>(
-        env,
-        "SELECT SUM(size) AS used FROM artifacts WHERE user_id = ?",
-        &[s(user_id)],
-    )
-    .await?
-    .and_then(|u| u.used)
-    .unwrap_or(0);
-    Ok(used.max(0) as u64)
+    let sql = "SELECT SUM(size) AS total FROM artifacts WHERE user_id = ?";
+    db::total(env, sql, &[s(user_id)]).await
 }
 
 /// Forgets an artifact: its R2 object or unfinished upload, its parts and its row.
@@ -217,14 +206,16 @@ pub async fn start(
         ],
     )
     .await?;
-    // Uploads declared at the same moment each saw room for itself: counted together now, one
-    // past the quota withdraws itself.
+    // Uploads declared at the same moment each saw room: counted together, one past the quota
+    // withdraws (not one that replaced a file, which is gone: it went by the check above).
     let total = used_bytes(env, &job.user_id).await?;
-    if let Err(refused) = check_quota(total.saturating_sub(d.size), d.size, quota(env)) {
-        if let Some(r) = row(env, &job.id, &name).await? {
-            forget(env, &r).await?;
-        }
-        return Err(refused);
+    if let (None, Err(no)) = (
+        &existing,
+        check_quota(total - d.size.min(total), d.size, quota(env)),
+    ) && let Some(r) = row(env, &job.id, &name).await?
+    {
+        forget(env, &r).await?;
+        return Err(no);
     }
     Ok(Upload {
         name,
@@ -318,16 +309,20 @@ pub async fn put_part(
     Ok(done.upload(state.parts))
 }
 
-/// R2 no longer knows the upload: `Ok` when another request has just completed it (the row says
-/// stored), else storage ended it, and its row and parts are forgotten (the declaration sent
-/// again starts a new upload) and the job is told to start over.
+/// R2 no longer knows the upload: `Ok` when another request just completed it, else storage
+/// ended it (the bucket's lifecycle), and it is forgotten: declared again, it starts over.
 async fn expired(env: &Env, r: &Row) -> ApiResult<Upload> {
-    match row(env, &r.job_id, &r.name).await? {
-        // Another request (the same last part, sent again) completed it meanwhile.
-        Some(now) if now.stored() => return Ok(now.upload(now.parts as u64)),
-        Some(now) if now.upload_id == r.upload_id => forget(env, &now).await?,
-        // Declared again meanwhile: that upload is not this one's to forget.
-        _ => {}
+    // Unless declared again meanwhile: that upload is not this one's to forget.
+    let mine = row(env, &r.job_id, &r.name)
+        .await?
+        .is_some_and(|now| !now.stored() && now.upload_id == r.upload_id);
+    if mine && holds(env, &object_key(&r.job_id, &r.name), r.size as u64).await? {
+        mark_stored(env, r).await?;
+    } else if mine {
+        forget(env, r).await?;
+    }
+    if let Some(now) = row(env, &r.job_id, &r.name).await?.filter(Row::stored) {
+        return Ok(now.upload(now.parts as u64));
     }
     Err(ApiError::new(
         ErrorCode::UploadExpired,
@@ -370,6 +365,11 @@ async fn complete(env: &Env, b: &Bucket, r: &Row, upload_id: &str) -> ApiResult<
         }
         other => other.map_err(r2("complete upload"))?,
     };
+    mark_stored(env, r).await
+}
+
+/// The row of an upload R2 has joined: stored, its parts forgotten.
+async fn mark_stored(env: &Env, r: &Row) -> ApiResult<()> {
     db::run(
         env,
         "UPDATE artifacts SET state = 'stored', stored_at = ?, upload_id = NULL WHERE job_id = ? AND name = ?",

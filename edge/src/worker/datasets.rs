@@ -7,7 +7,7 @@
 use super::access::{JobCaller, User};
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
-use super::objects::{Object, bucket, r2, serve_object};
+use super::objects::{Object, bucket, holds, r2, serve_object};
 use crate::artifacts::{UploadState, check_part};
 use crate::datasets::{
     Declared, RECHECK_BYTES, check_declaration, check_quota, object_key, parse_id, recheck,
@@ -115,19 +115,8 @@ async fn received(env: &Env, r: &Row) -> ApiResult<u64> {
 
 /// The bytes an account's datasets take, uploads under way included.
 async fn used_bytes(env: &Env, user_id: &str) -> ApiResult<u64> {
-    #[derive(Deserialize)]
-    struct Used {
-        used: Option<i64>,
-    }
-    let used = db::first::<Used>(
-        env,
-        "SELECT SUM(size) AS used FROM datasets WHERE user_id = ?",
-        &[s(user_id)],
-    )
-    .await?
-    .and_then(|u| u.used)
-    .unwrap_or(0);
-    Ok(used.max(0) as u64)
+    let sql = "SELECT SUM(size) AS total FROM datasets WHERE user_id = ?";
+    db::total(env, sql, &[s(user_id)]).await
 }
 
 /// Forgets a dataset: its R2 object or unfinished upload, its parts and its row.
@@ -350,11 +339,17 @@ async fn first_part(
 /// R2 no longer knows the upload: `Ok` when another request just completed it, else storage
 /// ended it (the bucket's lifecycle), and it is forgotten: declared again, it starts over.
 async fn expired(env: &Env, r: &Row) -> ApiResult<Dataset> {
-    match row(env, &r.user_id, &r.id).await? {
-        Some(now) if now.stored() => return Ok(now.wire(now.parts as u64)),
-        // Unless declared again meanwhile: that upload is not this one's to forget.
-        Some(now) if now.upload_id == r.upload_id => forget(env, &now).await?,
-        _ => {}
+    // Unless declared again meanwhile: that upload is not this one's to forget.
+    let mine = row(env, &r.user_id, &r.id)
+        .await?
+        .is_some_and(|now| !now.stored() && now.upload_id == r.upload_id);
+    if mine && holds(env, &object_key(&r.user_id, &r.sha256), r.size as u64).await? {
+        mark_stored(env, r).await?;
+    } else if mine {
+        forget(env, r).await?;
+    }
+    if let Some(now) = row(env, &r.user_id, &r.id).await?.filter(Row::stored) {
+        return Ok(now.wire(now.parts as u64));
     }
     Err(ApiError::new(
         ErrorCode::UploadExpired,
@@ -392,6 +387,11 @@ async fn complete(env: &Env, r: &Row, upload: worker::MultipartUpload) -> ApiRes
         }
         other => other.map_err(r2("complete upload"))?,
     };
+    mark_stored(env, r).await
+}
+
+/// The row of an upload R2 has joined: stored, its parts forgotten.
+async fn mark_stored(env: &Env, r: &Row) -> ApiResult<()> {
     db::run(
         env,
         "UPDATE datasets SET state = 'stored', stored_at = ?, upload_id = NULL WHERE user_id = ? AND id = ?",
@@ -544,9 +544,11 @@ pub async fn check_named(env: &Env, user_id: &str, spec: &jobspec::JobSpec) -> A
 /// and its declared name's extension in `x-onramp-extension`.
 pub async fn job_fetch(caller: JobCaller, req: Request, env: &Env) -> ApiResult<Response> {
     let job = caller.job();
-    let spec = jobspec::plan_toml(&job.spec);
-    let named: Vec<String> = spec.valid.as_ref().map_or_else(Vec::new, |v| {
-        api::datasets::named_in_spec(v.spec())
+    // Read, not checked again: a spec the edge accepted names what it names, whatever rules
+    // came since.
+    let spec = jobspec::parse_text(&job.spec, jobspec::Format::Toml).0;
+    let named: Vec<String> = spec.as_ref().map_or_else(Vec::new, |v| {
+        api::datasets::named_in_spec(v)
             .into_iter()
             .map(|(_, id)| id.to_string())
             .collect()
@@ -565,9 +567,8 @@ pub async fn job_fetch(caller: JobCaller, req: Request, env: &Env) -> ApiResult<
             ))
         })?,
         None => spec
-            .valid
             .as_ref()
-            .and_then(|v| named_in(v.spec()).map(str::to_string))
+            .and_then(|v| named_in(v).map(str::to_string))
             .ok_or_else(|| {
                 ApiError::not_found(format!("job {} names no uploaded dataset", job.id))
             })?,

@@ -89,6 +89,16 @@ pub async fn first<T: DeserializeOwned>(
     within(DATABASE, store_limit(env), call).await
 }
 
+/// The number a `SELECT SUM(…) AS total …` gives: 0 for no rows, never below 0.
+pub async fn total(env: &Env, sql: &str, args: &[JsValue]) -> ApiResult<u64> {
+    #[derive(serde::Deserialize)]
+    struct Total {
+        total: Option<i64>,
+    }
+    let row = first::<Total>(env, sql, args).await?;
+    Ok(row.and_then(|t| t.total).unwrap_or(0).max(0) as u64)
+}
+
 pub async fn all<T: DeserializeOwned>(env: &Env, sql: &str, args: &[JsValue]) -> ApiResult<Vec<T>> {
     let statement = db(env)?.prepare(sql).bind(args).map_err(d1_err(sql))?;
     let call = async { statement.all().await.map_err(d1_err(sql)) };

@@ -63,6 +63,14 @@ fn ranged_body(b: Bucket, key: String, etag: String, start: u64, end: u64) -> wo
     worker::ResponseBody::Stream(web_sys::TransformStream::readable(&fixed))
 }
 
+/// Whether the bucket holds an object of `size` bytes at `key`: an upload R2 no longer knows may
+/// have just been completed by another request (the same last part, sent again) whose row is not
+/// written yet.
+pub async fn holds(env: &Env, key: &str, size: u64) -> ApiResult<bool> {
+    let head = bucket(env)?.head(key).await.map_err(r2("head"))?;
+    Ok(head.is_some_and(|o| o.size() == size))
+}
+
 /// An object in the bucket, as a download names it.
 pub struct Object<'a> {
     pub key: String,

@@ -74,13 +74,21 @@ pub(crate) fn fits_with(v: &ValidSpec, card: &'static crate::catalog::Card) -> O
     })
 }
 
-/// Estimates the spec on every card type. The CPU row appears only for `tiny-train`, and
-/// cards whose nodes are smaller than the spec's `cards_per_node` are left out.
+/// Estimates the spec on every card type it may run on: `tiny-train` on the CPU alone (one
+/// process), every other task on the GPUs; cards whose nodes are smaller than the spec's
+/// `cards_per_node` are left out.
 pub fn compare_cards(v: &ValidSpec) -> Vec<CardRow> {
     let spec = v.spec();
+    let tiny = spec.task == Task::TinyTrain;
     CARDS
         .iter()
-        .filter(|c| c.is_gpu || (spec.task == Task::TinyTrain && v.world_size() == 1))
+        .filter(|c| {
+            if tiny {
+                !c.is_gpu && v.world_size() == 1
+            } else {
+                c.is_gpu
+            }
+        })
         .filter(|c| spec.resources.cards_per_node <= c.max_per_node)
         .map(|card| {
             let other = v.with_card(card);

@@ -105,10 +105,10 @@ fn refusals_then_a_job_cancelled_from_its_page_and_listed() {
 
     // A hold larger than the balance: refused as not enough credit.
     click(&browser, "[data-testid=nav-plan]");
-    edit_spec(&browser, "30d", 5000);
+    edit_spec(&browser, "7d", 5000);
     assert!(
         hold_fen(&browser) > 1000,
-        "30 days of CPU costs more than the grant"
+        "7 days of CPU (the most the runner takes) cost more than the grant"
     );
     let text = submit_refused(&browser, "insufficient_credit");
     assert!(text.contains("Not enough credit"), "{text}");
