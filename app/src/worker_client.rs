@@ -126,10 +126,17 @@ impl ModelWorker {
                 w.terminate();
             }
         });
-        // Before a model was ready it was loading one; after, generating.
-        let kind = match self.phase.get_untracked() {
-            Phase::Starting | Phase::Downloading { .. } => crate::worker_proto::ErrorKind::Download,
-            _ => crate::worker_proto::ErrorKind::Generate,
+        // Before a model was ready (a generation still waiting for it) it was loading one;
+        // after, generating.
+        let loading = self.pending.with_value(Option::is_some)
+            || matches!(
+                self.phase.get_untracked(),
+                Phase::Starting | Phase::Downloading { .. }
+            );
+        let kind = if loading {
+            crate::worker_proto::ErrorKind::Download
+        } else {
+            crate::worker_proto::ErrorKind::Generate
         };
         self.phase
             .set(Phase::Failed(WorkerError { kind, detail: why }));

@@ -174,6 +174,7 @@ fn bad_eval_sets_and_prompts_are_refused() {
         "dataset = \" \"\n",
         expect![[r#"
             14:11 error bad-value eval.dataset: `eval.dataset` is empty
+            14:11 error bad-text eval.dataset: `eval.dataset` holds ` ` (U+0020) at character 1; a dataset id or path may use letters, digits and - _ . / : @ + = ~ , %
             valid: false
         "#]],
     );

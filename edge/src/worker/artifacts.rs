@@ -8,7 +8,7 @@ use super::access::{JobCaller, User};
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
 use super::jobs;
-use super::objects::{Object, bucket, holds, r2, serve_object};
+use super::objects::{self, Object, bucket, holds, r2, serve_object};
 use crate::artifacts::{
     UploadState, check_part, check_quota, check_sha256, object_key, parse_name,
 };
@@ -36,9 +36,11 @@ struct Row {
     upload_id: Option<String>,
     state: String,
     stored_at: Option<i64>,
+    created_at: i64,
 }
 
-const ROW: &str = "job_id, name, size, sha256, part_size, parts, upload_id, state, stored_at";
+const ROW: &str =
+    "job_id, name, size, sha256, part_size, parts, upload_id, state, stored_at, created_at";
 
 impl Row {
     fn stored(&self) -> bool {
@@ -207,14 +209,12 @@ pub async fn start(
     )
     .await?;
     // Uploads declared at the same moment each saw room: counted together, one past the quota
-    // withdraws (not one that replaced a file, which is gone: it went by the check above).
+    // withdraws.
     let total = used_bytes(env, &job.user_id).await?;
-    if let (None, Err(no)) = (
-        &existing,
-        check_quota(total - d.size.min(total), d.size, quota(env)),
-    ) && let Some(r) = row(env, &job.id, &name).await?
-    {
-        forget(env, &r).await?;
+    if let Err(no) = check_quota(total - d.size.min(total), d.size, quota(env)) {
+        if let Some(r) = row(env, &job.id, &name).await? {
+            forget(env, &r).await?;
+        }
         return Err(no);
     }
     Ok(Upload {
@@ -316,7 +316,15 @@ async fn expired(env: &Env, r: &Row) -> ApiResult<Upload> {
     let mine = row(env, &r.job_id, &r.name)
         .await?
         .is_some_and(|now| !now.stored() && now.upload_id == r.upload_id);
-    if mine && holds(env, &object_key(&r.job_id, &r.name), r.size as u64).await? {
+    if mine
+        && holds(
+            env,
+            r.created_at,
+            &object_key(&r.job_id, &r.name),
+            r.size as u64,
+        )
+        .await?
+    {
         mark_stored(env, r).await?;
     } else if mine {
         forget(env, r).await?;
@@ -368,21 +376,12 @@ async fn complete(env: &Env, b: &Bucket, r: &Row, upload_id: &str) -> ApiResult<
     mark_stored(env, r).await
 }
 
-/// The row of an upload R2 has joined: stored, its parts forgotten.
+/// The row of an upload R2 has joined, while it is still this upload's: stored, its parts
+/// forgotten.
 async fn mark_stored(env: &Env, r: &Row) -> ApiResult<()> {
-    db::run(
-        env,
-        "UPDATE artifacts SET state = 'stored', stored_at = ?, upload_id = NULL WHERE job_id = ? AND name = ?",
-        &[n(now_ms()), s(&r.job_id), s(&r.name)],
-    )
-    .await?;
-    db::run(
-        env,
-        "DELETE FROM artifact_parts WHERE job_id = ? AND name = ?",
-        &[s(&r.job_id), s(&r.name)],
-    )
-    .await?;
-    Ok(())
+    let tables = ("artifacts", "artifact_parts");
+    let key = [("job_id", r.job_id.as_str()), ("name", r.name.as_str())];
+    objects::mark_stored(env, tables, key, r.upload_id.as_deref()).await
 }
 
 /// `GET /api/jobs/{id}/artifacts`: the owner's stored artifacts of one job.

@@ -7,7 +7,7 @@
 use super::access::{JobCaller, User};
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
-use super::objects::{Object, bucket, holds, r2, serve_object};
+use super::objects::{self, Object, bucket, holds, r2, serve_object};
 use crate::artifacts::{UploadState, check_part};
 use crate::datasets::{
     Declared, RECHECK_BYTES, check_declaration, check_quota, object_key, parse_id, recheck,
@@ -343,7 +343,15 @@ async fn expired(env: &Env, r: &Row) -> ApiResult<Dataset> {
     let mine = row(env, &r.user_id, &r.id)
         .await?
         .is_some_and(|now| !now.stored() && now.upload_id == r.upload_id);
-    if mine && holds(env, &object_key(&r.user_id, &r.sha256), r.size as u64).await? {
+    if mine
+        && holds(
+            env,
+            r.created_at,
+            &object_key(&r.user_id, &r.sha256),
+            r.size as u64,
+        )
+        .await?
+    {
         mark_stored(env, r).await?;
     } else if mine {
         forget(env, r).await?;
@@ -390,21 +398,12 @@ async fn complete(env: &Env, r: &Row, upload: worker::MultipartUpload) -> ApiRes
     mark_stored(env, r).await
 }
 
-/// The row of an upload R2 has joined: stored, its parts forgotten.
+/// The row of an upload R2 has joined, while it is still this upload's: stored, its parts
+/// forgotten.
 async fn mark_stored(env: &Env, r: &Row) -> ApiResult<()> {
-    db::run(
-        env,
-        "UPDATE datasets SET state = 'stored', stored_at = ?, upload_id = NULL WHERE user_id = ? AND id = ?",
-        &[n(now_ms()), s(&r.user_id), s(&r.id)],
-    )
-    .await?;
-    db::run(
-        env,
-        "DELETE FROM dataset_parts WHERE user_id = ? AND id = ?",
-        &[s(&r.user_id), s(&r.id)],
-    )
-    .await?;
-    Ok(())
+    let tables = ("datasets", "dataset_parts");
+    let key = [("user_id", r.user_id.as_str()), ("id", r.id.as_str())];
+    objects::mark_stored(env, tables, key, r.upload_id.as_deref()).await
 }
 
 /// `GET /api/datasets`: the account's datasets, newest first, and its use of the quota.

@@ -63,12 +63,33 @@ fn ranged_body(b: Bucket, key: String, etag: String, start: u64, end: u64) -> wo
     worker::ResponseBody::Stream(web_sys::TransformStream::readable(&fixed))
 }
 
-/// Whether the bucket holds an object of `size` bytes at `key`: an upload R2 no longer knows may
-/// have just been completed by another request (the same last part, sent again) whose row is not
-/// written yet.
-pub async fn holds(env: &Env, key: &str, size: u64) -> ApiResult<bool> {
+/// Whether the bucket holds an object of `size` bytes at `key` stored since `since_ms` (when its
+/// upload was declared): an upload R2 no longer knows may have just been completed by another
+/// request (the same last part, sent again) whose row is not written yet.
+pub async fn holds(env: &Env, since_ms: i64, key: &str, size: u64) -> ApiResult<bool> {
     let head = bucket(env)?.head(key).await.map_err(r2("head"))?;
-    Ok(head.is_some_and(|o| o.size() == size))
+    Ok(head.is_some_and(|o| o.size() == size && o.uploaded().as_millis() as i64 >= since_ms))
+}
+
+/// Marks stored the row of an upload R2 has joined, while the row is still that upload's, and
+/// forgets its parts: `table` and `parts` are the tables (artifacts' or datasets'), `key` the
+/// row's two key columns with their values.
+pub async fn mark_stored(
+    env: &Env,
+    (table, parts): (&str, &str),
+    [(k0, v0), (k1, v1)]: [(&str, &str); 2],
+    upload_id: Option<&str>,
+) -> ApiResult<()> {
+    use super::db::{n, now_ms, s};
+    let sql = format!(
+        "UPDATE {table} SET state = 'stored', stored_at = ?, upload_id = NULL \
+         WHERE {k0} = ? AND {k1} = ? AND upload_id = ?"
+    );
+    let id = upload_id.unwrap_or_default();
+    super::db::run(env, &sql, &[n(now_ms()), s(v0), s(v1), s(id)]).await?;
+    let sql = format!("DELETE FROM {parts} WHERE {k0} = ? AND {k1} = ?");
+    super::db::run(env, &sql, &[s(v0), s(v1)]).await?;
+    Ok(())
 }
 
 /// An object in the bucket, as a download names it.

@@ -208,15 +208,14 @@ pub(super) fn check_free_text(c: &mut Checker<'_>, spec: &JobSpec) {
 /// A dataset id or path (`data.dataset`, `eval.dataset`): not empty, its length, its characters,
 /// and that it stays inside the datasets root or the job's folder.
 pub(super) fn check_dataset(c: &mut Checker<'_>, path: &str, dataset: &str) {
-    // Only spaces: any other character (a line break, U+2028) is said as the bad text it is.
-    if dataset.chars().all(|ch| ch == ' ') {
+    // Blank; what else it holds (a line break, U+2028) is said below as the bad text it is.
+    if dataset.trim().is_empty() {
         c.error(
             Code::BadValue,
             path,
             format!("`{path}` is empty"),
             format!("`{path}` 为空"),
         );
-        return;
     }
     if dataset.len() > 512 {
         c.error(

@@ -114,6 +114,8 @@ fn unrunnable(e: ApiError, valid: &ValidSpec, pinned: Option<&str>) -> ApiError 
             },
             None => e,
         },
+        // A refusal that names its own field (the runner's week) is not the checkpoint's.
+        Some(_) if e.details.get("field").is_some() => e,
         Some(id) => ApiError::new(
             ErrorCode::NoBackend,
             format!(
