@@ -26,7 +26,6 @@ const BOM: &[u8] = b"\xef\xbb\xbf";
 pub fn layout_by_name(name: &str) -> Option<Layout> {
     match extension(name).as_deref() {
         Some("txt" | "text" | "md") => Some(Layout::Text),
-        Some("jsonl" | "ndjson") => Some(Layout::Jsonl),
         // JSON: lines or one array, which the first byte tells (`layout_of`).
         _ => None,
     }
@@ -38,17 +37,17 @@ pub fn extension(name: &str) -> Option<String> {
 }
 
 /// The layout of a file named `name` (when known) whose first byte that is not whitespace is
-/// `first`: a `.txt`, `.text` or `.md` file is text and a `.jsonl` or `.ndjson` file JSON lines
-/// whatever they start with; a `.json` file an array when it starts with `[`, else JSON lines
-/// (never text: its bad lines are said); any other by its first byte ([`layout_by_head`]).
-/// data.py's `layout` is the same.
+/// `first`: a `.txt`, `.text` or `.md` file is text whatever it starts with; a `.json`,
+/// `.jsonl` or `.ndjson` file an array when it starts with `[`, else JSON lines (never text: a
+/// first line cut short is a bad line, not the whole file read as prose); any other by its first
+/// byte ([`layout_by_head`]). data.py's `layout` is the same.
 pub fn layout_of(name: Option<&str>, first: u8) -> Layout {
     if let Some(named) = name.and_then(layout_by_name) {
         return named;
     }
     match (name.and_then(extension).as_deref(), first) {
-        (Some("json"), b'[') => Layout::JsonArray,
-        (Some("json"), _) => Layout::Jsonl,
+        (Some("json" | "jsonl" | "ndjson"), b'[') => Layout::JsonArray,
+        (Some("json" | "jsonl" | "ndjson"), _) => Layout::Jsonl,
         _ => layout_by_head(first),
     }
 }

@@ -341,3 +341,17 @@ mod no_panic {
         }
     }
 }
+
+#[test]
+fn the_name_decides_the_layout_where_the_first_byte_would_mislead() {
+    use datacheck::scan::layout_of;
+    assert_eq!(layout_of(Some("a.txt"), b'{'), Layout::Text);
+    assert_eq!(layout_of(Some("notes.md"), b'['), Layout::Text);
+    // A JSON file whose first line was cut short: JSON lines, that line bad, not prose.
+    assert_eq!(layout_of(Some("a.jsonl"), b'i'), Layout::Jsonl);
+    assert_eq!(layout_of(Some("a.JSON"), b'['), Layout::JsonArray);
+    assert_eq!(layout_of(Some("a.ndjson"), b'['), Layout::JsonArray);
+    assert_eq!(layout_of(Some("a.csv"), b'i'), Layout::Text);
+    assert_eq!(layout_of(None, b'{'), Layout::Jsonl);
+    assert_eq!(layout_of(None, b'['), Layout::JsonArray);
+}

@@ -153,7 +153,8 @@ def test_an_uploaded_file_is_read_by_the_layout_its_declared_name_gave_it(job, m
 def test_layouts_go_by_the_name_as_the_checker_does():
     assert data.layout("a.txt", b'{"text": "a"}') == "text"
     assert data.layout("a.jsonl", b'ion": "cut"}\n{"text": "a"}') == "jsonl"
-    assert data.layout("a.ndjson", b"[1]") == "jsonl"
+    assert data.layout("a.ndjson", b"[1]") == "json_array"
+    assert data.layout("a.ndjson", b"x") == "jsonl"
     assert data.layout("a.json", b"[{}]") == "json_array"
     assert data.layout("a.json", b"not json") == "jsonl"
     assert data.layout("a.csv", b"instruction,output") == "text"

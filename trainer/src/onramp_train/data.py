@@ -143,18 +143,16 @@ def plan_mismatch(data_examples: int | None, data_tokens: int | None, ex: Exampl
 
 def layout(name: str, raw: bytes) -> str | None:
     """`jsonl`, `json_array` or `text`, or None for a file of nothing but whitespace: as
-    datacheck's `layout_of`, a `.txt`, `.text` or `.md` file is text and a `.jsonl` or `.ndjson`
-    file JSON lines whatever they start with, a `.json` file an array when it starts with `[`,
-    else JSON lines; any other by its first byte."""
+    datacheck's `layout_of`, a `.txt`, `.text` or `.md` file is text whatever it starts with; a
+    `.json`, `.jsonl` or `.ndjson` file an array when it starts with `[`, else JSON lines; any
+    other by its first byte."""
     head = raw.lstrip(SPACE)
     if not head:
         return None
     ext = name.rsplit(".", 1)[1].lower() if "." in name else None
     if ext in ("txt", "text", "md"):
         return "text"
-    if ext in ("jsonl", "ndjson"):
-        return "jsonl"
-    if ext == "json":
+    if ext in ("json", "jsonl", "ndjson"):
         return "json_array" if head[0] == ord("[") else "jsonl"
     return {ord("["): "json_array", ord("{"): "jsonl"}.get(head[0], "text")
 
