@@ -86,9 +86,11 @@ pub async fn mark_stored(
          WHERE {k0} = ? AND {k1} = ? AND upload_id = ?"
     );
     let id = upload_id.unwrap_or_default();
-    super::db::run(env, &sql, &[n(now_ms()), s(v0), s(v1), s(id)]).await?;
-    let sql = format!("DELETE FROM {parts} WHERE {k0} = ? AND {k1} = ?");
-    super::db::run(env, &sql, &[s(v0), s(v1)]).await?;
+    // Declared again meanwhile: the parts are the new upload's.
+    if super::db::run(env, &sql, &[n(now_ms()), s(v0), s(v1), s(id)]).await? > 0 {
+        let sql = format!("DELETE FROM {parts} WHERE {k0} = ? AND {k1} = ?");
+        super::db::run(env, &sql, &[s(v0), s(v1)]).await?;
+    }
     Ok(())
 }
 
