@@ -280,6 +280,7 @@ fn model() -> Result<(), String> {
 fn browser_bench(package: &str, marker: &str) -> Result<Vec<String>, String> {
     let tools = crate::setup::run()?;
     let webdriver_json = crate::test::write_webdriver_json()?;
+    let tmp = crate::test::ScratchTmp::new("browser-bench")?;
     // No --quiet: cargo passes it on to wasm-bindgen-test-runner, which refuses it.
     let out = cargo()
         .args(["test", "-p", package, "--target", "wasm32-unknown-unknown"])
@@ -290,6 +291,7 @@ fn browser_bench(package: &str, marker: &str) -> Result<Vec<String>, String> {
         )
         .env("CHROMEDRIVER", &tools.chromedriver)
         .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", &webdriver_json)
+        .env("TMPDIR", tmp.path())
         .output()
         .map_err(|e| format!("cannot run the {package} browser bench: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);

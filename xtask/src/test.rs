@@ -208,6 +208,8 @@ fn trainer_tests(tally: &mut Tally, tools: &Tools, cli: &Path) -> Result<(), Str
             .args(["-m", "ruff", "check", "--no-cache", "trainer"])
             .current_dir(repo_root()),
     )?;
+    // torchrun's agents leave their folders (torchelastic_*) behind, pytest its last runs.
+    let tmp = ScratchTmp::new("pytest")?;
     tally.run(
         "trainer tests (pytest in the trainer's environment)",
         tools
@@ -225,8 +227,34 @@ fn trainer_tests(tally: &mut Tally, tools: &Tools, cli: &Path) -> Result<(), Str
             // above, which the host tests' build beside them may link again (their dev-dependencies
             // turn on other features of shared crates).
             .env("ONRAMP_CLI", cli)
+            .env("TMPDIR", tmp.path())
             .current_dir(repo_root()),
     )
+}
+
+/// A fresh folder given to a stage of tests as `TMPDIR`, removed with what they left in it when
+/// dropped: tools that leave their temporary files behind (chromedriver's profiles, torchrun's
+/// folders) leave nothing in the machine's `/tmp`. Its path is short, for Unix sockets.
+pub struct ScratchTmp(PathBuf);
+
+impl ScratchTmp {
+    pub fn new(stage: &str) -> Result<ScratchTmp, String> {
+        let dir = std::env::temp_dir().join(format!("onramp-{stage}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        Ok(ScratchTmp(dir))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// A copy of the `onramp` CLI built by `build::runner`, in a folder of the target's that no build
@@ -244,12 +272,16 @@ fn cli_copy() -> Result<PathBuf, String> {
 /// The wasm tests of the crates that have them, and jobspec's, in headless Chromium.
 fn wasm_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     let webdriver_json = write_webdriver_json()?;
+    // The test runner ends chromedriver without ending its sessions: the profiles chromedriver
+    // made (about 55 MB each) and Chromium's own temporary folders stay behind, in this folder.
+    let tmp = ScratchTmp::new("wasm-tests")?;
     let mut wasm_test = |what: &str, args: &[&str]| {
         tally.run(
             what,
             linted(&mut cargo())
                 .args(["test", "--target", "wasm32-unknown-unknown"])
                 .args(args)
+                .env("TMPDIR", tmp.path())
                 .env(
                     "PATH",
                     path_with(std::slice::from_ref(&tools.wasm_bindgen_bin)),
