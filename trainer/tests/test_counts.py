@@ -3,6 +3,7 @@ same examples, tokens and bad lines, on every format and layout, with tokenizers
 
 from __future__ import annotations
 
+import array
 import json
 import random
 import subprocess
@@ -354,3 +355,35 @@ card = "cpu"
     train, _, _ = split(ex.items, plan, tok)
     assert len(ex.items) == ex.tokens // 64
     assert plan.max_steps == math.ceil(len(train) * epochs / plan.global_batch)
+
+
+@pytest.mark.parametrize("name", ["corpus.txt", "records.jsonl"])
+def test_a_file_is_read_mapped_and_texts_tokens_are_kept_in_a_file(tmp_path, monkeypatch, name):
+    """`data.load` maps the file (lines taken one at a time) and keeps text's tokens in an
+    unnamed file of the job's folder, 4 bytes each: the same examples, counts and bad lines as
+    the file read whole with its tokens in memory, each packed sequence made when asked for."""
+    tok = trainer_tokenizer(train_tokenizer(tmp_path / "tok", "bpe", None), None)
+    rng = random.Random(name)
+    if name.endswith(".txt"):
+        body = "".join(sentence(rng) + "\n" for _ in range(300)).encode()
+        body += b"\xff not UTF-8, and no newline at the end"
+    else:
+        body = "".join(json.dumps({"text": sentence(rng)}) + "\n" for _ in range(300)).encode()
+        body += b"{bad\n"
+    path = tmp_path / name
+    path.write_bytes(data.BOM + body)
+    whole = data.Reader(tok, 32).read(path, path.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(data.TokenStream, "BLOCK", 100)
+    mapped = data.load(name, tok, 32, "pretrain")
+    assert isinstance(mapped.items, data.Packed) and isinstance(mapped.items.ids, memoryview)
+    assert isinstance(whole.items.ids, array.array)
+    assert (mapped.fmt, mapped.tokens) == (whole.fmt, whole.tokens)
+    assert mapped.bad_lines == whole.bad_lines
+    assert mapped.bad_lines, "the bad line is reported"
+    assert len(mapped.items) == len(whole.items) == whole.tokens // 32 > 10
+    assert list(mapped.items) == list(whole.items)
+    assert mapped.items[-1] == whole.items[len(whole.items) - 1]
+    with pytest.raises(IndexError):
+        mapped.items[len(mapped.items)]
+    assert not list(tmp_path.glob("*onramp-tokens*")), "the tokens' file has no name"

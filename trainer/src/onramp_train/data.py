@@ -19,9 +19,13 @@ refused before training.
 
 from __future__ import annotations
 
+import array
 import json
+import mmap
 import os
 import re
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +46,8 @@ _NOT_BLANK = "\x1c\x1d\x1e\x1f"
 class Examples:
     """Tokenized examples (`input_ids`, `labels`) and what was wrong with the rest."""
 
-    items: list[dict[str, list[int]]]
+    # A list, or for text the packed sequences (`Packed`), made one at a time.
+    items: Sequence[dict[str, list[int]]]
     fmt: str
     path: Path
     bad_lines: list[str] = field(default_factory=list)
@@ -100,11 +105,13 @@ def resolve(dataset: str) -> Path:
 def load(dataset: str, tokenizer, seq_len: int, task: str) -> Examples:
     path = resolve(dataset)
     try:
-        raw = path.read_bytes()
-    except OSError as e:
+        with path.open("rb") as f:
+            # Mapped, not read: a corpus larger than memory is paged in as it is read.
+            raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if _size(f) else b""
+    except (OSError, ValueError) as e:
         raise DataError(f"cannot read {path}: {e}") from e
     ex = Reader(tokenizer, seq_len).read(path, raw)
-    if not ex.items:
+    if not len(ex.items):
         detail = "; ".join(ex.bad_lines[:MAX_REPORTED])
         raise DataError(
             f"{path} has no usable example" + (f": {detail}" if detail else " (it is empty)")
@@ -116,6 +123,10 @@ def load(dataset: str, tokenizer, seq_len: int, task: str) -> Examples:
     return ex
 
 
+def _size(f) -> int:
+    return os.fstat(f.fileno()).st_size
+
+
 # How far the counts found may be from the plan's before the job says so.
 TOLERANCE = 0.02
 
@@ -123,7 +134,7 @@ TOLERANCE = 0.02
 def plan_mismatch(data_examples: int | None, data_tokens: int | None, ex: Examples) -> str | None:
     """What differs between the counts the plan assumed and the examples found, past the
     tolerance, or None."""
-    found_tokens = sum(len(i["input_ids"]) for i in ex.items)
+    found_tokens = ex.tokens
     wrong = []
     if (
         data_examples
@@ -141,20 +152,46 @@ def plan_mismatch(data_examples: int | None, data_tokens: int | None, ex: Exampl
     )
 
 
-def layout(name: str, raw: bytes) -> str | None:
+def layout(name: str, raw, start: int = 0) -> str | None:
     """`jsonl`, `json_array` or `text`, or None for a file of nothing but whitespace: as
     datacheck's `layout_of`, a `.txt`, `.text` or `.md` file is text whatever it starts with; a
     `.json`, `.jsonl` or `.ndjson` file an array when it starts with `[`, else JSON lines; any
-    other by its first byte."""
-    head = raw.lstrip(SPACE)
-    if not head:
+    other by its first byte. `raw`: bytes or a mapped file, read from `start`."""
+    first = first_byte(raw, start)
+    if first is None:
         return None
     ext = name.rsplit(".", 1)[1].lower() if "." in name else None
     if ext in ("txt", "text", "md"):
         return "text"
     if ext in ("json", "jsonl", "ndjson"):
-        return "json_array" if head[0] == ord("[") else "jsonl"
-    return {ord("["): "json_array", ord("{"): "jsonl"}.get(head[0], "text")
+        return "json_array" if first == ord("[") else "jsonl"
+    return {ord("["): "json_array", ord("{"): "jsonl"}.get(first, "text")
+
+
+def first_byte(raw, start: int = 0) -> int | None:
+    """The first byte of `raw` (bytes or a mapped file) from `start` that is not whitespace."""
+    n = len(raw)
+    while start < n:
+        piece = raw[start : start + 65536]
+        head = piece.lstrip(SPACE)
+        if head:
+            return head[0]
+        start += len(piece)
+    return None
+
+
+def lines(raw, start: int = 0):
+    """(line number, line without its `\n`, whether a `\n` ended it) of bytes or a mapped
+    file from `start`, one at a time, as `raw.split(b"\n")` would give them."""
+    n, no = len(raw), 0
+    while True:
+        no += 1
+        end = raw.find(b"\n", start)
+        if end < 0:
+            yield no, raw[start:n], False
+            return
+        yield no, raw[start:end], True
+        start = end + 1
 
 
 def blank(s: str) -> bool:
@@ -174,33 +211,34 @@ class Reader:
         self.bad: list[str] = []
         self.fmt: str | None = None
         self.first_line = 0
-        self.stream: list[int] = []
+        self.stream = TokenStream()
 
-    def read(self, path: Path, raw: bytes) -> Examples:
-        if raw.startswith(BOM):
-            raw = raw[len(BOM) :]
-        kind = layout(fetch.layout_name(path), raw)
+    def read(self, path: Path, raw) -> Examples:
+        """`raw`: the file's bytes, or the file mapped (`mmap`): lines are taken one at a time,
+        and text's tokens kept in a file, so that a corpus larger than memory is read."""
+        start = len(BOM) if raw[: len(BOM)] == BOM else 0
+        kind = layout(fetch.layout_name(path), raw, start)
         if kind == "text":
-            self._plain(raw)
+            self._plain(raw, start)
         elif kind == "jsonl":
-            for no, line in enumerate(raw.split(b"\n"), start=1):
+            for no, line, _ in lines(raw, start):
                 if line.strip(SPACE):
                     self._record(no, line.removesuffix(b"\r"))
         elif kind == "json_array":
-            for no, unit in array_records(raw):
+            # One JSON value: read whole (its records are examples in memory anyway).
+            for no, unit in array_records(bytes(raw[start:])):
                 if isinstance(unit, str):
                     self.bad.append(f"line {no}: {unit}")
                 else:
                     self._record(no, unit)
         if self.fmt == "text":
-            self._pack()
+            return self._pack(path)
         tokens = sum(len(i["input_ids"]) for i in self.items)
         return Examples(self.items, self.fmt or "jsonl", path, self.bad, tokens)
 
-    def _plain(self, raw: bytes) -> None:
-        lines = raw.split(b"\n")
-        for no, line in enumerate(lines, start=1):
-            if no < len(lines):
+    def _plain(self, raw, start: int) -> None:
+        for no, line, ended in lines(raw, start):
+            if ended:
                 line += b"\n"
             if not line:
                 continue
@@ -210,7 +248,7 @@ class Reader:
                 self.bad.append(f"line {no}: not valid UTF-8")
                 continue
             for i in range(0, len(text), TEXT_PIECE):
-                self.stream += self._ids(text[i : i + TEXT_PIECE])
+                self.stream.extend(self._ids(text[i : i + TEXT_PIECE]))
         self.fmt = "text"
 
     def _ids(self, text: str) -> list[int]:
@@ -244,7 +282,7 @@ class Reader:
             ids = self._ids(rec)
             if self.tok.eos_token_id is not None:
                 ids.append(self.tok.eos_token_id)
-            self.stream += ids
+            self.stream.extend(ids)
             return
         if kind == "prompt_completion":
             prompt, completion = rec
@@ -257,15 +295,75 @@ class Reader:
             item = _render(rec, self.tok, self.seq_len)
         self.items.append(item)
 
-    def _pack(self) -> None:
-        n = len(self.stream) // self.seq_len
-        for i in range(n):
-            ids = self.stream[i * self.seq_len : (i + 1) * self.seq_len]
-            self.items.append({"input_ids": ids, "labels": list(ids)})
-        if not n:
+    def _pack(self, path: Path) -> Examples:
+        packed = Packed(self.stream.close(), self.seq_len)
+        if not len(packed):
             self.bad.append(
-                f"only {len(self.stream)} tokens, fewer than one sequence of {self.seq_len}"
+                f"only {self.stream.count} tokens, fewer than one sequence of {self.seq_len}"
             )
+        return Examples(packed, "text", path, self.bad, len(packed) * self.seq_len)
+
+
+class TokenStream:
+    """Token ids appended in order, kept in an unnamed file of the job's folder (4 bytes each,
+    written in blocks), never as a Python list: a corpus's tokens need not fit in memory."""
+
+    BLOCK = 1 << 20
+
+    def __init__(self):
+        self.buf = array.array("I")
+        self.file = None
+        self.count = 0
+
+    def extend(self, ids) -> None:
+        self.buf.extend(ids)
+        self.count += len(ids)
+        if len(self.buf) >= self.BLOCK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.file is None:
+            try:
+                self.file = tempfile.TemporaryFile(dir=os.getcwd(), prefix=".onramp-tokens-")
+            except OSError:  # a folder the job cannot write to
+                self.file = tempfile.TemporaryFile(prefix="onramp-tokens-")
+        self.buf.tofile(self.file)
+        self.buf = array.array("I")
+
+    def close(self):
+        """Every id, as a read-only sequence of ints (the file mapped)."""
+        if self.file is None:
+            return self.buf
+        self._flush()
+        self.file.flush()
+        mapped = mmap.mmap(self.file.fileno(), 0, access=mmap.ACCESS_READ)
+        self.file.close()  # the mapping keeps the unnamed file
+        return memoryview(mapped).cast("I")
+
+
+class Packed:
+    """Text's tokens as `seq_len` sequences (the last partial one dropped), each made into an
+    example (`input_ids`, `labels`) only when asked for."""
+
+    def __init__(self, ids, seq_len: int):
+        self.ids, self.seq_len = ids, seq_len
+
+    def __len__(self) -> int:
+        return len(self.ids) // self.seq_len
+
+    def __getitem__(self, i: int) -> dict[str, list[int]]:
+        if not isinstance(i, int):
+            raise TypeError("a packed example is asked for by its index")
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        ids = self.ids[i * self.seq_len : (i + 1) * self.seq_len].tolist()
+        return {"input_ids": ids, "labels": list(ids)}
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
 
 
 _IN_STRING = re.compile(rb'["\\\n]')

@@ -38,16 +38,20 @@ TEXT_PROMPT_TOKENS = 32
 
 
 class Items:
-    """A list of examples as the Trainer's dataset."""
+    """Examples as the Trainer's dataset: all of `items`, or those at `keep` (in order), taken
+    from `items` one at a time (a packed text corpus is never copied whole)."""
 
-    def __init__(self, items):
-        self.items = items
+    def __init__(self, items, keep: list[int] | None = None):
+        self.items, self.keep = items, keep
 
     def __len__(self):
-        return len(self.items)
+        return len(self.items) if self.keep is None else len(self.keep)
 
     def __getitem__(self, i):
-        return self.items[i]
+        return self.items[i if self.keep is None else self.keep[i]]
+
+    def first(self, n: int) -> list:
+        return [self[i] for i in range(min(n, len(self)))]
 
 
 def split(items: list, plan: Plan, tok) -> tuple[Items, Items | None, dict[str, Any]]:
@@ -66,8 +70,8 @@ def split(items: list, plan: Plan, tok) -> tuple[Items, Items | None, dict[str, 
     if n_eval == 0:
         return Items(items), None, about
     held = set(order[:n_eval])
-    train = [x for i, x in enumerate(items) if i not in held]
-    return Items(train), Items([items[i] for i in sorted(held)]), about
+    train = [i for i in range(len(items)) if i not in held]
+    return Items(items, train), Items([items[i] for i in sorted(held)]), about
 
 
 def _capped(items: list, most: int, seed: int) -> list:
@@ -108,7 +112,7 @@ def prompts(plan: Plan, fmt: str, tok, eval_set: Items | None) -> list[list[int]
             out.append(ids)
         return out
     out = []
-    for item in (eval_set.items if eval_set else [])[: e.default_prompts]:
+    for item in eval_set.first(e.default_prompts) if eval_set else []:
         labels = item["labels"]
         cut = next((i for i, lab in enumerate(labels) if lab != data.IGNORE), len(labels))
         if cut == 0:  # text: every token is learned; its start is the prompt
