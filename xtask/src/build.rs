@@ -71,6 +71,7 @@ pub fn app(tools: &BuildTools) -> Result<(), String> {
     )?;
     let release = target_dir().join("wasm32-unknown-unknown/wasm-release");
     let optimise = std::env::var("ONRAMP_WASM_OPT").map_or(true, |v| v != "0");
+    let mut bound = Vec::new();
     for (bin, target) in [
         ("app", "web"),
         ("worker", "no-modules"),
@@ -78,10 +79,20 @@ pub fn app(tools: &BuildTools) -> Result<(), String> {
     ] {
         let wasm = release.join(format!("{bin}.wasm"));
         if bindgen(tools, &wasm, target, bin)? && optimise {
-            wasm_opt(tools, &dist_dir().join(format!("pkg/{bin}_bg.wasm")))?;
+            bound.push(dist_dir().join(format!("pkg/{bin}_bg.wasm")));
         }
     }
-    Ok(())
+    // wasm-opt runs on one core: the three at once.
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = bound
+            .iter()
+            .map(|wasm| scope.spawn(|| wasm_opt(tools, wasm)))
+            .collect();
+        runs.into_iter().try_for_each(|r| {
+            r.join()
+                .map_err(|_| "wasm-opt's thread panicked".to_string())?
+        })
+    })
 }
 
 /// Clippy's lints, warnings as errors, on the workspace's crates that a build compiles, as
@@ -99,31 +110,77 @@ pub fn linted(cmd: &mut Command) -> &mut Command {
     )
 }
 
-/// `wasm-opt -Oz` on a bindgen output, replacing it only when the result is smaller.
+/// `wasm-opt -Oz` on a bindgen output, replacing it only when the result is smaller. Its result
+/// is kept in the target folder under the input's SHA-256 (with wasm-opt's own and the flags'),
+/// so an unchanged binary, from a fresh clone too, is not optimised again (tens of seconds).
 fn wasm_opt(tools: &BuildTools, wasm: &Path) -> Result<(), String> {
+    use sha2::{Digest, Sha256};
+    const FLAGS: &[&str] = &[
+        "-Oz",
+        "--enable-simd",
+        "--enable-bulk-memory",
+        "--enable-nontrapping-float-to-int",
+        "--enable-sign-ext",
+        "--enable-mutable-globals",
+        "--enable-reference-types",
+        "--enable-multivalue",
+    ];
+    let input = std::fs::read(wasm).map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
+    let mut key = Sha256::new();
+    key.update(&input);
+    key.update(tools.wasm_opt.to_string_lossy().as_bytes());
+    key.update(FLAGS.join(" ").as_bytes());
+    let cache = target_dir().join("wasm-opt-cache");
+    let kept = cache.join(format!("{}.wasm", hex::encode(key.finalize())));
+    if let Ok(optimised) = std::fs::read(&kept) {
+        eprintln!(
+            "xtask: wasm-opt {}: unchanged, kept from an earlier build",
+            wasm.display()
+        );
+        return std::fs::write(wasm, optimised)
+            .map_err(|e| format!("cannot write {}: {e}", wasm.display()));
+    }
     let out = wasm.with_extension("opt.wasm");
     cmd::run(
         &format!("wasm-opt -Oz {}", wasm.display()),
         Command::new(&tools.wasm_opt)
-            .args([
-                "-Oz",
-                "--enable-simd",
-                "--enable-bulk-memory",
-                "--enable-nontrapping-float-to-int",
-                "--enable-sign-ext",
-                "--enable-mutable-globals",
-                "--enable-reference-types",
-                "--enable-multivalue",
-            ])
+            .args(FLAGS)
             .arg(wasm)
             .arg("-o")
             .arg(&out),
     )?;
     let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(u64::MAX);
     if size(&out) < size(wasm) {
-        std::fs::rename(&out, wasm).map_err(|e| format!("cannot replace {}: {e}", wasm.display()))
+        std::fs::rename(&out, wasm)
+            .map_err(|e| format!("cannot replace {}: {e}", wasm.display()))?;
     } else {
-        std::fs::remove_file(&out).map_err(|e| format!("cannot remove {}: {e}", out.display()))
+        std::fs::remove_file(&out).map_err(|e| format!("cannot remove {}: {e}", out.display()))?;
+    }
+    // Written whole under another name, then renamed: a build stopped midway leaves no half file.
+    let part = kept.with_extension(format!("{}.part", std::process::id()));
+    std::fs::create_dir_all(&cache)
+        .and_then(|()| std::fs::copy(wasm, &part))
+        .and_then(|_| std::fs::rename(&part, &kept))
+        .map_err(|e| format!("cannot keep wasm-opt's result in {}: {e}", cache.display()))?;
+    prune(&cache, KEPT_OPTIMISED);
+    Ok(())
+}
+
+/// How many of wasm-opt's results the target folder keeps (the newest).
+const KEPT_OPTIMISED: usize = 12;
+
+/// Removes all but the `keep` newest files of `dir`.
+fn prune(dir: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<_> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
+    for (_, path) in files.into_iter().skip(keep) {
+        let _ = std::fs::remove_file(path);
     }
 }
 
