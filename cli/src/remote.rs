@@ -42,6 +42,12 @@ fn reason_zh(e: &ureq::Error) -> String {
     }
 }
 
+/// How long one call may take: a minute, and for a body (a dataset's part, up to tens of MiB) the
+/// time to send it at 128 kbit/s on top, so that a slow uplink still gets every part through.
+pub fn call_limit(body_len: usize) -> std::time::Duration {
+    std::time::Duration::from_secs(60 + (body_len / (16 * 1024)) as u64)
+}
+
 /// Where the edge is when nothing says otherwise: what `cargo xtask dev` serves.
 pub const DEFAULT_EDGE: &str = "http://localhost:8787";
 
@@ -206,12 +212,13 @@ impl Edge {
         for (k, v) in headers {
             builder = builder.header(*k, *v);
         }
+        let body_len = body.as_ref().map_or(0, Vec::len);
         let request = builder
             .body(body.unwrap_or_default())
             .map_err(|e| Failure(format!("cannot build the request to {url}: {e}")))?;
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_global(Some(std::time::Duration::from_secs(60)))
+            .timeout_global(Some(call_limit(body_len)))
             .build()
             .into();
         let response = agent
@@ -312,6 +319,40 @@ impl Edge {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// An `https://` edge is spoken to over TLS: a server that answers in cleartext fails the
+    /// handshake (a CLI built without TLS refused every https URL before sending anything).
+    #[test]
+    fn an_https_edge_is_spoken_to_over_tls() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut hello = [0u8; 5];
+            conn.read_exact(&mut hello).ok()?;
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}");
+            Some(hello)
+        });
+        let edge = Edge::new(&format!("https://127.0.0.1:{port}"), None);
+        let err = edge.get("/api/health").unwrap_err().0;
+        // Ends the server's wait when the client never connected (it sends nothing).
+        drop(std::net::TcpStream::connect(("127.0.0.1", port)));
+        // What arrived first was a TLS record: a handshake (22), TLS 1.x (3).
+        let hello = server.join().unwrap();
+        assert_eq!(hello.map(|h| [h[0], h[1]]), Some([22, 3]), "{err}");
+        assert!(
+            !err.contains("TLS required") && !err.contains("RequireTls"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_large_body_is_given_the_time_to_go_up_a_slow_link() {
+        assert_eq!(call_limit(0).as_secs(), 60);
+        // 16 MiB at 128 kbit/s is 1024 s.
+        assert_eq!(call_limit(16 << 20).as_secs(), 60 + 1024);
+    }
 
     fn answer(status: u16, json: Value) -> Answer {
         Answer {

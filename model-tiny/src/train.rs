@@ -441,7 +441,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }
 
-/// Sends one metrics line to `url` as a JSON POST (plain HTTP; the runner's local endpoint).
+/// Sends one metrics line to `url` as a JSON POST (HTTP or HTTPS).
 pub fn post_metrics(url: &str, metrics: &Metrics) -> Result<()> {
     ureq::post(url)
         .send_json(metrics)
