@@ -131,8 +131,7 @@ async fn logs(
     };
     // Read the state before the file: a job that ended before this read has written all of it.
     let ended = record.state.is_terminal();
-    let path = s.runner.store.log_path(&id);
-    let (bytes, len) = read_from(&path, offset, LOG_CHUNK_BYTES)?;
+    let (bytes, len) = read_from(s.runner.store.open_log(&id), offset, LOG_CHUNK_BYTES)?;
     let (text, used) = utf8_prefix(&bytes, ended && offset + (bytes.len() as u64) >= len);
     let next_offset = offset + used as u64;
     Ok(Json(LogChunk {
@@ -143,10 +142,14 @@ async fn logs(
     }))
 }
 
-/// Up to `max` bytes of `path` from `offset`, and the file's length. A log that does not exist
-/// yet (a queued job) is empty.
-fn read_from(path: &std::path::Path, offset: u64, max: u64) -> Result<(Vec<u8>, u64), ApiError> {
-    let mut f = match std::fs::File::open(path) {
+/// Up to `max` bytes of the opened log from `offset`, and the file's length. A log that does not
+/// exist yet (a queued job) is empty; one the job replaced by anything but a file is not read.
+fn read_from(
+    opened: std::io::Result<std::fs::File>,
+    offset: u64,
+    max: u64,
+) -> Result<(Vec<u8>, u64), ApiError> {
+    let mut f = match opened {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if offset > 0 {
@@ -154,7 +157,12 @@ fn read_from(path: &std::path::Path, offset: u64, max: u64) -> Result<(Vec<u8>, 
             }
             return Ok((Vec::new(), 0));
         }
-        Err(e) => return Err(ApiError::internal(format!("cannot read the log: {e}"))),
+        Err(e) => {
+            return Err(ApiError::not_found(format!(
+                "the job's log cannot be read: the job put something other than a file in its \
+                 place ({e})"
+            )));
+        }
     };
     let io = |e: std::io::Error| ApiError::internal(format!("cannot read the log: {e}"));
     let len = f.metadata().map_err(io)?.len();
@@ -196,26 +204,46 @@ async fn checkpoint(
     s.runner
         .record(&id)
         .ok_or_else(|| ApiError::not_found(format!("no job {id:?} on this runner")))?;
-    let path = s.runner.store.checkpoint_path(&id);
-    match tokio::fs::read(&path).await {
-        Ok(bytes) => Ok((
-            [
-                (header::CONTENT_TYPE, "application/octet-stream".to_string()),
-                (
-                    header::CONTENT_DISPOSITION,
-                    format!("attachment; filename=\"{id}-model.safetensors\""),
-                ),
-            ],
-            bytes,
-        )
-            .into_response()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ApiError::not_found(format!(
-            "job {id} has no checkpoint (yet)"
-        ))),
-        Err(e) => Err(ApiError::internal(format!(
-            "cannot read the checkpoint: {e}"
-        ))),
-    }
+    let file = match s.runner.store.open_checkpoint(&id) {
+        Ok(f) => f,
+        // Missing, or anything but a regular file (a link the job put there): none to serve.
+        Err(_) => {
+            return Err(ApiError::not_found(format!(
+                "job {id} has no checkpoint (yet)"
+            )));
+        }
+    };
+    let len = file
+        .metadata()
+        .map_err(|e| ApiError::internal(format!("cannot read the checkpoint: {e}")))?
+        .len();
+    // Streamed in 64 KiB pieces: a checkpoint of any size (or a sparse file of 64 GiB) never
+    // sits in the runner's memory.
+    let stream =
+        futures_util::stream::unfold(tokio::fs::File::from_std(file), |mut f| async move {
+            use tokio::io::AsyncReadExt;
+            let mut buf = vec![0u8; 1 << 16];
+            match f.read(&mut buf).await {
+                Ok(0) => None,
+                Ok(n) => {
+                    buf.truncate(n);
+                    Some((Ok(axum::body::Bytes::from(buf)), f))
+                }
+                Err(e) => Some((Err(e), f)),
+            }
+        });
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (header::CONTENT_LENGTH, len.to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{id}-model.safetensors\""),
+            ),
+        ],
+        axum::body::Body::from_stream(stream),
+    )
+        .into_response())
 }
 
 async fn no_route(req: Request) -> ApiError {

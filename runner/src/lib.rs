@@ -6,6 +6,7 @@
 pub mod assets;
 pub mod clock;
 pub mod config;
+pub mod confined;
 pub mod error;
 pub mod http;
 pub mod jobs;

@@ -7,6 +7,7 @@
 //! dissolves a bind mount over it in the job's namespace). A record that an earlier runner left
 //! in the job's folder (`jobs/<id>/job.json`) is moved to `records/` when the store opens.
 
+use crate::confined::How;
 use crate::wire::{JobState, JobView, ReportTarget, Task};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -157,19 +158,23 @@ impl Store {
         self.root.join(id)
     }
 
-    pub fn log_path(&self, id: &str) -> PathBuf {
-        self.job_dir(id).join(LOG)
+    /// The job's log, opened to read without following a link the job put in its place
+    /// (`confined`).
+    pub fn open_log(&self, id: &str) -> std::io::Result<std::fs::File> {
+        crate::confined::open(&self.job_dir(id), Path::new(LOG), How::Read)
     }
 
-    pub fn checkpoint_path(&self, id: &str) -> PathBuf {
-        self.job_dir(id).join(CHECKPOINT_DIR).join(CHECKPOINT_FILE)
+    /// The job's model-tiny checkpoint, opened to read as [`Self::open_log`] opens the log.
+    pub fn open_checkpoint(&self, id: &str) -> std::io::Result<std::fs::File> {
+        let rel = Path::new(CHECKPOINT_DIR).join(CHECKPOINT_FILE);
+        crate::confined::open(&self.job_dir(id), &rel, How::Read)
     }
 
     /// Whether the job left a model-tiny checkpoint: what `GET /jobs/{id}/checkpoint` serves and
     /// the playground opens. (onramp-train's result, a folder, goes to the edge as the job's
     /// artifacts: `trainer/src/onramp_train/artifacts.py`.)
     pub fn has_result(&self, id: &str) -> bool {
-        self.checkpoint_path(id).is_file()
+        self.open_checkpoint(id).is_ok()
     }
 
     /// Creates the job's folder and writes its first record.

@@ -115,11 +115,8 @@ async fn supervise<H: Host>(
         );
     }
     let log_path = dir.join(LOG);
-    let log = match std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-    {
+    // Not through a link the job left in its place (an earlier attempt's job wrote the folder).
+    let log = match crate::confined::open(&dir, Path::new(LOG), crate::confined::How::Append) {
         Ok(f) => f,
         Err(e) => return failed(format!("cannot open the log {}: {e}", log_path.display())),
     };
@@ -365,9 +362,15 @@ fn exited_state(
 /// The last non-empty line of the log (at most 1000 characters: the trainer's reasons name the
 /// plan's fixes), to say why a job failed.
 fn last_line(log: &Path) -> Option<String> {
-    let bytes = std::fs::read(log).ok()?;
-    let tail = &bytes[bytes.len().saturating_sub(4096)..];
-    let text = String::from_utf8_lossy(tail);
+    use std::io::{Read, Seek, SeekFrom};
+    let (dir, name) = (log.parent()?, Path::new(log.file_name()?));
+    // Its last 4 KiB only, without following a link: the job owns its log.
+    let mut f = crate::confined::open(dir, name, crate::confined::How::Read).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(4096))).ok()?;
+    let mut tail = Vec::new();
+    f.take(4096).read_to_end(&mut tail).ok()?;
+    let text = String::from_utf8_lossy(&tail);
     let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
     Some(line.trim().chars().take(1000).collect())
 }

@@ -18,9 +18,12 @@ pub fn prepare(
     spec_toml: &str,
     assets: &Assets,
 ) -> Result<Vec<(String, OsString)>, String> {
-    let spec = dir.join("spec.toml");
-    std::fs::write(&spec, spec_toml)
-        .map_err(|e| format!("cannot write {}: {e}", spec.display()))?;
+    // Written new, never through a link a job left at the name (an earlier attempt ran here).
+    let write = |name: &str, bytes: &[u8]| {
+        crate::confined::write(dir, Path::new(name), bytes)
+            .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))
+    };
+    write("spec.toml", spec_toml.as_bytes())?;
     let (valid, diags) = jobspec::validate_toml(spec_toml);
     let Some(v) = valid else {
         let first = diags
@@ -29,9 +32,10 @@ pub fn prepare(
             .map_or_else(String::new, |d| format!(" ({}: {})", d.path, d.message.en));
         return Err(format!("the spec is not valid{first}"));
     };
-    let run = dir.join(jobspec::trainer::RUN_FILE);
-    std::fs::write(&run, jobspec::trainer::run_json(&v))
-        .map_err(|e| format!("cannot write {}: {e}", run.display()))?;
+    write(
+        jobspec::trainer::RUN_FILE,
+        jobspec::trainer::run_json(&v).as_bytes(),
+    )?;
     let mut path: Vec<PathBuf> = Vec::new();
     let python = std::env::var_os("ONRAMP_PYTHON")
         .map(PathBuf::from)
@@ -101,11 +105,16 @@ pub fn continue_from(
 }
 
 /// The `checkpoint-<step>` folder with the highest step in `out`, as the Trainer names them.
+/// Links are not followed: neither `out` nor a `checkpoint-*` that an earlier job made a link
+/// (to the runner's records, say) is read.
 fn latest_checkpoint(out: &Path) -> Option<PathBuf> {
+    if !std::fs::symlink_metadata(out).ok()?.is_dir() {
+        return None;
+    }
     std::fs::read_dir(out)
         .ok()?
         .filter_map(Result::ok)
-        .filter(|e| e.path().is_dir())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
             let step: u64 = name.strip_prefix("checkpoint-")?.parse().ok()?;

@@ -140,3 +140,49 @@ fn without_the_sandbox_the_same_job_reads_everything() {
         assert_eq!(found[attempt], "got", "{attempt}: {log}");
     }
 }
+
+/// A job replaces its log and its checkpoint with links to the runner's secret file (its path
+/// is no secret: the job's mount table shows it). The runner, which opens them outside the
+/// sandbox, follows neither: the log reads as unreadable, the failed job's message is not the
+/// secret, and there is no checkpoint to serve.
+#[test]
+#[ignore = "needs the built runner: run through `cargo xtask test`"]
+fn links_a_job_leaves_in_its_folder_are_not_followed_by_the_runner() {
+    let r = TestRunner::start_with("runner-links", &["--sandbox", "on"]).unwrap();
+    let secret_file = r.state_dir.join("state/secret");
+    assert!(
+        std::fs::read_to_string(&secret_file).is_ok_and(|s| s.contains(&r.secret)),
+        "the runner's secret is in {}",
+        secret_file.display()
+    );
+    let script = "rm -f output.log && ln -s \"$1\" output.log && mkdir checkpoint && \
+                  ln -s \"$1\" checkpoint/model.safetensors && exit 1";
+    let job = r
+        .submit(&command_job(
+            "edge-links",
+            &format!("set -- '{}'\n{script}", secret_file.display()),
+            json!({}),
+        ))
+        .unwrap();
+    let v = r
+        .wait_state(&job, Duration::from_secs(30), |s| {
+            !matches!(s, "queued" | "running")
+        })
+        .unwrap();
+    assert_eq!(v["state"], "failed", "{v}\n{}", r.log());
+    assert!(!v.to_string().contains(&r.secret), "{v}");
+    assert_eq!(v["checkpoint"], false, "{v}");
+    assert!(
+        std::fs::symlink_metadata(r.job_dir(&job).join("output.log"))
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the job did make its log a link"
+    );
+    let (status, body) = r.get_bytes(&format!("/jobs/{job}/logs"));
+    assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
+    assert!(!String::from_utf8_lossy(&body).contains(&r.secret));
+    let (status, body) = r.get_bytes(&format!("/jobs/{job}/checkpoint"));
+    assert_eq!(status, 404);
+    assert!(!String::from_utf8_lossy(&body).contains(&r.secret));
+}
