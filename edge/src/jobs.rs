@@ -213,6 +213,41 @@ pub fn reason_messages(reason: &str) -> Messages {
 /// A job as the API shows it to its owner.
 pub use api::Job as JobWire;
 
+/// A job's times as the edge knows them (ms since the epoch), for [`silent_end`].
+pub struct Times {
+    pub created: i64,
+    pub started: Option<i64>,
+    /// When its backend or the job itself last answered.
+    pub last_heard: Option<i64>,
+    pub time_limit_s: Option<i64>,
+}
+
+/// How long past its time limit a started job stays live while its backend answers nothing.
+pub const SILENT_STARTED_MS: i64 = 60 * 60 * 1000;
+/// The same for a job never seen to start (it may wait in a cluster's queue for days).
+pub const SILENT_QUEUED_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+
+/// When a job whose backend does not answer is over: `(start, end)` of the card time it is
+/// billed for (from its start until it was last heard from, never past its time limit; none for
+/// a job never seen to start), or `None` while it may still run, or its time limit is unknown.
+pub fn silent_end(t: &Times, now: i64) -> Option<(i64, i64)> {
+    let limit_ms = t.time_limit_s?.max(0).saturating_mul(1000);
+    let (since, grace) = match t.started {
+        Some(started) => (started, SILENT_STARTED_MS),
+        None => (t.created, SILENT_QUEUED_MS),
+    };
+    if now < since.saturating_add(limit_ms).saturating_add(grace) {
+        return None;
+    }
+    Some(match t.started {
+        Some(started) => {
+            let heard = t.last_heard.unwrap_or(started).max(started);
+            (started, heard.min(started.saturating_add(limit_ms)))
+        }
+        None => (t.created, t.created),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,5 +505,49 @@ mod tests {
         let m = reason_messages("CardsInUse");
         assert!(m.en.starts_with("waiting for a free card"), "{m:?}");
         assert!(m.zh_cn.starts_with("等待空闲的卡"), "{m:?}");
+    }
+
+    #[test]
+    fn a_job_whose_backend_is_silent_ends_an_hour_past_its_limit_billed_until_last_heard() {
+        let hour = 3_600_000;
+        let t = Times {
+            created: 0,
+            started: Some(10_000),
+            last_heard: Some(10_000 + hour / 2),
+            time_limit_s: Some(3_600),
+        };
+        // Live until its limit and an hour more have passed since it started.
+        assert_eq!(silent_end(&t, 10_000 + 2 * hour - 1), None);
+        assert_eq!(
+            silent_end(&t, 10_000 + 2 * hour),
+            Some((10_000, 10_000 + hour / 2))
+        );
+        // Heard from after its limit (a late report): billed no further than the limit.
+        let late = Times {
+            last_heard: Some(10_000 + 3 * hour),
+            ..t
+        };
+        assert_eq!(
+            silent_end(&late, 10_000 + 4 * hour),
+            Some((10_000, 10_000 + hour))
+        );
+        // Never started: a week's grace, and nothing billed.
+        let queued = Times {
+            created: 5,
+            started: None,
+            last_heard: None,
+            time_limit_s: Some(60),
+        };
+        assert_eq!(silent_end(&queued, 5 + 60_000 + SILENT_STARTED_MS), None);
+        assert_eq!(
+            silent_end(&queued, 5 + 60_000 + SILENT_QUEUED_MS),
+            Some((5, 5))
+        );
+        // No known limit: never ended by silence.
+        let unknown = Times {
+            time_limit_s: None,
+            ..queued
+        };
+        assert_eq!(silent_end(&unknown, i64::MAX), None);
     }
 }

@@ -35,6 +35,17 @@ impl ApiError {
         }
     }
 
+    /// 404 for a job id this runner has no record of: the one 404 that tells the edge the job
+    /// is gone (a route this runner does not have is `not_found`, and says nothing of any job).
+    pub fn no_such_job(id: &str) -> Self {
+        ApiError {
+            status: StatusCode::NOT_FOUND,
+            code: "no_such_job",
+            message: format!("no job {id:?} on this runner"),
+            details: Value::Null,
+        }
+    }
+
     pub fn conflict(message: impl Into<String>) -> Self {
         ApiError {
             status: StatusCode::CONFLICT,

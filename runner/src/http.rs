@@ -122,7 +122,7 @@ async fn logs(
     let record = s
         .runner
         .record(&id)
-        .ok_or_else(|| ApiError::not_found(format!("no job {id:?} on this runner")))?;
+        .ok_or_else(|| ApiError::no_such_job(&id))?;
     let offset = match q.get("offset") {
         None => 0,
         Some(v) => v.parse::<u64>().map_err(|_| {
@@ -158,7 +158,7 @@ fn read_from(
             return Ok((Vec::new(), 0));
         }
         Err(e) => {
-            return Err(ApiError::not_found(format!(
+            return Err(ApiError::conflict(format!(
                 "the job's log cannot be read: the job put something other than a file in its \
                  place ({e})"
             )));
@@ -203,7 +203,7 @@ async fn checkpoint(
 ) -> Result<Response, ApiError> {
     s.runner
         .record(&id)
-        .ok_or_else(|| ApiError::not_found(format!("no job {id:?} on this runner")))?;
+        .ok_or_else(|| ApiError::no_such_job(&id))?;
     let file = match s.runner.store.open_checkpoint(&id) {
         Ok(f) => f,
         // Missing, or anything but a regular file (a link the job put there): none to serve.

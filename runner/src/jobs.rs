@@ -356,7 +356,7 @@ impl Runner {
 }
 
 fn unknown(id: &str) -> ApiError {
-    ApiError::not_found(format!("no job {id:?} on this runner"))
+    ApiError::no_such_job(id)
 }
 
 /// A new runner job id: `rj-` and 16 hex digits from the kernel's generator.

@@ -102,7 +102,7 @@ impl Backend for RunnerBackend {
         status: u16,
         body: &[u8],
     ) -> Result<Option<Submitted>, BackendError> {
-        common_status(status, body)?;
+        runner_status(status, body)?;
         let jobs: Vec<RunnerJob> = json(body)?;
         Ok(jobs
             .into_iter()
@@ -118,7 +118,7 @@ impl Backend for RunnerBackend {
     }
 
     fn parse_status(&self, status: u16, body: &[u8]) -> Result<RemoteStatus, BackendError> {
-        common_status(status, body)?;
+        runner_status(status, body)?;
         let a: RunnerJob = json(body)?;
         let time = |t: Option<String>| t.as_deref().and_then(crate::time::parse_rfc3339_ms);
         Ok(RemoteStatus {
@@ -146,7 +146,7 @@ impl Backend for RunnerBackend {
     }
 
     fn parse_logs(&self, status: u16, body: &[u8]) -> Result<LogChunk, BackendError> {
-        common_status(status, body)?;
+        runner_status(status, body)?;
         json(body)
     }
 
@@ -159,7 +159,7 @@ impl Backend for RunnerBackend {
     }
 
     fn parse_cancel(&self, status: u16, body: &[u8]) -> Result<JobState, BackendError> {
-        common_status(status, body)?;
+        runner_status(status, body)?;
         let a: JobRef = json(body)?;
         Ok(a.state)
     }
@@ -175,6 +175,24 @@ impl Backend for RunnerBackend {
     fn health(&self) -> HttpCall {
         self.call("GET", "/health", None)
     }
+}
+
+/// [`common_status`], but a 404 says the job is gone only with the runner's own code for an
+/// unknown job (`no_such_job`): any other 404 (a route a runner of another version lacks, a
+/// proxy in front of it) says nothing about the job, which must not be ended as lost for it.
+fn runner_status(status: u16, body: &[u8]) -> Result<(), BackendError> {
+    if status == 404 {
+        let code = serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| v["error"]["code"].as_str().map(String::from));
+        if code.as_deref() != Some("no_such_job") {
+            return Err(BackendError::Protocol(format!(
+                "HTTP 404 that names no job: {}",
+                String::from_utf8_lossy(&body[..body.len().min(200)])
+            )));
+        }
+    }
+    common_status(status, body)
 }
 
 #[cfg(test)]
@@ -319,9 +337,23 @@ mod tests {
             .unwrap();
         assert_eq!(s.state, JobState::Running);
         assert_eq!(
-            r.parse_status(404, b"").unwrap_err(),
+            r.parse_status(
+                404,
+                br#"{"error":{"code":"no_such_job","message":"no job \"r8\""}}"#
+            )
+            .unwrap_err(),
             BackendError::NotFound
         );
+        // A 404 of a route, or of a proxy in front, ends nothing.
+        for body in [
+            &b""[..],
+            br#"{"error":{"code":"not_found","message":"no route"}}"#,
+        ] {
+            assert!(matches!(
+                r.parse_status(404, body).unwrap_err(),
+                BackendError::Protocol(_)
+            ));
+        }
         assert!(matches!(
             r.parse_submit(503, b"down").unwrap_err(),
             BackendError::Unavailable(_)

@@ -278,8 +278,37 @@ pub async fn check(env: &Env, job: &JobRow, timeout: std::time::Duration) -> Api
             .await?;
             Ok(Checked::Finished)
         }
-        Err(_) => Ok(Checked::Unreachable),
+        Err(_) => silent(env, job, now).await,
     }
+}
+
+/// A started job whose backend has not answered for an hour past the job's time limit (a week
+/// for one never seen to start) cannot still be running: it is ended as lost, billed from its
+/// start until it was last heard from (never past its limit), so that its hold does not stay
+/// taken for ever and its owner, whose cancel cannot reach the backend either, is not stuck.
+async fn silent(env: &Env, job: &JobRow, now: i64) -> ApiResult<Checked> {
+    let times = crate::jobs::Times {
+        created: job.created_at,
+        started: job.started_at,
+        last_heard: job.last_report_at,
+        time_limit_s: job.time_limit_s,
+    };
+    let Some((start, end)) = crate::jobs::silent_end(&times, now) else {
+        return Ok(Checked::Unreachable);
+    };
+    finish(
+        env,
+        job,
+        JobState::Lost,
+        Some(start),
+        Some(end),
+        Some(
+            "its backend stopped answering and the job's time limit passed long ago; it was \
+             billed until its backend last answered",
+        ),
+    )
+    .await?;
+    Ok(Checked::Finished)
 }
 
 /// The backend's view of a job, asked with a deadline.

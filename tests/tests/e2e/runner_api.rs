@@ -444,10 +444,11 @@ fn bad_requests_get_the_json_error_shape() {
         assert_eq!(v["error"]["details"]["field"], field, "{body} → {v}");
         assert!(!v["error"]["message"].as_str().unwrap().is_empty());
     }
+    // An unknown job has a code of its own: the edge ends a job only on that one.
     let (status, v) = r.get("/jobs/rj-nope");
     assert_eq!(
         (status, v["error"]["code"].clone()),
-        (404, json!("not_found"))
+        (404, json!("no_such_job"))
     );
     let (status, _) = r.get("/jobs/rj-nope/logs");
     assert_eq!(status, 404);

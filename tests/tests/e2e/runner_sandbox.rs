@@ -180,7 +180,7 @@ fn links_a_job_leaves_in_its_folder_are_not_followed_by_the_runner() {
         "the job did make its log a link"
     );
     let (status, body) = r.get_bytes(&format!("/jobs/{job}/logs"));
-    assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(status, 409, "{}", String::from_utf8_lossy(&body));
     assert!(!String::from_utf8_lossy(&body).contains(&r.secret));
     let (status, body) = r.get_bytes(&format!("/jobs/{job}/checkpoint"));
     assert_eq!(status, 404);
