@@ -305,6 +305,10 @@ pub enum ArtifactsAction {
         /// The folder to write into (else the current one)
         #[arg(short = 'o', long = "output", value_name = "DIR")]
         output: Option<std::path::PathBuf>,
+        /// Replace files in DIR that differ from the artifacts of the same names (else such a
+        /// file is kept and the download refused)
+        #[arg(long)]
+        force: bool,
         #[command(flatten)]
         remote: Remote,
     },

@@ -29,6 +29,7 @@ pub fn run(a: ArtifactsArgs) -> Result<ExitCode, String> {
             job,
             name,
             output,
+            force,
             remote,
         }) => {
             let edge = edge_for(&Args {
@@ -36,7 +37,7 @@ pub fn run(a: ArtifactsArgs) -> Result<ExitCode, String> {
                 ..Default::default()
             })?;
             let dir = output.unwrap_or_else(|| PathBuf::from("."));
-            done(download(&edge, &job.id, name.as_deref(), &dir))
+            done(download(&edge, &job.id, name.as_deref(), &dir, force))
         }
         Some(ArtifactsAction::Delete {
             job,
@@ -113,7 +114,13 @@ fn show(v: &serde_json::Value, l: &ArtifactList, json: bool) {
     );
 }
 
-fn download(edge: &Edge, job: &str, name: Option<&str>, dir: &Path) -> Result<(), Failure> {
+fn download(
+    edge: &Edge,
+    job: &str,
+    name: Option<&str>,
+    dir: &Path,
+    force: bool,
+) -> Result<(), Failure> {
     let (_, l) = list(edge, job)?;
     let chosen: Vec<&Artifact> = match name {
         None => l.artifacts.iter().collect(),
@@ -134,7 +141,7 @@ fn download(edge: &Edge, job: &str, name: Option<&str>, dir: &Path) -> Result<()
         )));
     }
     for a in chosen {
-        let path = fetch(edge, job, a, dir)?;
+        let path = fetch(edge, job, a, dir, force)?;
         println!("{}  {}", a.sha256, path.display());
     }
     Ok(())
@@ -158,9 +165,18 @@ fn starts_at(content_range: Option<&str>) -> Option<u64> {
     start.trim().parse().ok()
 }
 
-/// Downloads one artifact into `dir` (its folders as folders): into `NAME.part` first, from
-/// where an earlier try stopped, then checked and renamed.
-fn fetch(edge: &Edge, job: &str, a: &Artifact, dir: &Path) -> Result<PathBuf, Failure> {
+/// Downloads one artifact into `dir` (its folders as folders): into a hidden part file named
+/// after it and its sha256 (`.NAME.<sha256 start>.part`, so that another job's file of the same
+/// name never continues it) first, from where an earlier try stopped, then checked and renamed.
+/// A file already there with the same sha256 is kept as it is; one that differs is replaced only
+/// with `force`; a link at the name, or at a folder on the way, is never written through.
+fn fetch(
+    edge: &Edge,
+    job: &str,
+    a: &Artifact,
+    dir: &Path,
+    force: bool,
+) -> Result<PathBuf, Failure> {
     // The edge's names never leave their folder, and this checks again before writing.
     if let Some(why) = name_problem(&a.name) {
         return Err(Failure(format!(
@@ -168,12 +184,29 @@ fn fetch(edge: &Edge, job: &str, a: &Artifact, dir: &Path) -> Result<PathBuf, Fa
         )));
     }
     let path = dir.join(&a.name);
-    let part = path.with_file_name(format!(
-        "{}.part",
-        path.file_name()
-            .and_then(|f| f.to_str())
-            .unwrap_or("artifact")
-    ));
+    let part = part_path(&path, &a.sha256);
+    no_links(dir, &a.name, &part)?;
+    if path.is_file() {
+        if sha256_of(&path).map_err(io(&path))? == a.sha256 {
+            return Ok(path);
+        }
+        if !force {
+            return Err(Failure(t(
+                format!(
+                    "{} is already there and differs from job {job}'s {}; it was kept. Download \
+                     into another folder (-o DIR), or pass --force to replace it",
+                    path.display(),
+                    a.name
+                ),
+                format!(
+                    "{} 已存在，且与作业 {job} 的 {} 不同；已保留原文件。请下载到其他文件夹（-o DIR），\
+                     或加 --force 替换它",
+                    path.display(),
+                    a.name
+                ),
+            )));
+        }
+    }
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(io(parent))?;
     }
@@ -301,6 +334,44 @@ fn copy_with_progress(
     Ok(())
 }
 
+/// The hidden file an artifact is downloaded into before it is checked: `.NAME.<16 hex>.part`.
+fn part_path(path: &Path, sha256: &str) -> PathBuf {
+    let file = path
+        .file_name()
+        .and_then(|f| f.to_str())
+        .unwrap_or("artifact");
+    let sha: String = sha256.chars().take(16).collect();
+    path.with_file_name(format!(".{file}.{sha}.part"))
+}
+
+/// Refuses to write through a link: at any folder of `name` below `dir`, at its own path, or at
+/// its part file (a link planted there would have the download's bytes written to its target).
+fn no_links(dir: &Path, name: &str, part: &Path) -> Result<(), Failure> {
+    let mut at = dir.to_path_buf();
+    let mut paths = Vec::new();
+    for c in Path::new(name).components() {
+        at.push(c);
+        paths.push(at.clone());
+    }
+    paths.push(part.to_path_buf());
+    for p in paths {
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Failure(t(
+                format!(
+                    "{} is a link: the download does not write through it; remove it, or \
+                     download into another folder (-o DIR)",
+                    p.display()
+                ),
+                format!(
+                    "{} 是一个链接：下载不会写入链接指向的文件；请删除它，或下载到其他文件夹（-o DIR）",
+                    p.display()
+                ),
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn sha256_of(path: &Path) -> std::io::Result<String> {
     let mut f = std::fs::File::open(path)?;
     let mut h = Sha256::new();
@@ -334,7 +405,34 @@ fn delete(edge: &Edge, job: &str, name: &str, json: bool) -> Result<(), Failure>
 
 #[cfg(test)]
 mod tests {
-    use super::starts_at;
+    use super::{no_links, part_path, starts_at};
+    use std::path::Path;
+
+    #[test]
+    fn the_part_file_is_hidden_and_named_after_the_files_sha256() {
+        let p = part_path(Path::new("out/adapter/model.safetensors"), &"ab".repeat(32));
+        assert_eq!(
+            p,
+            Path::new("out/adapter/.model.safetensors.abababababababab.part")
+        );
+    }
+
+    #[test]
+    fn a_link_on_the_way_to_a_download_is_refused() {
+        let dir = std::env::temp_dir().join(format!("onramp-cli-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("real")).unwrap();
+        let part = |n: &str| part_path(&dir.join(n), &"0".repeat(64));
+        assert!(no_links(&dir, "real/a.bin", &part("real/a.bin")).is_ok());
+        std::os::unix::fs::symlink("/tmp", dir.join("adapter")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", dir.join("log.txt")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", part("real/b.bin")).unwrap();
+        for name in ["adapter/x.bin", "log.txt", "real/b.bin"] {
+            let err = no_links(&dir, name, &part(name)).unwrap_err().0;
+            assert!(err.contains("is a link"), "{name}: {err}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn a_content_range_says_where_it_starts() {

@@ -53,26 +53,47 @@ pub(super) fn cli(w: &World) {
         "{out}"
     );
 
-    // A download cut off after 7 MiB resumes from there (the .part file), and is checked.
+    // A download cut off after 7 MiB resumes from there (its hidden part file, named after
+    // the file's sha256), and is checked.
     let dir = std::env::temp_dir().join(format!("onramp-artifacts-dl-{}", random_hex(6)));
     std::fs::create_dir_all(dir.join("merged")).unwrap();
-    std::fs::write(dir.join("merged/model.safetensors.part"), &file[..7 * MIB]).unwrap();
+    let part_of = |name: &str, sha: &str| {
+        let (folder, file) = name.rsplit_once('/').unwrap_or(("", name));
+        dir.join(folder)
+            .join(format!(".{file}.{}.part", &sha[..16]))
+    };
+    let model_part = part_of(name, &sha256(&file));
+    std::fs::write(&model_part, &file[..7 * MIB]).unwrap();
     let d = dir.to_str().unwrap();
     let (ok, out, err) = onramp(w, &token, &["artifacts", "download", &j.id, name, "-o", d]);
     assert!(ok, "{out}{err}");
     assert_eq!(std::fs::read(dir.join(name)).unwrap(), file);
-    assert!(!dir.join("merged/model.safetensors.part").exists());
-    // A .part that does not match what the edge has is caught by the sha256, and removed.
-    std::fs::write(dir.join("log.txt.part"), b"HELL").unwrap();
+    assert!(!model_part.exists());
+    // A part file that does not match what the edge has is caught by the sha256, and removed.
+    std::fs::write(part_of("log.txt", &sha256(b"hello\n")), b"HELL").unwrap();
     let (ok, _, err) = onramp(
         w,
         &token,
         &["artifacts", "download", &j.id, "log.txt", "-o", d],
     );
     assert!(!ok && err.contains("sha256"), "{err}");
+    // A file of the user's own at an artifact's name is kept unless --force says otherwise;
+    // one already downloaded is left as it is.
+    std::fs::write(dir.join("log.txt"), b"my own notes\n").unwrap();
     let (ok, _, err) = onramp(w, &token, &["artifacts", "download", &j.id, "-o", d]);
+    assert!(!ok && err.contains("--force"), "{err}");
+    assert_eq!(
+        std::fs::read(dir.join("log.txt")).unwrap(),
+        b"my own notes\n"
+    );
+    let (ok, _, err) = onramp(
+        w,
+        &token,
+        &["artifacts", "download", &j.id, "-o", d, "--force"],
+    );
     assert!(ok, "{err}");
     assert_eq!(std::fs::read(dir.join("log.txt")).unwrap(), b"hello\n");
+    assert_eq!(std::fs::read(dir.join(name)).unwrap(), file);
     let (ok, _, err) = onramp(
         w,
         &token,
