@@ -63,6 +63,25 @@ pub fn check_declaration(d: &NewDataset) -> Result<(), ApiError> {
 /// send parts of 8 MiB; a larger first part goes to R2 unread.
 pub const RECHECK_BYTES: u64 = 16 << 20;
 
+/// A dataset's part size, as [`api::artifacts::choose_part_size`] chooses one, at most
+/// [`RECHECK_BYTES`]: a first part any larger would reach R2 unread, its format and counts
+/// taken on trust.
+pub fn part_size(size: u64, asked: Option<u64>) -> Result<u64, String> {
+    let part = api::artifacts::choose_part_size(size, asked)?;
+    if part > RECHECK_BYTES {
+        return Err(format!(
+            "a dataset is sent in parts of at most {RECHECK_BYTES} bytes (16 MiB), so that the edge \
+             can check its first part; part_size is {part}{}",
+            if asked.is_some_and(|a| a <= RECHECK_BYTES) {
+                " (the most a file of this size needs)"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(part)
+}
+
 /// What a client declared of a file, which the edge re-checks against what arrives.
 #[derive(Debug, Clone, Copy)]
 pub struct Declared<'a> {
@@ -161,6 +180,16 @@ pub fn check_quota(used: u64, asked: u64, quota: u64) -> Result<(), ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_datasets_parts_are_small_enough_for_its_first_to_be_checked() {
+        assert_eq!(part_size(100 << 20, None), Ok(8 << 20));
+        assert_eq!(part_size(100 << 20, Some(16 << 20)), Ok(16 << 20));
+        let e = part_size(100 << 20, Some(17 << 20)).unwrap_err();
+        assert!(e.contains("at most 16777216 bytes"), "{e}");
+        // A file so large that its parts would pass 16 MiB is refused too.
+        assert!(part_size(200 << 30, None).is_err());
+    }
 
     fn decl() -> NewDataset {
         NewDataset {

@@ -15,7 +15,7 @@ use crate::datasets::{
 use crate::error::{ApiError, ErrorCode};
 use crate::time::format_rfc3339_ms;
 use crate::wire::{self, SpecText};
-use api::artifacts::{choose_part_size, part_count};
+use api::artifacts::part_count;
 use api::datasets::{dataset_id, is_dataset_id};
 use api::{Dataset, DatasetDeleted, DatasetList, NewDataset};
 use serde::Deserialize;
@@ -156,7 +156,7 @@ pub async fn create(user: User, mut req: Request, env: &Env) -> ApiResult<Datase
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let d: NewDataset = wire::parse_json(&body)?;
     check_declaration(&d)?;
-    let part_size = choose_part_size(d.size, d.part_size)
+    let part_size = crate::datasets::part_size(d.size, d.part_size)
         .map_err(|m| ApiError::new(ErrorCode::InvalidField, m).with_field("part_size"))?;
     let id = dataset_id(&d.sha256);
     if let Some(r) = row(env, &user.id, &id).await? {

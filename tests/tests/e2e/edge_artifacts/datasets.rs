@@ -196,6 +196,18 @@ pub(super) fn refusals(w: &World) {
     );
     let bad = declare(MIB, "xyz", "chat");
     assert_eq!(bad.status, 400, "{}", bad.shown());
+    // Parts past 16 MiB would send the first one to R2 unchecked.
+    let big_parts = owner.post(
+        "/api/datasets",
+        &json!({"name": "d.jsonl", "size": 40 * MIB, "sha256": "5".repeat(64), "format": "chat",
+                "examples": 10, "tokens": 100, "part_size": 32 * MIB}),
+    );
+    assert_eq!(
+        (big_parts.status, big_parts.json["error"]["details"]["field"].as_str()),
+        (400, Some("part_size")),
+        "{}",
+        big_parts.shown()
+    );
     // The unfinished upload counts until it is deleted.
     let id = api::datasets::dataset_id(&"1".repeat(64));
     let gone = owner.request("DELETE", &format!("/api/datasets/{id}"), None, &[]);
