@@ -70,6 +70,7 @@ messages! {
     ErrGenerate => "Generation failed", "生成失败";
     ErrWorker => "The model worker failed", "模型线程出错";
     ErrBadInput => "A setting is out of range", "某项设置超出范围";
+    ErrPromptTooLong => "the prompt is longer than 16 KiB: shorten it", "提示词超过 16 KiB，请缩短";
     // Plan
     PlanTitle => "Plan a training job", "规划训练作业";
     Templates => "Start from a template", "从模板开始";

@@ -51,7 +51,14 @@ pub struct ModelWorker {
     /// A request to generate made while no worker ran (the last one failed): sent once the new
     /// one has loaded the model.
     pending: StoredValue<Option<GenerateRequest>, LocalStorage>,
+    /// The model loaded before the load under way, which the worker keeps until another
+    /// loads: restored when that load fails, so the playground is not left with none.
+    before: StoredValue<Option<Earlier>, LocalStorage>,
 }
+
+/// A model that was loaded: where it came from, and its name and whether it came from the cache
+/// (as [`ModelWorker::loaded`] holds them).
+type Earlier = (ModelSource, (String, bool));
 
 pub fn now_ms() -> f64 {
     web_sys::window()
@@ -72,6 +79,7 @@ impl ModelWorker {
             wanted: RwSignal::new(ModelSource::stories260k()),
             loaded_at_ms: RwSignal::new(None),
             pending: StoredValue::new_local(None),
+            before: StoredValue::new_local(None),
         };
         provide_context(w);
         w
@@ -121,6 +129,8 @@ impl ModelWorker {
     /// unusable (a model half-loaded, "busy" for ever): it is ended, and the next request starts
     /// a new one (`send`).
     fn crashed(self, why: String) {
+        // The model went with it.
+        self.before.set_value(None);
         self.worker.update_value(|w| {
             if let Some(w) = w.take() {
                 w.terminate();
@@ -210,6 +220,7 @@ impl ModelWorker {
                     remember_default_cached();
                 }
                 self.loaded_at_ms.set(Some(now_ms()));
+                self.before.set_value(None);
                 self.loaded.set(Some((name, from_cache)));
                 self.phase.set(Phase::Ready);
                 if let Some(req) = self.pending.try_update_value(Option::take).flatten() {
@@ -239,12 +250,26 @@ impl ModelWorker {
                 });
                 self.phase.set(Phase::Ready);
             }
-            WorkerOutput::Error(e) => self.phase.set(Phase::Failed(e)),
+            WorkerOutput::Error(e) => {
+                // A load that failed: the worker still holds the model it had.
+                let loading = matches!(self.phase.get_untracked(), Phase::Downloading { .. });
+                if let Some((src, loaded)) = self.before.try_update_value(Option::take).flatten()
+                    && loading
+                {
+                    self.wanted.set(src);
+                    self.loaded.set(Some(loaded));
+                }
+                self.phase.set(Phase::Failed(e));
+            }
         }
     }
 
     /// Loads `src` (when the worker is listening; else as soon as it is).
     pub fn load(self, src: ModelSource) {
+        if let Some(loaded) = self.loaded.get_untracked() {
+            self.before
+                .set_value(Some((self.wanted.get_untracked(), loaded)));
+        }
         self.wanted.set(src.clone());
         self.loaded.set(None);
         self.phase.set(Phase::Downloading {

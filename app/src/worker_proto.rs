@@ -72,6 +72,11 @@ pub struct GenerateRequest {
 /// The most forward passes one request may ask for.
 pub const MAX_TOKENS: u32 = 4096;
 
+/// The longest prompt, in bytes (UTF-8): more than [`MAX_TOKENS`] positions of any tokenizer's
+/// text. A share link may carry a quarter of a MiB of it, whose encoding (merges quadratic in
+/// its length) would hold the worker for a minute, Stop unheard, for tokens no model reads.
+pub const MAX_PROMPT_BYTES: usize = 16 * 1024;
+
 impl GenerateRequest {
     /// The forward passes this request runs: `max_tokens`, or [`MAX_TOKENS`] for 0 (the
     /// model's context clamps both).
@@ -106,6 +111,15 @@ impl GenerateRequest {
             return bad(
                 "max_tokens",
                 format!("{} is more than {MAX_TOKENS}", self.max_tokens),
+            );
+        }
+        if self.prompt.len() > MAX_PROMPT_BYTES {
+            return bad(
+                "prompt",
+                format!(
+                    "{} bytes is more than {MAX_PROMPT_BYTES}; shorten it",
+                    self.prompt.len()
+                ),
             );
         }
         Ok(())
@@ -328,6 +342,18 @@ mod tests {
         };
         assert!(whole.check().is_ok());
         assert_eq!(whole.steps(), MAX_TOKENS as usize);
+        // A prompt past the limit (a share link's, say) is refused before the worker encodes it.
+        let long = GenerateRequest {
+            prompt: "ab".repeat(MAX_PROMPT_BYTES),
+            ..whole.clone()
+        };
+        let e = long.check().unwrap_err();
+        assert!(e.detail.starts_with("prompt"), "{}", e.detail);
+        let fits = GenerateRequest {
+            prompt: "字".repeat(MAX_PROMPT_BYTES / 3),
+            ..whole
+        };
+        assert!(fits.check().is_ok());
     }
 
     #[test]

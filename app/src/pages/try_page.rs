@@ -6,7 +6,9 @@
 use crate::i18n::Key;
 use crate::state::{use_i18n, use_shared};
 use crate::worker_client::{ModelWorker, Phase, use_model_worker};
-use crate::worker_proto::{ErrorKind, GenerateRequest, ModelSource, parse_checkpoint_list};
+use crate::worker_proto::{
+    ErrorKind, GenerateRequest, MAX_PROMPT_BYTES, ModelSource, parse_checkpoint_list,
+};
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -116,6 +118,9 @@ pub fn TryPage() -> impl IntoView {
             Ok(()) => {
                 input_error.set(None);
                 mw.generate(req);
+            }
+            Err(_) if req.prompt.len() > MAX_PROMPT_BYTES => {
+                input_error.set(Some(i.t(Key::ErrPromptTooLong).to_string()));
             }
             Err(e) => input_error.set(Some(e.detail)),
         }
@@ -228,9 +233,15 @@ fn controls(
     let i = use_i18n();
     let pg = use_shared().playground;
     let generating = move || mw.phase.get() == Phase::Generating;
+    // The model asked for is listed too (a job's, from `/?model=`): selected, so that picking
+    // another one, the default after it failed to load, is a change the select reports.
     let models = move || {
         let mut all = vec![ModelSource::stories260k()];
         all.extend(extra.get());
+        let wanted = mw.wanted.get();
+        if !all.iter().any(|m| m.model_url == wanted.model_url) {
+            all.push(wanted);
+        }
         all
     };
     let number =

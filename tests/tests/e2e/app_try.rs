@@ -221,3 +221,42 @@ fn a_first_visit_writes_on_its_own_but_not_after_stop_nor_with_reduced_motion() 
     assert_eq!(autostart_when_ready(&calm), "reduced-motion");
     assert_eq!(text_content(&calm, "[data-testid=try-output]"), "");
 }
+
+/// `/?model=` naming a job whose model cannot be opened (none such here) says so, lists that
+/// model in the picker, and picking the default model after it loads that one and generates:
+/// the playground is never left without a way back.
+#[test]
+#[ignore = "needs the built stack: run through `cargo xtask test`"]
+fn a_model_that_fails_to_load_leaves_a_way_back_to_the_default() {
+    let (stack, browser) = start("app-try-bad-model", Some("en"));
+    browser.prefer_reduced_motion().unwrap();
+    browser
+        .goto(&format!("{}/?model=0123456789abcdef", stack.url))
+        .unwrap();
+    browser
+        .wait_for("[data-testid=try][data-state=error]", WAIT)
+        .expect("the job's model fails to load");
+    let picked = browser
+        .execute(
+            "const s = document.querySelector('[data-testid=try-model]');
+             return [s.options.length, s.options[s.selectedIndex].textContent];",
+            json!([]),
+        )
+        .unwrap();
+    assert_eq!(picked, json!([2, "job 01234567"]), "the failed model is listed, selected");
+    browser
+        .execute(
+            "const s = document.querySelector('[data-testid=try-model]');
+             s.selectedIndex = 0;
+             s.dispatchEvent(new Event('change', { bubbles: true }));",
+            json!([]),
+        )
+        .unwrap();
+    browser
+        .wait_for("[data-testid=try][data-state=ready]", WAIT)
+        .expect("the default model loads");
+    click(&browser, "[data-testid=try-generate]");
+    browser
+        .wait_for("[data-testid=try-tokens][data-done]", WAIT)
+        .expect("it generates");
+}

@@ -203,7 +203,10 @@ pub(super) fn refusals(w: &World) {
                 "examples": 10, "tokens": 100, "part_size": 32 * MIB}),
     );
     assert_eq!(
-        (big_parts.status, big_parts.json["error"]["details"]["field"].as_str()),
+        (
+            big_parts.status,
+            big_parts.json["error"]["details"]["field"].as_str()
+        ),
         (400, Some("part_size")),
         "{}",
         big_parts.shown()
