@@ -107,6 +107,10 @@ pub struct MetricPoint {
     pub peak_mem_bytes: Option<u64>,
 }
 
+/// The most points one metrics page holds: a client asks again from `next_since` while pages
+/// come back this full.
+pub const METRICS_PAGE_POINTS: usize = 5000;
+
 /// `GET /api/jobs/{id}/metrics?since=`: the points from step `since` on, and where to ask next.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MetricsPage {

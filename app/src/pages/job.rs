@@ -15,6 +15,13 @@ use crate::poll::{LogTail, MetricSeries, next_delay_ms};
 use crate::router::Link;
 use crate::session::use_session;
 use crate::state::use_i18n;
+
+/// Metric pages read per poll at most: the edge keeps 50,000 points a job, 5,000 a page.
+const METRIC_PAGES_PER_POLL: usize = 10;
+/// Log chunks (64 KiB) read for a finished job: its whole log, of at most 4 MiB.
+const FINISHED_LOG_READS: usize = 64;
+/// Log chunks read per poll of a live job.
+const LIVE_LOG_READS: usize = 4;
 use ::api::time::short_utc;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -42,7 +49,10 @@ async fn poll(id: String, live: Live, alive: Arc<AtomicBool>) {
                 failures = 0;
                 state = Some(job.state);
                 live.error.set(None);
-                live.job.set(Some(job));
+                // Set only when it changed: the facts on screen are not rebuilt every poll.
+                if live.job.with_untracked(|j| j.as_ref() != Some(&job)) {
+                    live.job.set(Some(job));
+                }
             }
             Err(e) => {
                 failures += 1;
@@ -57,24 +67,37 @@ async fn poll(id: String, live: Live, alive: Arc<AtomicBool>) {
         if !on() {
             return;
         }
-        let metrics = format!("/api/jobs/{id}/metrics?since={}", series.since);
-        if let Ok(page) = api::get::<MetricsPage>(&metrics).await
-            && series.absorb(page)
-        {
+        // Every page of points: a full page means more follow (a finished job is polled once).
+        let mut changed = false;
+        for _ in 0..METRIC_PAGES_PER_POLL {
+            let metrics = format!("/api/jobs/{id}/metrics?since={}", series.since);
+            let Ok(page) = api::get::<MetricsPage>(&metrics).await else {
+                break;
+            };
+            let full = page.metrics.len() >= ::api::jobs::METRICS_PAGE_POINTS;
+            changed |= series.absorb(page);
+            if !full {
+                break;
+            }
+        }
+        if changed {
             live.points.set(series.points.clone());
         }
-        // A finished job's log is read to its end (a few chunks at most); a live one a chunk a poll.
+        // A finished job's log is read to its end (the page keeps its last part); a live one a
+        // few chunks a poll, so that a log written fast is not left behind.
         let reads = if state.is_some_and(JobState::is_terminal) {
-            8
+            FINISHED_LOG_READS
         } else {
-            1
+            LIVE_LOG_READS
         };
+        let eof_before = tail.eof;
+        let mut grew = false;
         for _ in 0..reads {
             let path = format!("/api/jobs/{id}/logs?offset={}", tail.offset);
             match api::get::<LogChunk>(&path).await {
                 Ok(chunk) => {
                     let added = tail.absorb(chunk);
-                    live.logs.set(tail.clone());
+                    grew |= added;
                     if !added || tail.eof {
                         break;
                     }
@@ -82,6 +105,10 @@ async fn poll(id: String, live: Live, alive: Arc<AtomicBool>) {
                 // Not dispatched yet, or the backend is briefly away: the next poll asks again.
                 Err(_) => break,
             }
+        }
+        // Set only when it changed: a new log on screen would undo the reader's selection.
+        if grew || tail.eof != eof_before {
+            live.logs.set(tail.clone());
         }
         match next_delay_ms(state, failures) {
             Some(ms) => api::sleep_ms(ms).await,

@@ -70,13 +70,18 @@ pub async fn store(env: &Env, job_id: &str, points: &[MetricPoint]) -> ApiResult
     Ok(())
 }
 
-/// Metric points with `step >= since`, in step order.
+/// Metric points with `step >= since`, in step order, at most a page
+/// ([`api::jobs::METRICS_PAGE_POINTS`]).
 pub async fn metrics_after(env: &Env, job_id: &str, since: u64) -> ApiResult<Vec<MetricPoint>> {
     db::all(
         env,
         "SELECT step, loss, val_loss, lr, tokens_per_s, elapsed_s FROM job_metrics WHERE job_id = ? AND step >= ? \
-         ORDER BY step LIMIT 5000",
-        &[s(job_id), n(i64::try_from(since).unwrap_or(i64::MAX))],
+         ORDER BY step LIMIT ?",
+        &[
+            s(job_id),
+            n(i64::try_from(since).unwrap_or(i64::MAX)),
+            n(api::jobs::METRICS_PAGE_POINTS as i64),
+        ],
     )
     .await
 }

@@ -243,7 +243,11 @@ fn a_model_that_fails_to_load_leaves_a_way_back_to_the_default() {
             json!([]),
         )
         .unwrap();
-    assert_eq!(picked, json!([2, "job 01234567"]), "the failed model is listed, selected");
+    assert_eq!(
+        picked,
+        json!([2, "job 01234567"]),
+        "the failed model is listed, selected"
+    );
     browser
         .execute(
             "const s = document.querySelector('[data-testid=try-model]');
