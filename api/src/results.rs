@@ -13,6 +13,11 @@ pub const MAX_RESULTS_BYTES: u64 = 4 << 20;
 /// The most benchmark rows a page or a terminal shows (a job's trainer writes a few per task, at
 /// most 16 tasks; a job that writes more is not let to flood a page).
 pub const MAX_BENCHMARK_ROWS: usize = 128;
+/// The most rows of the eval set's table a page shows (the trainer writes a handful: a file
+/// that holds more is not the trainer's, and is not rendered whole).
+pub const MAX_TABLE_ROWS: usize = 128;
+/// The most samples a page shows.
+pub const MAX_SAMPLES: usize = 64;
 /// The most bytes of results an experiment's snapshot keeps (JSON): over it the samples are
 /// left out, and results still over it are not kept.
 pub const MAX_SNAPSHOT_RESULTS_BYTES: usize = 64 << 10;
@@ -34,6 +39,16 @@ pub struct RunResults {
 }
 
 impl RunResults {
+    /// The table's rows to show: the first [`MAX_TABLE_ROWS`].
+    pub fn table_shown(&self) -> &[ResultRow] {
+        &self.table[..self.table.len().min(MAX_TABLE_ROWS)]
+    }
+
+    /// The samples to show: the first [`MAX_SAMPLES`].
+    pub fn samples_shown(&self) -> &[Sample] {
+        &self.samples[..self.samples.len().min(MAX_SAMPLES)]
+    }
+
     /// The benchmark rows to show: the first [`MAX_BENCHMARK_ROWS`].
     pub fn benchmarks_shown(&self) -> &[BenchmarkRow] {
         &self.benchmarks[..self.benchmarks.len().min(MAX_BENCHMARK_ROWS)]

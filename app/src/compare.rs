@@ -174,7 +174,7 @@ pub fn aligned(runs: &[Run], align: Align) -> Option<Vec<Series>> {
 /// A run's rows: the eval set's measures, then its benchmarks' (`task · metric`).
 fn rows_of(r: &RunResults) -> Vec<ResultRow> {
     let benchmarks = r.benchmarks_shown().iter().map(|b| b.as_result_row());
-    r.table.iter().cloned().chain(benchmarks).collect()
+    r.table_shown().iter().cloned().chain(benchmarks).collect()
 }
 
 /// The measures any run has results for, in the order they first appear, each with every
@@ -184,22 +184,25 @@ pub fn results_side_by_side(runs: &[Run]) -> Vec<(String, Vec<Option<ResultRow>>
         .iter()
         .map(|r| r.results.as_ref().map(rows_of).unwrap_or_default())
         .collect();
+    // Each measure's place, and each run's first row of it: linear in the rows.
     let mut metrics: Vec<String> = Vec::new();
+    let mut place: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for row in rows.iter().flatten() {
-        if !metrics.contains(&row.metric) {
+        if !place.contains_key(row.metric.as_str()) {
+            place.insert(&row.metric, metrics.len());
             metrics.push(row.metric.clone());
         }
     }
-    metrics
-        .into_iter()
-        .map(|m| {
-            let cells = rows
-                .iter()
-                .map(|r| r.iter().find(|row| row.metric == m).cloned())
-                .collect();
-            (m, cells)
-        })
-        .collect()
+    let mut cells: Vec<Vec<Option<ResultRow>>> = vec![vec![None; rows.len()]; metrics.len()];
+    for (run, r) in rows.iter().enumerate() {
+        for row in r {
+            let cell = &mut cells[place[row.metric.as_str()]][run];
+            if cell.is_none() {
+                *cell = Some(row.clone());
+            }
+        }
+    }
+    metrics.into_iter().zip(cells).collect()
 }
 
 #[cfg(test)]

@@ -128,14 +128,34 @@ pub fn shown(i: I18n, r: RunResults) -> impl IntoView {
         r.eval_set.share,
     ) {
         ("dataset", Some(d), _) => format!("{} {d}", i.t(Key::EvalOnDataset)),
-        (_, _, Some(s)) => format!("{} {:.1}%", i.t(Key::EvalOnHoldout), s * 100.0),
+        // A share is a fraction; a file that says otherwise is shown within 0–100%.
+        (_, _, Some(s)) => format!(
+            "{} {:.1}%",
+            i.t(Key::EvalOnHoldout),
+            if s.is_finite() {
+                s.clamp(0.0, 1.0)
+            } else {
+                0.0
+            } * 100.0
+        ),
         _ => String::new(),
     };
     let examples = format!("{} {}", r.eval_set.examples, i.t(Key::EvalExamples));
     let benchmarks = benchmarks(i, &r);
-    let rows = r.table.into_iter().map(|x| row(i, x)).collect_view();
+    // At most a page of each: a results file is the job's own word, of up to 4 MiB.
+    let rows = r
+        .table_shown()
+        .iter()
+        .cloned()
+        .map(|x| row(i, x))
+        .collect_view();
     let samples = (!r.samples.is_empty()).then(|| {
-        let items = r.samples.into_iter().map(|s| sample(i, s)).collect_view();
+        let items = r
+            .samples_shown()
+            .iter()
+            .cloned()
+            .map(|s| sample(i, s))
+            .collect_view();
         view! {
             <h3>{tr(i, Key::ResultsAnswers)}</h3>
             <table class="results samples" data-testid="run-samples">

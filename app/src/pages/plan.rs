@@ -57,20 +57,25 @@ pub fn PlanPage() -> impl IntoView {
     }
 }
 
+/// The most lines the gutter numbers.
+const GUTTER_LINES: usize = 10_000;
+
 /// The textarea with a line-number gutter that marks the lines with errors.
 #[component]
 fn Editor(plan: Memo<Plan>) -> impl IntoView {
     let i = use_i18n();
     let spec = use_shared().spec;
     let gutter = NodeRef::<leptos::html::Pre>::new();
-    let lines = move || spec.with(|s| s.split('\n').count());
+    // Numbered up to GUTTER_LINES: a spec of more lines (a share link can hold 120,000 empty
+    // ones) would rebuild as many nodes on every key press.
+    let lines = move || spec.with(|s| s.split('\n').count().min(GUTTER_LINES));
     let bad_lines = move || {
         plan.with(|p| {
             p.diagnostics
                 .iter()
                 .filter(|d| d.is_error() && d.line > 0)
                 .map(|d| d.line as usize)
-                .collect::<Vec<_>>()
+                .collect::<std::collections::HashSet<_>>()
         })
     };
     view! {
