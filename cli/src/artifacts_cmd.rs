@@ -387,6 +387,13 @@ fn sha256_of(path: &Path) -> std::io::Result<String> {
 }
 
 fn delete(edge: &Edge, job: &str, name: &str, json: bool) -> Result<(), Failure> {
+    // A name no artifact can have (`spec.toml?x` would reach the edge as `spec.toml`).
+    if let Some(why) = name_problem(name) {
+        return Err(Failure(t(
+            format!("{name:?} is no artifact's name ({why}); onramp artifacts {job} lists them"),
+            format!("{name:?} 不是产物的名称（{why}）；onramp artifacts {job} 会列出它们"),
+        )));
+    }
     let v = edge.expect_ok(edge.call("DELETE", &artifact_path(job, name), None, &[]))?;
     if json {
         print_value(&v);

@@ -204,9 +204,33 @@ pub fn upload_gone(r2_error: &str) -> bool {
     r2_error.contains("(10024)") || r2_error.contains("multipart upload does not exist")
 }
 
+/// How much of an object one read from R2 takes while a download streams, at least.
+const READ_BYTES: u64 = 4 << 20;
+/// The most one read takes: what the edge holds of a download at a time.
+const MAX_READ_BYTES: u64 = 32 << 20;
+/// The reads one download makes at most while a read may still grow: each is a call to R2, and
+/// the platform bounds the calls one request makes (1,000 on some plans).
+const MAX_READS: u64 = 900;
+
+/// The size of each read of a download of `span` bytes: [`READ_BYTES`], grown so that the
+/// download takes at most [`MAX_READS`] reads, up to [`MAX_READ_BYTES`].
+pub fn read_bytes(span: u64) -> u64 {
+    span.div_ceil(MAX_READS).clamp(READ_BYTES, MAX_READ_BYTES)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_download_is_read_in_at_most_900_reads_of_4_to_32_mib() {
+        const MIB: u64 = 1 << 20;
+        assert_eq!(read_bytes(1), 4 * MIB);
+        assert_eq!(read_bytes(3 * 1024 * MIB), 4 * MIB);
+        let big = 15 * 1024 * MIB;
+        assert!(big.div_ceil(read_bytes(big)) <= 900);
+        assert_eq!(read_bytes(u64::MAX), 32 * MIB);
+    }
     use api::artifacts::{MAX_NAME_BYTES, NAME_PATTERN};
     use proptest::prelude::*;
 

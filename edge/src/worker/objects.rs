@@ -15,11 +15,8 @@ pub fn r2(what: &'static str) -> impl Fn(worker::Error) -> ApiError {
     move |e| ApiError::internal(format!("R2 {what}: {e}"))
 }
 
-/// How much of an object one read from R2 takes while a download streams.
-const READ_BYTES: u64 = 4 << 20;
-
 /// Bytes `start..=end` of an object as a body of that fixed length (the runtime sends it as
-/// Content-Length), read from R2 one range of [`READ_BYTES`] at a time, each only when the
+/// Content-Length), read from R2 one range of [`crate::artifacts::read_bytes`] at a time, each only when the
 /// client has taken the one before: however large the file and however slow the client, the
 /// edge holds about one range of it. (Handing on R2's own stream of the whole object held what
 /// the client had not yet read: under `wrangler dev`, 300 MiB of a 512 MiB download.)
@@ -29,13 +26,14 @@ const READ_BYTES: u64 = 4 << 20;
 /// download short, an error the client sees, instead of sending it bytes of two files.
 fn ranged_body(b: Bucket, key: String, etag: String, start: u64, end: u64) -> worker::ResponseBody {
     use futures_util::StreamExt;
+    let step = crate::artifacts::read_bytes(end - start + 1);
     let reads = futures_util::stream::unfold(start, move |at| {
         let (b, key, etag) = (b.clone(), key.clone(), etag.clone());
         async move {
             if at > end {
                 return None;
             }
-            let length = (end - at + 1).min(READ_BYTES);
+            let length = (end - at + 1).min(step);
             let read = async {
                 let object = b
                     .get(&key)
