@@ -4,50 +4,49 @@
 //! arrived (R2's binding cannot list an upload's parts), so an upload cut off resumes. The
 //! decisions are `crate::artifacts`'s, tested natively.
 
-use super::access::{JobCaller, User};
-use super::db::{self, n, now_ms, s};
-use super::http::{self, ApiResult};
+use super::access::User;
+use super::db::{self, n, s};
+use super::http::ApiResult;
 use super::jobs;
-use super::objects::{self, Object, bucket, holds, r2, serve_object};
-use crate::artifacts::{
-    UploadState, check_part, check_quota, check_sha256, object_key, parse_name,
-};
-use crate::error::{ApiError, ErrorCode};
+use super::objects::{Object, bucket, r2, serve_object};
+use crate::artifacts::{object_key, parse_name};
+use crate::error::ApiError;
 use crate::time::format_rfc3339_ms;
-use crate::wire;
-use api::artifacts::{artifact_path, choose_part_size, part_count};
-use api::{Artifact, ArtifactDeleted, ArtifactList, NewUpload, Upload};
+use api::artifacts::artifact_path;
+use api::{Artifact, ArtifactDeleted, ArtifactList, Upload};
 use serde::Deserialize;
-use worker::{Bucket, Env, Request, Response};
+use worker::{Env, Request, Response};
 
 /// Bytes an account's artifacts may take when `ARTIFACT_QUOTA_BYTES` is not set (10 GiB).
 const QUOTA_BYTES: i64 = 10 << 30;
 /// How long an artifact is kept when `ARTIFACT_RETENTION` is not set: 30 days, in seconds.
 const RETENTION_S: u64 = 30 * 86_400;
+/// How long an unfinished upload counts against the quota at most (R2 ends it after seven days).
+const UNFINISHED_S: u64 = 6 * 86_400;
 
 #[derive(Debug, Deserialize)]
-struct Row {
-    job_id: String,
-    name: String,
-    size: i64,
-    sha256: String,
-    part_size: i64,
-    parts: i64,
-    upload_id: Option<String>,
-    state: String,
-    stored_at: Option<i64>,
-    created_at: i64,
+pub(super) struct Row {
+    pub(super) job_id: String,
+    pub(super) name: String,
+    pub(super) size: i64,
+    pub(super) sha256: String,
+    pub(super) part_size: i64,
+    pub(super) parts: i64,
+    pub(super) upload_id: Option<String>,
+    pub(super) state: String,
+    pub(super) stored_at: Option<i64>,
+    pub(super) created_at: i64,
 }
 
 const ROW: &str =
     "job_id, name, size, sha256, part_size, parts, upload_id, state, stored_at, created_at";
 
 impl Row {
-    fn stored(&self) -> bool {
+    pub(super) fn stored(&self) -> bool {
         self.state == "stored"
     }
 
-    fn upload(&self, received: u64) -> Upload {
+    pub(super) fn upload(&self, received: u64) -> Upload {
         Upload {
             name: self.name.clone(),
             size: self.size as u64,
@@ -64,7 +63,7 @@ impl Row {
     }
 }
 
-fn quota(env: &Env) -> u64 {
+pub(super) fn quota(env: &Env) -> u64 {
     db::setting(env, "ARTIFACT_QUOTA_BYTES", QUOTA_BYTES).max(0) as u64
 }
 
@@ -78,7 +77,7 @@ fn retention_days(env: &Env) -> u64 {
     retention_s(env).div_ceil(86_400)
 }
 
-async fn row(env: &Env, job_id: &str, name: &str) -> ApiResult<Option<Row>> {
+pub(super) async fn row(env: &Env, job_id: &str, name: &str) -> ApiResult<Option<Row>> {
     db::first(
         env,
         &format!("SELECT {ROW} FROM artifacts WHERE job_id = ? AND name = ?"),
@@ -88,7 +87,7 @@ async fn row(env: &Env, job_id: &str, name: &str) -> ApiResult<Option<Row>> {
 }
 
 /// How many parts arrived in order: parts 1..=k are all stored.
-async fn received(env: &Env, job_id: &str, name: &str) -> ApiResult<u64> {
+pub(super) async fn received(env: &Env, job_id: &str, name: &str) -> ApiResult<u64> {
     #[derive(Deserialize)]
     struct Part {
         part: i64,
@@ -116,13 +115,13 @@ pub async fn usage(env: &Env, user_id: &str) -> ApiResult<api::ArtifactUsage> {
 }
 
 /// The bytes an account's artifacts take, uploads under way included.
-async fn used_bytes(env: &Env, user_id: &str) -> ApiResult<u64> {
+pub(super) async fn used_bytes(env: &Env, user_id: &str) -> ApiResult<u64> {
     let sql = "SELECT SUM(size) AS total FROM artifacts WHERE user_id = ?";
     db::total(env, sql, &[s(user_id)]).await
 }
 
 /// Forgets an artifact: its R2 object or unfinished upload, its parts and its row.
-async fn forget(env: &Env, r: &Row) -> ApiResult<()> {
+pub(super) async fn forget(env: &Env, r: &Row) -> ApiResult<()> {
     let b = bucket(env)?;
     let key = object_key(&r.job_id, &r.name);
     match (&r.upload_id, r.stored()) {
@@ -147,241 +146,6 @@ async fn forget(env: &Env, r: &Row) -> ApiResult<()> {
     )
     .await?;
     Ok(())
-}
-
-/// `POST /api/jobs/{id}/artifacts/{name}`: starts an upload, or resumes the one with the same
-/// declaration (size, sha256 and, when given, part size); another declaration starts it over.
-pub async fn start(
-    caller: JobCaller,
-    mut req: Request,
-    env: &Env,
-    segment: &str,
-) -> ApiResult<Upload> {
-    let job = caller.job();
-    let name = parse_name(segment)?;
-    let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
-    let d: NewUpload = wire::parse_json(&body)?;
-    check_sha256(&d.sha256)?;
-    let part_size = choose_part_size(d.size, d.part_size)
-        .map_err(|m| ApiError::new(ErrorCode::InvalidField, m).with_field("part_size"))?;
-    let existing = row(env, &job.id, &name).await?;
-    if let Some(r) = &existing {
-        let same = r.size as u64 == d.size
-            && r.sha256 == d.sha256
-            && d.part_size.is_none_or(|p| p == r.part_size as u64);
-        if same {
-            let got = received(env, &job.id, &name).await?;
-            return Ok(r.upload(got));
-        }
-    }
-    // The file this one replaces stays until the new one is known to fit: a refusal loses nothing.
-    let replaced = existing.as_ref().map_or(0, |r| r.size.max(0) as u64);
-    let used = used_bytes(env, &job.user_id)
-        .await?
-        .saturating_sub(replaced);
-    check_quota(used, d.size, quota(env))?;
-    if let Some(r) = &existing {
-        forget(env, r).await?;
-    }
-    let key = object_key(&job.id, &name);
-    let upload = bucket(env)?
-        .create_multipart_upload(&key)
-        .execute()
-        .await
-        .map_err(r2("create multipart upload"))?;
-    let upload_id = upload.upload_id().await;
-    let parts = part_count(d.size, part_size);
-    db::run(
-        env,
-        "INSERT INTO artifacts (job_id, name, user_id, size, sha256, part_size, parts, upload_id, state, created_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'uploading', ?)",
-        &[
-            s(&job.id),
-            s(&name),
-            s(&job.user_id),
-            n(d.size as i64),
-            s(&d.sha256),
-            n(part_size as i64),
-            n(parts as i64),
-            s(&upload_id),
-            n(now_ms()),
-        ],
-    )
-    .await?;
-    // Uploads declared at the same moment each saw room: counted together, one past the quota
-    // withdraws.
-    let total = used_bytes(env, &job.user_id).await?;
-    if let Err(no) = check_quota(total - d.size.min(total), d.size, quota(env)) {
-        if let Some(r) = row(env, &job.id, &name).await? {
-            forget(env, &r).await?;
-        }
-        return Err(no);
-    }
-    Ok(Upload {
-        name,
-        size: d.size,
-        sha256: d.sha256,
-        part_size,
-        parts,
-        received: 0,
-        complete: false,
-    })
-}
-
-/// `PUT /api/jobs/{id}/artifacts/{name}?part=N`: one part, streamed on to R2; the last one
-/// completes the artifact. The entry does not buffer this route's body (`routes::streams_body`).
-pub async fn put_part(
-    caller: JobCaller,
-    req: Request,
-    env: &Env,
-    segment: &str,
-) -> ApiResult<Upload> {
-    let job = caller.job();
-    let name = parse_name(segment)?;
-    let query = req.url().ok();
-    let query = query.as_ref().and_then(|u| u.query());
-    if !query.is_some_and(|q| q.split('&').any(|kv| kv.starts_with("part="))) {
-        return Err(ApiError::new(
-            ErrorCode::InvalidQuery,
-            "say which part this is: ?part=N, from 1",
-        )
-        .with_details(serde_json::json!({"parameter": "part"})));
-    }
-    let part = wire::query_u64(query, "part", 0)?;
-    let r = row(env, &job.id, &name).await?.ok_or_else(|| {
-        ApiError::not_found(format!(
-            "job {} has no upload of {name:?}: start it with POST {} first",
-            job.id,
-            artifact_path(&job.id, &name)
-        ))
-    })?;
-    if r.stored() && (1..=r.parts as u64).contains(&part) {
-        // The answer to the last part was lost and the job sent it again: it is stored.
-        return Ok(r.upload(r.parts as u64));
-    }
-    let got = received(env, &job.id, &name).await?;
-    let state = UploadState {
-        size: r.size as u64,
-        part_size: r.part_size as u64,
-        parts: r.parts as u64,
-        received: got,
-    };
-    let length = http::header(&req, "content-length").and_then(|l| l.trim().parse::<u64>().ok());
-    check_part(&state, part, length)?;
-    let upload_id = r
-        .upload_id
-        .as_deref()
-        .ok_or_else(|| ApiError::internal("an upload without its id"))?;
-    let key = object_key(&job.id, &name);
-    let b = bucket(env)?;
-    let upload = b
-        .resume_multipart_upload(&key, upload_id)
-        .map_err(r2("resume upload"))?;
-    let data = match req.inner().body() {
-        Some(stream) if length != Some(0) => worker::Data::ReadableStream(stream),
-        _ => worker::Data::Bytes(Vec::new()),
-    };
-    let uploaded = match upload.upload_part(part as u16, data).await {
-        Ok(uploaded) => uploaded,
-        Err(e) if crate::artifacts::upload_gone(&e.to_string()) => return expired(env, &r).await,
-        Err(e) => {
-            return Err(ApiError::new(
-                ErrorCode::InvalidPart,
-                format!("part {part} did not arrive whole ({e}); send it again"),
-            )
-            .with_details(serde_json::json!({"part": part})));
-        }
-    };
-    db::run(
-        env,
-        "INSERT OR REPLACE INTO artifact_parts (job_id, name, part, etag, size) VALUES (?, ?, ?, ?, ?)",
-        &[s(&job.id), s(&name), n(part as i64), s(&uploaded.etag()), n(length.unwrap_or(0) as i64)],
-    )
-    .await?;
-    let got = got.max(part);
-    if got < state.parts {
-        return Ok(r.upload(got));
-    }
-    complete(env, &b, &r, upload_id).await?;
-    let done = row(env, &job.id, &name)
-        .await?
-        .ok_or_else(|| ApiError::internal("artifact row vanished"))?;
-    Ok(done.upload(state.parts))
-}
-
-/// R2 no longer knows the upload: `Ok` when another request just completed it, else storage
-/// ended it (the bucket's lifecycle), and it is forgotten: declared again, it starts over.
-async fn expired(env: &Env, r: &Row) -> ApiResult<Upload> {
-    // Unless declared again meanwhile: that upload is not this one's to forget.
-    let mine = row(env, &r.job_id, &r.name)
-        .await?
-        .is_some_and(|now| !now.stored() && now.upload_id == r.upload_id);
-    if mine
-        && holds(
-            env,
-            r.created_at,
-            &object_key(&r.job_id, &r.name),
-            r.size as u64,
-        )
-        .await?
-    {
-        mark_stored(env, r).await?;
-    } else if mine {
-        forget(env, r).await?;
-    }
-    if let Some(now) = row(env, &r.job_id, &r.name).await?.filter(Row::stored) {
-        return Ok(now.upload(now.parts as u64));
-    }
-    Err(ApiError::new(
-        ErrorCode::UploadExpired,
-        format!(
-            "storage ended the unfinished upload of {:?} before its last part came; declare it \
-             again with POST {} and send every part",
-            r.name,
-            artifact_path(&r.job_id, &r.name)
-        ),
-    ))
-}
-
-/// Completes an upload whose parts all arrived: R2 joins them, and the artifact is stored.
-async fn complete(env: &Env, b: &Bucket, r: &Row, upload_id: &str) -> ApiResult<()> {
-    #[derive(Deserialize)]
-    struct Part {
-        part: i64,
-        etag: String,
-    }
-    let parts: Vec<Part> = db::all(
-        env,
-        "SELECT part, etag FROM artifact_parts WHERE job_id = ? AND name = ? ORDER BY part",
-        &[s(&r.job_id), s(&r.name)],
-    )
-    .await?;
-    let key = object_key(&r.job_id, &r.name);
-    let upload = b
-        .resume_multipart_upload(&key, upload_id)
-        .map_err(r2("resume upload"))?;
-    let completed = upload
-        .complete(
-            parts
-                .into_iter()
-                .map(|p| worker::UploadedPart::new(p.part as u16, p.etag)),
-        )
-        .await;
-    match completed {
-        Err(e) if crate::artifacts::upload_gone(&e.to_string()) => {
-            return expired(env, r).await.map(drop);
-        }
-        other => other.map_err(r2("complete upload"))?,
-    };
-    mark_stored(env, r).await
-}
-
-/// The row of an upload R2 has joined, while it is still this upload's: stored, its parts
-/// forgotten.
-async fn mark_stored(env: &Env, r: &Row) -> ApiResult<()> {
-    let tables = ("artifacts", "artifact_parts");
-    let key = [("job_id", r.job_id.as_str()), ("name", r.name.as_str())];
-    objects::mark_stored(env, tables, key, r.upload_id.as_deref()).await
 }
 
 /// `GET /api/jobs/{id}/artifacts`: the owner's stored artifacts of one job.
@@ -575,15 +339,17 @@ pub async fn delete(user: User, env: &Env, id: &str, segment: &str) -> ApiResult
 }
 
 /// The cron sweep's share: artifacts stored longer ago than the retention, and uploads started
-/// that long ago and never finished, are deleted. At most `limit` per run; how many went.
+/// six days ago (before R2 ends them; the job's token wrote nothing long before) or that long
+/// ago and never finished, are deleted. At most `limit` per run; how many went.
 pub async fn sweep(env: &Env, limit: i64) -> ApiResult<u64> {
     let cutoff = db::ago_ms(retention_s(env));
+    let unfinished = db::ago_ms(retention_s(env).min(UNFINISHED_S));
     let rows: Vec<Row> = db::all(
         env,
         &format!(
             "SELECT {ROW} FROM artifacts WHERE (state = 'stored' AND stored_at < ?) OR (state = 'uploading' AND created_at < ?) LIMIT ?"
         ),
-        &[n(cutoff), n(cutoff), n(limit)],
+        &[n(cutoff), n(unfinished), n(limit)],
     )
     .await?;
     let mut gone = 0;

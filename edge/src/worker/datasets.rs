@@ -274,12 +274,14 @@ pub async fn put_part(
     let uploaded = match upload.upload_part(part as u16, data).await {
         Ok(uploaded) => uploaded,
         Err(e) if crate::artifacts::upload_gone(&e.to_string()) => return expired(env, &r).await,
+        // Its length was checked above: what failed is storage (or a client gone, which
+        // reads no answer). Sent again in a moment, the part is taken.
         Err(e) => {
             return Err(ApiError::new(
-                ErrorCode::InvalidPart,
-                format!("part {part} did not arrive whole ({e}); send it again"),
+                ErrorCode::Unavailable,
+                format!("storage did not take part {part} ({e}); send it again in a moment"),
             )
-            .with_details(serde_json::json!({"part": part})));
+            .with_details(serde_json::json!({"part": part, "retry_after_s": 1})));
         }
     };
     db::run(

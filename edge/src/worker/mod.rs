@@ -6,6 +6,7 @@
 mod access;
 mod account_sweep;
 mod accounts;
+mod artifact_uploads;
 mod artifacts;
 mod attempts;
 mod backends;
@@ -139,11 +140,11 @@ async fn files(
         JobCheckpoint => artifacts::job_checkpoint(caller.user()?, req, env, p).await,
         StartUpload => ok(
             status,
-            artifacts::start(caller.job()?, req, env, name).await,
+            artifact_uploads::start(caller.job()?, req, env, name).await,
         ),
         UploadPart => ok(
             status,
-            artifacts::put_part(caller.job()?, req, env, name).await,
+            artifact_uploads::put_part(caller.job()?, req, env, name).await,
         ),
         ListArtifacts => ok(status, artifacts::list(caller.user()?, env, p).await),
         GetArtifact => artifacts::download(caller.user()?, req, env, p, name).await,

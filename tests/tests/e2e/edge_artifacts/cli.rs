@@ -77,23 +77,7 @@ pub(super) fn cli(w: &World) {
         &["artifacts", "download", &j.id, "log.txt", "-o", d],
     );
     assert!(!ok && err.contains("sha256"), "{err}");
-    // A file of the user's own at an artifact's name is kept unless --force says otherwise;
-    // one already downloaded is left as it is.
-    std::fs::write(dir.join("log.txt"), b"my own notes\n").unwrap();
-    let (ok, _, err) = onramp(w, &token, &["artifacts", "download", &j.id, "-o", d]);
-    assert!(!ok && err.contains("--force"), "{err}");
-    assert_eq!(
-        std::fs::read(dir.join("log.txt")).unwrap(),
-        b"my own notes\n"
-    );
-    let (ok, _, err) = onramp(
-        w,
-        &token,
-        &["artifacts", "download", &j.id, "-o", d, "--force"],
-    );
-    assert!(ok, "{err}");
-    assert_eq!(std::fs::read(dir.join("log.txt")).unwrap(), b"hello\n");
-    assert_eq!(std::fs::read(dir.join(name)).unwrap(), file);
+    kept_unless_forced(w, &token, &j.id, &dir, (name, &file));
     let (ok, _, err) = onramp(
         w,
         &token,
@@ -105,4 +89,31 @@ pub(super) fn cli(w: &World) {
     assert!(ok && out.contains("deleted log.txt"), "{out}{err}");
     assert_eq!(j.download("log.txt", None).status, 404);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A file of the user's own at an artifact's name is kept unless --force says otherwise; one
+/// already downloaded (`name`, with its bytes) is left as it is.
+fn kept_unless_forced(
+    w: &World,
+    token: &str,
+    job: &str,
+    dir: &std::path::Path,
+    (name, file): (&str, &[u8]),
+) {
+    let d = dir.to_str().unwrap();
+    std::fs::write(dir.join("log.txt"), b"my own notes\n").unwrap();
+    let (ok, _, err) = onramp(w, token, &["artifacts", "download", job, "-o", d]);
+    assert!(!ok && err.contains("--force"), "{err}");
+    assert_eq!(
+        std::fs::read(dir.join("log.txt")).unwrap(),
+        b"my own notes\n"
+    );
+    let (ok, _, err) = onramp(
+        w,
+        token,
+        &["artifacts", "download", job, "-o", d, "--force"],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(std::fs::read(dir.join("log.txt")).unwrap(), b"hello\n");
+    assert_eq!(std::fs::read(dir.join(name)).unwrap(), file);
 }
