@@ -113,7 +113,8 @@ pub fn parse_range(header: Option<&str>, size: u64) -> Result<Span, ApiError> {
         // The last `b` bytes.
         (true, false) => match number(b) {
             Some(0) => return Err(unsatisfiable()),
-            Some(_) if size == 0 => return Err(unsatisfiable()),
+            // An empty file is the whole of any suffix (RFC 9110 14.1.1): sent whole.
+            Some(_) if size == 0 => Span::Whole,
             Some(n) => Span::Part {
                 start: size.saturating_sub(n),
                 end: size - 1,
@@ -295,6 +296,7 @@ mod tests {
         );
         assert_eq!(r("bytes=-0").unwrap_err().status, 416);
         assert_eq!(parse_range(Some("bytes=0-"), 0).unwrap_err().status, 416);
+        assert_eq!(parse_range(Some("bytes=-500"), 0), Ok(Span::Whole));
     }
 
     #[test]

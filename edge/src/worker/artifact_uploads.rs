@@ -196,8 +196,21 @@ pub async fn put_part(
     };
     db::run(
         env,
-        "INSERT OR REPLACE INTO artifact_parts (job_id, name, part, etag, size) VALUES (?, ?, ?, ?, ?)",
-        &[s(&job.id), s(&name), n(part as i64), s(&uploaded.etag()), n(length.unwrap_or(0) as i64)],
+        // Only while the row is still this upload's: a part stored as the upload was forgotten
+        // (deleted, declared again) must not be taken for one of the next upload's.
+        "INSERT OR REPLACE INTO artifact_parts (job_id, name, part, etag, size) \
+         SELECT ?, ?, ?, ?, ? WHERE EXISTS \
+         (SELECT 1 FROM artifacts WHERE job_id = ? AND name = ? AND upload_id = ?)",
+        &[
+            s(&job.id),
+            s(&name),
+            n(part as i64),
+            s(&uploaded.etag()),
+            n(length.unwrap_or(0) as i64),
+            s(&job.id),
+            s(&name),
+            s(upload_id),
+        ],
     )
     .await?;
     let got = got.max(part);

@@ -286,8 +286,21 @@ pub async fn put_part(
     };
     db::run(
         env,
-        "INSERT OR REPLACE INTO dataset_parts (user_id, id, part, etag, size) VALUES (?, ?, ?, ?, ?)",
-        &[s(&r.user_id), s(&r.id), n(part as i64), s(&uploaded.etag()), n(length.unwrap_or(0) as i64)],
+        // Only while the row is still this upload's: a part stored as the upload was forgotten
+        // (deleted, declared again) must not be taken for one of the next upload's.
+        "INSERT OR REPLACE INTO dataset_parts (user_id, id, part, etag, size) \
+         SELECT ?, ?, ?, ?, ? WHERE EXISTS \
+         (SELECT 1 FROM datasets WHERE user_id = ? AND id = ? AND upload_id = ?)",
+        &[
+            s(&r.user_id),
+            s(&r.id),
+            n(part as i64),
+            s(&uploaded.etag()),
+            n(length.unwrap_or(0) as i64),
+            s(&r.user_id),
+            s(&r.id),
+            s(upload_id),
+        ],
     )
     .await?;
     let got = got.max(part);
