@@ -184,33 +184,15 @@ pub async fn put_part(
     let uploaded = match upload.upload_part(part as u16, data).await {
         Ok(uploaded) => uploaded,
         Err(e) if crate::artifacts::upload_gone(&e.to_string()) => return expired(env, &r).await,
-        // Its length was checked above: what failed is storage (or a client gone, which
-        // reads no answer). Sent again in a moment, the part is taken.
-        Err(e) => {
-            return Err(ApiError::new(
-                ErrorCode::Unavailable,
-                format!("storage did not take part {part} ({e}); send it again in a moment"),
-            )
-            .with_details(serde_json::json!({"part": part, "retry_after_s": 1})));
-        }
+        Err(e) => return Err(objects::part_not_taken(part, &e)),
     };
-    db::run(
+    let took = (part, uploaded.etag(), length.unwrap_or(0));
+    objects::record_part(
         env,
-        // Only while the row is still this upload's: a part stored as the upload was forgotten
-        // (deleted, declared again) must not be taken for one of the next upload's.
-        "INSERT OR REPLACE INTO artifact_parts (job_id, name, part, etag, size) \
-         SELECT ?, ?, ?, ?, ? WHERE EXISTS \
-         (SELECT 1 FROM artifacts WHERE job_id = ? AND name = ? AND upload_id = ?)",
-        &[
-            s(&job.id),
-            s(&name),
-            n(part as i64),
-            s(&uploaded.etag()),
-            n(length.unwrap_or(0) as i64),
-            s(&job.id),
-            s(&name),
-            s(upload_id),
-        ],
+        ("artifacts", "artifact_parts"),
+        [("job_id", &job.id), ("name", &name)],
+        upload_id,
+        (took.0, &took.1, took.2),
     )
     .await?;
     let got = got.max(part);

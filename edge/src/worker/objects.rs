@@ -92,6 +92,44 @@ pub async fn mark_stored(
     Ok(())
 }
 
+/// A part R2 did not take: its length was checked before, so storage failed (or the client
+/// went, and reads no answer). Sent again in a moment, it is taken: 503 with `retry_after_s`.
+pub fn part_not_taken(part: u64, e: &worker::Error) -> ApiError {
+    ApiError::new(
+        crate::error::ErrorCode::Unavailable,
+        format!("storage did not take part {part} ({e}); send it again in a moment"),
+    )
+    .with_details(serde_json::json!({"part": part, "retry_after_s": 1}))
+}
+
+/// Records a part R2 took (`part`, its etag and size) in `parts`, only while the row of
+/// `table` keyed by the two columns is still upload `upload_id`'s: a part stored as its upload
+/// was forgotten (deleted, declared again) must not be taken for one of the next upload's.
+pub async fn record_part(
+    env: &Env,
+    (table, parts): (&str, &str),
+    [(k0, v0), (k1, v1)]: [(&str, &str); 2],
+    upload_id: &str,
+    (part, etag, size): (u64, &str, u64),
+) -> ApiResult<()> {
+    use super::db::{n, s};
+    let sql = format!(
+        "INSERT OR REPLACE INTO {parts} ({k0}, {k1}, part, etag, size) SELECT ?, ?, ?, ?, ? \
+         WHERE EXISTS (SELECT 1 FROM {table} WHERE {k0} = ? AND {k1} = ? AND upload_id = ?)"
+    );
+    let args = [
+        s(v0),
+        s(v1),
+        n(part as i64),
+        s(etag),
+        n(size as i64),
+        s(v0),
+        s(v1),
+        s(upload_id),
+    ];
+    super::db::run(env, &sql, &args).await.map(|_| ())
+}
+
 /// An object in the bucket, as a download names it.
 pub struct Object<'a> {
     pub key: String,
