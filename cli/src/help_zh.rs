@@ -243,6 +243,10 @@ const ZH: &[(&str, &str)] = &[
         "写入的文件夹（省略则为当前文件夹）",
     ),
     (
+        "Replace files in DIR that differ from the artifacts of the same names (else such a file is kept and the download refused)",
+        "替换 DIR 中与同名产物不同的文件（省略则保留这样的文件并拒绝下载）",
+    ),
+    (
         "Delete one of a job's artifacts, freeing its bytes from your quota",
         "删除作业的一个产物，释放它占用的配额",
     ),

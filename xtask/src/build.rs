@@ -126,9 +126,11 @@ fn wasm_opt(tools: &BuildTools, wasm: &Path) -> Result<(), String> {
         "--enable-multivalue",
     ];
     let input = std::fs::read(wasm).map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
+    // wasm-opt by its version, not its path (npm's copy lives in each checkout).
+    let version = cmd::output(Command::new(&tools.wasm_opt).arg("--version")).unwrap_or_default();
     let mut key = Sha256::new();
     key.update(&input);
-    key.update(tools.wasm_opt.to_string_lossy().as_bytes());
+    key.update(version.as_bytes());
     key.update(FLAGS.join(" ").as_bytes());
     let cache = target_dir().join("wasm-opt-cache");
     let kept = cache.join(format!("{}.wasm", hex::encode(key.finalize())));
