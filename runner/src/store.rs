@@ -177,10 +177,15 @@ impl Store {
         self.open_checkpoint(id).is_ok()
     }
 
-    /// Creates the job's folder and writes its first record.
+    /// Creates the job's folder (its owner's only: it holds a tenant's data and model) and
+    /// writes its first record.
     pub fn create(&self, record: &JobRecord) -> Result<(), String> {
+        use std::os::unix::fs::DirBuilderExt;
         let dir = self.job_dir(&record.id);
-        std::fs::create_dir_all(&dir)
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         self.save(record)
     }
@@ -201,7 +206,9 @@ impl Store {
                 .open(&tmp)?;
             f.write_all(&bytes)?;
             f.sync_all()?;
-            std::fs::rename(&tmp, &path)
+            std::fs::rename(&tmp, &path)?;
+            // The rename itself made durable: after a power loss the record is the new one.
+            std::fs::File::open(&self.records)?.sync_all()
         };
         write().map_err(|e| format!("cannot write {}: {e}", path.display()))
     }
@@ -336,6 +343,13 @@ mod tests {
         assert!(problems[0].contains("broken"), "{problems:?}");
         // No record lies in a job's folder, where the job could write it.
         assert!(!store.job_dir("a").join(LEGACY_RECORD).exists());
+        // A job's folder is its owner's only: another user of the machine reads nothing in it.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(store.job_dir("a"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
