@@ -216,6 +216,7 @@ pub use api::Job as JobWire;
 /// A job's times as the edge knows them (ms since the epoch), for [`silent_end`].
 pub struct Times {
     pub created: i64,
+    /// When its newest attempt started.
     pub started: Option<i64>,
     /// When its backend or the job itself last answered.
     pub last_heard: Option<i64>,
@@ -236,14 +237,16 @@ pub fn silent_end(t: &Times, now: i64) -> Option<(i64, i64)> {
         Some(started) => (started, SILENT_STARTED_MS),
         None => (t.created, SILENT_QUEUED_MS),
     };
-    if now < since.saturating_add(limit_ms).saturating_add(grace) {
+    // Past its limit and the grace, and silent for the grace too: a job requeued or resumed
+    // lives past its first start's limit, and one slow answer is no silence.
+    let heard = t.last_heard.unwrap_or(since).max(since);
+    if now < since.saturating_add(limit_ms).saturating_add(grace)
+        || now < heard.saturating_add(grace)
+    {
         return None;
     }
     Some(match t.started {
-        Some(started) => {
-            let heard = t.last_heard.unwrap_or(started).max(started);
-            (started, heard.min(started.saturating_add(limit_ms)))
-        }
+        Some(started) => (started, heard.min(started.saturating_add(limit_ms))),
         None => (t.created, t.created),
     })
 }
@@ -518,6 +521,17 @@ mod tests {
         };
         // Live until its limit and an hour more have passed since it started.
         assert_eq!(silent_end(&t, 10_000 + 2 * hour - 1), None);
+        // Heard from lately (a requeued job runs on past its first start's limit): one
+        // unanswered poll is no silence.
+        let lately = Times {
+            last_heard: Some(10_000 + 5 * hour),
+            ..t
+        };
+        assert_eq!(silent_end(&lately, 10_000 + 5 * hour + hour / 2), None);
+        assert_eq!(
+            silent_end(&lately, 10_000 + 6 * hour),
+            Some((10_000, 10_000 + hour))
+        );
         assert_eq!(
             silent_end(&t, 10_000 + 2 * hour),
             Some((10_000, 10_000 + hour / 2))

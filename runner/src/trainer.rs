@@ -100,6 +100,13 @@ pub fn continue_from(
     let name = last
         .file_name()
         .ok_or_else(|| format!("job {id}'s checkpoint has no folder name"))?;
+    // Into this job's own `out`, never through a link an earlier attempt of it left there.
+    match std::fs::symlink_metadata(&out) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(format!("{} is not a folder", out.display())),
+        Err(_) => std::fs::create_dir(&out)
+            .map_err(|e| format!("cannot create {}: {e}", out.display()))?,
+    }
     copy_tree(&last, &out.join(name))
         .map_err(|e| format!("cannot copy the checkpoint of job {id}: {e}"))
 }
@@ -126,17 +133,30 @@ fn latest_checkpoint(out: &Path) -> Option<PathBuf> {
 
 /// A copy of the folder `from` at `to`: hard links where the file system allows (a checkpoint
 /// is never written again once saved, and a copy of a large model takes long), else copies.
-/// Links and other special files are not followed.
+/// Links and other special files are not followed, on either side: whatever is already at a
+/// name in `to` that is not a folder (a link a job left there) is removed, not written through.
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
+    match std::fs::symlink_metadata(to) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            std::fs::remove_file(to)?;
+            std::fs::create_dir(to)?;
+        }
+        Err(_) => std::fs::create_dir(to)?,
+    }
     for entry in std::fs::read_dir(from)? {
         let entry = entry?;
         let kind = entry.file_type()?;
         let target = to.join(entry.file_name());
         if kind.is_dir() {
             copy_tree(&entry.path(), &target)?;
-        } else if kind.is_file() && std::fs::hard_link(entry.path(), &target).is_err() {
-            std::fs::copy(entry.path(), &target)?;
+        } else if kind.is_file() {
+            if std::fs::symlink_metadata(&target).is_ok() {
+                std::fs::remove_file(&target)?;
+            }
+            if std::fs::hard_link(entry.path(), &target).is_err() {
+                std::fs::copy(entry.path(), &target)?;
+            }
         }
     }
     Ok(())
@@ -214,6 +234,41 @@ mod tests {
         std::fs::create_dir_all(empty.join("out")).unwrap();
         continue_from(&other, &spec, |_| Some(empty.clone())).unwrap();
         assert!(!other.join("out").exists());
+        std::fs::remove_dir_all(&root).unwrap_or_default();
+    }
+
+    /// Links a job left in its folder before its runner restarted are not written through:
+    /// neither its `out` nor a file in the checkpoint folder the copy fills.
+    #[test]
+    fn a_continued_checkpoint_is_not_copied_through_links() {
+        let root = std::env::temp_dir().join(format!("runner-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (earlier, dir, victim) = (root.join("earlier"), root.join("new"), root.join("victim"));
+        std::fs::create_dir_all(earlier.join("out/checkpoint-3")).unwrap();
+        std::fs::write(earlier.join("out/checkpoint-3/weights"), "w").unwrap();
+        std::fs::create_dir_all(&victim).unwrap();
+        std::fs::write(victim.join("record.json"), "keep").unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        let spec = lora_spec(Some("ab12"));
+        let found = |id: &str| (id == "ab12").then(|| earlier.clone());
+        std::os::unix::fs::symlink(&victim, dir.join("out")).unwrap();
+        assert!(continue_from(&dir, &spec, found).is_err());
+        assert!(!victim.join("checkpoint-3").exists());
+        std::fs::remove_file(dir.join("out")).unwrap();
+        std::fs::create_dir_all(dir.join("out/checkpoint-3")).unwrap();
+        let planted = dir.join("out/checkpoint-3/weights");
+        std::os::unix::fs::symlink(victim.join("record.json"), &planted).unwrap();
+        copy_tree(
+            &earlier.join("out/checkpoint-3"),
+            &dir.join("out/checkpoint-3"),
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(victim.join("record.json")).unwrap(),
+            "keep"
+        );
+        assert_eq!(std::fs::read_to_string(&planted).unwrap(), "w");
+        assert!(!std::fs::symlink_metadata(&planted).unwrap().is_symlink());
         std::fs::remove_dir_all(&root).unwrap_or_default();
     }
 

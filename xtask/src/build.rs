@@ -139,6 +139,11 @@ fn wasm_opt(tools: &BuildTools, wasm: &Path) -> Result<(), String> {
             "xtask: wasm-opt {}: unchanged, kept from an earlier build",
             wasm.display()
         );
+        // Used now: the newest, for `prune`.
+        let _ = std::fs::File::options()
+            .append(true)
+            .open(&kept)
+            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
         return std::fs::write(wasm, optimised)
             .map_err(|e| format!("cannot write {}: {e}", wasm.display()));
     }

@@ -16,8 +16,9 @@ use crate::router::Link;
 use crate::session::use_session;
 use crate::state::use_i18n;
 
-/// Metric pages read per poll at most: the edge keeps 50,000 points a job, 5,000 a page.
-const METRIC_PAGES_PER_POLL: usize = 10;
+/// Metric pages read per poll at most: the edge keeps 50,000 points a job, 5,000 a page (each
+/// page after the first begins with the last point of the one before).
+const METRIC_PAGES_PER_POLL: usize = 11;
 /// Log chunks (64 KiB) read for a finished job: its whole log, of at most 4 MiB.
 const FINISHED_LOG_READS: usize = 64;
 /// Log chunks read per poll of a live job.

@@ -187,7 +187,7 @@ pub async fn put_part(
         Err(e) => return Err(objects::part_not_taken(part, &e)),
     };
     let took = (part, uploaded.etag(), length.unwrap_or(0));
-    objects::record_part(
+    let recorded = objects::record_part(
         env,
         ("artifacts", "artifact_parts"),
         [("job_id", &job.id), ("name", &name)],
@@ -195,6 +195,10 @@ pub async fn put_part(
         (took.0, &took.1, took.2),
     )
     .await?;
+    if !recorded {
+        // The upload was forgotten meanwhile: answered as one storage ended.
+        return expired(env, &r).await;
+    }
     let got = got.max(part);
     if got < state.parts {
         return Ok(r.upload(got));

@@ -105,13 +105,14 @@ pub fn part_not_taken(part: u64, e: &worker::Error) -> ApiError {
 /// Records a part R2 took (`part`, its etag and size) in `parts`, only while the row of
 /// `table` keyed by the two columns is still upload `upload_id`'s: a part stored as its upload
 /// was forgotten (deleted, declared again) must not be taken for one of the next upload's.
+/// Whether it was recorded (false: the upload is no longer the row's).
 pub async fn record_part(
     env: &Env,
     (table, parts): (&str, &str),
     [(k0, v0), (k1, v1)]: [(&str, &str); 2],
     upload_id: &str,
     (part, etag, size): (u64, &str, u64),
-) -> ApiResult<()> {
+) -> ApiResult<bool> {
     use super::db::{n, s};
     let sql = format!(
         "INSERT OR REPLACE INTO {parts} ({k0}, {k1}, part, etag, size) SELECT ?, ?, ?, ?, ? \
@@ -127,7 +128,7 @@ pub async fn record_part(
         s(v1),
         s(upload_id),
     ];
-    super::db::run(env, &sql, &args).await.map(|_| ())
+    super::db::run(env, &sql, &args).await.map(|rows| rows > 0)
 }
 
 /// An object in the bucket, as a download names it.

@@ -287,9 +287,15 @@ pub async fn check(env: &Env, job: &JobRow, timeout: std::time::Duration) -> Api
 /// start until it was last heard from (never past its limit), so that its hold does not stay
 /// taken for ever and its owner, whose cancel cannot reach the backend either, is not stuck.
 async fn silent(env: &Env, job: &JobRow, now: i64) -> ApiResult<Checked> {
+    // Earlier attempts (a requeued job) are billed by their own record: this one from its start.
+    let billed = super::attempts::billed(env, &job.id).await?;
+    let started = match billed.last {
+        0 => job.started_at,
+        _ => billed.last_started_at,
+    };
     let times = crate::jobs::Times {
         created: job.created_at,
-        started: job.started_at,
+        started,
         last_heard: job.last_report_at,
         time_limit_s: job.time_limit_s,
     };

@@ -106,9 +106,13 @@ def load(dataset: str, tokenizer, seq_len: int, task: str) -> Examples:
     path = resolve(dataset)
     try:
         with path.open("rb") as f:
-            # Mapped, not read: a corpus larger than memory is paged in as it is read.
-            raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if _size(f) else b""
-    except (OSError, ValueError) as e:
+            # Mapped, not read: a corpus larger than memory is paged in as it is read (a file
+            # system that cannot map it is read whole, as before).
+            try:
+                raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if _size(f) else b""
+            except (OSError, ValueError):
+                raw = f.read()
+    except OSError as e:
         raise DataError(f"cannot read {path}: {e}") from e
     ex = Reader(tokenizer, seq_len).read(path, raw)
     if not len(ex.items):
