@@ -54,7 +54,18 @@ impl<'a> Generator<'a> {
         steps: usize,
         sampler: SamplerConfig,
     ) -> Self {
-        let prompt = tokenizer.encode(prompt, true, false);
+        Self::new_bytes(model, tokenizer, prompt.as_bytes(), steps, sampler)
+    }
+
+    /// [`Generator::new`] on a prompt's raw bytes (run.c's prompt is any C string, UTF-8 or not).
+    pub fn new_bytes(
+        model: &'a mut Transformer,
+        tokenizer: &Tokenizer,
+        prompt: &[u8],
+        steps: usize,
+        sampler: SamplerConfig,
+    ) -> Self {
+        let prompt = tokenizer.encode_bytes(prompt, true, false, true);
         let mut g = Self::from_tokens(model, prompt, steps, sampler);
         g.stop = tokenizer.stop_tokens().to_vec();
         g

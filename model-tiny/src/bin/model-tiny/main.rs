@@ -32,20 +32,21 @@ enum Sub {
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {
     use clap::Parser;
-    let argv: Vec<String> = std::env::args().collect();
-    let result = match argv.get(1).map(String::as_str) {
+    // Not `args()`: a prompt need not be UTF-8 (run.c takes any bytes).
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let result = match argv.get(1).map(|a| a.to_str()) {
         // run.c prints its usage and fails when given nothing.
         None => {
             eprint!("{}", run::USAGE);
             std::process::exit(1);
         }
-        Some("train" | "bench" | "random" | "help" | "-h" | "--help" | "-V" | "--version") => {
-            match Sub::parse() {
-                Sub::Train(a) => train::main(a),
-                Sub::Bench(a) => bench::main(a),
-                Sub::Random(a) => bench::random(a),
-            }
-        }
+        Some(Some(
+            "train" | "bench" | "random" | "help" | "-h" | "--help" | "-V" | "--version",
+        )) => match Sub::parse() {
+            Sub::Train(a) => train::main(a),
+            Sub::Bench(a) => bench::main(a),
+            Sub::Random(a) => bench::random(a),
+        },
         Some(_) => run::main(&argv[1..]),
     };
     if let Err(e) = result {

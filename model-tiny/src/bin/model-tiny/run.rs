@@ -3,6 +3,7 @@
 use crate::args::{atof, atoi};
 use model_tiny::generate::Generator;
 use model_tiny::{Error, Result, SamplerConfig, Tokenizer, Transformer, load_weights};
+use std::ffi::OsString;
 use std::io::Write;
 use std::time::Instant;
 
@@ -21,6 +22,19 @@ Llama folder (config.json, model.safetensors, and its tokenizer.json unless -z n
 Other commands: model-tiny train --help, model-tiny bench --help
 ";
 
+/// A prompt's bytes as given (on Unix, any bytes; elsewhere its text).
+fn prompt_bytes(arg: &OsString) -> Vec<u8> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        arg.as_bytes().to_vec()
+    }
+    #[cfg(not(unix))]
+    {
+        arg.to_string_lossy().as_bytes().to_vec()
+    }
+}
+
 fn usage() -> Error {
     Error::Usage(USAGE.to_string())
 }
@@ -29,27 +43,34 @@ pub fn read(path: &str) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| Error::io(path, e))
 }
 
-pub fn main(args: &[String]) -> Result<()> {
-    let checkpoint = args.first().ok_or_else(usage)?;
+pub fn main(args: &[OsString]) -> Result<()> {
+    let checkpoint = args
+        .first()
+        .ok_or_else(usage)?
+        .to_string_lossy()
+        .into_owned();
     let mut tokenizer_path = None;
     let (mut temperature, mut topp, mut steps) = (1.0f32, 0.9f32, 256i64);
     let mut seed: u64 = 0;
-    let mut prompt = String::new();
+    let mut prompt = Vec::new();
     let mut i = 1;
     while i < args.len() {
-        let (flag, value) = (&args[i], args.get(i + 1).ok_or_else(usage)?);
-        if !flag.starts_with('-') || flag.len() != 2 {
+        let (flag, raw) = (args[i].to_str(), args.get(i + 1).ok_or_else(usage)?);
+        let value = raw.to_string_lossy();
+        let Some(flag) = flag.filter(|f| f.starts_with('-') && f.len() == 2) else {
             return Err(usage());
-        }
+        };
         match &flag[1..] {
-            "t" => temperature = atof(value) as f32,
-            "p" => topp = atof(value) as f32,
+            "t" => temperature = atof(&value) as f32,
+            "p" => topp = atof(&value) as f32,
             // run.c stores atoi's int in an unsigned long long: negative seeds wrap.
-            "s" => seed = atoi(value) as i64 as u64,
-            "n" => steps = atoi(value) as i64,
-            "i" => prompt = value.clone(),
-            "z" => tokenizer_path = Some(value.clone()),
+            "s" => seed = atoi(&value) as i64 as u64,
+            "n" => steps = atoi(&value) as i64,
+            "i" => prompt = prompt_bytes(raw),
+            "z" => tokenizer_path = Some(value.into_owned()),
             "m" if value == "generate" => {}
+            // The system prompt is chat's, which is not supported: run.c ignores it in generate.
+            "y" => {}
             _ => return Err(usage()),
         }
         i += 2;
@@ -68,7 +89,7 @@ pub fn main(args: &[String]) -> Result<()> {
     }
     let steps = steps.max(0) as usize;
 
-    let (weights, tokenizer) = load(checkpoint, tokenizer_path)?;
+    let (weights, tokenizer) = load(&checkpoint, tokenizer_path)?;
     let mut model = Transformer::new(&weights);
     drop(weights);
     let sampler = SamplerConfig {
@@ -76,7 +97,7 @@ pub fn main(args: &[String]) -> Result<()> {
         topp,
         seed,
     };
-    let mut generator = Generator::new(&mut model, &tokenizer, &prompt, steps, sampler);
+    let mut generator = Generator::new_bytes(&mut model, &tokenizer, &prompt, steps, sampler);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut start: Option<Instant> = None;
