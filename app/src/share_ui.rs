@@ -32,7 +32,7 @@ pub fn restore_from_location() {
         .and_then(|w| w.location().hash().ok())
         .unwrap_or_default();
     let fragment = hash.trim_start_matches('#');
-    if fragment.is_empty() {
+    if !share::is_share_fragment(fragment) {
         return;
     }
     match share::decode(fragment) {

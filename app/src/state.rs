@@ -31,6 +31,14 @@ impl I18n {
         key.text(self.lang.get())
     }
 
+    /// A duration as a reader of the language writes it (years are 年 in Chinese).
+    pub fn duration(self, seconds: f64) -> String {
+        match self.lang.get() {
+            Lang::En => jobspec::spec::format_duration(seconds),
+            Lang::Zh => jobspec::spec::format_duration_zh(seconds),
+        }
+    }
+
     /// Switches to the other language and remembers the choice.
     pub fn toggle(self) {
         let next = match self.lang.get_untracked() {

@@ -219,6 +219,13 @@ impl ModelWorker {
                 if name == ModelSource::stories260k().name {
                     remember_default_cached();
                 }
+                if name != self.wanted.get_untracked().name {
+                    // Loaded while the page waits for another model, asked for since and queued
+                    // behind it in the worker: the page waits for that one, and nothing
+                    // generates with this one (should that one fail, the picker names it, and
+                    // picking this one again loads it).
+                    return;
+                }
                 self.loaded_at_ms.set(Some(now_ms()));
                 self.before.set_value(None);
                 self.loaded.set(Some((name, from_cache)));

@@ -73,6 +73,13 @@ pub fn encode(payload: &SharePayload) -> String {
     format!("{CURRENT_VERSION}.{}", URL_SAFE_NO_PAD.encode(compressed))
 }
 
+/// Whether a URL fragment is meant as a share link (its version number first, `1.…`): another
+/// fragment (`#main`, a section of a page) is nobody's broken link.
+pub fn is_share_fragment(fragment: &str) -> bool {
+    let s = fragment.trim().trim_start_matches('#');
+    s.starts_with(|c: char| c.is_ascii_digit())
+}
+
 /// Decodes a fragment of any known version (a leading `#` is ignored).
 pub fn decode(fragment: &str) -> Result<SharePayload, ShareError> {
     let s = fragment.trim().trim_start_matches('#');

@@ -74,3 +74,14 @@ fn miniz_oxide_bomb() -> String {
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(c)
     )
 }
+
+#[test]
+fn only_a_fragment_that_starts_with_a_version_is_taken_for_a_share_link() {
+    use jobspec::share::is_share_fragment;
+    for link in [GOLDEN_V1, "#1.abc", "2.newer", "1", "#1."] {
+        assert!(is_share_fragment(link), "{link}");
+    }
+    for other in ["", "#", "#main", "main", "section-2", "#top"] {
+        assert!(!is_share_fragment(other), "{other}");
+    }
+}

@@ -106,7 +106,7 @@ fn Compared(runs: Vec<Run>) -> impl IntoView {
     });
     let time = facts(&|r| {
         r.seconds
-            .map(|s| jobspec::spec::format_duration(s as f64))
+            .map(|s| i.duration(s as f64))
             .unwrap_or_else(|| "—".into())
     });
     let (run_heads, result_heads, diff_heads) = (heads(&runs), heads(&runs), heads(&runs));

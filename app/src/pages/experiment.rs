@@ -56,7 +56,7 @@ fn Snapshot(x: Experiment) -> impl IntoView {
                 view! { <div class="wide"><dt>{i.t(Key::MemoryPerGpu)}</dt>
                     <dd>{format!("{} / {} · {fit}", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes))}</dd></div> }
             })}
-            {p.time.map(|t| fact(i, Key::Time, jobspec::spec::format_duration(t.seconds), ""))}
+            {p.time.map(|t| fact(i, Key::Time, i.duration(t.seconds), ""))}
             {p.cost.map(|c| view! { <div><dt>{i.t(Key::Cost)}</dt>
                 <dd>{format!("{} ({} {})", yuan(c.fen), i.t(Key::MaxCost), yuan(c.max_fen))}</dd></div> })}
         </dl>

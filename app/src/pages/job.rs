@@ -239,10 +239,7 @@ fn JobProgress(job: RwSignal<Option<Job>>, points: RwSignal<Vec<MetricPoint>>) -
             .t(Key::StepOfTotal)
             .replace("{step}", &p.step.to_string())
             .replace("{total}", &p.total_steps.to_string());
-        let eta = p
-            .eta_s
-            .filter(|_| running)
-            .map(jobspec::spec::format_duration);
+        let eta = p.eta_s.filter(|_| running).map(|s| i.duration(s));
         let tps = p
             .tokens_per_s
             .map(|t| format!("{t:.0} {}", i.t(Key::TokensPerSecond)));

@@ -134,7 +134,7 @@ fn Summary(plan: Memo<Plan>) -> impl IntoView {
                     view! {
                         <span class=fits_class>{i.t(fits_key)}</span>
                         {format!(" {} / {} · {} · {}", bytes(m.per_gpu.total_bytes), bytes(m.card_bytes),
-                            jobspec::spec::format_duration(e.time.seconds), yuan(e.cost.fen))}
+                            i.duration(e.time.seconds), yuan(e.cost.fen))}
                     }.into_any()
                 }
             })}
@@ -197,11 +197,11 @@ fn Estimates(plan: Memo<Plan>) -> impl IntoView {
                     view! {
                         <MemoryFit memory=m/>
                         <p data-testid="plan-time-cost">
-                            {format!("{}: {}", i.t(Key::Time), jobspec::spec::format_duration(e.time.seconds))}
+                            {format!("{}: {}", i.t(Key::Time), i.duration(e.time.seconds))}
                             <ExplainLink figure="time"/>
                             {(e.time.offload_seconds + e.time.cpu_optimizer_seconds > 0.0).then(|| view! {
                                 <span data-testid="plan-offload-time">
-                                    {format!(" ({}: {})", i.t(Key::OffloadTime), jobspec::spec::format_duration(e.time.offload_seconds + e.time.cpu_optimizer_seconds))}
+                                    {format!(" ({}: {})", i.t(Key::OffloadTime), i.duration(e.time.offload_seconds + e.time.cpu_optimizer_seconds))}
                                 </span>
                                 <ExplainLink figure="offload_time"/>
                             })}

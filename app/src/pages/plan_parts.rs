@@ -96,7 +96,7 @@ pub fn CardTable(plan: Memo<Plan>) -> impl IntoView {
                                                 </span>
                                             })}
                                         </td>
-                                        <td>{jobspec::spec::format_duration(c.seconds)}</td>
+                                        <td>{i.duration(c.seconds)}</td>
                                         <td>{yuan(c.fen)}</td>
                                     </tr>
                                 }

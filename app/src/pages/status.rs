@@ -41,7 +41,11 @@ pub fn HealthPanel() -> impl IntoView {
                             </p>
                         }.into_any()
                     }
-                    Err(e) => view! { <p data-testid="health-error" class="error">{e}</p> }.into_any(),
+                    Err(e) => view! {
+                        <p data-testid="health-error" class="error">
+                            {move || format!("{}: {e}", i.t(Key::ServiceTrouble))}
+                        </p>
+                    }.into_any(),
                 })}
             </Suspense>
         </section>
