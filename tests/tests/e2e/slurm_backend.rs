@@ -330,6 +330,7 @@ fn folder_payload(gate: &str) -> String {
          echo \"seen: $(ls -A | grep -v '^onramp-' | sort | tr '\\n' ' ')\"\n\
          while [ ! -e {gate} ]; do sleep 0.2; done\n\
          mkdir -p out/checkpoint-5 && echo \"$ONRAMP_JOB_ID\" > out/checkpoint-5/owner\n\
+         echo '{{}}' > out/checkpoint-5/trainer_state.json\n\
          echo \"$ONRAMP_JOB_ID\" > spec.toml\n\
          echo \"after: $(cat out/*/owner spec.toml | sort -u | tr '\\n' ' ')\"\n"
     )
@@ -352,6 +353,15 @@ fn every_job_works_in_a_folder_of_its_own() {
     // The job that ended past the retention is gone, with the old Slurm log; the rest stay.
     assert_eq!(w.folders(), ["a1b2", "c3d4", "fresh", "live"]);
     assert!(!w.host.join("slurm-999999.out").exists());
+    // What a job writes is its owner's only, on storage other users of the cluster share.
+    for path in ["a1b2", "a1b2/out/checkpoint-5/owner", "c3d4/spec.toml"] {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(w.host.join(path))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "{path}: {mode:o}");
+    }
     // The same job id again (a requeue runs the same script): it finds its own checkpoint and
     // nobody else's; a new job after both starts empty.
     let tiny = jobspec::validate_toml(TINY).0.unwrap();
@@ -405,6 +415,11 @@ fn a_job_continues_only_from_a_checkpoint_it_names(w: &WorkDir<'_>) {
     };
     let payload = "echo \"seen: $(ls -A | grep -v '^onramp-' | sort | tr '\\n' ' ')\"\n\
                    echo \"owner: $(cat out/checkpoint-5/owner)\"\n";
+    // A later save that a kill cut off (no trainer_state.json, which the Trainer writes last) is
+    // not continued from: the last whole one is.
+    let cut = w.host.join("a1b2/out/checkpoint-7");
+    std::fs::create_dir_all(&cut).unwrap();
+    std::fs::write(cut.join("owner"), "cut off\n").unwrap();
     let (continued, s) = w.run(&lora("a1b2"), "f7a8", payload);
     assert_eq!(s.state, JobState::Succeeded, "{s:?}");
     assert_eq!(w.seen(continued), "out ");

@@ -35,7 +35,9 @@ pub struct ReportHook {
     pub token: String,
 }
 
-const WRAPPER_HEAD: &str = r#"# Onramp: the job reports to the edge itself. The URLs and token come in the environment and
+const WRAPPER_HEAD: &str = r#"# What the job writes is its owner's only: a tenant's data, model and logs, on shared storage.
+umask 077
+# Onramp: the job reports to the edge itself. The URLs and token come in the environment and
 # are kept from the training command.
 ONRAMP_URL="${ONRAMP_REPORT_URL:-}"
 ONRAMP_LOGS="${ONRAMP_LOG_URL:-}"
@@ -130,12 +132,20 @@ onramp_at_limit() {
     && [ "$(date +%s)" -ge "$((SLURM_JOB_END_TIME - ${ONRAMP_STOP_WARNING_S:-0} - 90))" ]
 }
 # Folders of jobs that ended more than the backend's retention ago go, with Slurm's log files
-# of the same age; a folder whose job runs (or was requeued) has no end mark.
+# of the same age. A folder whose job runs has no end mark; one whose job Slurm still knows (an
+# attempt stopped by a requeue or a preemption marks it too, and waits to run again from its
+# checkpoints) stays, and where Slurm cannot say which jobs it knows, nothing goes this time.
 onramp_sweep() {
   [ -n "${ONRAMP_WORK_DIR:-}" ] && [ -n "${ONRAMP_RETENTION_S:-}" ] || return 0
-  local cutoff="@$(( $(date +%s) - ONRAMP_RETENTION_S ))"
-  find "$ONRAMP_WORK_DIR" -mindepth 2 -maxdepth 2 -name .onramp-ended ! -newermt "$cutoff" \
-    -printf '%h\0' 2>/dev/null | xargs -0r rm -rf --
+  local cutoff="@$(( $(date +%s) - ONRAMP_RETENTION_S ))" known='' onramp_old
+  if command -v squeue > /dev/null; then
+    known=$(squeue -h -o '%j' 2> /dev/null) || return 0
+  fi
+  while IFS= read -r -d '' onramp_old; do
+    case $'\n'"$known"$'\n' in *"-${onramp_old##*/}"$'\n'*) continue ;; esac
+    rm -rf -- "$onramp_old"
+  done < <(find "$ONRAMP_WORK_DIR" -mindepth 2 -maxdepth 2 -name .onramp-ended \
+    ! -newermt "$cutoff" -printf '%h\0' 2> /dev/null)
   find "$ONRAMP_WORK_DIR" -maxdepth 1 -name 'slurm-*.out' ! -newermt "$cutoff" -delete 2>/dev/null
   return 0
 }
@@ -152,7 +162,9 @@ if [ -n "${ONRAMP_RESUME_DIR:-}" ] && ! compgen -G 'out/checkpoint-*' > /dev/nul
   onramp_from=''
   for onramp_d in "$ONRAMP_RESUME_DIR"/out/checkpoint-*; do
     onramp_n="${onramp_d##*-}"
-    [ -d "$onramp_d" ] || continue
+    # A save a kill cut off has no trainer_state.json (the Trainer writes it last); a link
+    # there is the job's own doing, not a save.
+    [ -d "$onramp_d" ] && [ ! -L "$onramp_d" ] && [ -f "$onramp_d/trainer_state.json" ] || continue
     case "$onramp_n" in '' | *[!0-9]*) continue ;; esac
     if [ -z "$onramp_from" ] || [ "$onramp_n" -gt "${onramp_from##*-}" ]; then onramp_from="$onramp_d"; fi
   done

@@ -258,15 +258,25 @@ fn dropped_reports_are_sent_again_and_a_lost_one_is_noted_in_the_log() {
 }
 
 /// A job that continues another starts with that job's latest checkpoint in its own out/
-/// (by step, not by name), once: started again it keeps its own; without one it fails.
+/// (by step, not by name; a save a kill cut off, without the trainer_state.json the Trainer
+/// writes last, and a link are not checkpoints), once: started again it keeps its own; without
+/// one it fails.
 #[test]
 fn a_continued_job_starts_from_the_latest_checkpoint_of_the_one_it_continues() {
     let root = std::env::temp_dir().join(format!("onramp-resume-{}", std::process::id()));
     let (earlier, job) = (root.join("earlier"), root.join("job"));
-    for step in ["3", "12", "x", "9"] {
-        std::fs::create_dir_all(earlier.join(format!("out/checkpoint-{step}")))
-            .expect("checkpoint");
+    for step in ["3", "12", "x", "9", "15"] {
+        let dir = earlier.join(format!("out/checkpoint-{step}"));
+        std::fs::create_dir_all(&dir).expect("checkpoint");
+        if step != "15" {
+            std::fs::write(dir.join("trainer_state.json"), "{}").expect("state");
+        }
     }
+    std::os::unix::fs::symlink(
+        earlier.join("out/checkpoint-3"),
+        earlier.join("out/checkpoint-40"),
+    )
+    .expect("link");
     std::fs::write(earlier.join("out/checkpoint-12/w"), "12").expect("weights");
     let run = |from: &std::path::Path| {
         let script = job_script(&valid(TINY), Some("echo \"$(ls out | tr '\\n' ' ')\""));
@@ -287,6 +297,7 @@ fn a_continued_job_starts_from_the_latest_checkpoint_of_the_one_it_continues() {
     );
     std::fs::create_dir_all(job.join("out/checkpoint-20")).expect("its own");
     std::fs::create_dir_all(earlier.join("out/checkpoint-30")).expect("newer");
+    std::fs::write(earlier.join("out/checkpoint-30/trainer_state.json"), "{}").expect("state");
     let again = run(&earlier);
     assert_eq!(
         String::from_utf8_lossy(&again.stdout),
