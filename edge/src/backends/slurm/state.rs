@@ -39,11 +39,16 @@ pub struct JobStatus {
 /// The Slurm job id from a submit response, or every error Slurm gave.
 pub fn parse_submit(body: &Value) -> Result<u64, String> {
     errors(body)?;
+    submitted_id(body).ok_or_else(|| format!("slurmrestd's submit answer has no job_id: {body}"))
+}
+
+/// The job id a submit response gives, if any (Slurm numbers jobs from 1).
+pub fn submitted_id(body: &Value) -> Option<u64> {
     body.get("job_id")
         .or_else(|| body.pointer("/result/job_id"))
         .and_then(number)
         .and_then(|n| u64::try_from(n).ok())
-        .ok_or_else(|| format!("slurmrestd's submit answer has no job_id: {body}"))
+        .filter(|n| *n > 0)
 }
 
 /// The job's status from a job-info response.
@@ -241,6 +246,23 @@ pub fn pending_reason(reason: &str) -> (String, String) {
         "RunnerRestarted" => (
             "its runner stopped while it ran: it runs again from its last checkpoint",
             "运行器在作业运行时停止：作业将从最近的检查点继续运行",
+        ),
+        // Held: Slurm starts it only once someone releases it, which Onramp does not do.
+        "JobHeldAdmin" | "JobHeldUser" | "JobHoldMaxRequeue" | "launch failed requeued held" => (
+            "held by the cluster: it does not start until the cluster's administrators release \
+             it; cancel it to give back what it holds",
+            "被集群挂起：集群管理员释放之前不会开始；取消作业即可退回预扣的额度",
+        ),
+        // Beyond what the partition or the account allows: it never starts as asked.
+        "PartitionTimeLimit"
+        | "PartitionNodeLimit"
+        | "BadConstraints"
+        | "InvalidQOS"
+        | "InvalidAccount"
+        | "QOSMaxWallDurationPerJobLimit" => (
+            "cannot start: it asks for more than the cluster's partition or account allows; \
+             cancel it and ask for less",
+            "无法开始：所需资源超出了集群分区或账户的限制；请取消作业并减少所需资源",
         ),
         "QOSMaxGRESPerUser" | "AssocGrpGRES" | "QOSGrpGRES" => (
             "waiting: the GPU quota is in use by other jobs",
@@ -479,5 +501,21 @@ mod tests {
                 Some(1_767_225_660)
             )
         );
+    }
+
+    #[test]
+    fn a_held_or_impossible_job_says_so_in_both_languages() {
+        let (en, zh) = pending_reason("JobHeldAdmin");
+        assert!(
+            en.starts_with("held by the cluster") && en.ends_with("(JobHeldAdmin)"),
+            "{en}"
+        );
+        assert!(zh.starts_with("被集群挂起"), "{zh}");
+        let (en, zh) = pending_reason("PartitionTimeLimit");
+        assert!(
+            en.starts_with("cannot start") && zh.starts_with("无法开始"),
+            "{en} {zh}"
+        );
+        assert!(pending_reason("SomethingNew").0.starts_with("waiting ("));
     }
 }
