@@ -29,25 +29,36 @@ pub async fn sweep(env: &Env, limit: i64) -> ApiResult<Swept> {
     let stale: Vec<Stale> = db::all(
         env,
         "SELECT id FROM users u WHERE email_verified_at IS NULL AND created_at <= ? \
-         AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.user_id = u.id) LIMIT ?",
+         AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.user_id = u.id) ORDER BY random() LIMIT ?",
         &[n(cutoff), n(limit)],
     )
     .await?;
+    // In no fixed order: accounts that stay (they hold credit) are not the only ones asked about
+    // at every sweep, and one that cannot be cleared now stops no other.
     let mut accounts = 0;
     for u in &stale {
-        // Credit redeemed before verifying is the account's: it stays, and so does the account.
-        if balance(env, &u.id).await? != 0 {
-            continue;
+        match clear(env, &u.id).await {
+            Ok(true) => accounts += 1,
+            Ok(false) => {}
+            Err(e) => worker::console_error!("account sweep: {}: {}", u.id, e.message),
         }
-        for sql in [
-            "DELETE FROM sessions WHERE user_id = ?",
-            "DELETE FROM api_tokens WHERE user_id = ?",
-            "DELETE FROM experiments WHERE user_id = ?",
-            "DELETE FROM users WHERE id = ? AND email_verified_at IS NULL",
-        ] {
-            db::run(env, sql, &[s(&u.id)]).await?;
-        }
-        accounts += 1;
     }
     Ok(Swept { sessions, accounts })
+}
+
+/// Deletes a stale account that holds nothing; false when it holds credit (redeemed before it
+/// verified: the account's, so it stays).
+async fn clear(env: &Env, id: &str) -> ApiResult<bool> {
+    if balance(env, id).await? != 0 {
+        return Ok(false);
+    }
+    for sql in [
+        "DELETE FROM sessions WHERE user_id = ?",
+        "DELETE FROM api_tokens WHERE user_id = ?",
+        "DELETE FROM experiments WHERE user_id = ?",
+        "DELETE FROM users WHERE id = ? AND email_verified_at IS NULL",
+    ] {
+        db::run(env, sql, &[s(id)]).await?;
+    }
+    Ok(true)
 }
