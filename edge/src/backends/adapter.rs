@@ -232,6 +232,26 @@ pub fn test_dispatch(job_id: &str, toml: &str) -> Dispatch {
     }
 }
 
+/// Reads the status of a submission's answer, which must tell a job that cannot be there from
+/// one that may be. 401 and 403: the backend refused the edge's credentials, so it took nothing.
+/// A 5xx that the backend itself did not explain (`explained`: its own error shape, given before
+/// it took anything) may come from a proxy in front of it, or from a backend that queued the job
+/// and then failed to answer (slurmrestd's 502 and 504 when slurmctld timed out after queueing
+/// it): the job may be there ([`submission_may_have_landed`]).
+pub fn submit_status(status: u16, body: &[u8], explained: bool) -> Result<(), BackendError> {
+    match status {
+        401 | 403 => Err(BackendError::Unavailable(format!(
+            "it refused the edge's credentials (HTTP {status}): {}",
+            backend_message(body)
+        ))),
+        500..=599 if !explained => Err(BackendError::NoAnswer(format!(
+            "HTTP {status} ({}), which does not say whether the job was taken",
+            backend_message(body)
+        ))),
+        _ => common_status(status, body),
+    }
+}
+
 /// Status codes every adapter treats alike: 404 is "no such job", 5xx is "unavailable".
 pub fn common_status(status: u16, body: &[u8]) -> Result<(), BackendError> {
     match status {
@@ -254,6 +274,30 @@ pub fn common_status(status: u16, body: &[u8]) -> Result<(), BackendError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_submission_answered_by_a_5xx_nobody_explained_may_have_landed() {
+        let landed = |status, body: &[u8], explained| {
+            submission_may_have_landed(&submit_status(status, body, explained).unwrap_err())
+        };
+        assert!(landed(502, b"<html>Bad Gateway</html>", false));
+        assert!(landed(
+            504,
+            br#"{"errors":[{"error":"Socket timed out"}]}"#,
+            false
+        ));
+        // The backend's own refusal, given before it took anything.
+        assert!(!landed(
+            503,
+            br#"{"error":{"code":"x","message":"m"}}"#,
+            true
+        ));
+        // Credentials refused: nothing taken.
+        assert!(!landed(401, b"unauthorized", false));
+        assert!(!landed(403, b"", true));
+        assert!(!landed(422, br#"{"error":{"message":"bad"}}"#, true));
+        assert_eq!(submit_status(201, b"{}", false), Ok(()));
+    }
 
     #[test]
     fn a_success_with_code_0_says_nothing_over_the_jobs_own_words() {

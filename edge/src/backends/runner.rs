@@ -3,7 +3,7 @@
 //! `GET /jobs/{id}/checkpoint`, every request with `Authorization: Bearer <backend secret>`.
 
 use super::adapter::{
-    Backend, BackendError, Dispatch, HttpCall, LogChunk, RemoteStatus, Submitted, Task,
+    self, Backend, BackendError, Dispatch, HttpCall, LogChunk, RemoteStatus, Submitted, Task,
     common_status,
 };
 use super::config::BackendConfig;
@@ -79,7 +79,10 @@ impl Backend for RunnerBackend {
     }
 
     fn parse_submit(&self, status: u16, body: &[u8]) -> Result<Submitted, BackendError> {
-        common_status(status, body)?;
+        // The runner's own error shape says it refused the job before taking it.
+        let explained = serde_json::from_slice::<serde_json::Value>(body)
+            .is_ok_and(|v| v["error"]["code"].is_string());
+        adapter::submit_status(status, body, explained)?;
         let a: JobRef = json(body)?;
         if a.id.is_empty() {
             return Err(BackendError::Protocol(
@@ -355,10 +358,6 @@ mod tests {
             ));
         }
         assert!(matches!(
-            r.parse_submit(503, b"down").unwrap_err(),
-            BackendError::Unavailable(_)
-        ));
-        assert!(matches!(
             r.parse_submit(201, b"{}").unwrap_err(),
             BackendError::Protocol(_)
         ));
@@ -380,6 +379,25 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_5xx_that_is_not_the_runners_own_refusal_may_have_taken_the_job() {
+        let r = runner();
+        // The runner's own 503 took nothing; one that is not the runner's (a proxy in front)
+        // does not say whether the job was taken.
+        assert!(matches!(
+            r.parse_submit(503, br#"{"error":{"code":"assets_missing","message":"m"}}"#)
+                .unwrap_err(),
+            BackendError::Unavailable(_)
+        ));
+        assert!(matches!(
+            r.parse_submit(503, b"down").unwrap_err(),
+            BackendError::NoAnswer(_)
+        ));
+        assert!(matches!(
+            r.parse_submit(401, b"").unwrap_err(),
+            BackendError::Unavailable(_)
+        ));
+    }
     #[test]
     fn a_job_its_runner_stopped_reads_requeued_with_its_attempt() {
         let r = runner();

@@ -24,6 +24,7 @@ mod jobs;
 mod mail;
 mod objects;
 mod passwords;
+mod reconcile;
 mod refunds;
 mod report;
 mod reset;
@@ -109,7 +110,7 @@ struct NoRouteDetails<'a> {
 #[event(scheduled)]
 async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     // A failed sweep is retried by the next tick; there is no caller to report to.
-    let _ = report::reconcile(&env, None, None).await;
+    let _ = reconcile::reconcile(&env, None, None).await;
     let _ = artifacts::sweep(&env, 100).await;
     let _ = datasets::sweep(&env, 100).await;
     if let Ok(swept) = account_sweep::sweep(&env, 50).await {
@@ -208,7 +209,7 @@ async fn handle(id: RouteId, params: Vec<String>, req: Request, env: &Env) -> Ap
         ),
         AdminReconcile => ok(
             status,
-            report::admin_reconcile(caller.admin()?, req, env).await,
+            reconcile::admin_reconcile(caller.admin()?, req, env).await,
         ),
         AdminBackends => ok(status, jobs::admin_backends(caller.admin()?, env)),
         AdminRefund => refunds::create(caller.admin()?, req, env).await,

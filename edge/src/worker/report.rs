@@ -2,7 +2,7 @@
 //! reaches a terminal state and settles its hold, and the reconcile sweep that asks backends
 //! about jobs that went silent.
 
-use super::access::{Admin, JobCaller};
+use super::access::JobCaller;
 use super::backends;
 use super::coordinator;
 use super::db::{self, n, now_ms, s};
@@ -15,7 +15,7 @@ use crate::error::{ApiError, ErrorCode};
 use crate::jobs::JobState;
 use crate::wire::Check;
 use crate::wire::{self, Report};
-use api::{Reconciled, ReportAccepted};
+use api::ReportAccepted;
 use worker::{Env, Request};
 
 pub async fn report(caller: JobCaller, mut req: Request, env: &Env) -> ApiResult<ReportAccepted> {
@@ -173,9 +173,15 @@ async fn find(
 }
 
 /// Records the backend's id of a job it has accepted; a job that has not reported yet takes the
-/// backend's state (one that already reported it runs keeps that).
+/// backend's state (one that already reported it runs keeps that). A job the backend says has
+/// ended stays `dispatching`, to be finished by its status ([`check`]): taking the state here
+/// would end it unbilled.
 pub async fn adopt(env: &Env, job_id: &str, sub: &Submitted, now: i64) -> ApiResult<()> {
     let started = (sub.state == JobState::Running).then_some(now);
+    let state = match sub.state {
+        s if s.is_terminal() => JobState::Dispatching,
+        s => s,
+    };
     db::run(
         env,
         "UPDATE jobs SET remote_id = ?, last_report_at = ?, \
@@ -187,13 +193,19 @@ pub async fn adopt(env: &Env, job_id: &str, sub: &Submitted, now: i64) -> ApiRes
             s(&sub.remote_id),
             n(now),
             db::opt_n(started),
-            s(sub.state.as_str()),
+            s(state.as_str()),
             s(job_id),
         ],
     )
     .await?;
     Ok(())
 }
+
+/// The message of a job whose hold was not answered (`jobs::submit`): it was never sent, and
+/// [`check`] fails it once a late hold has had time to land.
+pub const HOLD_UNANSWERED: &str = "the account did not answer the hold of this job's maximum \
+     cost in time, so the job was not sent to a backend; it ends as failed and whatever was held \
+     is given back";
 
 /// How long after a submission whose answer never came the edge waits for the backend to show
 /// the job before it decides the job never arrived (and releases the hold): `DISPATCH_GRACE_S`,
@@ -226,11 +238,25 @@ pub enum Checked {
 /// finished by the backend's state and times.
 pub async fn check(env: &Env, job: &JobRow, timeout: std::time::Duration) -> ApiResult<Checked> {
     let now = now_ms();
+    if job.remote_id.is_none() && job.message.as_deref() == Some(HOLD_UNANSWERED) {
+        // Never sent (its hold was not answered): failed once a late hold has had time to land.
+        if now - job.created_at <= dispatch_grace_ms(env) {
+            return Ok(Checked::Unchanged);
+        }
+        let why = "the account did not answer the hold of this job's maximum cost in time, so \
+                   the job was never sent; nothing was charged";
+        finish(env, job, JobState::Failed, None, None, Some(why)).await?;
+        return Ok(Checked::Finished);
+    }
     if job.remote_id.is_none() {
         return match find(env, job, timeout).await {
-            Ok(Some(sub)) => {
-                adopt(env, &job.id, &sub, now).await?;
-                Ok(Checked::Updated)
+            Ok(Some(sub)) => found(env, job, &sub, timeout).await,
+            // One that reported it ran was there: its backend forgot it since.
+            Ok(None)
+                if now - job.created_at > dispatch_grace_ms(env) && job.started_at.is_some() =>
+            {
+                gone(env, job, "the backend no longer knows this job").await?;
+                Ok(Checked::Finished)
             }
             Ok(None) if now - job.created_at > dispatch_grace_ms(env) => {
                 finish(
@@ -253,7 +279,8 @@ pub async fn check(env: &Env, job: &JobRow, timeout: std::time::Duration) -> Api
                 .await?;
                 Ok(Checked::Unchanged)
             }
-            Err(_) => Ok(Checked::Unreachable),
+            // A backend that cannot be asked for it for a week past its time limit: lost.
+            Err(_) => silent(env, job, now).await,
         };
     }
     match remote_status_within(env, job, timeout).await {
@@ -267,19 +294,59 @@ pub async fn check(env: &Env, job: &JobRow, timeout: std::time::Duration) -> Api
             Ok(Checked::Updated)
         }
         Err(BackendError::NotFound) => {
-            finish(
-                env,
-                job,
-                JobState::Lost,
-                None,
-                None,
-                Some("the backend no longer knows this job"),
-            )
-            .await?;
+            gone(env, job, "the backend no longer knows this job").await?;
             Ok(Checked::Finished)
         }
         Err(_) => silent(env, job, now).await,
     }
+}
+
+/// A job whose submission was never confirmed, found at its backend: adopted, and when it has
+/// already ended there, finished by its status and billed by the backend's times, as any ended
+/// job is (else at the next look).
+async fn found(
+    env: &Env,
+    job: &JobRow,
+    sub: &Submitted,
+    timeout: std::time::Duration,
+) -> ApiResult<Checked> {
+    adopt(env, &job.id, sub, now_ms()).await?;
+    if !sub.state.is_terminal() {
+        return Ok(Checked::Updated);
+    }
+    let Some(adopted) = row::by_id(env, &job.id).await? else {
+        return Ok(Checked::Updated);
+    };
+    match remote_status_within(env, &adopted, timeout).await {
+        Ok(st) if st.state.is_terminal() => {
+            ended(env, &adopted, &st, None, None).await?;
+            Ok(Checked::Finished)
+        }
+        _ => Ok(Checked::Updated),
+    }
+}
+
+/// Ends a job its backend no longer knows (it forgot a job that ended, or lost it): as the job
+/// said it ended, if it did, else lost; billed from its start until it was last heard of (its
+/// backend's answers and its own reports), which it did run for, not until now.
+async fn gone(env: &Env, job: &JobRow, why: &str) -> ApiResult<()> {
+    let state = job
+        .ending
+        .as_deref()
+        .and_then(JobState::parse)
+        .filter(|s| s.is_terminal())
+        .unwrap_or(JobState::Lost);
+    let billed = super::attempts::billed(env, &job.id).await?;
+    let started = match billed.last {
+        0 => job.started_at,
+        _ => billed.last_started_at,
+    };
+    let ended = started.map(|st| job.last_report_at.unwrap_or(st).max(st));
+    let message = match state {
+        JobState::Lost => why.to_string(),
+        s => format!("{why}; it said it {}", s.as_str()),
+    };
+    finish(env, job, state, started, ended, Some(&message)).await
 }
 
 /// A started job whose backend has not answered for an hour past the job's time limit (a week
@@ -467,7 +534,7 @@ async fn finish_billed(
     settle(env, &job.user_id, &job.id, capture).await
 }
 
-async fn settle(env: &Env, user_id: &str, job_id: &str, capture: i64) -> ApiResult<()> {
+pub(super) async fn settle(env: &Env, user_id: &str, job_id: &str, capture: i64) -> ApiResult<()> {
     let op = Op::Settle {
         user_id: user_id.to_string(),
         job_id: job_id.to_string(),
@@ -492,80 +559,4 @@ async fn settle(env: &Env, user_id: &str, job_id: &str, capture: i64) -> ApiResu
         }
         Err(e) => Err(e),
     }
-}
-
-pub async fn admin_reconcile(_: Admin, req: Request, env: &Env) -> ApiResult<Reconciled> {
-    let url = req.url().ok();
-    let query = url.as_ref().and_then(|u| u.query());
-    let seconds = |name| -> ApiResult<Option<i64>> {
-        let v = wire::query_u64(query, name, u64::MAX)?;
-        Ok((v != u64::MAX).then(|| i64::try_from(v).unwrap_or(i64::MAX)))
-    };
-    reconcile(env, seconds("silent_after_s")?, seconds("recheck_after_s")?).await
-}
-
-/// Asks backends about running jobs with no report for `silent_after_s` (the SILENT_AFTER_S var,
-/// default 120 s) and about every running job not asked about for `recheck_after_s`
-/// (RECHECK_AFTER_S, 600 s), the longest unasked first, so a job that keeps reporting after its
-/// backend ended it is caught; finishes the ones that ended, and retries settlements that failed.
-pub async fn reconcile(
-    env: &Env,
-    silent_after_s: Option<i64>,
-    recheck_after_s: Option<i64>,
-) -> ApiResult<Reconciled> {
-    let silent_s = silent_after_s.unwrap_or_else(|| db::setting(env, "SILENT_AFTER_S", 120));
-    let recheck_s = recheck_after_s.unwrap_or_else(|| db::setting(env, "RECHECK_AFTER_S", 600));
-    let now = now_ms();
-    let cutoff = now.saturating_sub(silent_s.saturating_mul(1000));
-    let recheck = now.saturating_sub(recheck_s.saturating_mul(1000));
-    // Silent jobs, jobs not asked about for long, jobs their backend never confirmed, and jobs
-    // that claimed an end.
-    let live: Vec<JobRow> = db::all(
-        env,
-        &format!(
-            "SELECT {} FROM jobs WHERE state IN ('dispatching', 'queued', 'running', 'requeued') \
-             AND (COALESCE(last_report_at, created_at) <= ? OR COALESCE(checked_at, created_at) <= ? \
-             OR remote_id IS NULL OR ending IS NOT NULL) ORDER BY COALESCE(checked_at, 0) LIMIT 100",
-            row::COLUMNS
-        ),
-        &[n(cutoff), n(recheck)],
-    )
-    .await?;
-    let (mut checked, mut finished, mut unreachable) = (0, 0, 0);
-    let timeout = backends::timeout(env);
-    for job in &live {
-        checked += 1;
-        db::run(
-            env,
-            "UPDATE jobs SET checked_at = ? WHERE id = ?",
-            &[n(now), s(&job.id)],
-        )
-        .await?;
-        match check(env, job, timeout).await? {
-            Checked::Finished => finished += 1,
-            Checked::Unreachable => unreachable += 1,
-            Checked::Updated | Checked::Unchanged => {}
-        }
-    }
-    #[derive(serde::Deserialize)]
-    struct Unsettled {
-        id: String,
-        user_id: String,
-        charged_fen: Option<i64>,
-    }
-    let unsettled: Vec<Unsettled> = db::all(
-        env,
-        "SELECT id, user_id, charged_fen FROM jobs WHERE settled = 0 AND state NOT IN ('dispatching', 'queued', 'running', 'requeued') LIMIT 100",
-        &[],
-    )
-    .await?;
-    for u in &unsettled {
-        settle(env, &u.user_id, &u.id, u.charged_fen.unwrap_or(0)).await?;
-    }
-    Ok(Reconciled {
-        checked,
-        finished,
-        unreachable,
-        resettled: u32::try_from(unsettled.len()).unwrap_or(u32::MAX),
-    })
 }

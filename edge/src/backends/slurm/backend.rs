@@ -15,10 +15,11 @@
 use super::credentials::Credentials;
 use super::request::{SubmitOptions, log_path, submit_body};
 use super::script::ReportHook;
-use super::state::{parse_job, parse_submit};
+use super::state::{parse_job, parse_submit, submitted_id};
 use super::version::{ApiVersion, OPENAPI_PATH};
 use crate::backends::adapter::{
-    Backend, BackendError, Dispatch, HttpCall, LogChunk, RemoteStatus, Submitted, common_status,
+    self, Backend, BackendError, Dispatch, HttpCall, LogChunk, RemoteStatus, Submitted,
+    common_status,
 };
 use crate::backends::config::BackendConfig;
 use crate::jobs::JobState;
@@ -144,17 +145,34 @@ impl Backend for SlurmBackend {
     }
 
     fn parse_submit(&self, status: u16, body: &[u8]) -> Result<Submitted, BackendError> {
-        // Slurm's refusal (with any status) names why: the job cannot run there as asked.
-        if let Ok(v) = serde_json::from_slice::<Value>(body)
-            && v.get("errors")
-                .and_then(Value::as_array)
-                .is_some_and(|e| !e.is_empty())
-        {
+        let v = serde_json::from_slice::<Value>(body).ok();
+        // A job id means Slurm queued the job, whatever else the answer says (slurmrestd of
+        // 23.11 lists errors that did not stop slurmctld, a partition down, beside it).
+        if let Some(id) = v.as_ref().and_then(submitted_id) {
+            return Ok(Submitted {
+                remote_id: id.to_string(),
+                state: JobState::Queued,
+            });
+        }
+        if matches!(status, 401 | 403) {
+            adapter::submit_status(status, body, true)?;
+        }
+        // Slurm's refusal names why: the job cannot run there as asked (slurmrestd gives it a
+        // 200, a 500, or the status of its error, 511 for credentials it refused). A 502, 503 or
+        // 504 (slurmrestd's call to slurmctld failed or timed out, maybe after it queued the
+        // job) or a proxy's 5xx does not say whether the job was taken: it may be there.
+        let errors = v
+            .as_ref()
+            .and_then(|v| v.get("errors"))
+            .and_then(Value::as_array)
+            .is_some_and(|e| !e.is_empty());
+        if errors && !matches!(status, 502..=504) {
+            let v = v.as_ref().unwrap_or(&Value::Null);
             return Err(BackendError::Refused(
-                parse_submit(&v).err().unwrap_or_default(),
+                parse_submit(v).err().unwrap_or_default(),
             ));
         }
-        common_status(status, body)?;
+        adapter::submit_status(status, body, false)?;
         let id = parse_submit(&json(body)?).map_err(BackendError::Protocol)?;
         Ok(Submitted {
             remote_id: id.to_string(),
@@ -177,19 +195,30 @@ impl Backend for SlurmBackend {
         common_status(status, body)?;
         let v = json(body)?;
         let suffix = format!("-{}", jobspec::launch::safe_name(job_id));
-        let mut mine: Vec<&Value> = v
+        // No list (or errors beside it) is no word on the job: never "no such job", which
+        // fails it.
+        let no_errors = v
+            .get("errors")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty);
+        let jobs = v
             .get("jobs")
             .and_then(Value::as_array)
-            .map(|jobs| {
-                jobs.iter()
-                    .filter(|j| {
-                        j.get("name")
-                            .and_then(Value::as_str)
-                            .is_some_and(|n| n.ends_with(&suffix))
-                    })
-                    .collect()
+            .filter(|_| no_errors);
+        let Some(jobs) = jobs else {
+            return Err(BackendError::Protocol(format!(
+                "slurmrestd's job list has no jobs: {}",
+                String::from_utf8_lossy(&body[..body.len().min(200)])
+            )));
+        };
+        let mut mine: Vec<&Value> = jobs
+            .iter()
+            .filter(|j| {
+                j.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| n.ends_with(&suffix))
             })
-            .unwrap_or_default();
+            .collect();
         mine.sort_by_key(|j| j.get("job_id").and_then(Value::as_u64).unwrap_or(0));
         let Some(job) = mine.last() else {
             return Ok(None);
@@ -206,7 +235,7 @@ impl Backend for SlurmBackend {
     }
 
     fn parse_status(&self, status: u16, body: &[u8]) -> Result<RemoteStatus, BackendError> {
-        common_status(status, body)?;
+        slurm_status(status, body)?;
         let s = parse_job(&json(body)?).map_err(BackendError::Protocol)?;
         // For a pending job (a requeued one too) Slurm's start_time is its guess of when the
         // job will start.
@@ -216,13 +245,13 @@ impl Backend for SlurmBackend {
         Ok(RemoteStatus {
             state: s.state,
             exit_code: s.exit_code,
-            started_at_ms: started.map(|t| t * 1000),
-            ended_at_ms: s.end_time.map(|t| t * 1000),
+            started_at_ms: started.and_then(millis),
+            ended_at_ms: s.end_time.and_then(millis),
             checkpoint: false,
             reason: s.reason,
             message: s.message.map(|(en, _)| en),
             attempt: Some(s.attempt),
-            requeued_at_ms: s.requeued_at.map(|t| t * 1000),
+            requeued_at_ms: s.requeued_at.and_then(millis),
         })
     }
 
@@ -278,312 +307,37 @@ impl Backend for SlurmBackend {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::backends::config::BackendKind;
-    use serde_json::json;
-    use std::collections::BTreeMap;
-
-    const TINY_TRAIN: &str = include_str!("../../../../jobspec/specs/tiny-train-stories260k.toml");
-
-    #[test]
-    fn health_pings_with_the_jwt_headers() {
-        let call = slurm().health();
-        assert!(call.url.ends_with("/ping"), "{}", call.url);
-        assert!(
-            call.headers
-                .contains(&("X-SLURM-USER-NAME".into(), "alice".into()))
-        );
-        assert!(
-            call.headers
-                .contains(&("X-SLURM-USER-TOKEN".into(), "eyJ.jwt".into()))
-        );
-    }
-
-    #[test]
-    fn finds_its_job_by_the_edge_id_in_the_job_name() {
-        let s = slurm();
-        let call = s.find("abc123");
-        assert_eq!(
-            (call.method, call.url.as_str()),
-            ("GET", "http://127.0.0.1:6820/slurm/v0.0.40/jobs")
-        );
-        let body = json!({"jobs": [
-            {"job_id": 5, "name": "lora-ffff00", "job_state": ["RUNNING"]},
-            {"job_id": 7, "name": "lora-abc123", "job_state": ["PENDING"], "state_reason": "Priority"},
-            {"job_id": 9, "name": "x-abc1234", "job_state": ["RUNNING"]}
-        ]})
-        .to_string();
-        assert_eq!(
-            s.parse_find("abc123", 200, body.as_bytes()),
-            Ok(Some(Submitted {
-                remote_id: "7".into(),
-                state: JobState::Queued
-            }))
-        );
-        assert_eq!(s.parse_find("dddd", 200, body.as_bytes()), Ok(None));
-        assert_eq!(s.parse_find("dddd", 200, b"{\"jobs\": []}"), Ok(None));
-    }
-
-    fn slurm() -> SlurmBackend {
-        SlurmBackend::new(
-            &BackendConfig {
-                name: "hpc".into(),
-                kind: BackendKind::Slurm,
-                url: "http://127.0.0.1:6820".into(),
-                secret: "alice:eyJ.jwt".into(),
-                cards: BTreeMap::new(),
-                ..BackendConfig::default()
-            },
-            0,
-        )
-        .unwrap()
-    }
-
-    /// A backend on data parser `version` that holds the key 00 01 … 1f.
-    fn keyed(version: Option<&str>) -> SlurmBackend {
-        SlurmBackend::new(
-            &BackendConfig {
-                name: "hpc".into(),
-                kind: BackendKind::Slurm,
-                url: "http://127.0.0.1:6820".into(),
-                jwt_key: Some("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=".into()),
-                user: Some("onramp".into()),
-                api_version: version.map(String::from),
-                ..BackendConfig::default()
-            },
-            1_767_225_600_000,
-        )
-        .unwrap()
-    }
-
-    /// Every call of one adapter, as `METHOD url` lines, for a snapshot per data parser.
-    fn calls(s: &SlurmBackend) -> String {
-        let submit = s
-            .submit(&crate::backends::adapter::test_dispatch("j1", TINY_TRAIN))
-            .unwrap();
-        [
-            submit,
-            s.find("j1"),
-            s.status("17"),
-            s.cancel("17"),
-            s.limit_time("17", 19).unwrap(),
-            s.health(),
-        ]
-        .iter()
-        .map(|c| format!("{} {}\n", c.method, c.url))
-        .collect()
-    }
-
-    #[test]
-    fn every_data_parser_has_its_own_paths() {
-        expect_test::expect![[r#"
-            POST http://127.0.0.1:6820/slurm/v0.0.40/job/submit
-            GET http://127.0.0.1:6820/slurm/v0.0.40/jobs
-            GET http://127.0.0.1:6820/slurm/v0.0.40/job/17
-            DELETE http://127.0.0.1:6820/slurm/v0.0.40/job/17
-            POST http://127.0.0.1:6820/slurm/v0.0.40/job/17
-            GET http://127.0.0.1:6820/slurm/v0.0.40/ping
-        "#]]
-        .assert_eq(&calls(&keyed(None)));
-        expect_test::expect![[r#"
-            POST http://127.0.0.1:6820/slurm/v0.0.43/job/submit
-            GET http://127.0.0.1:6820/slurm/v0.0.43/jobs
-            GET http://127.0.0.1:6820/slurm/v0.0.43/job/17
-            DELETE http://127.0.0.1:6820/slurm/v0.0.43/job/17
-            POST http://127.0.0.1:6820/slurm/v0.0.43/job/17
-            GET http://127.0.0.1:6820/slurm/v0.0.43/ping
-        "#]]
-        .assert_eq(&calls(&keyed(Some("v0.0.43"))));
-        for v in ApiVersion::ALL {
-            let s = keyed(Some(v.as_str()));
-            assert_eq!(s.version(), v);
-            assert!(
-                calls(&s)
-                    .lines()
-                    .all(|l| l.contains(&format!("/slurm/{}/", v.as_str())))
-            );
-        }
-        let openapi = SlurmBackend::openapi_call(
-            &BackendConfig {
-                name: "hpc".into(),
-                kind: BackendKind::Slurm,
-                url: "http://h:6820".into(),
-                secret: "t".into(),
-                api_version: Some("v0.0.41".into()),
-                ..BackendConfig::default()
-            },
-            0,
-        )
-        .unwrap();
-        assert_eq!(
-            (openapi.method, openapi.url.as_str()),
-            ("GET", "http://h:6820/openapi/v3")
-        );
-    }
-
-    #[test]
-    fn a_keyed_backend_sends_a_token_it_minted_for_the_call() {
-        let call = keyed(None).health();
-        let token = call
-            .headers
-            .iter()
-            .find(|(k, _)| k == "X-SLURM-USER-TOKEN")
-            .map(|(_, v)| v.clone())
-            .unwrap();
-        assert_eq!(
-            token,
-            "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjE3NjcyMjU5MDAsImlhdCI6MTc2NzIyNTYwMCwic3VuIjoib25yYW1wIn0.WTfleOYXHDNgCbKkzRVxB3ptkNRCJxpkEmkpmgW9eGY"
-        );
-        assert!(
-            call.headers
-                .contains(&("X-SLURM-USER-NAME".into(), "onramp".into()))
-        );
-    }
-
-    #[test]
-    fn submits_with_jwt_headers_and_the_built_request() {
-        let call = slurm()
-            .submit(&crate::backends::adapter::test_dispatch("j1", TINY_TRAIN))
-            .unwrap();
-        assert_eq!(call.method, "POST");
-        assert_eq!(call.url, "http://127.0.0.1:6820/slurm/v0.0.40/job/submit");
-        assert!(
-            call.headers
-                .contains(&("X-SLURM-USER-NAME".into(), "alice".into()))
-        );
-        assert!(
-            call.headers
-                .contains(&("X-SLURM-USER-TOKEN".into(), "eyJ.jwt".into()))
-        );
-        let body: Value = serde_json::from_str(call.body.as_deref().unwrap()).unwrap();
-        assert!(
-            body["job"]["script"]
-                .as_str()
-                .unwrap()
-                .contains("onramp-runner tiny-train")
-        );
-        assert_eq!(body["job"]["time_limit"]["number"], 30);
-    }
-
-    #[test]
-    fn deployment_options_reach_the_request_and_logs_are_pushed() {
-        let s = SlurmBackend::new(
-            &BackendConfig {
-                name: "hpc".into(),
-                kind: BackendKind::Slurm,
-                url: "http://127.0.0.1:6820".into(),
-                secret: "jwt-only".into(),
-                work_dir: Some("/shared/onramp".into()),
-                partition: Some("gpu".into()),
-                cpus_per_task: Some(1),
-                env: BTreeMap::from([("ONRAMP_SHARED".into(), "/shared/data".into())]),
-                ..BackendConfig::default()
-            },
-            0,
-        )
-        .unwrap();
-        let call = s
-            .submit(&crate::backends::adapter::test_dispatch("j2", TINY_TRAIN))
-            .unwrap();
-        assert!(
-            call.headers
-                .contains(&("X-SLURM-USER-NAME".into(), "onramp".into()))
-        );
-        let job = &serde_json::from_str::<Value>(call.body.as_deref().unwrap()).unwrap()["job"];
-        assert_eq!(job["current_working_directory"], "/shared/onramp");
-        assert_eq!(job["standard_output"], "/shared/onramp/slurm-%j.out");
-        assert_eq!(
-            (job["partition"].as_str(), job["cpus_per_task"].as_u64()),
-            (Some("gpu"), Some(1))
-        );
-        let env = job["environment"].to_string();
-        assert!(env.contains("ONRAMP_SHARED=/shared/data"), "{env}");
-        assert!(
-            env.contains("ONRAMP_LOG_URL=https://edge/api/jobs/j2/log"),
-            "{env}"
-        );
-        assert!(s.logs("5", 0).is_none());
-        let pending = json!({"jobs": [{"job_id": 5, "job_state": ["PENDING"], "state_reason": "Resources",
-            "start_time": {"set": true, "infinite": false, "number": 1_900_000_000}}]});
-        let st = s.parse_status(200, pending.to_string().as_bytes()).unwrap();
-        assert_eq!(
-            (st.state, st.reason.as_deref(), st.started_at_ms),
-            (JobState::Queued, Some("Resources"), None)
-        );
-        assert!(st.message.unwrap().starts_with("waiting for resources"));
-    }
-
-    /// A deployment option that no request can carry fails the submission before anything is
-    /// sent (it used to go out with no body and leave slurmrestd to word the problem).
-    #[test]
-    fn a_misconfigured_backend_sends_nothing() {
-        let s = SlurmBackend::new(
-            &BackendConfig {
-                name: "hpc".into(),
-                kind: BackendKind::Slurm,
-                url: "http://127.0.0.1:6820".into(),
-                secret: "jwt-only".into(),
-                work_dir: Some("relative/dir".into()),
-                ..BackendConfig::default()
-            },
-            0,
-        )
-        .unwrap();
-        let e = s
-            .submit(&crate::backends::adapter::test_dispatch("j3", TINY_TRAIN))
-            .unwrap_err();
-        assert!(
-            matches!(&e, BackendError::Misconfigured(why) if why.contains("work_dir")),
-            "{e:?}"
-        );
-        let api = e.into_api("hpc");
-        assert_eq!(api.code, crate::error::ErrorCode::Internal);
-        assert!(!crate::backends::adapter::submission_may_have_landed(
-            &BackendError::Misconfigured(String::new())
-        ));
-    }
-
-    #[test]
-    fn parses_status_cancel_and_refusals() {
-        let s = slurm();
-        let status = s.status("17");
-        assert_eq!(
-            (status.method, status.url.as_str()),
-            ("GET", "http://127.0.0.1:6820/slurm/v0.0.40/job/17")
-        );
-        assert_eq!(s.cancel("17").method, "DELETE");
-        let body = json!({"jobs": [{"job_id": 17, "job_state": ["TIMEOUT"],
-            "exit_code": {"return_code": {"set": true, "number": 0}},
-            "start_time": {"set": true, "number": 10}, "end_time": {"set": true, "number": 70}}]});
-        let st = s.parse_status(200, body.to_string().as_bytes()).unwrap();
-        assert_eq!(
-            (st.state, st.started_at_ms, st.ended_at_ms),
-            (JobState::TimedOut, Some(10_000), Some(70_000))
-        );
-        assert_eq!(
-            s.parse_cancel(200, br#"{"status":[],"errors":[]}"#),
-            Ok(JobState::Cancelled)
-        );
-        let refused = br#"{"errors":[{"description":"Batch job submission failed","error":"Requested node configuration is not available"}]}"#;
-        match s.parse_submit(200, refused) {
-            Err(BackendError::Refused(m)) => assert!(m.contains("node configuration"), "{m}"),
-            other => panic!("{other:?}"),
-        }
-        // slurmrestd may send the refusal with a 500: still a refusal, not an outage.
-        let e = s.parse_submit(500, refused).unwrap_err();
-        assert!(matches!(e, BackendError::Refused(_)), "{e:?}");
-        assert_eq!(
-            e.into_api("hpc").code,
-            crate::error::ErrorCode::BackendRefused
-        );
-        assert_eq!(
-            s.parse_submit(200, br#"{"job_id": 5, "errors": []}"#)
-                .unwrap()
-                .remote_id,
-            "5"
-        );
-        assert!(s.checkpoint("5").is_none());
-    }
+/// Slurm's Unix seconds in milliseconds; none for a time no clock shows (one that overflows).
+fn millis(t: i64) -> Option<i64> {
+    t.checked_mul(1000).filter(|ms| *ms > 0)
 }
+
+/// [`common_status`], but a 404 says the job is gone only when slurmrestd says so (Slurm's
+/// `ESLURM_INVALID_JOB_ID`, 2017, "Invalid job id specified"): a data parser the cluster no longer
+/// serves, or a proxy, answers 404 too, and says nothing about the job, which must not be ended
+/// as lost for it.
+fn slurm_status(status: u16, body: &[u8]) -> Result<(), BackendError> {
+    if status == 404 {
+        let unknown_job = serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| v.get("errors").and_then(Value::as_array).cloned())
+            .is_some_and(|errors| {
+                errors.iter().any(|e| {
+                    e.get("error_number").and_then(Value::as_i64) == Some(2017)
+                        || e.get("error")
+                            .and_then(Value::as_str)
+                            .is_some_and(|m| m.contains("Invalid job id"))
+                })
+            });
+        if !unknown_job {
+            return Err(BackendError::Protocol(format!(
+                "HTTP 404 that names no job: {}",
+                String::from_utf8_lossy(&body[..body.len().min(200)])
+            )));
+        }
+    }
+    common_status(status, body)
+}
+
+#[cfg(test)]
+mod tests;

@@ -186,6 +186,21 @@ pub(super) fn hold(
     amount_fen: i64,
     now_ms: i64,
 ) -> ApiResult<Balance> {
+    // One hold per job: a hold that comes after its job was settled (one whose answer came too
+    // late, [`settle`] of a job with no hold) would take credit nothing gives back.
+    let seen: Vec<serde_json::Value> = sql
+        .exec(
+            "SELECT settled FROM holds WHERE job_id = ?",
+            vec![job_id.into()],
+        )
+        .and_then(|c| c.to_array())
+        .map_err(sql_err)?;
+    if !seen.is_empty() {
+        return Err(ApiError::new(
+            crate::error::ErrorCode::IdempotencyConflict,
+            format!("job {job_id} already has a hold, or was settled before its hold came"),
+        ));
+    }
     let have = balance(sql, user_id)?;
     credits::check_hold(have, amount_fen)?;
     sql.exec(
@@ -227,7 +242,18 @@ pub(super) fn settle(
         .and_then(|c| c.to_array())
         .map_err(sql_err)?;
     let Some(h) = holds.into_iter().next() else {
-        return Err(ApiError::not_found(format!("no hold for job {job_id}")));
+        // Settled with nothing held (kept, in one step with the answer): a hold that comes later
+        // is refused ([`hold`]).
+        sql.exec(
+            "INSERT OR IGNORE INTO holds (job_id, user_id, amount_fen, captured_fen, settled) \
+             VALUES (?, ?, 0, 0, 1)",
+            vec![job_id.into(), user_id.into()],
+        )
+        .map_err(sql_err)?;
+        return Ok(Settled {
+            captured_fen: 0,
+            already: false,
+        });
     };
     let capture = match credits::settle_hold(
         credits::HoldState {

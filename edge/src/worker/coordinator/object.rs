@@ -35,9 +35,10 @@ pub struct Coordinator {
     /// ends with a failing statement after all of its writes, to show that none of them remain.
     fault_op: Option<String>,
     /// A test's failpoint (`FAULT_STALL_OP`, never set in a deployment): the named operation
-    /// waits a minute before it runs, as a store that does not answer would, to show that the
-    /// edge answers within its deadline all the same (`worker/deadline.rs`).
-    stall_op: Option<String>,
+    /// waits `FAULT_STALL_S` (a minute unless set) before it runs, as a store that does not
+    /// answer would, to show that the edge answers within its deadline all the same
+    /// (`worker/deadline.rs`) and copes with the operation taking effect after that.
+    stall_op: Option<(String, u64)>,
     /// For a code's object, which calls accounts' objects from its sweep (`code.rs`).
     env: Env,
     /// A code's object set its sweep's alarm since it was last started: later claims need not
@@ -63,7 +64,8 @@ impl DurableObject for Coordinator {
     fn new(state: State, env: Env) -> Self {
         let set = |v: Option<worker::Var>| v.map(|v| v.to_string()).filter(|v| !v.is_empty());
         let fault_op = set(env.var("FAULT_INJECT_OP").ok());
-        let stall_op = set(env.var("FAULT_STALL_OP").ok());
+        let stall_s = set(env.var("FAULT_STALL_S").ok()).and_then(|s| s.trim().parse().ok());
+        let stall_op = set(env.var("FAULT_STALL_OP").ok()).map(|op| (op, stall_s.unwrap_or(60)));
         Self {
             state,
             ready: Cell::new(false),
@@ -77,9 +79,10 @@ impl DurableObject for Coordinator {
     async fn fetch(&self, mut req: Request) -> worker::Result<Response> {
         let op: Result<Op, _> = req.json().await;
         if let Ok(op) = &op
-            && self.stall_op.as_deref() == Some(op.name())
+            && let Some((stalled, seconds)) = &self.stall_op
+            && stalled == op.name()
         {
-            worker::Delay::from(std::time::Duration::from_secs(60)).await;
+            worker::Delay::from(std::time::Duration::from_secs(*seconds)).await;
         }
         let claim = matches!(op, Ok(Op::ClaimCode { .. }));
         // From here on nothing awaits: the whole operation is one synchronous step.

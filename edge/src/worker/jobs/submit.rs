@@ -4,7 +4,7 @@
 //! was never reached leaves nothing behind (no job, no hold).
 
 use super::row::{COLUMNS, JobRow, by_id};
-use crate::backends::adapter::{self, Dispatch};
+use crate::backends::adapter::{self, BackendError, Dispatch};
 use crate::backends::config::BackendConfig;
 use crate::coordinator::{Balance, Op, Settled};
 use crate::error::{ApiError, ErrorCode};
@@ -276,8 +276,11 @@ async fn store(env: &Env, user: &User, job: &NewJob, waiting_limit: i64) -> ApiR
     Ok(inserted != 0)
 }
 
-/// Holds the job's maximum cost in the account's object; a hold refused (too little credit)
-/// forgets the job.
+/// Holds the job's maximum cost in the account's object. A hold refused (too little credit)
+/// forgets the job. A hold whose answer did not come may still be made after it: the job stays,
+/// never sent, for the sweep, which fails it and gives back whatever was held (a hold made after
+/// that is refused by the account's object), and a retry with the same key gets that job, not a
+/// second hold.
 async fn hold(env: &Env, user: &User, job: &NewJob) -> ApiResult<()> {
     let hold_op = Op::Hold {
         user_id: user.id.clone(),
@@ -285,11 +288,22 @@ async fn hold(env: &Env, user: &User, job: &NewJob) -> ApiResult<()> {
         amount_fen: job.hold_fen,
         now_ms: job.created_at,
     };
-    if let Err(e) = coordinator::call::<Balance>(env, &hold_op).await {
-        db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(&job.id)]).await?;
-        return Err(e);
+    match coordinator::call::<Balance>(env, &hold_op).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code.status() < 500 => {
+            db::run(env, "DELETE FROM jobs WHERE id = ?", &[s(&job.id)]).await?;
+            Err(e)
+        }
+        Err(e) => {
+            db::run(
+                env,
+                "UPDATE jobs SET message = ? WHERE id = ? AND state = 'dispatching'",
+                &[s(report::HOLD_UNANSWERED), s(&job.id)],
+            )
+            .await?;
+            Err(e)
+        }
     }
-    Ok(())
 }
 
 /// Sends the job to its backend: 201 when the backend took it, 202 when its answer did not come
@@ -310,11 +324,26 @@ async fn dispatch(env: &Env, user: &User, job: NewJob, origin: &str) -> ApiResul
         log_url: format!("{origin}/api/jobs/{id}/log"),
         report_token: token,
     };
+    let timeout = backends::timeout(env);
     let submitted = match backends::adapter(env, &backend).await {
         Ok(a) => match a.submit(&dispatch) {
-            Ok(call) => backends::send(&call, backends::timeout(env))
-                .await
-                .and_then(|(status, body)| a.parse_submit(status, &body)),
+            Ok(call) => match backends::send(&call, timeout).await {
+                Ok((status, body)) => a.parse_submit(status, &body),
+                // The connection failed, before the request went out or after it (a backend that
+                // went down mid-request, a proxy that dropped it): the backend, asked for the
+                // job by its id, says which. One it does not have, or a backend that cannot be
+                // asked either, took nothing.
+                Err(BackendError::Unavailable(why)) => {
+                    let found = backends::send(&a.find(&id), timeout)
+                        .await
+                        .and_then(|(status, body)| a.parse_find(&id, status, &body));
+                    match found {
+                        Ok(Some(sub)) => Ok(sub),
+                        _ => Err(BackendError::Unavailable(why)),
+                    }
+                }
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         },
         Err(e) => return release_unsent(env, &user.id, &id, e).await,
