@@ -158,6 +158,19 @@ fn lifecycle(w: &World) {
         Some(1)
     );
     assert_eq!(u.balance(), GRANT - hold, "no second hold");
+    // The key with another spec names a job that is not the one sent: refused, nothing made.
+    let other = u.submit_spec(&LORA.replace("lora_rank = 16", "lora_rank = 8"), &key);
+    assert_eq!(
+        (
+            other.status,
+            other.code(),
+            other.json["error"]["details"]["job_id"].as_str()
+        ),
+        (409, "idempotency_conflict", Some(id.as_str())),
+        "{}",
+        other.shown()
+    );
+    assert_eq!(u.balance(), GRANT - hold, "no second hold");
 
     let (_, remote) = w.remote(&id);
     assert_eq!(w.report(&id, "wrong-token", json!({})).status, 403);

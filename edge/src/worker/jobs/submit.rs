@@ -1,7 +1,7 @@
 //! Submitting a job: the spec is checked, the job stored as `dispatching` with its maximum cost
-//! held, and sent to the backend that fits it. One Idempotency-Key makes one job: a retry gets
-//! the job the first request made, whatever its body says, and a backend that refused the job or
-//! was never reached leaves nothing behind (no job, no hold).
+//! held, and sent to the backend that fits it. One Idempotency-Key makes one job: a retry with
+//! the same spec gets the job the first request made (another spec under that key is a 409), and
+//! a backend that refused the job or was never reached leaves nothing behind (no job, no hold).
 
 use super::row::{COLUMNS, JobRow, by_id};
 use crate::backends::adapter::{self, BackendError, Dispatch};
@@ -35,14 +35,24 @@ struct NewJob {
 
 pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Response> {
     let key = wire::idempotency_key(http::header(&req, "idempotency-key").as_deref())?;
-    // A retry of a submission that already has its job gets that job, whatever the body says.
-    if let Some(job) = by_key(env, &user, &key).await? {
-        return created(200, &job);
-    }
+    let earlier = by_key(env, &user, &key).await?;
     let body = http::body(&mut req, wire::MAX_SPEC_BYTES).await?;
-    let spec = wire::spec_from_body(http::header(&req, "content-type").as_deref(), &body)?;
+    let spec = wire::spec_from_body(http::header(&req, "content-type").as_deref(), &body);
+    // A retry of a submission that already has its job gets that job; the key with another
+    // spec is refused, since the job it names is not the one sent.
+    if let Some(job) = earlier {
+        let same = match spec {
+            Ok(spec) => super::super::datasets::with_counts(env, &user.id, spec)
+                .await
+                .ok()
+                .and_then(|spec| submittable(spec).ok())
+                .is_some_and(|(_, toml)| toml == job.spec),
+            Err(_) => false,
+        };
+        return retried(job, same);
+    }
     // The counts of an uploaded dataset it names, where it gives none.
-    let spec = super::super::datasets::with_counts(env, &user.id, spec).await?;
+    let spec = super::super::datasets::with_counts(env, &user.id, spec?).await?;
     let (valid, spec_toml) = submittable(spec)?;
     // An uploaded dataset it names is this account's, stored whole.
     super::super::datasets::check_named(env, &user.id, valid.spec()).await?;
@@ -80,7 +90,10 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
         // A concurrent request with the same key won the insert: answer with its job. Without
         // one, the account has as many jobs waiting to start as it may.
         return match by_key(env, &user, &job.key).await? {
-            Some(won) => created(200, &won),
+            Some(won) => {
+                let same = won.spec == job.spec_toml;
+                retried(won, same)
+            }
             None => Err(ApiError::new(
                 ErrorCode::LimitReached,
                 format!(
@@ -211,6 +224,23 @@ async fn by_key(env: &Env, user: &User, key: &str) -> ApiResult<Option<JobRow>> 
         &[s(&user.id), s(key)],
     )
     .await
+}
+
+/// The answer to a submission whose Idempotency-Key already made `job`: that job when the
+/// spec sent (`same`) is the one it was made from, else 409.
+fn retried(job: JobRow, same: bool) -> ApiResult<Response> {
+    if same {
+        return created(200, &job);
+    }
+    Err(ApiError::new(
+        ErrorCode::IdempotencyConflict,
+        format!(
+            "this Idempotency-Key already submitted job {} with another spec; send that spec again \
+             to get the job, or submit this one with a new key",
+            job.id
+        ),
+    )
+    .with_details(serde_json::json!({"job_id": job.id})))
 }
 
 fn created(status: u16, job: &JobRow) -> ApiResult<Response> {
