@@ -13,9 +13,11 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
 mod access;
+mod dispatch;
 mod ending;
 mod owners;
 use access::{authorization, report_url_is_configured};
+use dispatch::submissions;
 use ending::{cancel_against_the_sweep, resume_from};
 use owners::{EXPERIMENT_BYTES, experiments};
 
@@ -107,8 +109,8 @@ fn edge_jobs() {
                 claimed_end,
             ),
             (
-                "a submission without an answer: dispatching, found by id, never twice",
-                unanswered_submission,
+                "a submission without an answer, or under a used key: never twice",
+                submissions,
             ),
             (
                 "per-account and per-job limits; labels that cannot be shown are refused",
@@ -156,19 +158,6 @@ fn lifecycle(w: &World) {
     assert_eq!(
         u.get("/api/jobs").json["jobs"].as_array().map(Vec::len),
         Some(1)
-    );
-    assert_eq!(u.balance(), GRANT - hold, "no second hold");
-    // The key with another spec names a job that is not the one sent: refused, nothing made.
-    let other = u.submit_spec(&LORA.replace("lora_rank = 16", "lora_rank = 8"), &key);
-    assert_eq!(
-        (
-            other.status,
-            other.code(),
-            other.json["error"]["details"]["job_id"].as_str()
-        ),
-        (409, "idempotency_conflict", Some(id.as_str())),
-        "{}",
-        other.shown()
     );
     assert_eq!(u.balance(), GRANT - hold, "no second hold");
 
@@ -465,79 +454,6 @@ fn claimed_end(w: &World) {
         job["message"], "CUDA out of memory at step 3",
         "the job's own words stay"
     );
-}
-
-fn unanswered_submission(w: &World) {
-    let u = w.user("slow");
-    let spec = LORA.replace("qwen2.5-7b-lora-4090", SLOW_NAME);
-    let a = u.submit_spec(&spec, "slow-1");
-    // Another scenario's reconcile sweep may have found the job at the backend already.
-    assert_eq!(a.status, 202, "{:?}", a.json);
-    assert!(
-        ["dispatching", "running"].contains(&a.json["state"].as_str().unwrap_or("")),
-        "{:?}",
-        a.json
-    );
-    let id = a.json["id"].as_str().expect("id").to_string();
-    let hold = a.json["hold_fen"].as_i64().expect("hold");
-    assert_eq!(u.balance(), GRANT - hold, "the job may run: its hold stays");
-    // A retry with the same key is this job, never a second copy at the backend.
-    let again = u.submit_spec(&spec, "slow-1");
-    assert_eq!(
-        (again.status, again.json["id"].as_str()),
-        (200, Some(id.as_str()))
-    );
-    // The edge finds the job at the backend by its id, and its reports are accepted.
-    let job = wait_job(&u, &id, |j| j["state"] != "dispatching");
-    assert_eq!(job["state"], "running", "{job}");
-    let copies = w
-        .fake
-        .lock()
-        .expect("fake")
-        .jobs
-        .values()
-        .filter(|j| j.edge_id == id)
-        .count();
-    assert_eq!(copies, 1);
-    let (_, remote) = w.remote(&id);
-    let r = w.report(
-        &id,
-        &remote.report_token,
-        json!({"metrics": [{"step": 1, "loss": 2.0, "elapsed_s": 1.0}]}),
-    );
-    assert_eq!(r.status, 200, "{:?}", r.json);
-
-    // A submission the backend never kept: after the grace period the sweep fails the job and
-    // releases its whole hold.
-    let v = w.user("lost");
-    let spec = LORA.replace("qwen2.5-7b-lora-4090", LOST_NAME);
-    let a = v.submit_spec(&spec, "lost-1");
-    assert_eq!(
-        (a.status, &a.json["state"]),
-        (202, &json!("dispatching")),
-        "{:?}",
-        a.json
-    );
-    let id = a.json["id"].as_str().expect("id").to_string();
-    assert!(v.balance() < GRANT);
-    let admin = Client::with_bearer(&w.stack.url, &w.stack.admin_token);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let job = loop {
-        let r = admin.request("POST", "/api/admin/reconcile", None, &[]);
-        assert_eq!(r.status, 200, "{:?}", r.json);
-        let job = v.get(&format!("/api/jobs/{id}")).json;
-        if job["state"] != "dispatching" {
-            break job;
-        }
-        assert!(std::time::Instant::now() < deadline, "{job}");
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    };
-    assert_eq!(
-        (&job["state"], &job["charged_fen"]),
-        (&json!("failed"), &json!(0)),
-        "{job}"
-    );
-    assert_eq!(v.balance(), GRANT, "nothing charged");
 }
 
 fn limits(w: &World) {
