@@ -297,7 +297,8 @@ impl WorkDir<'_> {
     }
 
     /// What an earlier day left: a folder whose job ended two days ago (past the retention), one
-    /// that ended just now, one whose job still runs, and an old Slurm log.
+    /// that ended just now, one whose job still runs, an old Slurm log, and two folders of jobs
+    /// that never marked their end.
     fn leave_earlier_jobs(&self) {
         let touch = |path: &std::path::Path, when: &str| {
             let ok = std::process::Command::new("touch")
@@ -318,6 +319,14 @@ impl WorkDir<'_> {
             }
         }
         touch(&self.host.join("slurm-999999.out"), "2 days ago");
+        // Jobs killed before they could mark their end: one untouched for a month (past the
+        // retention and a week more) and one from just now.
+        for dir in ["dead", "beef"] {
+            std::fs::create_dir_all(self.host.join(dir).join("out/checkpoint-9")).unwrap();
+        }
+        for path in ["dead/out/checkpoint-9", "dead/out", "dead"] {
+            touch(&self.host.join(path), "30 days ago");
+        }
     }
 }
 
@@ -351,7 +360,7 @@ fn every_job_works_in_a_folder_of_its_own() {
     let gate = format!("{}/go", slurm.job_dir("gate").unwrap());
     two_jobs_at_once_see_only_their_own_folders(&w, &gate);
     // The job that ended past the retention is gone, with the old Slurm log; the rest stay.
-    assert_eq!(w.folders(), ["a1b2", "c3d4", "fresh", "live"]);
+    assert_eq!(w.folders(), ["a1b2", "beef", "c3d4", "fresh", "live"]);
     assert!(!w.host.join("slurm-999999.out").exists());
     // What a job writes is its owner's only, on storage other users of the cluster share.
     for path in ["a1b2", "a1b2/out/checkpoint-5/owner", "c3d4/spec.toml"] {

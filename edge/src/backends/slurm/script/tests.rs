@@ -48,12 +48,23 @@ fn the_tiny_train_script_works_in_its_own_folder() {
         # Folders of jobs that ended more than the backend's retention ago go, with Slurm's log files
         # of the same age. A folder whose job runs has no end mark; one whose job Slurm still knows (an
         # attempt stopped by a requeue or a preemption marks it too, and waits to run again from its
-        # checkpoints) stays, and where Slurm cannot say which jobs it knows, nothing goes this time.
+        # checkpoints) stays, and where Slurm cannot say which jobs it knows, nothing goes this time. A
+        # job's folder with no mark (its job was killed before it could write one), which Slurm does not
+        # know either, goes once nothing in it has changed for the retention and a week more.
         onramp_sweep() {
           [ -n "${ONRAMP_WORK_DIR:-}" ] && [ -n "${ONRAMP_RETENTION_S:-}" ] || return 0
-          local cutoff="@$(( $(date +%s) - ONRAMP_RETENTION_S ))" known='' onramp_old
+          local now cutoff known='' onramp_old
+          now=$(date +%s)
+          cutoff="@$(( now - ONRAMP_RETENTION_S ))"
           if command -v squeue > /dev/null; then
             known=$(squeue -h -o '%j' 2> /dev/null) || return 0
+            for onramp_old in "$ONRAMP_WORK_DIR"/*; do
+              case "${onramp_old##*/}" in '' | *[!0-9a-f]*) continue ;; esac
+              [ -d "$onramp_old" ] && [ ! -L "$onramp_old" ] && [ ! -e "$onramp_old/.onramp-ended" ] || continue
+              case $'\n'"$known"$'\n' in *"-${onramp_old##*/}"$'\n'*) continue ;; esac
+              [ -z "$(find "$onramp_old" -newermt "@$(( now - ONRAMP_RETENTION_S - 604800 ))" -print -quit 2> /dev/null)" ] \
+                && rm -rf -- "$onramp_old"
+            done
           fi
           while IFS= read -r -d '' onramp_old; do
             case $'\n'"$known"$'\n' in *"-${onramp_old##*/}"$'\n'*) continue ;; esac
