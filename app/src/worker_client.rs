@@ -223,7 +223,9 @@ impl ModelWorker {
                     // Loaded while the page waits for another model, asked for since and queued
                     // behind it in the worker: the page waits for that one, and nothing
                     // generates with this one (should that one fail, the picker names it, and
-                    // picking this one again loads it).
+                    // picking this one again loads it). The model held before is no longer the
+                    // worker's, so a failure does not name it either.
+                    self.before.set_value(None);
                     return;
                 }
                 self.loaded_at_ms.set(Some(now_ms()));

@@ -233,14 +233,15 @@ pub fn test_dispatch(job_id: &str, toml: &str) -> Dispatch {
 }
 
 /// Reads the status of a submission's answer, which must tell a job that cannot be there from
-/// one that may be. 401 and 403: the backend refused the edge's credentials, so it took nothing.
+/// one that may be. 401, 403 and 511: the backend refused the edge's credentials, so it took
+/// nothing.
 /// A 5xx that the backend itself did not explain (`explained`: its own error shape, given before
 /// it took anything) may come from a proxy in front of it, or from a backend that queued the job
 /// and then failed to answer (slurmrestd's 502 and 504 when slurmctld timed out after queueing
 /// it): the job may be there ([`submission_may_have_landed`]).
 pub fn submit_status(status: u16, body: &[u8], explained: bool) -> Result<(), BackendError> {
     match status {
-        401 | 403 => Err(BackendError::Unavailable(format!(
+        401 | 403 | 511 => Err(BackendError::Unavailable(format!(
             "it refused the edge's credentials (HTTP {status}): {}",
             backend_message(body)
         ))),

@@ -1,6 +1,6 @@
 //! What jobs tell the edge (`POST /api/jobs/{id}/report` with the job's own token), how a job
-//! reaches a terminal state and settles its hold, and the reconcile sweep that asks backends
-//! about jobs that went silent.
+//! reaches a terminal state and settles its hold, and what one look at a live job's backend does
+//! with it ([`check`], for the job page and the reconcile sweep in `reconcile.rs`).
 
 use super::access::JobCaller;
 use super::backends;
@@ -346,7 +346,21 @@ async fn gone(env: &Env, job: &JobRow, why: &str) -> ApiResult<()> {
         JobState::Lost => why.to_string(),
         s => format!("{why}; it said it {}", s.as_str()),
     };
-    finish(env, job, state, started, ended, Some(&message)).await
+    // One that said it stopped at its time limit pays the time it used, as in [`ended`].
+    let billed_as = match state {
+        JobState::TimedOut => JobState::Failed,
+        s => s,
+    };
+    let times = (started, ended);
+    finish_billed(
+        env,
+        job,
+        (state, billed_as),
+        times.0,
+        times.1,
+        Some(&message),
+    )
+    .await
 }
 
 /// A started job whose backend has not answered for an hour past the job's time limit (a week

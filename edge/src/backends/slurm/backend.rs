@@ -154,11 +154,11 @@ impl Backend for SlurmBackend {
                 state: JobState::Queued,
             });
         }
-        if matches!(status, 401 | 403) {
+        if matches!(status, 401 | 403 | 511) {
             adapter::submit_status(status, body, true)?;
         }
         // Slurm's refusal names why: the job cannot run there as asked (slurmrestd gives it a
-        // 200, a 500, or the status of its error, 511 for credentials it refused). A 502, 503 or
+        // 200, a 500, or the status of its error; 511 is the edge's credentials refused). A 502, 503 or
         // 504 (slurmrestd's call to slurmctld failed or timed out, maybe after it queued the
         // job) or a proxy's 5xx does not say whether the job was taken: it may be there.
         let errors = v

@@ -41,14 +41,13 @@ pub async fn submit(user: User, mut req: Request, env: &Env) -> ApiResult<Respon
     // A retry of a submission that already has its job gets that job; the key with another
     // spec is refused, since the job it names is not the one sent.
     if let Some(job) = earlier {
-        let same = match spec {
-            Ok(spec) => super::super::datasets::with_counts(env, &user.id, spec)
-                .await
-                .ok()
-                .and_then(|spec| submittable(spec).ok())
-                .is_some_and(|(_, toml)| toml == job.spec),
-            Err(_) => false,
+        let Ok(spec) = spec else {
+            return retried(job, false);
         };
+        // As stored: with the counts of a dataset it names added, or as sent (the dataset gone).
+        let stored = |s: SpecText| submittable(s).is_ok_and(|(_, toml)| toml == job.spec);
+        let same = stored(spec.clone())
+            || stored(super::super::datasets::with_counts(env, &user.id, spec).await?);
         return retried(job, same);
     }
     // The counts of an uploaded dataset it names, where it gives none.
@@ -369,7 +368,11 @@ async fn dispatch(env: &Env, user: &User, job: NewJob, origin: &str) -> ApiResul
                         .and_then(|(status, body)| a.parse_find(&id, status, &body));
                     match found {
                         Ok(Some(sub)) => Ok(sub),
-                        _ => Err(BackendError::Unavailable(why)),
+                        Ok(None) | Err(BackendError::Unavailable(_)) => {
+                            Err(BackendError::Unavailable(why))
+                        }
+                        // An answer that came late or unread proves nothing: it may be there.
+                        Err(e) => Err(BackendError::NoAnswer(format!("{why}; then {e:?}"))),
                     }
                 }
                 Err(e) => Err(e),

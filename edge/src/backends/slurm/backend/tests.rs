@@ -315,10 +315,11 @@ fn parses_status_cancel_and_refusals() {
     }
     let e = s.parse_submit(401, b"Authentication failure").unwrap_err();
     assert!(!adapter::submission_may_have_landed(&e), "{e:?}");
-    // slurmrestd's refusal of the edge's credentials comes as a 511 with its errors.
+    // slurmrestd's refusal of the edge's credentials comes as a 511 with its errors: the
+    // operator's to fix, not the spec's, and nothing was taken.
     let auth = br#"{"errors":[{"error_number":1007,"error":"Protocol authentication error"}]}"#;
     let e = s.parse_submit(511, auth).unwrap_err();
-    assert!(matches!(e, BackendError::Refused(_)), "{e:?}");
+    assert!(matches!(e, BackendError::Unavailable(_)), "{e:?}");
     assert!(
         s.parse_submit(200, br#"{"job_id": 0}"#).is_err(),
         "Slurm has no job 0"

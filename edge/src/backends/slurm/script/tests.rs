@@ -53,7 +53,7 @@ fn the_tiny_train_script_works_in_its_own_folder() {
         # know either, goes once nothing in it has changed for the retention and a week more.
         onramp_sweep() {
           [ -n "${ONRAMP_WORK_DIR:-}" ] && [ -n "${ONRAMP_RETENTION_S:-}" ] || return 0
-          local now cutoff known='' onramp_old
+          local now cutoff known='' onramp_old onramp_new
           now=$(date +%s)
           cutoff="@$(( now - ONRAMP_RETENTION_S ))"
           if command -v squeue > /dev/null; then
@@ -62,8 +62,10 @@ fn the_tiny_train_script_works_in_its_own_folder() {
               case "${onramp_old##*/}" in '' | *[!0-9a-f]*) continue ;; esac
               [ -d "$onramp_old" ] && [ ! -L "$onramp_old" ] && [ ! -e "$onramp_old/.onramp-ended" ] || continue
               case $'\n'"$known"$'\n' in *"-${onramp_old##*/}"$'\n'*) continue ;; esac
-              [ -z "$(find "$onramp_old" -newermt "@$(( now - ONRAMP_RETENTION_S - 604800 ))" -print -quit 2> /dev/null)" ] \
-                && rm -rf -- "$onramp_old"
+              # A folder find cannot read whole is not known to be unchanged.
+              onramp_new=$(find "$onramp_old" -newermt "@$(( now - ONRAMP_RETENTION_S - 604800 ))" \
+                -print -quit 2> /dev/null) || continue
+              [ -z "$onramp_new" ] && rm -rf -- "$onramp_old"
             done
           fi
           while IFS= read -r -d '' onramp_old; do
@@ -85,7 +87,10 @@ fn the_tiny_train_script_works_in_its_own_folder() {
         # checkpoints.
         if [ -n "${ONRAMP_RESUME_DIR:-}" ] && ! compgen -G 'out/checkpoint-*' > /dev/null; then
           onramp_from=''
-          for onramp_d in "$ONRAMP_RESUME_DIR"/out/checkpoint-*; do
+          # The earlier job's folder and out/ are folders, never links it left there.
+          onramp_out="$ONRAMP_RESUME_DIR/out"
+          if [ -L "$ONRAMP_RESUME_DIR" ] || [ -L "$onramp_out" ]; then onramp_out=/nonexistent; fi
+          for onramp_d in "$onramp_out"/checkpoint-*; do
             onramp_n="${onramp_d##*-}"
             # A save a kill cut off has no trainer_state.json (the Trainer writes it last); a link
             # there is the job's own doing, not a save.

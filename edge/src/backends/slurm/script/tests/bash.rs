@@ -307,6 +307,13 @@ fn a_continued_job_starts_from_the_latest_checkpoint_of_the_one_it_continues() {
     let none = run(&root.join("gone"));
     assert_eq!(none.status.code(), Some(1), "{none:?}");
     assert!(none.stdout.is_empty(), "the command never ran: {none:?}");
+    // An earlier job whose out/ is a link it left: nothing is continued through it.
+    std::fs::remove_dir_all(&job).expect("clean");
+    let linked = root.join("linked");
+    std::fs::create_dir_all(&linked).expect("linked");
+    std::os::unix::fs::symlink(earlier.join("out"), linked.join("out")).expect("link");
+    let through = run(&linked);
+    assert_eq!(through.status.code(), Some(1), "{through:?}");
     let _ = std::fs::remove_dir_all(&root);
 }
 
