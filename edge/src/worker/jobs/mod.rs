@@ -72,7 +72,11 @@ async fn refresh(env: &Env, job: &JobRow) -> bool {
         1_000
     } else if job.remote_id.is_none() {
         2_000
-    } else if matches!(job.state(), JobState::Queued | JobState::Requeued) {
+    } else if matches!(
+        job.state(),
+        JobState::Queued | JobState::Requeued | JobState::Dispatching
+    ) {
+        // Dispatching with its backend's id: one that had already ended there when found.
         5_000
     } else {
         return false;
