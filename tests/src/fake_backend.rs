@@ -205,6 +205,11 @@ fn route(
 }
 
 impl Fake {
+    /// How many copies of the edge's job `edge_id` the fake was sent.
+    pub fn copies(&self, edge_id: &str) -> usize {
+        self.jobs.values().filter(|j| j.edge_id == edge_id).count()
+    }
+
     /// The fake's id and record of the job the edge submitted as `edge_id`.
     pub fn job(&self, edge_id: &str) -> Option<(String, FakeJob)> {
         self.jobs

@@ -336,11 +336,7 @@ async fn gone(env: &Env, job: &JobRow, why: &str) -> ApiResult<()> {
         .and_then(JobState::parse)
         .filter(|s| s.is_terminal())
         .unwrap_or(JobState::Lost);
-    let billed = super::attempts::billed(env, &job.id).await?;
-    let started = match billed.last {
-        0 => job.started_at,
-        _ => billed.last_started_at,
-    };
+    let started = newest_start(env, job).await?;
     let ended = started.map(|st| job.last_report_at.unwrap_or(st).max(st));
     let message = match state {
         JobState::Lost => why.to_string(),
@@ -351,16 +347,17 @@ async fn gone(env: &Env, job: &JobRow, why: &str) -> ApiResult<()> {
         JobState::TimedOut => JobState::Failed,
         s => s,
     };
-    let times = (started, ended);
-    finish_billed(
-        env,
-        job,
-        (state, billed_as),
-        times.0,
-        times.1,
-        Some(&message),
-    )
-    .await
+    finish_billed(env, job, (state, billed_as), started, ended, Some(&message)).await
+}
+
+/// When the job's newest attempt started: earlier attempts (a requeued job) are billed by their
+/// own record.
+async fn newest_start(env: &Env, job: &JobRow) -> ApiResult<Option<i64>> {
+    let billed = super::attempts::billed(env, &job.id).await?;
+    Ok(match billed.last {
+        0 => job.started_at,
+        _ => billed.last_started_at,
+    })
 }
 
 /// A started job whose backend has not answered for an hour past the job's time limit (a week
@@ -369,11 +366,7 @@ async fn gone(env: &Env, job: &JobRow, why: &str) -> ApiResult<()> {
 /// taken for ever and its owner, whose cancel cannot reach the backend either, is not stuck.
 async fn silent(env: &Env, job: &JobRow, now: i64) -> ApiResult<Checked> {
     // Earlier attempts (a requeued job) are billed by their own record: this one from its start.
-    let billed = super::attempts::billed(env, &job.id).await?;
-    let started = match billed.last {
-        0 => job.started_at,
-        _ => billed.last_started_at,
-    };
+    let started = newest_start(env, job).await?;
     let times = crate::jobs::Times {
         created: job.created_at,
         started,

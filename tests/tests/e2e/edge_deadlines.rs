@@ -147,13 +147,7 @@ fn a_hold_made_after_its_503_is_given_back_and_a_retry_holds_nothing_more() {
         "{job}"
     );
     assert_eq!(user.balance(), GRANT, "the hold is given back");
-    let sent = fake
-        .lock()
-        .expect("fake")
-        .jobs
-        .values()
-        .filter(|j| j.edge_id == id)
-        .count();
+    let sent = fake.lock().expect("fake").copies(&id);
     assert_eq!(sent, 0, "a job whose hold was not answered is never sent");
 }
 

@@ -32,14 +32,7 @@ fn unanswered_submission(w: &World) {
     // The edge finds the job at the backend by its id, and its reports are accepted.
     let job = wait_job(&u, &id, |j| j["state"] != "dispatching");
     assert_eq!(job["state"], "running", "{job}");
-    let copies = w
-        .fake
-        .lock()
-        .expect("fake")
-        .jobs
-        .values()
-        .filter(|j| j.edge_id == id)
-        .count();
+    let copies = w.fake.lock().expect("fake").copies(&id);
     assert_eq!(copies, 1);
     let (_, remote) = w.remote(&id);
     let r = w.report(
