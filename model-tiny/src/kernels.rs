@@ -52,8 +52,31 @@ fn dot_rest(mut acc: [f32x4; 4], a: &[f32], b: &[f32]) -> (f32x4, f32) {
 const STREAMED: usize = 1 << 16;
 
 /// How far ahead of the row being multiplied the prefetches run, in floats (16 KiB). Measured
-/// with `cargo xtask bench model` on the stories15M shape: 1 KiB gains less, 16–64 KiB the same.
+/// with `cargo xtask bench model` on the stories15M shape on an Intel CPU: 1 KiB gains less,
+/// 16–64 KiB the same.
 const PREFETCH_AHEAD: usize = 4096;
+
+/// Whether [`matvec`] issues software prefetches on this CPU: on Intel's, where they were
+/// measured to gain about 1.3× on the stories15M shape; not on others. On an AMD EPYC (Zen),
+/// `cargo xtask bench model` measured the same hints as a loss, whatever their distance
+/// (1–64 KiB) or level (L1, L2, non-temporal): 100M shape 41 tok/s with them, 72 without
+/// (run.c: 46); stories15M shape 353 against 492 (run.c: 345); its own prefetchers do better.
+#[cfg(target_arch = "x86_64")]
+fn prefetch_helps() -> bool {
+    static HELPS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HELPS.get_or_init(|| {
+        // CPUID leaf 0: the vendor's name in EBX, EDX, ECX.
+        let id = std::arch::x86_64::__cpuid(0);
+        let vendor: [u32; 3] = [id.ebx, id.edx, id.ecx];
+        bytemuck::cast::<[u32; 3], [u8; 12]>(vendor) == *b"GenuineIntel"
+    })
+}
+
+/// No software prefetch elsewhere (wasm has none; other CPUs rely on their hardware prefetchers).
+#[cfg(not(target_arch = "x86_64"))]
+fn prefetch_helps() -> bool {
+    false
+}
 
 /// Floats per cache line.
 const LINE: usize = 16;
@@ -63,7 +86,7 @@ const LINE: usize = 16;
 /// A large `W` comes from memory, once per token, and the hardware prefetchers stop at every
 /// 4 KiB boundary; so while a row is multiplied, the cache lines 16 KiB further on (the rest of
 /// this matrix, then whatever follows it, which in the model's arena is the next matrix) are
-/// requested ahead. For the stories15M shape this is about 1.3× more tokens/s.
+/// requested ahead, on the CPUs where that was measured to help ([`prefetch_helps`]).
 #[inline(always)]
 pub fn matvec(out: &mut [f32], w: &[f32], x: &[f32]) {
     let n = x.len();
@@ -71,7 +94,7 @@ pub fn matvec(out: &mut [f32], w: &[f32], x: &[f32]) {
         out.fill(0.0);
         return;
     }
-    let streamed = w.len() >= STREAMED;
+    let streamed = w.len() >= STREAMED && prefetch_helps();
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx") {
         avx::run_matvec(out, w, x, streamed);
