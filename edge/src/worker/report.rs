@@ -74,9 +74,23 @@ pub async fn report(caller: JobCaller, mut req: Request, env: &Env) -> ApiResult
 /// The job says it runs: its attempt `attempt` started (on the edge's clock, unless the backend
 /// said first). A job waiting in a queue, or requeued, runs; one running an older attempt runs
 /// this one; a report from an attempt older than the newest known changes nothing.
+///
+/// A job's word alone never starts a new attempt: each attempt has the whole time limit, its
+/// token counts from the newest attempt's start, and a bill by the edge's clock counts from it,
+/// so a job (or whoever holds its token) that could name attempt after attempt would keep its
+/// token for ever and shorten its own bill. An attempt past the newest the edge knows counts
+/// only once its backend says it has reached it; otherwise the report changes nothing, and the
+/// sweep records the attempt when the backend shows it.
 async fn running(env: &Env, job: &JobRow, attempt: u32, now: i64) -> ApiResult<()> {
     let k = i64::from(attempt);
     if k < job.attempt || job.state().is_terminal() {
+        return Ok(());
+    }
+    if k > job.attempt
+        && !remote_status(env, job)
+            .await
+            .is_ok_and(|st| st.attempt.is_some_and(|b| b >= attempt))
+    {
         return Ok(());
     }
     super::attempts::started(env, &job.id, attempt, now).await?;

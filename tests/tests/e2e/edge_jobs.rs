@@ -402,6 +402,7 @@ fn claimed_end(w: &World) {
         GRANT - hold,
         "the hold stays while the job runs"
     );
+    no_attempt_by_its_word(w, &u, &id, &remote.report_token);
     // The user can still stop it; then its token can write nothing more.
     let c = u.post(&format!("/api/jobs/{id}/cancel"), &json!({}));
     assert_eq!(
@@ -453,6 +454,22 @@ fn claimed_end(w: &World) {
     assert_eq!(
         job["message"], "CUDA out of memory at step 3",
         "the job's own words stay"
+    );
+}
+
+/// A running job's word does not start another attempt (each has the whole time limit, and its
+/// token counts from the newest one's start): the fake names none, so the first one still runs.
+fn no_attempt_by_its_word(w: &World, u: &Client, id: &str, token: &str) {
+    let r = w.report(id, token, json!({"state": "running", "attempt": 7}));
+    assert_eq!(r.status, 200, "{:?}", r.json);
+    let job = u.get(&format!("/api/jobs/{id}")).json;
+    assert_eq!(
+        (
+            &job["state"],
+            job["attempts"].as_array().map_or(0, Vec::len)
+        ),
+        (&json!("running"), 0),
+        "{job}"
     );
 }
 
