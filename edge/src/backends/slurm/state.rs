@@ -51,6 +51,20 @@ pub fn submitted_id(body: &Value) -> Option<u64> {
         .filter(|n| *n > 0)
 }
 
+/// The words of a job's `job_state`: its base state and flags.
+fn job_states(job: &Value) -> Vec<String> {
+    match job.get("job_state") {
+        Some(Value::Array(list)) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        // Older parsers sent one string; accept it rather than fail a poll.
+        Some(Value::String(s)) => vec![s.clone()],
+        _ => Vec::new(),
+    }
+}
+
 /// The job's status from a job-info response.
 pub fn parse_job(body: &Value) -> Result<JobStatus, String> {
     errors(body)?;
@@ -64,17 +78,7 @@ pub fn parse_job(body: &Value) -> Result<JobStatus, String> {
         .and_then(number)
         .and_then(|n| u64::try_from(n).ok())
         .ok_or("the job has no job_id")?;
-    let states: Vec<String> = match job.get("job_state") {
-        Some(Value::Array(list)) => list
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect(),
-        // Older parsers sent one string; accept it rather than fail a poll.
-        Some(Value::String(s)) => vec![s.clone()],
-        _ => Vec::new(),
-    };
-    let (base, flags): (Vec<String>, Vec<String>) = states
+    let (base, flags): (Vec<String>, Vec<String>) = job_states(job)
         .into_iter()
         .partition(|s| BASE_STATES.contains(&s.as_str()));
     let slurm_state = base
@@ -109,6 +113,13 @@ pub fn parse_job(body: &Value) -> Result<JobStatus, String> {
     } else {
         map_state(&slurm_state, exit_code, signal, reason.as_deref())
     };
+    let end_time = job.get("end_time").and_then(number).filter(|t| *t > 0);
+    // A node that never booted ran nothing: Slurm's start is when it gave the job the node, and
+    // the time until it gave up waiting for the boot is no card time of the job's.
+    let start_time = match slurm_state.as_str() {
+        "BOOT_FAIL" if !requeued => end_time,
+        _ => job.get("start_time").and_then(number).filter(|t| *t > 0),
+    };
     Ok(JobStatus {
         slurm_job_id,
         slurm_state,
@@ -118,8 +129,8 @@ pub fn parse_job(body: &Value) -> Result<JobStatus, String> {
         signal,
         reason,
         message,
-        start_time: job.get("start_time").and_then(number).filter(|t| *t > 0),
-        end_time: job.get("end_time").and_then(number).filter(|t| *t > 0),
+        start_time,
+        end_time,
         attempt,
         requeued_at: job
             .get("submit_time")
@@ -184,11 +195,18 @@ fn map_state(
                 "达到时间上限，已被终止".into(),
             ),
         ),
-        "NODE_FAIL" | "BOOT_FAIL" => (
+        "NODE_FAIL" => (
             JobState::Failed,
             msg(
                 "the node running the job failed".into(),
                 "运行作业的节点发生故障".into(),
+            ),
+        ),
+        "BOOT_FAIL" => (
+            JobState::Failed,
+            msg(
+                "the node given to the job failed to start; the job never ran".into(),
+                "分配给作业的节点未能启动，作业没有运行".into(),
             ),
         ),
         "OUT_OF_MEMORY" => (
@@ -384,6 +402,12 @@ mod tests {
             ],
         );
         check(
+            job(&["BOOT_FAIL"], 0, 0, "NodeDown"),
+            expect![
+                "BOOT_FAIL [] → failed code=Some(0) signal=None | the node given to the job failed to start; the job never ran | 分配给作业的节点未能启动，作业没有运行"
+            ],
+        );
+        check(
             job(&["FAILED"], 0, 9, "None"),
             expect![
                 "FAILED [] → failed code=Some(0) signal=Some(9) | killed by signal 9 | 被信号 9 终止"
@@ -432,6 +456,26 @@ mod tests {
         assert_eq!((s.state, s.attempt), (JobState::Running, 1));
         let s = parse_job(&job(&["RUNNING"], 0, 0, "None")).unwrap();
         assert_eq!((s.attempt, s.requeued_at), (0, None));
+    }
+
+    /// A job whose node never booted used no card time: it ends where it started.
+    #[test]
+    fn a_node_that_never_booted_gives_the_job_no_time() {
+        let mut body = job(&["BOOT_FAIL"], 0, 0, "None");
+        body["jobs"][0]["end_time"] =
+            json!({"set": true, "infinite": false, "number": 1_700_000_300});
+        let s = parse_job(&body).unwrap();
+        assert_eq!(
+            (s.state, s.start_time, s.end_time),
+            (JobState::Failed, Some(1_700_000_300), Some(1_700_000_300))
+        );
+        // A node that failed under a running job: the time it ran is the job's.
+        body["jobs"][0]["job_state"] = json!(["NODE_FAIL"]);
+        let s = parse_job(&body).unwrap();
+        assert_eq!(
+            (s.start_time, s.end_time),
+            (Some(1_700_000_000), Some(1_700_000_300))
+        );
     }
 
     #[test]
