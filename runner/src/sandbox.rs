@@ -4,6 +4,13 @@
 //! - the runner's state folder is covered by an empty read-only tmpfs, with only the job's own
 //!   folder (read-write) and the shared assets (read-only) bound back into it, so the job sees no
 //!   other job's folder, no job record (`records/`, its own included) and no secret kept there;
+//! - every other file system is read-only to the job: its uid owns the runner's files (the
+//!   runner's binary, the trainer's code and Python environment that every later job runs) or is
+//!   root, so without this a job could change what other accounts' jobs run. The root file system
+//!   must be remounted read-only (or the sandbox fails); any other mount that refuses (a mount
+//!   locked by the namespace it came from) stays as it was. Its temporary files go to `.tmp` in
+//!   its folder (`TMPDIR`, unless the job names its own), and `/dev/shm` is a tmpfs of its own, not
+//!   the machine's that every job shares;
 //! - `/proc` is the namespace's own, so the runner's process (and its environment) and the other
 //!   jobs' processes are not there to read;
 //! - the job runs with no capabilities at all (an empty bounding set, `no_new_privs`), so it can
@@ -48,8 +55,18 @@ mount --no-canonicalize --bind /proc/self/fd/4 "$assets"
 mount --no-canonicalize -o remount,bind,ro "$assets"
 mount -o remount,bind,ro "$state"
 if [ -n "$secret" ] && [ -e "$secret" ]; then mount --bind /dev/null "$secret"; fi
+mount -o remount,bind,ro /
+while read -r _ mp _; do
+  mp=$(printf '%b' "$mp")
+  case $mp in
+    / | "$job" | /proc | /proc/* | /dev | /dev/* | /sys | /sys/*) continue ;;
+  esac
+  mount --no-canonicalize -o remount,bind,ro "$mp" 2>/dev/null || :
+done < /proc/self/mounts
+mount -t tmpfs -o mode=1777,nosuid,nodev onramp-shm /dev/shm
 exec 3<&- 4<&-
 cd "$job"
+if [ -z "${TMPDIR:-}" ]; then mkdir -p .tmp; export TMPDIR="$job/.tmp"; fi
 stopping=
 trap 'stopping=1' TERM
 setpriv --no-new-privs --bounding-set=-all --inh-caps=-all -- "$@" &

@@ -185,17 +185,18 @@ fn a_runner_with_one_card_runs_one_job_and_queues_the_next_with_a_reason() {
     let first = r
         .submit(&command_job(
             "edge-first",
-            &format!("while [ ! -f {f}/release ]; do sleep 0.05; done; touch {f}/first-done"),
+            &format!("while [ ! -f {f}/release ]; do sleep 0.05; done"),
             600,
         ))
         .unwrap();
     r.wait_state(&first, Duration::from_secs(20), |s| s == "running")
         .unwrap();
-    // The second fails if it runs while the first still holds the card.
+    // The second fails if it runs before the first was let go (a job writes nothing outside its
+    // own folder: when it started is checked against the first's end below).
     let second = r
         .submit(&command_job(
             "edge-second",
-            &format!("test -f {f}/first-done"),
+            &format!("test -f {f}/release"),
             60,
         ))
         .unwrap();

@@ -1,7 +1,9 @@
 //! A job on the runner tries what a hostile job would, against the real `onramp-runner` in its
 //! sandbox (`runner/src/sandbox.rs`): read the runner's secret (its file, the runner's process),
 //! another job's folder, record and environment, and the state folder; undo the sandbox; write
-//! to the shared assets. It gets none of them, and still works in its own folder. The same
+//! to the shared assets or to anything else the runner's user owns (as it owns the code later
+//! jobs run); reach the machine's shared memory. It gets none of them, and still works in its
+//! own folder and writes its temporary files. The same
 //! attempts without the sandbox (`--sandbox off`) get them, so the test can fail.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
@@ -20,7 +22,7 @@ fn command_job(job_id: &str, script: &str, env: Value) -> Value {
 /// What the prober found, one `key=value` line per attempt: `got` where it read what it must
 /// not, `refused` where it could not.
 const PROBE: &str = r#"
-state=$1 other=$2
+state=$1 other=$2 outside=$3
 try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name=got"; else echo "$name=refused"; fi; }
 try secret-file cat "$state/secret"
 try other-folder cat "$other/mine.txt"
@@ -33,7 +35,10 @@ try unmount umount "$state"
 try assets-write sh -c "echo x > '$state/assets/planted'"
 try record-write sh -c "echo '{}' > '$state/records/$(basename "$PWD").json'"
 try assets-read ls "$state/assets/models"
+try outside-write sh -c "echo x > '$outside/planted'"
+try shm-shared sh -c "ls /dev/shm/onramp-sandbox-test-*"
 try own-write sh -c 'echo mine > own.txt && cat own.txt'
+try own-temp sh -c 'f=$(mktemp) && echo mine > "$f" && cat "$f"'
 "#;
 
 /// Runs the victim (alive, with a token in its environment and a file in its folder) and the
@@ -55,10 +60,17 @@ fn probe(r: &TestRunner) -> (BTreeMap<String, String>, String) {
         Ok(other.join("mine.txt").is_file().then_some(()))
     })
     .unwrap();
+    // Outside the state folder but the runner's own (as the runner's binary and the trainer's
+    // code and environment are), and a file in the machine's shared memory.
+    let outside = r.state_dir.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let shm = std::path::PathBuf::from(format!("/dev/shm/onramp-sandbox-test-{}", random_hex(6)));
+    std::fs::write(&shm, b"host").unwrap();
     let script = format!(
-        "set -- '{}' '{}'\n{PROBE}",
+        "set -- '{}' '{}' '{}'\n{PROBE}",
         state.display(),
-        other.display()
+        other.display(),
+        outside.display()
     );
     let prober = r
         .submit(&command_job("edge-prober", &script, json!({})))
@@ -72,6 +84,7 @@ fn probe(r: &TestRunner) -> (BTreeMap<String, String>, String) {
     let (status, _) = r.post(&format!("/jobs/{victim}/cancel"), &json!({}));
     assert_eq!(status, 200);
     let log = r.read_log(&prober).unwrap();
+    let _ = std::fs::remove_file(&shm);
     assert!(!log.contains(&token), "{log}");
     let found = log
         .lines()
@@ -102,6 +115,8 @@ fn a_sandboxed_job_sees_only_its_own_folder_and_the_assets() {
         "unmount",
         "assets-write",
         "record-write",
+        "outside-write",
+        "shm-shared",
     ] {
         assert_eq!(
             found.get(attempt).map(String::as_str),
@@ -111,6 +126,7 @@ fn a_sandboxed_job_sees_only_its_own_folder_and_the_assets() {
     }
     assert_eq!(found["assets-read"], "got", "{log}");
     assert_eq!(found["own-write"], "got", "{log}");
+    assert_eq!(found["own-temp"], "got", "{log}");
     assert!(
         !log.contains(&r.secret) && !log.contains("private"),
         "{log}"
@@ -136,6 +152,8 @@ fn without_the_sandbox_the_same_job_reads_everything() {
         "runner-process",
         "assets-write",
         "record-write",
+        "outside-write",
+        "shm-shared",
     ] {
         assert_eq!(found[attempt], "got", "{attempt}: {log}");
     }
