@@ -86,6 +86,25 @@ async fn slurm_api_version(env: &Env, config: &BackendConfig) -> ApiResult<Strin
 
 /// Sends a call; any failure to get an answer within `timeout` is `Unavailable`.
 pub async fn send(call: &HttpCall, timeout: Duration) -> Result<(u16, Vec<u8>), BackendError> {
+    let req = request(call)?;
+    let work = async move {
+        let mut resp = Fetch::Request(req).send().await?;
+        let status = resp.status_code();
+        let bytes = resp.bytes().await?;
+        Ok::<_, worker::Error>((status, bytes))
+    };
+    within(work, timeout).await
+}
+
+/// Sends a call and gives its answer with the body unread, for a body too large to hold (a
+/// checkpoint streamed on to the client): `timeout` bounds the wait for the answer's head only.
+pub async fn open(call: &HttpCall, timeout: Duration) -> Result<worker::Response, BackendError> {
+    let req = request(call)?;
+    within(Fetch::Request(req).send(), timeout).await
+}
+
+/// `call` as a request.
+fn request(call: &HttpCall) -> Result<Request, BackendError> {
     let unavailable = |e: worker::Error| BackendError::Unavailable(e.to_string());
     let headers = Headers::new();
     for (k, v) in &call.headers {
@@ -102,13 +121,14 @@ pub async fn send(call: &HttpCall, timeout: Duration) -> Result<(u16, Vec<u8>), 
     if let Some(body) = &call.body {
         init.with_body(Some(body.as_str().into()));
     }
-    let req = Request::new_with_init(&call.url, &init).map_err(unavailable)?;
-    let work = async move {
-        let mut resp = Fetch::Request(req).send().await?;
-        let status = resp.status_code();
-        let bytes = resp.bytes().await?;
-        Ok::<_, worker::Error>((status, bytes))
-    };
+    Request::new_with_init(&call.url, &init).map_err(unavailable)
+}
+
+/// `work`'s answer, or `NoAnswer` when it takes longer than `timeout`.
+async fn within<T>(
+    work: impl std::future::Future<Output = worker::Result<T>>,
+    timeout: Duration,
+) -> Result<T, BackendError> {
     let timer = Delay::from(timeout);
     futures_util::pin_mut!(work);
     futures_util::pin_mut!(timer);

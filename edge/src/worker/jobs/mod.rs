@@ -225,21 +225,32 @@ pub async fn checkpoint_from_backend(env: &Env, job: &JobRow) -> ApiResult<Respo
     let call = a
         .checkpoint(&remote)
         .ok_or_else(|| ApiError::not_found("this backend serves no checkpoints"))?;
-    let (status, body) = backends::send(&call, backends::timeout(env))
+    let mut answer = backends::open(&call, backends::timeout(env))
         .await
         .map_err(|e| e.into_api(&job.backend))?;
-    adapter::common_status(status, &body)
-        .map_err(|e| e.into_api(&job.backend))
-        .map_err(|e| {
-            if e.status == 404 {
-                ApiError::not_found(format!("job {id} has no checkpoint"))
-            } else {
-                e
-            }
-        })?;
-    // tiny-train's checkpoint: one safetensors file (a trainer's result is the job's artifacts).
+    let status = answer.status_code();
+    if !(200..300).contains(&status) {
+        // An error's body is the backend's few words.
+        let body = answer.bytes().await.unwrap_or_default();
+        adapter::common_status(status, &body)
+            .map_err(|e| e.into_api(&job.backend))
+            .map_err(|e| {
+                if e.status == 404 {
+                    ApiError::not_found(format!("job {id} has no checkpoint"))
+                } else {
+                    e
+                }
+            })?;
+    }
+    // tiny-train's checkpoint: one safetensors file (a trainer's result is the job's artifacts),
+    // passed on as it comes, never held here whole.
     let (ctype, name) = ("application/octet-stream", format!("{id}.bin"));
-    let mut resp = Response::from_bytes(body).map_err(http::internal("response"))?;
+    let body = match answer.body() {
+        worker::ResponseBody::Stream(stream) => worker::ResponseBody::Stream(stream.clone()),
+        worker::ResponseBody::Body(bytes) => worker::ResponseBody::Body(bytes.clone()),
+        worker::ResponseBody::Empty => worker::ResponseBody::Empty,
+    };
+    let mut resp = Response::from_body(body).map_err(http::internal("response"))?;
     let h = resp.headers_mut();
     h.set("content-type", ctype)
         .map_err(http::internal("header"))?;
