@@ -206,6 +206,15 @@ pub fn slurm_time(seconds: u64) -> String {
     }
 }
 
+/// The job's own rendezvous port, from its id, then the next one nothing on this node (the
+/// first of the allocation, where the rendezvous listens) answers on: two jobs that share a
+/// first node, whose ids meet modulo 20000, do not meet on one port.
+const RENDEZVOUS_PORT: &str = "export MASTER_PORT=$((20000 + ${SLURM_JOB_ID:-0} % 20000))\n\
+    for _ in $(seq 64); do\n\
+    \x20 (: <\"/dev/tcp/127.0.0.1/$MASTER_PORT\") 2>/dev/null || break\n\
+    \x20 MASTER_PORT=$((20000 + (MASTER_PORT - 19999) % 20000))\n\
+    done\n";
+
 /// A complete sbatch script: resources, environment, the trainer's run written next to the job,
 /// and one torchrun per node under srun.
 pub fn sbatch_script(v: &ValidSpec) -> String {
@@ -253,8 +262,7 @@ pub fn sbatch_script(v: &ValidSpec) -> String {
     out.push_str(
         "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n",
     );
-    // The job's own rendezvous port, from its id: two jobs that share a first node differ.
-    out.push_str("export MASTER_PORT=$((20000 + ${SLURM_JOB_ID:-0} % 20000))\n");
+    out.push_str(RENDEZVOUS_PORT);
     // The backend's `env` may set it (fewer cores per rank than 8).
     out.push_str("export OMP_NUM_THREADS=\"${OMP_NUM_THREADS:-8}\"\n");
     out.push_str("export TOKENIZERS_PARALLELISM=false\n");

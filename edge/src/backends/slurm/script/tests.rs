@@ -167,6 +167,10 @@ fn wraps_the_tiny_train_command() {
 
         export MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"
         export MASTER_PORT=$((20000 + ${SLURM_JOB_ID:-0} % 20000))
+        for _ in $(seq 64); do
+          (: <"/dev/tcp/127.0.0.1/$MASTER_PORT") 2>/dev/null || break
+          MASTER_PORT=$((20000 + (MASTER_PORT - 19999) % 20000))
+        done
         export OMP_NUM_THREADS="${OMP_NUM_THREADS:-8}"
         export TOKENIZERS_PARALLELISM=false
 

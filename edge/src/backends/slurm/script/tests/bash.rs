@@ -456,3 +456,46 @@ fn stopped(ends_in_s: u64, whole_job: bool) -> (Option<i32>, Vec<String>) {
     let _ = std::fs::remove_dir_all(&dir);
     (status.code(), edge.reports())
 }
+
+/// Two jobs whose ids meet modulo 20000 on one first node: the second does not take the port the
+/// first one's rendezvous listens on, nor the next one that is taken, but the first free one.
+#[test]
+fn a_job_takes_the_next_rendezvous_port_when_its_own_is_taken() {
+    use std::net::TcpListener;
+    // Three ports in a row: the first two taken (listening), the third free.
+    let (base, held) = (20000..39990u16)
+        .step_by(97)
+        .find_map(|p| {
+            let a = TcpListener::bind(("0.0.0.0", p)).ok()?;
+            let b = TcpListener::bind(("0.0.0.0", p + 1)).ok()?;
+            TcpListener::bind(("0.0.0.0", p + 2)).ok()?;
+            Some((p, [a, b]))
+        })
+        .expect("three free ports");
+    // The script's lines that choose the port, as the job runs them.
+    let script = job_script(&valid(TINY), None);
+    let from = script
+        .find("export MASTER_PORT=")
+        .expect("the port's lines");
+    let to = from + script[from..].find("\ndone\n").expect("their end") + 6;
+    let lines = format!(
+        "set -euo pipefail\n{}echo \"$MASTER_PORT\"\n",
+        &script[from..to]
+    );
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&lines)
+        .env(
+            "SLURM_JOB_ID",
+            (u32::from(base) - 20000 + 40000).to_string(),
+        )
+        .output()
+        .expect("bash");
+    drop(held);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        (base + 2).to_string(),
+        "{out:?}"
+    );
+}
