@@ -56,10 +56,11 @@ mount --no-canonicalize -o remount,bind,ro "$assets"
 mount -o remount,bind,ro "$state"
 if [ -n "$secret" ] && [ -e "$secret" ]; then mount --bind /dev/null "$secret"; fi
 mount -o remount,bind,ro /
+real=$(cd "$job" && pwd -P)
 while read -r _ mp _; do
   mp=$(printf '%b' "$mp")
   case $mp in
-    / | "$job" | /proc | /proc/* | /dev | /dev/* | /sys | /sys/*) continue ;;
+    / | "$job" | "$real" | /proc | /proc/* | /dev | /dev/* | /sys | /sys/*) continue ;;
   esac
   mount --no-canonicalize -o remount,bind,ro "$mp" 2>/dev/null || :
 done < /proc/self/mounts
