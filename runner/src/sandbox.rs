@@ -8,9 +8,11 @@
 //!   runner's binary, the trainer's code and Python environment that every later job runs) or is
 //!   root, so without this a job could change what other accounts' jobs run. The root file system
 //!   must be remounted read-only (or the sandbox fails); any other mount that refuses (a mount
-//!   locked by the namespace it came from) stays as it was. Its temporary files go to `.tmp` in
-//!   its folder (`TMPDIR`, unless the job names its own), and `/dev/shm` is a tmpfs of its own, not
-//!   the machine's that every job shares;
+//!   locked by the namespace it came from) stays as it was; `/proc/sys` and `/sys` are read-only
+//!   too. Its temporary files go to `.tmp` in its folder (`TMPDIR`, unless the job names its own),
+//!   and `/dev/shm` is a tmpfs of its own, not the machine's that every job shares (unless the
+//!   state folder is in it). `/dev` stays the machine's: a runner started as root runs jobs as
+//!   uid 0, which may open the device files root owns (SECURITY.md);
 //! - `/proc` is the namespace's own, so the runner's process (and its environment) and the other
 //!   jobs' processes are not there to read;
 //! - the job runs with no capabilities at all (an empty bounding set, `no_new_privs`), so it can
@@ -58,13 +60,18 @@ if [ -n "$secret" ] && [ -e "$secret" ]; then mount --bind /dev/null "$secret"; 
 mount -o remount,bind,ro /
 real=$(cd "$job" && pwd -P)
 while read -r _ mp _; do
+  mp=$(printf '%s' "$mp" | sed 's/\\\([0-7][0-7][0-7]\)/\\0\1/g')
   mp=$(printf '%b' "$mp")
   case $mp in
-    / | "$job" | "$real" | /proc | /proc/* | /dev | /dev/* | /sys | /sys/*) continue ;;
+    / | "$job" | "$real" | /proc | /proc/* | /dev | /dev/*) continue ;;
   esac
   mount --no-canonicalize -o remount,bind,ro "$mp" 2>/dev/null || :
 done < /proc/self/mounts
-mount -t tmpfs -o mode=1777,nosuid,nodev onramp-shm /dev/shm
+if mount --bind /proc/sys /proc/sys 2>/dev/null; then mount -o remount,bind,ro /proc/sys || :; fi
+case $real/ in
+  /dev/shm/*) ;;
+  *) mount -t tmpfs -o mode=1777,nosuid,nodev onramp-shm /dev/shm ;;
+esac
 exec 3<&- 4<&-
 cd "$job"
 if [ -z "${TMPDIR:-}" ]; then mkdir -p .tmp; export TMPDIR="$job/.tmp"; fi

@@ -51,6 +51,31 @@ pub fn submitted_id(body: &Value) -> Option<u64> {
         .filter(|n| *n > 0)
 }
 
+/// Onramp's state of a Slurm job and what to say about it.
+fn state_of(
+    slurm_state: &str,
+    flags: &[String],
+    requeued: bool,
+    (exit_code, signal): (Option<i64>, Option<i64>),
+    reason: Option<&str>,
+) -> (JobState, Message) {
+    if requeued {
+        requeued_state(reason)
+    } else if slurm_state == "RUNNING" && flags.iter().any(|f| f == "CONFIGURING") {
+        // Its nodes are given but still booting (a cloud or powered-down node): nothing runs yet,
+        // and a node that never boots bills nothing.
+        (
+            JobState::Queued,
+            Some((
+                "waiting for its node to start".into(),
+                "等待节点启动".into(),
+            )),
+        )
+    } else {
+        map_state(slurm_state, exit_code, signal, reason)
+    }
+}
+
 /// The words of a job's `job_state`: its base state and flags.
 fn job_states(job: &Value) -> Vec<String> {
     match job.get("job_state") {
@@ -108,11 +133,13 @@ pub fn parse_job(body: &Value) -> Result<JobStatus, String> {
     // back in it after an attempt ran.
     let requeued = flags.iter().any(|f| REQUEUE_FLAGS.contains(&f.as_str()))
         || (attempt > 0 && slurm_state == "PENDING");
-    let (state, message) = if requeued {
-        requeued_state(reason.as_deref())
-    } else {
-        map_state(&slurm_state, exit_code, signal, reason.as_deref())
-    };
+    let (state, message) = state_of(
+        &slurm_state,
+        &flags,
+        requeued,
+        (exit_code, signal),
+        reason.as_deref(),
+    );
     let end_time = job.get("end_time").and_then(number).filter(|t| *t > 0);
     // A node that never booted ran nothing: Slurm's start is when it gave the job the node, and
     // the time until it gave up waiting for the boot is no card time of the job's.
@@ -375,7 +402,9 @@ mod tests {
         );
         check(
             job(&["RUNNING", "CONFIGURING"], 0, 0, "None"),
-            expect!["RUNNING [\"CONFIGURING\"] → running code=Some(0) signal=None"],
+            expect![
+                "RUNNING [\"CONFIGURING\"] → queued code=Some(0) signal=None | waiting for its node to start | 等待节点启动"
+            ],
         );
         check(
             job(&["COMPLETED"], 0, 0, "None"),
