@@ -48,7 +48,8 @@ fn dot_rest(mut acc: [f32x4; 4], a: &[f32], b: &[f32]) -> (f32x4, f32) {
 }
 
 /// Matrices at least this large (in floats, 256 KiB) do not stay in the core's caches between
-/// tokens, so [`matvec`] streams them with software prefetches.
+/// tokens, so [`matvec`] streams them with software prefetches where they help
+/// ([`prefetch_helps`]).
 const STREAMED: usize = 1 << 16;
 
 /// How far ahead of the row being multiplied the prefetches run, in floats (16 KiB). Measured

@@ -60,8 +60,9 @@ if [ -n "$secret" ] && [ -e "$secret" ]; then mount --bind /dev/null "$secret"; 
 mount -o remount,bind,ro /
 real=$(cd "$job" && pwd -P)
 while read -r _ mp _; do
-  mp=$(printf '%s' "$mp" | sed 's/\\\([0-7][0-7][0-7]\)/\\0\1/g')
-  mp=$(printf '%b' "$mp")
+  case $mp in
+    *\\*) mp=$(printf '%s' "$mp" | sed 's/\\\([0-7][0-7][0-7]\)/\\0\1/g'); mp=$(printf '%b' "$mp") ;;
+  esac
   case $mp in
     / | "$job" | "$real" | /proc | /proc/* | /dev | /dev/*) continue ;;
   esac
@@ -156,7 +157,7 @@ impl Sandbox {
             .current_dir(&dir)
             .stdin(Stdio::null())
             .output();
-        let _ = std::fs::remove_dir(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
         match out {
             Ok(o) if o.status.success() => Ok(()),
             Ok(o) => Err(format!(

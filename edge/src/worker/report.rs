@@ -86,12 +86,15 @@ async fn running(env: &Env, job: &JobRow, attempt: u32, now: i64) -> ApiResult<(
     if k < job.attempt || job.state().is_terminal() {
         return Ok(());
     }
-    if k > job.attempt
-        && !remote_status(env, job)
-            .await
-            .is_ok_and(|st| st.attempt.is_some_and(|b| b >= attempt))
-    {
-        return Ok(());
+    if k > job.attempt {
+        match remote_status(env, job).await {
+            // What the backend says of the attempts counts first: the earlier ones end where it
+            // requeued the job, and this one starts when it says.
+            Ok(st) if st.attempt.is_some_and(|b| b >= attempt) => {
+                super::attempts::observe(env, &job.id, &st, now).await?;
+            }
+            _ => return Ok(()),
+        }
     }
     super::attempts::started(env, &job.id, attempt, now).await?;
     db::run(
