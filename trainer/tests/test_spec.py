@@ -117,22 +117,22 @@ def test_a_custom_architecture_too():
 
 
 def test_a_tracker_the_environment_lacks_is_refused_before_any_work(monkeypatch):
-    from onramp_train import train
+    from onramp_train import preflight
 
     # One tracker's package is missing, one is present: only the missing one is named.
     monkeypatch.setattr(
-        train, "TRACKER_PACKAGES", {"tensorboard": "json", "wandb": "onramp_no_such_package"}
+        preflight, "TRACKER_PACKAGES", {"tensorboard": "json", "wandb": "onramp_no_such_package"}
     )
-    train.missing_trackers(["tensorboard"])
+    preflight.missing_trackers(["tensorboard"])
     with pytest.raises(SpecError, match=r"wandb \(package `onramp_no_such_package`\)") as e:
-        train.missing_trackers(["tensorboard", "wandb"])
+        preflight.missing_trackers(["tensorboard", "wandb"])
     assert "tensorboard" not in str(e.value)
     # preflight refuses it too: the job ends before a model or a dataset is loaded.
     case = next(c for c in CASES if not c["run"]["plan"]["is_gpu"])
     run = json.loads(json.dumps(case["run"]))
     run["plan"].update(report_to=["wandb"], task="lora")
     with pytest.raises(SpecError, match="output.report_to asks for wandb"):
-        train.preflight(spec.parse(json.dumps(run)).plan)
+        preflight.check(spec.parse(json.dumps(run)).plan)
 
 
 def test_each_catalogue_chat_layout_renders_a_prompt_that_starts_its_conversation():

@@ -73,15 +73,19 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, EarlyStop())
     args = parser().parse_args(argv)
-    _prepare_environment()
     try:
         run = spec.load(args.run)
         if args.check:
             print(json.dumps(run.export(), indent=2))
             return 0
+        _prepare_environment()
+        # What can be refused without the model or the data is, before the imports of train.
+        from . import preflight
+
+        preflight.check(run.plan)
+        preflight.inputs(run.plan)
         from . import train
 
-        train.preflight(run.plan)
         resume.resume(args.output_dir, run.plan.resume_from)
         train.run(run, args.output_dir)
         _leave_process_group()

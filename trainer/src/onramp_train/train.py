@@ -25,25 +25,6 @@ def say(msg: str) -> None:
         print(f"onramp-train: {msg}", file=sys.stderr, flush=True)
 
 
-# The package each `output.report_to` tracker needs in the trainer's environment.
-TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "mlflow"}
-
-
-def missing_trackers(report_to: list[str]) -> None:
-    """Refuses, before any model or data is loaded, trackers whose package the environment lacks
-    (the Trainer would only fail once training starts, with its own traceback)."""
-    import importlib.util
-
-    missing = [t for t in report_to if importlib.util.find_spec(TRACKER_PACKAGES[t]) is None]
-    if missing:
-        names = ", ".join(f"{t} (package `{TRACKER_PACKAGES[t]}`)" for t in missing)
-        raise SpecError(
-            f"output.report_to asks for {names}, which the trainer's environment does not have: "
-            "install it into the Python environment the backend runs (ONRAMP_PYTHON), or take it "
-            "out of output.report_to"
-        )
-
-
 def tracker_destinations(plan: Plan, out: Path) -> list[str]:
     """Where each tracker of `output.report_to` writes, when the job's environment does not say
     (a backend's `env` may set any of these variables). Without a W&B key the run is recorded
@@ -85,48 +66,6 @@ def _wandb_key() -> bool:
     except (OSError, netrc.NetrcParseError):
         return False
     return any("wandb" in host for host in hosts)
-
-
-def preflight(plan: Plan) -> bool:
-    """Refusals that need no model and no data. Returns whether to run on CUDA."""
-    import torch
-
-    cuda = torch.cuda.is_available()
-    if plan.task == "qlora" and not cuda:
-        raise DeviceError(
-            "qlora quantizes the base model to 4 bits with bitsandbytes, which needs a CUDA GPU; "
-            'this machine has none. Use task = "lora" to train adapters on the CPU.'
-        )
-    if plan.is_gpu and not cuda and os.environ.get("ONRAMP_TRAIN_DEVICE") != "cpu":
-        raise DeviceError(
-            f"the spec asks for {plan.world_size} × {plan.card} but no CUDA device is visible "
-            "(CUDA_VISIBLE_DEVICES, driver); set ONRAMP_TRAIN_DEVICE=cpu to run it on the CPU"
-        )
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world == 1 and plan.is_gpu:
-        single_process_rendezvous()
-    if world != plan.world_size:
-        raise SpecError(
-            f"the spec plans {plan.world_size} card(s) but {world} process(es) were launched; "
-            "launch with the torchrun/deepspeed line the Plan page shows"
-        )
-    missing_trackers(plan.report_to)
-    return cuda
-
-
-def single_process_rendezvous() -> None:
-    """A one-card DeepSpeed run started without a launcher (`python -m onramp_train`) is a world
-    of one on this machine: without RANK and a master address DeepSpeed would look for MPI."""
-    if "RANK" in os.environ:
-        return
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    os.environ.update(
-        RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
-    )
 
 
 def training_arguments(plan: Plan, ds: dict[str, Any], out: Path, cuda: bool, evaluate: bool):
@@ -337,8 +276,6 @@ def _train(the_run: TrainerRun, ds: dict[str, Any], out: Path) -> Path:
     cuda = torch.cuda.is_available()
     if ds and not cuda:
         gloo_collectives()
-    if evaluate.rank0():
-        benchmarks.check(plan)
     source = models.resolve(plan)
     tok = models.tokenizer(plan, source)
     examples = data.load(plan.dataset, tok, plan.seq_len, plan.task)
