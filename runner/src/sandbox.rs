@@ -9,10 +9,13 @@
 //!   root, so without this a job could change what other accounts' jobs run. The root file system
 //!   must be remounted read-only (or the sandbox fails); any other mount that refuses (a mount
 //!   locked by the namespace it came from) stays as it was; `/proc/sys` and `/sys` are read-only
-//!   too. Its temporary files go to `.tmp` in its folder (`TMPDIR`, unless the job names its own),
-//!   and `/dev/shm` is a tmpfs of its own, not the machine's that every job shares (unless the
-//!   state folder is in it). `/dev` stays the machine's: a runner started as root runs jobs as
-//!   uid 0, which may open the device files root owns (SECURITY.md);
+//!   too. Its temporary files go to `.tmp` in its folder (`TMPDIR`, unless the job names its own);
+//! - `/dev` is its own, read-only: the devices every program uses (`null`, `zero`, `full`,
+//!   `random`, `urandom`, `tty`, the `fd` links, a pty instance of its own where the kernel
+//!   allows one) and the accelerators' (`nvidia*`, `kfd`, `dri`, `infiniband`) bound from the
+//!   machine's, not its disks, memory or kernel log, which a runner started as root would let
+//!   its jobs (uid 0) open; `/dev/shm` is a tmpfs of its own, not the machine's that every job
+//!   shares (unless the state folder is in it);
 //! - `/proc` is the namespace's own, so the runner's process (and its environment) and the other
 //!   jobs' processes are not there to read;
 //! - the job runs with no capabilities at all (an empty bounding set, `no_new_privs`), so it can
@@ -49,7 +52,32 @@ alive() {
   done
   return 1
 }
-exec 3<"$job" 4<"$assets"
+real=$(cd "$job" && pwd -P)
+exec 3<"$job" 4<"$assets" 5</dev
+mount -t tmpfs -o mode=0755,nosuid,size=64k onramp-dev /dev
+for d in null zero full random urandom tty; do
+  if [ -e "/proc/self/fd/5/$d" ]; then : > "/dev/$d"; mount --no-canonicalize --bind "/proc/self/fd/5/$d" "/dev/$d"; fi
+done
+for d in /proc/self/fd/5/nvidia* /proc/self/fd/5/kfd /proc/self/fd/5/dri /proc/self/fd/5/infiniband; do
+  [ -e "$d" ] || continue
+  n=/dev/${d#/proc/self/fd/5/}
+  if [ -d "$d" ]; then mkdir "$n"; else : > "$n"; fi
+  mount --no-canonicalize --rbind "$d" "$n"
+done
+ln -s /proc/self/fd /dev/fd
+ln -s /proc/self/fd/0 /dev/stdin
+ln -s /proc/self/fd/1 /dev/stdout
+ln -s /proc/self/fd/2 /dev/stderr
+mkdir /dev/shm /dev/pts
+case $real/ in
+  /dev/shm/*) mount --no-canonicalize --bind /proc/self/fd/5/shm /dev/shm ;;
+  *) mount -t tmpfs -o mode=1777,nosuid,nodev onramp-shm /dev/shm ;;
+esac
+if mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 onramp-pts /dev/pts 2>/dev/null; then
+  ln -s pts/ptmx /dev/ptmx
+fi
+mount -o remount,bind,ro /dev
+exec 5<&-
 mount -t tmpfs -o mode=0755,size=64k onramp-sandbox "$state"
 mkdir -p "$job" "$assets"
 mount --no-canonicalize --bind /proc/self/fd/3 "$job"
@@ -58,7 +86,6 @@ mount --no-canonicalize -o remount,bind,ro "$assets"
 mount -o remount,bind,ro "$state"
 if [ -n "$secret" ] && [ -e "$secret" ]; then mount --bind /dev/null "$secret"; fi
 mount -o remount,bind,ro /
-real=$(cd "$job" && pwd -P)
 while read -r _ mp _; do
   case $mp in
     *\\*) mp=$(printf '%s' "$mp" | sed 's/\\\([0-7][0-7][0-7]\)/\\0\1/g'); mp=$(printf '%b' "$mp") ;;
@@ -69,10 +96,6 @@ while read -r _ mp _; do
   mount --no-canonicalize -o remount,bind,ro "$mp" 2>/dev/null || :
 done < /proc/self/mounts
 if mount --bind /proc/sys /proc/sys 2>/dev/null; then mount -o remount,bind,ro /proc/sys || :; fi
-case $real/ in
-  /dev/shm/*) ;;
-  *) mount -t tmpfs -o mode=1777,nosuid,nodev onramp-shm /dev/shm ;;
-esac
 exec 3<&- 4<&-
 cd "$job"
 if [ -z "${TMPDIR:-}" ]; then mkdir -p .tmp; export TMPDIR="$job/.tmp"; fi

@@ -2,9 +2,10 @@
 //! sandbox (`runner/src/sandbox.rs`): read the runner's secret (its file, the runner's process),
 //! another job's folder, record and environment, and the state folder; undo the sandbox; write
 //! to the shared assets or to anything else the runner's user owns (as it owns the code later
-//! jobs run); reach the machine's shared memory. It gets none of them, and still works in its
-//! own folder and writes its temporary files. The same
-//! attempts without the sandbox (`--sandbox off`) get them, so the test can fail.
+//! jobs run); reach the machine's shared memory; read the machine's disks (a runner started as
+//! root runs its jobs as uid 0, which owns their device files). It gets none of them, and still
+//! works in its own folder, writes its temporary files and uses `/dev/null` and `/dev/urandom`.
+//! The same attempts without the sandbox (`--sandbox off`) get them, so the test can fail.
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use onramp_tests::runner::TestRunner;
@@ -37,6 +38,8 @@ try record-write sh -c "echo '{}' > '$state/records/$(basename "$PWD").json'"
 try assets-read ls "$state/assets/models"
 try outside-write sh -c "echo x > '$outside/planted'"
 try shm-shared sh -c "ls /dev/shm/onramp-sandbox-test-*"
+try disk-device sh -c 'for d in $(find /dev -type b); do head -c 512 "$d" && exit 0; done; exit 1'
+try std-devices sh -c 'echo x > /dev/null && head -c 4 /dev/urandom | wc -c | grep -qx 4 && ls /dev/fd/0'
 try own-write sh -c 'echo mine > own.txt && cat own.txt'
 try own-temp sh -c 'f=$(mktemp) && echo mine > "$f" && cat "$f"'
 "#;
@@ -117,6 +120,7 @@ fn a_sandboxed_job_sees_only_its_own_folder_and_the_assets() {
         "record-write",
         "outside-write",
         "shm-shared",
+        "disk-device",
     ] {
         assert_eq!(
             found.get(attempt).map(String::as_str),
@@ -127,6 +131,7 @@ fn a_sandboxed_job_sees_only_its_own_folder_and_the_assets() {
     assert_eq!(found["assets-read"], "got", "{log}");
     assert_eq!(found["own-write"], "got", "{log}");
     assert_eq!(found["own-temp"], "got", "{log}");
+    assert_eq!(found["std-devices"], "got", "{log}");
     assert!(
         !log.contains(&r.secret) && !log.contains("private"),
         "{log}"
@@ -154,9 +159,27 @@ fn without_the_sandbox_the_same_job_reads_everything() {
         "record-write",
         "outside-write",
         "shm-shared",
+        "std-devices",
     ] {
         assert_eq!(found[attempt], "got", "{attempt}: {log}");
     }
+    // A disk's device file opens for root (as this test runs in CI) where the machine has one.
+    if readable_disk() {
+        assert_eq!(found["disk-device"], "got", "{log}");
+    }
+}
+
+/// Whether this process can read one of the machine's block devices.
+fn readable_disk() -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(entries) = std::fs::read_dir("/dev") else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        e.file_type().is_ok_and(|t| t.is_block_device())
+            && std::fs::File::open(e.path()).is_ok_and(|mut f| f.read(&mut [0u8; 512]).is_ok())
+    })
 }
 
 /// A job replaces its log and its checkpoint with links to the runner's secret file (its path
