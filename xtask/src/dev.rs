@@ -32,10 +32,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst))
         .map_err(|e| format!("cannot install the Ctrl-C handler: {e}"))?;
 
-    let tools = crate::setup::run()?;
-    crate::build::served(&tools)?;
-    // What users get: the runner (and so tiny-train's training) as a release build.
-    let runner_bin = crate::build::runner_release()?;
+    let mut runner_bin = None;
+    crate::setup::run_then(|build| {
+        crate::build::served(build)?;
+        // What users get: the runner (and so tiny-train's training) as a release build.
+        runner_bin = Some(crate::build::runner_release()?);
+        Ok(())
+    })?;
+    let runner_bin = runner_bin.ok_or("the runner was not built")?;
     if stop.load(Ordering::SeqCst) {
         return Ok(());
     }

@@ -39,7 +39,7 @@ fn main() {
         "deploy" => deploy::run(rest),
         "bench" => bench::run(rest),
         "gpu-check" => gpu_check::run(rest),
-        "build" => setup::run().and_then(|tools| build::all(&tools)),
+        "build" => setup::run_then(build::all).map(|_| ()),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())

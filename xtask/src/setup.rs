@@ -40,6 +40,13 @@ impl std::ops::Deref for Tools {
 /// while the chroot and the Python environments are downloaded and unpacked (minutes of mostly
 /// waiting) beside them; apt runs first, alone, since two apt-gets cannot hold its lock at once.
 pub fn run() -> Result<Tools, String> {
+    run_then(|_| Ok(()))
+}
+
+/// [`run`], with `then` (the build of what the tools build, which needs only the build tools)
+/// run once the build tools are there, beside the downloads if they are still going: on a new
+/// machine the workspace's compile overlaps them instead of starting after the last one.
+pub fn run_then(then: impl FnOnce(&BuildTools) -> Result<(), String>) -> Result<Tools, String> {
     chromium()?;
     let (build, fetched) = std::thread::scope(|s| {
         let fetching = s.spawn(|| -> Result<_, String> {
@@ -48,7 +55,7 @@ pub fn run() -> Result<Tools, String> {
             let schemathesis = crate::trainer_env::schemathesis()?;
             Ok((trainer, schemathesis))
         });
-        let build = build_tools();
+        let build = build_tools().and_then(|b| then(&b).map(|()| b));
         let fetched = fetching.join().unwrap_or_else(|_| {
             Err("the setup of the chroot and the Python environments panicked".into())
         });

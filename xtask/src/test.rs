@@ -153,8 +153,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             cargo().args(["fmt", "--all", "--check"]),
         ),
     )?;
-    let tools = crate::setup::run()?;
-    crate::build::all(&tools)?;
+    let tools = crate::setup::run_then(crate::build::all)?;
 
     // A configuration that cannot deploy fails here, on the build the tests below use.
     tally.step(
