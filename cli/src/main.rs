@@ -10,6 +10,7 @@ mod datasets_remote;
 #[cfg(test)]
 mod guide;
 mod help_zh;
+mod idle;
 mod input;
 mod jobs_cmd;
 mod plan_cmd;

@@ -260,7 +260,8 @@ impl Edge {
         let request = builder
             .body(())
             .map_err(|e| Failure(format!("cannot build the request to {url}: {e}")))?;
-        // No overall timeout (a large file takes what it takes); a silent edge is given up on.
+        // No overall timeout (a large file takes what it takes); a silent edge is given up on,
+        // before its answer and in the middle of its body (`idle.rs`).
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(std::time::Duration::from_secs(30)))
@@ -280,7 +281,10 @@ impl Edge {
             return Ok(Streamed {
                 status,
                 content_range,
-                body: Box::new(response.into_body().into_reader()),
+                body: Box::new(crate::idle::IdleLimited::new(
+                    Box::new(response.into_body().into_reader()),
+                    crate::idle::IDLE,
+                )),
             });
         }
         let bytes = response.into_body().read_to_vec().unwrap_or_default();

@@ -268,7 +268,7 @@ fn cli_copy() -> Result<PathBuf, String> {
     Ok(copy)
 }
 
-/// The wasm tests of the crates that have them, and jobspec's, in headless Chromium.
+/// The wasm tests of the crates that have them, in headless Chromium.
 fn wasm_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     let webdriver_json = write_webdriver_json()?;
     // The test runner ends chromedriver without ending its sessions: the profiles chromedriver
@@ -290,16 +290,9 @@ fn wasm_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
                 .env("WASM_BINDGEN_TEST_TIMEOUT", "300"),
         )
     };
-    let packages: Vec<&str> = wasm_test_packages()
-        .into_iter()
-        .flat_map(|p| ["-p", p])
-        .collect();
-    wasm_test("wasm tests in headless Chromium", &packages)?;
-    // jobspec's native tests read files and use proptest; its browser test is its own target.
-    wasm_test(
-        "jobspec in headless Chromium",
-        &["-p", "jobspec", "--test", "wasm"],
-    )
+    let args = wasm_test_args(&repo_root())?;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    wasm_test("wasm tests in headless Chromium", &args)
 }
 
 /// The stack tests: one test binary, `tests/tests/e2e/`, its tests run by [`crate::stack_tests`]
@@ -386,13 +379,93 @@ pub fn write_webdriver_json() -> Result<std::path::PathBuf, String> {
 }
 
 /// The crates that have wasm tests.
-fn wasm_test_packages() -> Vec<&'static str> {
-    vec!["app", "model-tiny"]
+const WASM_TEST_PACKAGES: &[&str] = &["app", "model-tiny", "jobspec"];
+
+/// `cargo test --target wasm32-unknown-unknown` arguments that build and run only the targets
+/// with wasm tests (`#[wasm_bindgen_test]`): each crate's `tests/` files that have them, and its
+/// library where its own code does. The others hold native `#[test]`s (or nothing, on wasm32),
+/// which the wasm test runner does not run, yet each would be compiled for wasm32 again in test
+/// mode (the app's library and binary among them: minutes of a CI run here).
+fn wasm_test_args(root: &Path) -> Result<Vec<String>, String> {
+    let has_wasm_tests = |file: &Path| {
+        std::fs::read_to_string(file).is_ok_and(|text| text.contains("wasm_bindgen_test]"))
+    };
+    let rust_files = |dir: &Path| -> Result<Vec<PathBuf>, String> {
+        let mut files = Vec::new();
+        let mut todo = vec![dir.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            let entries = match std::fs::read_dir(&d) {
+                Ok(e) => e,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(format!("cannot read {}: {e}", d.display())),
+            };
+            for path in entries.flatten().map(|e| e.path()) {
+                if path.is_dir() {
+                    todo.push(path);
+                } else if path.extension().is_some_and(|x| x == "rs") {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        Ok(files)
+    };
+    let mut args = Vec::new();
+    let mut tests = Vec::new();
+    for package in WASM_TEST_PACKAGES {
+        args.extend(["-p".to_string(), package.to_string()]);
+        let dir = root.join(package);
+        if rust_files(&dir.join("src"))?
+            .iter()
+            .any(|f| has_wasm_tests(f))
+        {
+            args.push("--lib".into());
+        }
+        for file in rust_files(&dir.join("tests"))? {
+            let in_tests_dir = file.parent() == Some(dir.join("tests").as_path());
+            let name = file.file_stem().and_then(|n| n.to_str());
+            if let (true, Some(name)) = (in_tests_dir, name)
+                && has_wasm_tests(&file)
+                && !tests.iter().any(|t| t == name)
+            {
+                tests.push(name.to_string());
+            }
+        }
+    }
+    if tests.is_empty() {
+        return Err("no wasm test found in the crates that have them".into());
+    }
+    for t in tests {
+        args.extend(["--test".to_string(), t]);
+    }
+    Ok(args)
 }
 
 #[cfg(test)]
 mod tests {
     use super::Tally;
+
+    /// The wasm test run builds the browser tests, not the crates' native tests for wasm32.
+    #[test]
+    fn the_wasm_run_builds_only_the_targets_with_wasm_tests() {
+        let args = super::wasm_test_args(&crate::cmd::repo_root()).unwrap();
+        let args = args.join(" ");
+        assert!(
+            args.starts_with("-p app -p model-tiny -p jobspec "),
+            "{args}"
+        );
+        for t in ["web", "web_pages", "wasm"] {
+            assert!(
+                args.contains(&format!("--test {t} ")) || args.ends_with(&format!("--test {t}")),
+                "{args}"
+            );
+        }
+        // Native-only test files and the libraries (no wasm tests in their code) are not built.
+        assert!(
+            !args.contains("--lib") && !args.contains("bad_files"),
+            "{args}"
+        );
+    }
 
     #[test]
     fn counts_libtest_and_wasm_bindgen_closing_lines() {
