@@ -278,6 +278,7 @@ fn wasm_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
         tally.run(
             what,
             linted(&mut cargo())
+                .args(WASM_TEST_DEPS_OPT.iter().flat_map(|c| ["--config", c]))
                 .args(["test", "--target", "wasm32-unknown-unknown"])
                 .args(args)
                 .env("TMPDIR", tmp.path())
@@ -377,6 +378,19 @@ pub fn write_webdriver_json() -> Result<std::path::PathBuf, String> {
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(path)
 }
+
+/// The optimisation of the wasm tests' dependencies. The dev profile optimises every dependency
+/// (`Cargo.toml`: candle natively is ~80x slower unoptimised), which for wasm32 only these tests
+/// build: on a new machine that compile of the app's whole tree (Leptos, tokenizers, candle and
+/// gemm, again after the size-first build of the same tree) took 1124 s of a CI run here, beside
+/// the trainer's tests. The tests run the model's own kernels (model-tiny, optimised as a
+/// workspace member) and page code, so only the crates inside those kernels stay optimised:
+/// `wide` (their SIMD) and `half` (bf16 and f16 weights widened as they load).
+const WASM_TEST_DEPS_OPT: &[&str] = &[
+    "profile.dev.package.\"*\".opt-level = 0",
+    "profile.dev.package.wide.opt-level = 3",
+    "profile.dev.package.half.opt-level = 3",
+];
 
 /// The crates that have wasm tests.
 const WASM_TEST_PACKAGES: &[&str] = &["app", "model-tiny", "jobspec"];
