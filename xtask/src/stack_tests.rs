@@ -9,12 +9,12 @@
 //! The order: the longest tests ([`LONGEST`]) first, one at a time, the rest in name order beside
 //! them (as libtest would run them). In name order alone the Slurm journey, the longest by far,
 //! came last and ran alone for its last three minutes while the other slot had nothing left
-//! (754 s in a CI run here; 662 s by the same run's times in this order). One at a time: the
-//! order of the last run's times alone was tried (692 s, its tests' times adding up to 1383 s,
-//! against 645 s and 1122 s in name order the same day): it started the two longest together,
-//! the Slurm journey and the LoRA job from the browser, each of which keeps both cores busy with
-//! the trainer's threads, and each took far longer beside the other (215 s for the LoRA job
-//! instead of 86 s). A name in [`LONGEST`] the binary no longer has is skipped; a long test
+//! (754 s in a CI run here; 651 s in this order, on the same machine the next day). One at a
+//! time: the order of the last run's times alone was tried (692 s, its tests' times adding up to
+//! 1383 s, against 645 s and 1122 s in name order the same day): it started the two longest
+//! together, the Slurm journey and the LoRA job from the browser, each of which keeps both cores
+//! busy with the trainer's threads, and each took far longer beside the other (215 s for the
+//! LoRA job instead of 86 s). A name in [`LONGEST`] the binary no longer has is skipped; a long test
 //! missing from it only runs in its name's turn.
 
 use std::collections::VecDeque;
@@ -58,8 +58,9 @@ impl Queue {
     }
 
     /// The next test to start: the first waiting, unless it is one of [`LONGEST`] while another
-    /// runs, in which case the first waiting that is not; `None` when nothing is left to start.
-    /// While only long tests wait and one runs, the slot waits ([`Queue::wait`]).
+    /// runs, in which case the first waiting that is not; [`Next::Wait`] while only long tests
+    /// wait and one runs (the slot waits for a test to end, [`take`]); [`Next::Done`] when
+    /// nothing is left to start.
     fn next(&mut self) -> Next {
         let long = |n: &String| LONGEST.contains(&n.as_str());
         let at = if self.long_running == 0 {
