@@ -683,3 +683,38 @@ def test_flash_attention_picks_the_attention_the_estimate_assumed(
         assert models.attention(plan, cuda=True) in (
             ("flash_attention_2", "sdpa") if flash else ("eager",)
         )
+
+
+def test_a_report_answered_with_a_5xx_is_sent_again_and_a_refusal_is_not():
+    """A metrics line the edge could not take (a 503 of a store's deadline or of the local
+    proxy) is sent again, so the job's curve keeps every step; a refusal (4xx) is final."""
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from onramp_train.metrics import Reporter
+
+    answers: list[int] = []
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            seen.append(self.rfile.read(int(self.headers["content-length"])).decode())
+            self.send_response(answers.pop(0) if answers else 200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/report"
+        answers[:] = [503, 500]
+        Reporter(url, "token").send({"step": 1, "loss": 2.0})
+        assert len(seen) == 3 and all('"step": 1' in s for s in seen), seen
+        seen.clear()
+        answers[:] = [409]
+        Reporter(url, "token").send({"step": 2, "loss": 1.0})
+        assert len(seen) == 1, seen
+    finally:
+        server.shutdown()

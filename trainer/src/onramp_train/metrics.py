@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -137,11 +138,22 @@ class Reporter:
             method="POST",
             headers={"content-type": "application/json", "authorization": f"Bearer {self.token}"},
         )
-        try:
-            with urllib.request.urlopen(req, timeout=5):
-                pass
-        except OSError as e:
-            print(f"onramp-train: cannot report metrics ({e}); training goes on", file=sys.stderr)
+        # A 5xx (a store's deadline, the local proxy) is tried twice more: the edge keeps the
+        # first point of a step, so a report that did arrive is not counted twice. A refusal
+        # (4xx) is final, and so is an edge that does not answer (each step must not wait on it).
+        for attempt in range(3):
+            try:
+                with urllib.request.urlopen(req, timeout=5):
+                    return
+            except urllib.error.HTTPError as e:
+                err: OSError = e
+                if e.code < 500 or attempt == 2:
+                    break
+            except OSError as e:
+                err = e
+                break
+            time.sleep(0.5 * (attempt + 1))
+        print(f"onramp-train: cannot report metrics ({err}); training goes on", file=sys.stderr)
 
 
 class SaveEveryMinutes(TrainerCallback):
