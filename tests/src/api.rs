@@ -316,6 +316,20 @@ pub fn mailed_links(stack: &Stack, email: &str, marker: &str) -> Vec<String> {
         .collect()
 }
 
+/// The links of [`mailed_links`], waited for until at least one has arrived: a mail the edge
+/// sends after its answer (the password reset's) lands in the outbox a moment later.
+pub fn awaited_links(stack: &Stack, email: &str, marker: &str) -> Vec<String> {
+    crate::wait::until(
+        &format!("a mail to {email} holding {marker}"),
+        std::time::Duration::from_secs(30),
+        || {
+            let links = mailed_links(stack, email, marker);
+            Ok((!links.is_empty()).then_some(links))
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// The token of the newest verification link mailed to `email`.
 pub fn verification_token(stack: &Stack, email: &str) -> String {
     let links = verification_links(stack, email);

@@ -38,7 +38,7 @@ use http::{ApiResult, error_response, json};
 use worker::{Context, Env, Request, Response, ScheduleContext, ScheduledEvent, event};
 
 #[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+async fn fetch(req: Request, env: Env, ctx: Context) -> worker::Result<Response> {
     // The method as sent: the worker crate's `Method` reads one it does not know (`QUERY`, say)
     // as GET, which would answer it as if it were one.
     let method = req.inner().method();
@@ -52,7 +52,7 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
             // have, so the connection is left at a boundary. A second handle on the same request
             // (not the runtime's `Request.clone()`, which would tee its body).
             let raw = Clone::clone(req.inner());
-            let answer = handle(id, params, req, &env).await;
+            let answer = handle(id, params, req, &env, &ctx).await;
             if !raw.body_used()
                 && let Err(e) = http::discard(Request::from(raw)).await
             {
@@ -68,7 +68,7 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
                 Ok(req) => req,
                 Err(e) => return error_response(&e),
             };
-            return match handle(id, params, req, &env).await {
+            return match handle(id, params, req, &env, &ctx).await {
                 Ok(resp) => Ok(resp),
                 Err(e) => error_response(&e),
             };
@@ -170,16 +170,26 @@ async fn files(
     }
 }
 
+/// A route's path parameters: `{id}`, then `{name}` where the path has one (else empty).
+fn id_and_name(params: Vec<String>) -> [String; 2] {
+    let mut params = params.into_iter();
+    std::array::from_fn(|_| params.next().unwrap_or_default())
+}
+
 /// Runs a route's handler once its caller is authenticated as the route's access says. Each
 /// handler takes the caller its route needs (`caller.user()?` and the like); a caller of another
 /// kind than the table's access gives is refused before the handler runs.
-async fn handle(id: RouteId, params: Vec<String>, req: Request, env: &Env) -> ApiResult<Response> {
+async fn handle(
+    id: RouteId,
+    params: Vec<String>,
+    req: Request,
+    env: &Env,
+    ctx: &Context,
+) -> ApiResult<Response> {
     let route = routes::route(id)
         .ok_or_else(|| ApiError::internal(format!("{id:?} is not in the route table")))?;
     let status = route.status;
-    // `{id}`, then `{name}` where the path has one.
-    let mut params = params.into_iter();
-    let [param, name]: [String; 2] = std::array::from_fn(|_| params.next().unwrap_or_default());
+    let [param, name] = id_and_name(params);
     let caller = access::authenticate(route, &param, &req, env).await?;
     let (p, name) = (param.as_str(), name.as_str());
     use RouteId::*;
@@ -191,7 +201,7 @@ async fn handle(id: RouteId, params: Vec<String>, req: Request, env: &Env) -> Ap
         Login => accounts::login(req, env).await,
         VerifyEmail => ok(status, verify::verify(req, env).await),
         ResendVerification => ok(status, verify::resend(caller.user()?, env).await),
-        RequestPasswordReset => ok(status, reset::request(req, env).await),
+        RequestPasswordReset => ok(status, reset::request(req, env, ctx).await),
         ResetPassword => reset::reset(req, env).await,
         AdminOutbox => ok(status, mail::admin_outbox(caller.admin()?, req, env).await),
         Logout => accounts::logout(caller.user()?, req, env).await,

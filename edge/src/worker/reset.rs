@@ -17,7 +17,7 @@ use crate::password_reset::{self, RESET_LIFETIME_S};
 use crate::wire;
 use api::{NewPassword, ResetRequest, ResetRequested};
 use serde::Deserialize;
-use worker::{Env, Request, Response};
+use worker::{Context, Env, Request, Response};
 
 #[derive(Deserialize)]
 struct Row {
@@ -27,7 +27,9 @@ struct Row {
     email_verified_at: Option<i64>,
 }
 
-pub async fn request(mut req: Request, env: &Env) -> ApiResult<ResetRequested> {
+/// The mail leaves after the answer (`Context::wait_until`): an answer that waited on the mail
+/// service only for an email with an account would tell, by its time, who has one.
+pub async fn request(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<ResetRequested> {
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let r: ResetRequest = wire::parse_json(&body)?;
     let email = normalise_email(&r.email)?;
@@ -51,14 +53,14 @@ pub async fn request(mut req: Request, env: &Env) -> ApiResult<ResetRequested> {
         );
         let link = crate::mail::reset_link(&http::public_url(env)?, &token);
         let until = crate::time::format_rfc3339_ms((now_ms() / 1000 + RESET_LIFETIME_S) * 1000);
+        let mail = crate::mail::password_reset(&email, &link, &until);
         // A mail that could not leave is the operator's to see; the answer stays the same.
-        if let Err(e) = mail::send(env, &crate::mail::password_reset(&email, &link, &until)).await {
-            worker::console_error!(
-                "reset for {}: the mail was not sent: {}",
-                user.id,
-                e.message
-            );
-        }
+        let (env, id) = (env.clone(), user.id);
+        ctx.wait_until(async move {
+            if let Err(e) = mail::send(&env, &mail).await {
+                worker::console_error!("reset for {id}: the mail was not sent: {}", e.message);
+            }
+        });
     }
     Ok(ResetRequested {
         to: email,

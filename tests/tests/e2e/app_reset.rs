@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)] // Helpers outside #[test] fns may panic: that is the test failing.
 
 use crate::app_support::{WAIT, click, set_value, start};
-use onramp_tests::api::{Client, mailed_links, unique_email};
+use onramp_tests::api::{Client, awaited_links, unique_email};
 use serde_json::json;
 
 #[test]
@@ -23,7 +23,7 @@ fn a_forgotten_password_is_reset_from_the_mailed_link() {
     let sent = browser.wait_for("[data-testid=forgot-sent]", WAIT).unwrap();
     assert!(browser.text(&sent).unwrap().contains(&email));
 
-    let links = mailed_links(&stack, &email, "/reset?token=");
+    let links = awaited_links(&stack, &email, "/reset?token=");
     let link = links.first().expect("the reset mail is in the outbox");
     browser.goto(link).unwrap();
     set_value(&browser, "[data-testid=reset-password]", "short");

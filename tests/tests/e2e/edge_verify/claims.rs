@@ -5,7 +5,7 @@
 //! "sign out everywhere".
 
 use super::*;
-use onramp_tests::api::{Answer, mailed_links, outbox};
+use onramp_tests::api::{Answer, awaited_links, outbox};
 
 const OWNER_PASSWORD: &str = "the owner's own horse battery";
 
@@ -129,7 +129,7 @@ pub(crate) fn the_first_to_verify_holds_the_email(stack: &Stack) {
     // A reset link is for the account that holds the email.
     let ask = Client::new(&stack.url).post("/api/auth/reset/request", &json!({ "email": email }));
     assert_eq!(ask.status, 202, "{}", ask.shown());
-    let link = mailed_links(stack, &email, "/reset?token=");
+    let link = awaited_links(stack, &email, "/reset?token=");
     let token = link[0].split_once("token=").unwrap().1;
     let body = json!({"token": token, "password": "the owner's newest battery"});
     let (done, c) = Client::fresh_post(&stack.url, "/api/auth/reset", &body);
