@@ -20,6 +20,7 @@ pub mod health;
 pub mod job_logs;
 pub mod jobs;
 pub mod limits;
+pub mod login_device;
 pub mod mail;
 pub mod metric_points;
 pub mod openapi;

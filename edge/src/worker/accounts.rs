@@ -4,7 +4,8 @@
 //! mails the verification link, and verifying gives the trial (`verify.rs`). Sign-up answers the
 //! same whether or not the email has an account; which account a password opens, and the
 //! password change, are `passwords.rs`. Login waits out a backoff per email and client
-//! (`crate::limits`), so failures elsewhere never lock the owner out.
+//! (`crate::limits`), so failures elsewhere never lock the owner out; a browser that signed in
+//! before is held only by its own kind's backoff (`crate::login_device`).
 
 use super::access::User;
 use super::coordinator;
@@ -17,6 +18,7 @@ use crate::accounts::{
 };
 use crate::coordinator::{Balance, Counted, Op};
 use crate::error::{ApiError, ErrorCode};
+use crate::login_device::{DEVICE_COOKIE, KNOWN_DEVICE_CLIENT};
 use crate::wire::{self, Credentials, NewToken};
 use api::{Account, SignedOut, TokenCreated, TokenInfo, TokenList, TokenRevoked};
 use worker::{Env, Request, Response};
@@ -117,13 +119,24 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
     let body = http::body(&mut req, wire::MAX_JSON_BYTES).await?;
     let c: Credentials = wire::parse_json(&body)?;
     let email = normalise_email(&c.email)?;
-    // A ceiling per email over every client, well above what one person types; the real guard
-    // is the backoff of this email from this client, which failures elsewhere do not touch.
-    let ceiling = db::setting(env, "LOGIN_LIMIT_PER_15_MIN", 100);
     let client = client_ip(&req);
-    coordinator::rate_limit(env, &format!("login:email:{email}"), ceiling, 900).await?;
-    coordinator::rate_limit(env, &format!("login:ip:{client}"), ceiling * 10, 900).await?;
-    let key = crate::limits::login_key(&email, &client);
+    // A browser that signed in to this account before (`crate::login_device`) is held only by
+    // the backoff of the email's known devices, so wrong passwords sent from elsewhere, however
+    // many, never keep the owner out.
+    let presented = http::header(&req, "cookie");
+    let presented = access::cookie(presented.as_deref(), DEVICE_COOKIE).unwrap_or_default();
+    let link_key = super::verify::link_key(env)?;
+    let known = !presented.is_empty()
+        && super::passwords::device_known(env, &link_key, &email, presented).await?;
+    if !known {
+        // A ceiling per email over every client, well above what one person types; the real
+        // guard is the backoff of this email from this client, which failures elsewhere do not
+        // touch.
+        let ceiling = db::setting(env, "LOGIN_LIMIT_PER_15_MIN", 100);
+        coordinator::rate_limit(env, &format!("login:email:{email}"), ceiling, 900).await?;
+        coordinator::rate_limit(env, &format!("login:ip:{client}"), ceiling * 10, 900).await?;
+    }
+    let key = crate::limits::login_key(&email, if known { KNOWN_DEVICE_CLIENT } else { &client });
     let attempt = Op::LoginAttempt {
         key: key.clone(),
         now_ms: now_ms(),
@@ -137,7 +150,10 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
     };
     coordinator::call::<Counted>(env, &Op::LoginSucceeded { key }).await?;
     let verified = user.email_verified_at.is_some();
-    signed_in(&req, env, &user.id, email, verified).await
+    let proof = crate::login_device::proof(&link_key, &email, &user.password_hash);
+    let host = http::own_origin(&req)?.1;
+    let resp = signed_in(&req, env, &user.id, email, verified).await?;
+    with_cookie(resp, &crate::login_device::cookie(&proof, &host)).map_err(http::internal("cookie"))
 }
 
 /// A new session for the account, answered with the account and the session cookie (login, and

@@ -105,6 +105,33 @@ pub(super) async fn opened_by(env: &Env, email: &str, password: &str) -> ApiResu
     Ok(found.map(|k| rows.swap_remove(k)))
 }
 
+/// Whether `presented` (the known-device cookie, `crate::login_device`, under `link_key`) proves
+/// an earlier sign-in to one of the accounts of `email` with its current password. As many
+/// proofs are computed whatever the email has.
+pub(super) async fn device_known(
+    env: &Env,
+    link_key: &str,
+    email: &str,
+    presented: &str,
+) -> ApiResult<bool> {
+    #[derive(Deserialize)]
+    struct Hash {
+        password_hash: String,
+    }
+    let rows: Vec<Hash> = db::all(
+        env,
+        "SELECT password_hash FROM users WHERE email = ? \
+         ORDER BY email_verified_at IS NULL, created_at DESC LIMIT ?",
+        &[s(email), n(CANDIDATES as i64)],
+    )
+    .await?;
+    let mut hashes: Vec<&str> = rows.iter().map(|r| r.password_hash.as_str()).collect();
+    hashes.resize(CANDIDATES, "no-such-account");
+    Ok(crate::login_device::known(
+        link_key, presented, email, &hashes,
+    ))
+}
+
 /// The account a mailed reset link for `email` is for: the verified one, else the newest.
 pub(super) async fn reset_target<T: serde::de::DeserializeOwned>(
     env: &Env,

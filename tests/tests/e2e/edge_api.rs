@@ -8,6 +8,8 @@ use onramp_tests::raw_http;
 use onramp_tests::stack::{Stack, StackExtras, StackOptions};
 use serde_json::json;
 
+mod devices;
+
 const PASSWORD: &str = "correct horse battery";
 
 #[test]
@@ -47,6 +49,10 @@ fn edge_api() {
                 csrf_and_tokens,
             ),
             ("login is rate limited with Retry-After", login_rate_limit),
+            (
+                "a browser that signed in before is never locked out",
+                devices::a_known_browser_is_never_locked_out,
+            ),
             (
                 "oversized bodies, chunked or not, leave every next request answered",
                 oversized_bodies_never_hang_the_next_request,
