@@ -274,11 +274,14 @@ fn wasm_tests(tally: &mut Tally, tools: &Tools) -> Result<(), String> {
     // The test runner ends chromedriver without ending its sessions: the profiles chromedriver
     // made (about 55 MB each) and Chromium's own temporary folders stay behind, in this folder.
     let tmp = ScratchTmp::new("wasm-tests")?;
+    let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml"))
+        .map_err(|e| format!("cannot read the workspace's Cargo.toml: {e}"))?;
+    let deps_opt = wasm_test_deps_opt(&manifest)?;
     let mut wasm_test = |what: &str, args: &[&str]| {
         tally.run(
             what,
             linted(&mut cargo())
-                .args(WASM_TEST_DEPS_OPT.iter().flat_map(|c| ["--config", c]))
+                .args(deps_opt.iter().flat_map(|c| ["--config", c.as_str()]))
                 .args(["test", "--target", "wasm32-unknown-unknown"])
                 .args(args)
                 .env("TMPDIR", tmp.path())
@@ -379,18 +382,33 @@ pub fn write_webdriver_json() -> Result<std::path::PathBuf, String> {
     Ok(path)
 }
 
-/// The optimisation of the wasm tests' dependencies. The dev profile optimises every dependency
-/// (`Cargo.toml`: candle natively is ~80x slower unoptimised), which for wasm32 only these tests
-/// build: on a new machine that compile of the app's whole tree (Leptos, tokenizers, candle and
-/// gemm, again after the size-first build of the same tree) took 1124 s of a CI run here, beside
-/// the trainer's tests. The tests run the model's own kernels (model-tiny, optimised as a
-/// workspace member) and page code, so only the crates inside those kernels stay optimised:
-/// `wide` (their SIMD) and `half` (bf16 and f16 weights widened as they load).
-const WASM_TEST_DEPS_OPT: &[&str] = &[
-    "profile.dev.package.\"*\".opt-level = 0",
-    "profile.dev.package.wide.opt-level = 3",
-    "profile.dev.package.half.opt-level = 3",
-];
+/// The dependencies the wasm tests keep optimised. The dev profile optimises the crates whose
+/// speed native tests and tiny-train jobs wait on (`Cargo.toml`: candle natively is ~80x slower
+/// unoptimised, the tokenizers, hashing, JSON), which for wasm32 only these tests build: on a new
+/// machine that compile of the app's tree (Leptos, tokenizers, candle and gemm, again after the
+/// size-first build of the same tree) took 1124 s of a CI run here when every dependency was
+/// optimised. The tests run the model's own kernels (model-tiny) and page code, so only the
+/// crates inside those kernels stay optimised: `wide` (their SIMD) and `half` (bf16 and f16
+/// weights widened as they load).
+const WASM_TEST_OPTIMISED: &[&str] = &["model-tiny", "wide", "half"];
+
+/// `--config` values that compile every crate the manifest's `[profile.dev.package]` optimises,
+/// but those of [`WASM_TEST_OPTIMISED`], unoptimised in the wasm tests.
+fn wasm_test_deps_opt(manifest: &str) -> Result<Vec<String>, String> {
+    let table: toml::Table =
+        toml::from_str(manifest).map_err(|e| format!("the workspace's Cargo.toml: {e}"))?;
+    let packages = table
+        .get("profile")
+        .and_then(|p| p.get("dev"))
+        .and_then(|d| d.get("package"))
+        .and_then(toml::Value::as_table);
+    Ok(packages
+        .into_iter()
+        .flat_map(|p| p.keys())
+        .filter(|name| !WASM_TEST_OPTIMISED.contains(&name.as_str()))
+        .map(|name| format!("profile.dev.package.\"{name}\".opt-level = 0"))
+        .collect())
+}
 
 /// The crates that have wasm tests.
 const WASM_TEST_PACKAGES: &[&str] = &["app", "model-tiny", "jobspec"];
@@ -479,6 +497,22 @@ mod tests {
             !args.contains("--lib") && !args.contains("bad_files"),
             "{args}"
         );
+    }
+
+    /// The wasm tests compile unoptimised what the native tests optimise, but the kernels' crates.
+    #[test]
+    fn the_wasm_tests_optimise_only_the_kernels() {
+        let manifest = std::fs::read_to_string(crate::cmd::repo_root().join("Cargo.toml")).unwrap();
+        let opt = super::wasm_test_deps_opt(&manifest).unwrap();
+        assert!(opt.contains(&"profile.dev.package.\"candle-core\".opt-level = 0".to_string()));
+        assert!(opt.contains(&"profile.dev.package.\"tokenizers\".opt-level = 0".to_string()));
+        assert!(
+            !opt.iter()
+                .any(|o| o.contains("wide") || o.contains("model-tiny")),
+            "{opt:?}"
+        );
+        let none = super::wasm_test_deps_opt("[package]\nname = \"x\"\n").unwrap();
+        assert!(none.is_empty());
     }
 
     #[test]
