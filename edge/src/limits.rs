@@ -108,6 +108,13 @@ pub fn login_key(email: &str, client: &str) -> String {
     format!("login:{email} {client}")
 }
 
+/// The login key of every browser that proves an earlier sign-in to `email`
+/// (`crate::login_device`): of another form than any [`login_key`], whatever a client sends as
+/// its address.
+pub fn known_device_login_key(email: &str) -> String {
+    format!("login-known:{email}")
+}
+
 /// Before a password is checked: given the stored `(attempts since the last success, time of
 /// the last attempt)` of this email from this client, refuses while its backoff runs, else
 /// counts this attempt as a failure until it succeeds (so parallel guesses cannot all slip
@@ -258,6 +265,13 @@ mod tests {
             login_key("ada@example.cn", "10.0.0.1"),
             login_key("ada@example.cn", "10.0.0.2")
         );
+        // No address a client sends names the known browsers' key.
+        for client in ["known-device", "", " ", "x login-known:ada@example.cn"] {
+            assert_ne!(
+                login_key("ada@example.cn", client),
+                known_device_login_key("ada@example.cn")
+            );
+        }
         assert_eq!(trial_reference("u1"), "trial:u1");
     }
 

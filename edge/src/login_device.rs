@@ -17,9 +17,6 @@ pub const DEVICE_COOKIE: &str = "onramp_device";
 /// How long a browser stays known without signing in again: a year.
 pub const DEVICE_MAX_AGE_S: i64 = 365 * 86_400;
 
-/// The client part of the login backoff's key for every known device of an email.
-pub const KNOWN_DEVICE_CLIENT: &str = "known-device";
-
 /// The proof that a browser signed in to the account of `email` whose password hash is
 /// `password_hash`: hex HMAC-SHA256.
 pub fn proof(link_key: &str, email: &str, password_hash: &str) -> String {

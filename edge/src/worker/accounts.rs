@@ -18,7 +18,7 @@ use crate::accounts::{
 };
 use crate::coordinator::{Balance, Counted, Op};
 use crate::error::{ApiError, ErrorCode};
-use crate::login_device::{DEVICE_COOKIE, KNOWN_DEVICE_CLIENT};
+use crate::login_device::DEVICE_COOKIE;
 use crate::wire::{self, Credentials, NewToken};
 use api::{Account, SignedOut, TokenCreated, TokenInfo, TokenList, TokenRevoked};
 use worker::{Env, Request, Response};
@@ -136,7 +136,10 @@ pub async fn login(mut req: Request, env: &Env) -> ApiResult<Response> {
         coordinator::rate_limit(env, &format!("login:email:{email}"), ceiling, 900).await?;
         coordinator::rate_limit(env, &format!("login:ip:{client}"), ceiling * 10, 900).await?;
     }
-    let key = crate::limits::login_key(&email, if known { KNOWN_DEVICE_CLIENT } else { &client });
+    let key = match known {
+        true => crate::limits::known_device_login_key(&email),
+        false => crate::limits::login_key(&email, &client),
+    };
     let attempt = Op::LoginAttempt {
         key: key.clone(),
         now_ms: now_ms(),
