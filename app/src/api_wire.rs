@@ -37,11 +37,11 @@ impl StateKey for JobState {
     }
 }
 
-/// The backend's word on a job in `lang`: the translated wait reason of a queued job when the
-/// edge gave one, else its message.
+/// The backend's word on a job in `lang`: the translated reason of a queued job (why it waits)
+/// or a running one (the cluster suspended it) when the edge gave one, else its message.
 pub fn job_message(job: &Job, lang: crate::i18n::Lang) -> Option<String> {
     match (&job.reason_messages, job.state) {
-        (Some(r), JobState::Queued | JobState::Requeued) => Some(match lang {
+        (Some(r), JobState::Queued | JobState::Requeued | JobState::Running) => Some(match lang {
             crate::i18n::Lang::En => r.en.clone(),
             crate::i18n::Lang::Zh => r.zh_cn.clone(),
         }),
@@ -368,6 +368,17 @@ mod tests {
         assert_eq!(
             job_message(&waiting, Lang::En).as_deref(),
             Some("waiting for resources")
+        );
+        // A running job the cluster suspended says so, in the page's language.
+        let mut suspended = waiting.clone();
+        suspended.state = JobState::Running;
+        suspended.reason_messages = Some(api::Messages {
+            en: "suspended by the cluster".into(),
+            zh_cn: "被集群暂停".into(),
+        });
+        assert_eq!(
+            job_message(&suspended, Lang::Zh).as_deref(),
+            Some("被集群暂停")
         );
         assert!(j.state.is_terminal() && !JobState::Running.is_terminal());
         let m: MetricsPage = serde_json::from_str(

@@ -112,7 +112,7 @@ pub fn job_details(j: &Job) -> String {
             "created_at" => "创建",
             "started_at" => "开始",
             "ended_at" => "结束",
-            "reason" => "等待原因",
+            "reason" => "原因",
             "message" => "说明",
             _ => "检查点",
         }

@@ -391,6 +391,19 @@ impl Slurm {
             .unwrap_or_default()
     }
 
+    /// How long Slurm job `id` has been suspended (`scontrol suspend`) by Slurm's clock, in
+    /// seconds, while it is.
+    pub fn suspended_for(&self, id: u64) -> Option<i64> {
+        let (_, body) = self.request("GET", &format!("/slurm/v0.0.40/job/{id}"), None);
+        let job = &body["jobs"][0];
+        let since = job["suspend_time"]["number"].as_i64()?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?
+            .as_secs();
+        (job["job_state"][0] == "SUSPENDED").then(|| i64::try_from(now).unwrap_or(0) - since)
+    }
+
     /// A slurmrestd request with the JWT headers → (status, JSON body).
     pub fn request(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
         let url = format!("{}{path}", self.url);

@@ -81,6 +81,9 @@ pub struct RemoteStatus {
     pub exit_code: Option<i64>,
     pub started_at_ms: Option<i64>,
     pub ended_at_ms: Option<i64>,
+    /// Of `started_at_ms..ended_at_ms`, how long the backend held the job stopped (Slurm's
+    /// suspension): no card time, so never billed.
+    pub suspended_ms: i64,
     pub checkpoint: bool,
     /// Why a queued job waits, as the backend names it (Slurm's `state_reason`, e.g. `Resources`).
     pub reason: Option<String>,
@@ -95,6 +98,15 @@ pub struct RemoteStatus {
 }
 
 impl RemoteStatus {
+    /// The times to bill the job's newest attempt by.
+    pub fn span(&self) -> Span {
+        Span {
+            started_ms: self.started_at_ms,
+            ended_ms: self.ended_at_ms,
+            suspended_ms: self.suspended_ms,
+        }
+    }
+
     /// What the backend says about how the job ended: its message, else its exit code; nothing
     /// for a job that succeeded with code 0, so that what the job itself said (a warning about
     /// its data) stays on its page.
@@ -104,6 +116,32 @@ impl RemoteStatus {
             Some(c) => Some(format!("exit code {c}")),
             None => None,
         })
+    }
+}
+
+/// What a job's newest attempt is billed by: both ends as its backend saw them (else the edge's
+/// own clock decides), less the time the backend held it suspended in between.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Span {
+    pub started_ms: Option<i64>,
+    pub ended_ms: Option<i64>,
+    pub suspended_ms: i64,
+}
+
+impl Span {
+    /// From `started` to `ended`, never suspended.
+    pub fn between(started: Option<i64>, ended: Option<i64>) -> Span {
+        Span {
+            started_ms: started,
+            ended_ms: ended,
+            suspended_ms: 0,
+        }
+    }
+
+    /// The card time of both ends: the span less its suspension, never below zero.
+    pub fn ran_ms(started: i64, ended: i64, suspended_ms: i64) -> i64 {
+        let span = ended.saturating_sub(started).max(0);
+        span.saturating_sub(suspended_ms.clamp(0, span))
     }
 }
 
@@ -307,6 +345,7 @@ mod tests {
             exit_code,
             started_at_ms: None,
             ended_at_ms: None,
+            suspended_ms: 0,
             checkpoint: false,
             reason: None,
             message: message.map(str::to_string),

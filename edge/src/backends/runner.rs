@@ -129,6 +129,7 @@ impl Backend for RunnerBackend {
             exit_code: a.exit_code.map(i64::from),
             started_at_ms: time(a.started_at),
             ended_at_ms: time(a.ended_at),
+            suspended_ms: 0,
             checkpoint: a.checkpoint,
             message: a
                 .reason

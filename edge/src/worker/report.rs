@@ -8,7 +8,7 @@ use super::coordinator;
 use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
 use super::jobs::row::{self, JobRow};
-use crate::backends::adapter::{self, BackendError, Submitted};
+use crate::backends::adapter::{self, BackendError, Span, Submitted};
 use crate::coordinator::{Op, Settled};
 use crate::credits::settle_fen;
 use crate::error::{ApiError, ErrorCode};
@@ -149,15 +149,7 @@ async fn ended(
             message.as_deref().unwrap_or("failed")
         ));
     }
-    finish_billed(
-        env,
-        job,
-        (state, billed_as),
-        st.started_at_ms,
-        st.ended_at_ms,
-        message.as_deref(),
-    )
-    .await?;
+    finish_billed(env, job, (state, billed_as), st.span(), message.as_deref()).await?;
     if st.checkpoint {
         db::run(
             env,
@@ -262,7 +254,7 @@ pub async fn check(env: &Env, job: &JobRow, timeout: std::time::Duration) -> Api
         }
         let why = "the account did not answer the hold of this job's maximum cost in time, so \
                    the job was never sent; nothing was charged";
-        finish(env, job, JobState::Failed, None, None, Some(why)).await?;
+        finish(env, job, JobState::Failed, Span::default(), Some(why)).await?;
         return Ok(Checked::Finished);
     }
     if job.remote_id.is_none() {
@@ -280,8 +272,7 @@ pub async fn check(env: &Env, job: &JobRow, timeout: std::time::Duration) -> Api
                     env,
                     job,
                     JobState::Failed,
-                    None,
-                    None,
+                    Span::default(),
                     Some("the backend never received the job; nothing was charged"),
                 )
                 .await?;
@@ -364,7 +355,8 @@ async fn gone(env: &Env, job: &JobRow, why: &str) -> ApiResult<()> {
         JobState::TimedOut => JobState::Failed,
         s => s,
     };
-    finish_billed(env, job, (state, billed_as), started, ended, Some(&message)).await
+    let span = Span::between(started, ended);
+    finish_billed(env, job, (state, billed_as), span, Some(&message)).await
 }
 
 /// When the job's newest attempt started: earlier attempts (a requeued job) are billed by their
@@ -397,8 +389,7 @@ async fn silent(env: &Env, job: &JobRow, now: i64) -> ApiResult<Checked> {
         env,
         job,
         JobState::Lost,
-        Some(start),
-        Some(end),
+        Span::between(Some(start), Some(end)),
         Some(
             "its backend stopped answering and the job's time limit passed long ago; it was \
              billed until its backend last answered",
@@ -433,6 +424,10 @@ pub async fn progress(
     now: i64,
 ) -> ApiResult<()> {
     let waiting = matches!(st.state, JobState::Queued | JobState::Requeued);
+    // Why it waits, or that the cluster holds it suspended: said while it lasts.
+    let why = waiting
+        || (st.state == JobState::Running
+            && st.reason.as_deref() == Some(crate::backends::slurm::state::SUSPENDED));
     let k = st.attempt.map(i64::from);
     // Only a move the state machine allows (a job that ran never goes back to the queue), and
     // never news of an older attempt: a requeue of attempt k does not undo attempt k running.
@@ -452,10 +447,10 @@ pub async fn progress(
             // A waiting job has not started, whatever start time a backend forecasts.
             db::opt_n(st.started_at_ms.filter(|_| !waiting)),
             n(now),
-            db::opt_s(st.reason.as_deref().filter(|_| waiting)),
-            n(i64::from(waiting && st.message.is_some())),
+            db::opt_s(st.reason.as_deref().filter(|_| why)),
+            n(i64::from(why && st.message.is_some())),
             db::opt_s(st.message.as_deref().map(wire::clean_message).as_deref()),
-            n(i64::from(waiting)),
+            n(i64::from(why)),
             s(&job.id),
             db::opt_n(k),
             db::opt_n(k),
@@ -480,11 +475,10 @@ pub async fn finish(
     env: &Env,
     job: &JobRow,
     state: JobState,
-    started_ms: Option<i64>,
-    ended_ms: Option<i64>,
+    span: Span,
     message: Option<&str>,
 ) -> ApiResult<()> {
-    finish_billed(env, job, (state, state), started_ms, ended_ms, message).await
+    finish_billed(env, job, (state, state), span, message).await
 }
 
 /// [`finish`], the job settled as if it had ended `billed_as` (`(state, billed_as)`).
@@ -492,20 +486,25 @@ async fn finish_billed(
     env: &Env,
     job: &JobRow,
     (state, billed_as): (JobState, JobState),
-    started_ms: Option<i64>,
-    ended_ms: Option<i64>,
+    span: Span,
     message: Option<&str>,
 ) -> ApiResult<()> {
+    let Span {
+        started_ms,
+        ended_ms,
+        suspended_ms,
+    } = span;
     // A backend's message may quote the job's own output (the runner gives the log's last line).
     let message = message.map(wire::clean_message);
     let message = message.as_deref();
     // Card time is measured on one clock: the backend's when it reports both ends (it saw the
     // process run), else the edge's own (the attempt's first "running" until now). A job that
     // never started, or waits to run again, used no card time since. Attempts before the last
-    // (the cluster ran the job again) add theirs; the hold caps the sum.
+    // (the cluster ran the job again) add theirs; the hold caps the sum. The time the backend
+    // held the job suspended is no card time.
     let billed = super::attempts::billed(env, &job.id).await?;
-    let (started, ended) = match (started_ms, ended_ms) {
-        (Some(st), Some(en)) => (st, en),
+    let (started, ended, suspended) = match (started_ms, ended_ms) {
+        (Some(st), Some(en)) => (st, en, suspended_ms),
         _ => {
             let now = now_ms();
             let start = match (job.state(), billed.last) {
@@ -513,12 +512,12 @@ async fn finish_billed(
                 (_, 0) => job.started_at.unwrap_or(now),
                 _ => billed.last_started_at.unwrap_or(now),
             };
-            (start, now)
+            (start, now, 0)
         }
     };
     let used = billed
         .earlier_ms
-        .saturating_add(ended.saturating_sub(started).max(0));
+        .saturating_add(Span::ran_ms(started, ended, suspended));
     let capture = settle_fen(
         billed_as,
         job.hold_fen,

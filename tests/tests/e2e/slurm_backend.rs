@@ -446,3 +446,48 @@ fn a_job_continues_only_from_a_checkpoint_it_names(w: &WorkDir<'_>) {
         w.log(orphan)
     );
 }
+
+/// A job the cluster suspends (`scontrol suspend`, as its operator or gang scheduling does) has
+/// run only while it was not: the adapter takes the suspension out of the job's span (what the
+/// edge bills). One cancelled while suspended ends at its suspension.
+#[test]
+#[ignore = "needs root and the Slurm chroot: run through `cargo xtask test`"]
+fn a_suspended_job_has_run_only_while_it_was_not() {
+    const HELD_S: i64 = 8;
+    let slurm = Slurm::start(2).unwrap();
+    let tiny = jobspec::validate_toml(TINY).0.unwrap();
+    let v = ApiVersion::V0040;
+    // Six naps of a second: the one the suspension cuts ends at the resume, the rest run.
+    let naps = "for i in 1 2 3 4 5 6; do sleep 1; done";
+    let resumed = submit(&slurm, &tiny, &options(&slurm, v, "resumed", naps)).unwrap();
+    let cancelled = submit(&slurm, &tiny, &options(&slurm, v, "cancelled", "sleep 300")).unwrap();
+    for id in [resumed, cancelled] {
+        wait_for(&slurm, v, id, |s| s.state == JobState::Running);
+        slurm.scontrol(&["suspend", &id.to_string()]).unwrap();
+    }
+    for id in [resumed, cancelled] {
+        onramp_tests::wait::until(
+            &format!("job {id} suspended for {HELD_S} s"),
+            Duration::from_secs(60),
+            || Ok(slurm.suspended_for(id).filter(|s| *s >= HELD_S)),
+        )
+        .unwrap_or_else(|e| panic!("{e}\n{}", slurm.log_tail()));
+    }
+    slurm.scontrol(&["resume", &resumed.to_string()]).unwrap();
+    let (code, answer) = slurm.request("DELETE", &v.job_path(cancelled), None);
+    assert_eq!(code, 200, "{answer}");
+
+    let s = wait_for(&slurm, v, resumed, |s| s.state.is_terminal());
+    assert_eq!(s.state, JobState::Succeeded, "{s:?}");
+    let span = s.end_time.unwrap() - s.start_time.unwrap();
+    let ran = span - s.suspended_s;
+    assert!(
+        s.suspended_s >= HELD_S && (3..=8).contains(&ran),
+        "ran {ran} s of a {span} s span, suspended {} s: {s:?}",
+        s.suspended_s
+    );
+    let s = wait_for(&slurm, v, cancelled, |s| s.state.is_terminal());
+    assert_eq!((s.state, s.suspended_s), (JobState::Cancelled, 0), "{s:?}");
+    let span = s.end_time.unwrap() - s.start_time.unwrap();
+    assert!(span < HELD_S, "a {span} s span: {s:?}");
+}

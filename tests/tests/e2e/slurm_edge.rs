@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 mod across;
 mod node_death;
 mod requeue;
+mod suspend;
 mod time_limit;
 
 const GRANT: i64 = 100_000;
@@ -221,8 +222,9 @@ fn slurm_jobs_through_the_edge() {
         &world,
         &[
             (
-                "tiny-train on Slurm: reports, metrics, logs, settlement",
-                tiny_train,
+                "tiny-train on Slurm: reports, metrics, logs, settlement; then a job \
+                 suspended by the cluster, billed for the time it ran",
+                tiny_train_then_suspended,
             ),
             (
                 "Slurm's time limit: the sweep settles the whole hold",
@@ -397,6 +399,13 @@ fn trainer(w: &World) {
             && msg.contains("no-such-corpus"),
         "{job}"
     );
+}
+
+/// One after the other, each taking one of the node's two CPUs while the time limit's scenario
+/// beside them takes the other.
+fn tiny_train_then_suspended(w: &World) {
+    tiny_train(w);
+    suspend::suspended(w);
 }
 
 fn tiny_train(w: &World) {

@@ -247,6 +247,7 @@ impl Backend for SlurmBackend {
             exit_code: s.exit_code,
             started_at_ms: started.and_then(millis),
             ended_at_ms: s.end_time.and_then(millis),
+            suspended_ms: s.suspended_s.saturating_mul(1000),
             checkpoint: false,
             reason: s.reason,
             message: s.message.map(|(en, _)| en),

@@ -159,29 +159,21 @@ pub async fn cancel(user: User, env: &Env, id: &str) -> ApiResult<JobWire> {
             if job.state() != JobState::Running {
                 st.started_at_ms = None;
                 st.ended_at_ms = None;
+                st.suspended_ms = 0;
             }
             st
         });
     match stopped {
         Some(st) if st.state != JobState::Cancelled => {
             let message = st.end_words();
-            report::finish(
-                env,
-                &job,
-                st.state,
-                st.started_at_ms,
-                st.ended_at_ms,
-                message.as_deref(),
-            )
-            .await?;
+            report::finish(env, &job, st.state, st.span(), message.as_deref()).await?;
         }
         Some(st) => {
             report::finish(
                 env,
                 &job,
                 JobState::Cancelled,
-                st.started_at_ms,
-                st.ended_at_ms,
+                st.span(),
                 Some(report::CANCELLED_BY_USER),
             )
             .await?;
@@ -191,8 +183,7 @@ pub async fn cancel(user: User, env: &Env, id: &str) -> ApiResult<JobWire> {
                 env,
                 &job,
                 JobState::Cancelled,
-                None,
-                None,
+                Default::default(),
                 Some(report::CANCELLED_BY_USER),
             )
             .await?;
