@@ -82,6 +82,7 @@ pub fn save_model_with(
     weights: &Weights,
     mut metadata: HashMap<String, String>,
 ) -> Result<Vec<u8>> {
+    weights.without_biases("a model-tiny checkpoint")?;
     let config = serde_json::to_string(&weights.config)
         .map_err(|e| Error::Usage(format!("cannot serialise config: {e}")))?;
     metadata.insert("format".into(), FORMAT.into());

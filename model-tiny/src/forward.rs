@@ -14,6 +14,8 @@ struct Layer {
     attention_norm: Vec<f32>,
     /// Rows of wq, then wk, then wv: `[dim + 2 kv_dim, dim]`.
     wqkv: Range<usize>,
+    /// Their biases, `[dim + 2 kv_dim]`, in a model that has them (a Qwen2's).
+    bqkv: Option<Vec<f32>>,
     wo: Range<usize>,
     ffn_norm: Vec<f32>,
     /// Rows of w1, then w3: `[2 hidden_dim, dim]`.
@@ -78,6 +80,7 @@ impl Transformer {
             .map(|(l, r)| Layer {
                 attention_norm: l.attention_norm.clone(),
                 wqkv: r[0].clone(),
+                bqkv: l.bqkv.clone(),
                 wo: r[1].clone(),
                 ffn_norm: l.ffn_norm.clone(),
                 w13: r[2].clone(),
@@ -193,6 +196,9 @@ impl Transformer {
         for (l, layer) in self.layers.iter().enumerate() {
             rmsnorm(&mut self.xb, &self.x, &layer.attention_norm, c.norm_eps);
             matvec(&mut self.qkv, m.get(&layer.wqkv), &self.xb);
+            if let Some(b) = &layer.bqkv {
+                add_assign(&mut self.qkv, b);
+            }
             let (q, kv) = self.qkv.split_at_mut(dim);
             let (k, v) = kv.split_at_mut(kv_dim);
             // RoPE: rotate each (even, odd) pair of every query head and key head.

@@ -21,6 +21,9 @@ pub struct HfModel {
     pub bos: Option<u32>,
     /// `eos_token_id` (a number or a list): generation stops at any of them.
     pub eos: Vec<u32>,
+    /// Whether its query, key and value projections have biases: a Qwen2 (`model_type =
+    /// "qwen2"`, a Llama with these), which onramp-train builds for `qkv_bias = true`.
+    pub qkv_bias: bool,
 }
 
 fn bad(
@@ -99,25 +102,30 @@ fn rope_theta(doc: &Value) -> Result<f32> {
     float(doc, "rope_theta", 10000.0)
 }
 
-/// Reads `config.json`: a Llama (`model_type = "llama"`), without biases, with SiLU and plain
-/// RoPE, which is every model onramp-train builds from its numbers. Anything else is refused,
-/// naming the key.
-pub fn config(json: &[u8]) -> Result<HfModel> {
-    let doc: Value =
-        serde_json::from_slice(json).map_err(|e| bad("the whole file", "a JSON object", e))?;
-    if !doc.is_object() {
-        return Err(bad("the whole file", "a JSON object", "another JSON value"));
-    }
+/// Which of the Llama family `config.json` is: a Llama without biases (`false`), or a Qwen2, a
+/// Llama with query, key and value biases (`true`), without a sliding window.
+fn family(doc: &Value) -> Result<bool> {
     let kind = doc.get("model_type").and_then(Value::as_str).unwrap_or("");
-    if kind != "llama" {
+    let qkv_bias = match kind {
+        "llama" => false,
+        "qwen2" => true,
+        _ => {
+            return Err(bad(
+                "model_type",
+                "\"llama\" or \"qwen2\" (the playground runs Llama-family models)",
+                format!("{kind:?}"),
+            ));
+        }
+    };
+    if qkv_bias && flag(doc, "use_sliding_window", false)? {
         return Err(bad(
-            "model_type",
-            "\"llama\" (the playground runs Llama-family models)",
-            format!("{kind:?}"),
+            "use_sliding_window",
+            "false (the playground attends to every earlier position)",
+            true,
         ));
     }
     for key in ["attention_bias", "mlp_bias"] {
-        if flag(&doc, key, false)? {
+        if flag(doc, key, false)? {
             return Err(bad(
                 key,
                 "false (the playground's Llama has no biases)",
@@ -125,6 +133,19 @@ pub fn config(json: &[u8]) -> Result<HfModel> {
             ));
         }
     }
+    Ok(qkv_bias)
+}
+
+/// Reads `config.json`: a Llama (`model_type = "llama"`) without biases, or a Qwen2 (a Llama
+/// with query, key and value biases) without a sliding window, with SiLU and plain RoPE, which is
+/// every model onramp-train builds from its numbers. Anything else is refused, naming the key.
+pub fn config(json: &[u8]) -> Result<HfModel> {
+    let doc: Value =
+        serde_json::from_slice(json).map_err(|e| bad("the whole file", "a JSON object", e))?;
+    if !doc.is_object() {
+        return Err(bad("the whole file", "a JSON object", "another JSON value"));
+    }
+    let qkv_bias = family(&doc)?;
     let act = doc
         .get("hidden_act")
         .and_then(Value::as_str)
@@ -173,6 +194,7 @@ pub fn config(json: &[u8]) -> Result<HfModel> {
         config,
         bos: token_ids(&doc, "bos_token_id")?.first().copied(),
         eos: token_ids(&doc, "eos_token_id")?,
+        qkv_bias,
     })
 }
 
@@ -232,8 +254,23 @@ fn permute(w: &[f32], heads: usize, head: usize, dim: usize) -> Vec<f32> {
 
 type Named<'a> = (String, Vec<usize>, std::borrow::Cow<'a, [f32]>);
 
-/// `config.json` of a Llama of `c`'s numbers, as Transformers writes it.
-fn config_json(c: &Config) -> Value {
+/// `config.json` of a Llama of `c`'s numbers, as Transformers writes it; a Qwen2's when the
+/// blocks have query, key and value biases.
+fn config_json(c: &Config, qkv_bias: bool) -> Value {
+    let mut doc = llama_json(c);
+    if qkv_bias {
+        doc["architectures"] = serde_json::json!(["Qwen2ForCausalLM"]);
+        doc["model_type"] = "qwen2".into();
+        doc["use_sliding_window"] = false.into();
+        if let Some(o) = doc.as_object_mut() {
+            o.remove("attention_bias");
+            o.remove("mlp_bias");
+        }
+    }
+    doc
+}
+
+fn llama_json(c: &Config) -> Value {
     serde_json::json!({
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
@@ -258,67 +295,21 @@ fn config_json(c: &Config) -> Value {
 }
 
 /// `weights` as a Hugging Face folder's `config.json` and `model.safetensors` (f32), as
-/// Transformers writes a `LlamaForCausalLM`; [`load`] reads them back to the same weights.
+/// Transformers writes a `LlamaForCausalLM` (a `Qwen2ForCausalLM` with biases); [`load`] reads
+/// them back to the same weights.
 pub fn save(weights: &Weights) -> Result<(String, Vec<u8>)> {
     let c = weights.config;
-    let config = config_json(&c);
-    let (d, hs) = (c.dim, c.head_size());
-    let mut tensors: Vec<Named<'_>> = Vec::new();
-    let mut put = |name: String, shape: Vec<usize>, data| tensors.push((name, shape, data));
-    put(
+    let config = config_json(&c, weights.has_qkv_biases());
+    let d = c.dim;
+    let mut tensors: Vec<Named<'_>> = vec![(
         "model.embed_tokens.weight".into(),
         vec![c.vocab_size, d],
         (&weights.tok_embeddings[..]).into(),
-    );
+    )];
     for (l, w) in weights.layers.iter().enumerate() {
-        let p = format!("model.layers.{l}");
-        let (kv, h) = (c.kv_dim(), c.hidden_dim);
-        put(
-            format!("{p}.input_layernorm.weight"),
-            vec![d],
-            (&w.attention_norm[..]).into(),
-        );
-        put(
-            format!("{p}.self_attn.q_proj.weight"),
-            vec![d, d],
-            permute(&w.wq, c.n_heads, hs, d).into(),
-        );
-        put(
-            format!("{p}.self_attn.k_proj.weight"),
-            vec![kv, d],
-            permute(&w.wk, c.n_kv_heads, hs, d).into(),
-        );
-        put(
-            format!("{p}.self_attn.v_proj.weight"),
-            vec![kv, d],
-            (&w.wv[..]).into(),
-        );
-        put(
-            format!("{p}.self_attn.o_proj.weight"),
-            vec![d, d],
-            (&w.wo[..]).into(),
-        );
-        put(
-            format!("{p}.post_attention_layernorm.weight"),
-            vec![d],
-            (&w.ffn_norm[..]).into(),
-        );
-        put(
-            format!("{p}.mlp.gate_proj.weight"),
-            vec![h, d],
-            (&w.w1[..]).into(),
-        );
-        put(
-            format!("{p}.mlp.down_proj.weight"),
-            vec![d, h],
-            (&w.w2[..]).into(),
-        );
-        put(
-            format!("{p}.mlp.up_proj.weight"),
-            vec![h, d],
-            (&w.w3[..]).into(),
-        );
+        tensors.extend(layer_tensors(&c, l, w));
     }
+    let mut put = |name: String, shape: Vec<usize>, data| tensors.push((name, shape, data));
     put(
         "model.norm.weight".into(),
         vec![d],
@@ -338,6 +329,75 @@ pub fn save(weights: &Weights) -> Result<(String, Vec<u8>)> {
     let meta = std::collections::HashMap::from([("format".to_string(), "pt".to_string())]);
     let bytes = crate::checkpoint::save_tensors(&refs, meta)?;
     Ok((config.to_string(), bytes))
+}
+
+/// Block `l`'s tensors as Transformers names and lays them out.
+fn layer_tensors<'a>(c: &Config, l: usize, w: &'a LayerWeights) -> Vec<Named<'a>> {
+    let (d, hs, kv, h) = (c.dim, c.head_size(), c.kv_dim(), c.hidden_dim);
+    let p = format!("model.layers.{l}");
+    let mut tensors: Vec<Named<'a>> = Vec::new();
+    let mut put = |name: String, shape: Vec<usize>, data| tensors.push((name, shape, data));
+    put(
+        format!("{p}.input_layernorm.weight"),
+        vec![d],
+        (&w.attention_norm[..]).into(),
+    );
+    put(
+        format!("{p}.self_attn.q_proj.weight"),
+        vec![d, d],
+        permute(&w.wq, c.n_heads, hs, d).into(),
+    );
+    put(
+        format!("{p}.self_attn.k_proj.weight"),
+        vec![kv, d],
+        permute(&w.wk, c.n_kv_heads, hs, d).into(),
+    );
+    put(
+        format!("{p}.self_attn.v_proj.weight"),
+        vec![kv, d],
+        (&w.wv[..]).into(),
+    );
+    if let Some(b) = &w.bqkv {
+        let (bq, rest) = b.split_at(d.min(b.len()));
+        let (bk, bv) = rest.split_at(kv.min(rest.len()));
+        put(
+            format!("{p}.self_attn.q_proj.bias"),
+            vec![d],
+            permute(bq, c.n_heads, hs, 1).into(),
+        );
+        put(
+            format!("{p}.self_attn.k_proj.bias"),
+            vec![kv],
+            permute(bk, c.n_kv_heads, hs, 1).into(),
+        );
+        put(format!("{p}.self_attn.v_proj.bias"), vec![kv], bv.into());
+    }
+    put(
+        format!("{p}.self_attn.o_proj.weight"),
+        vec![d, d],
+        (&w.wo[..]).into(),
+    );
+    put(
+        format!("{p}.post_attention_layernorm.weight"),
+        vec![d],
+        (&w.ffn_norm[..]).into(),
+    );
+    put(
+        format!("{p}.mlp.gate_proj.weight"),
+        vec![h, d],
+        (&w.w1[..]).into(),
+    );
+    put(
+        format!("{p}.mlp.down_proj.weight"),
+        vec![d, h],
+        (&w.w2[..]).into(),
+    );
+    put(
+        format!("{p}.mlp.up_proj.weight"),
+        vec![h, d],
+        (&w.w3[..]).into(),
+    );
+    tensors
 }
 
 /// The weights of the folder whose `config.json` is `config_json` and whose `model.safetensors`
@@ -364,7 +424,7 @@ pub fn load_shards(config_json: &[u8], shards: &[&[u8]]) -> Result<(Weights, HfM
         used: std::collections::HashSet::new(),
     };
     let layers = (0..c.n_layers)
-        .map(|l| r.layer(&c, l))
+        .map(|l| r.layer(&c, l, model.qkv_bias))
         .collect::<Result<Vec<_>>>()?;
     let (v, d) = (c.vocab_size, c.dim);
     let tok_embeddings = r.take("model.embed_tokens.weight".into(), [v, d])?;
@@ -431,13 +491,29 @@ impl Reader<'_> {
         Ok(out)
     }
 
-    /// Block `l`, its query and key rows in llama2.c's order.
-    fn layer(&mut self, c: &Config, l: usize) -> Result<LayerWeights> {
+    /// Block `l`, its query and key rows (and their biases, `qkv_bias`) in llama2.c's order.
+    fn layer(&mut self, c: &Config, l: usize, qkv_bias: bool) -> Result<LayerWeights> {
         let (d, h, kv, hs) = (c.dim, c.hidden_dim, c.kv_dim(), c.head_size());
         let p = format!("model.layers.{l}");
         let wq = self.take(format!("{p}.self_attn.q_proj.weight"), [d, d])?;
         let wk = self.take(format!("{p}.self_attn.k_proj.weight"), [kv, d])?;
+        let bqkv = if qkv_bias {
+            let bq = self.take(format!("{p}.self_attn.q_proj.bias"), [d, 0])?;
+            let bk = self.take(format!("{p}.self_attn.k_proj.bias"), [kv, 0])?;
+            let bv = self.take(format!("{p}.self_attn.v_proj.bias"), [kv, 0])?;
+            Some(
+                [
+                    unpermute(&bq, c.n_heads, hs, 1),
+                    unpermute(&bk, c.n_kv_heads, hs, 1),
+                    bv,
+                ]
+                .concat(),
+            )
+        } else {
+            None
+        };
         Ok(LayerWeights {
+            bqkv,
             attention_norm: self.take(format!("{p}.input_layernorm.weight"), [d, 0])?,
             wq: unpermute(&wq, c.n_heads, hs, d),
             wk: unpermute(&wk, c.n_kv_heads, hs, d),
@@ -477,106 +553,4 @@ impl Reader<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_query_rows_go_back_to_llama2cs_pairs() {
-        // One head of 4 with 1 input: HF rows [p0.a, p1.a, p0.b, p1.b] → [p0.a, p0.b, p1.a, p1.b].
-        assert_eq!(
-            unpermute(&[0.0, 1.0, 2.0, 3.0], 1, 4, 1),
-            vec![0.0, 2.0, 1.0, 3.0]
-        );
-        // Two heads: each permuted on its own.
-        let w: Vec<f32> = (0..8).map(|x| x as f32).collect();
-        assert_eq!(
-            unpermute(&w, 2, 4, 1),
-            vec![0.0, 2.0, 1.0, 3.0, 4.0, 6.0, 5.0, 7.0]
-        );
-    }
-
-    #[test]
-    fn a_saved_folder_loads_back_to_the_same_weights() {
-        for shared_classifier in [true, false] {
-            let config = Config {
-                n_layers: 2,
-                shared_classifier,
-                norm_eps: 1e-6,
-                ..Config::stories260k()
-            };
-            let weights = Weights::random(config, 3).expect("random weights");
-            let (json, bytes) = save(&weights).expect("saved");
-            let (back, model) = load(json.as_bytes(), &bytes).expect("loaded");
-            assert_eq!(back, weights);
-            assert_eq!((model.bos, model.eos), (Some(1), vec![2]));
-        }
-    }
-
-    fn llama(extra: &str) -> String {
-        format!(
-            r#"{{"model_type": "llama", "hidden_size": 64, "intermediate_size": 172,
-            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-            "vocab_size": 512, "max_position_embeddings": 64, "tie_word_embeddings": true,
-            "rms_norm_eps": 1e-06, "bos_token_id": 1, "eos_token_id": [2, 7]{extra}}}"#
-        )
-    }
-
-    #[test]
-    fn a_transformers_llama_config_reads_as_its_numbers() {
-        let m = config(
-            llama(r#", "rope_parameters": {"rope_theta": 500000.0, "rope_type": "default"}"#)
-                .as_bytes(),
-        )
-        .expect("a Llama config");
-        assert_eq!(
-            (m.config.dim, m.config.n_kv_heads, m.config.seq_len),
-            (64, 2, 64)
-        );
-        assert!(m.config.shared_classifier);
-        assert_eq!((m.config.norm_eps, m.config.rope_theta), (1e-6, 500000.0));
-        assert_eq!((m.bos, m.eos), (Some(1), vec![2, 7]));
-        assert_eq!(
-            config(llama("").as_bytes())
-                .expect("older")
-                .config
-                .rope_theta,
-            10000.0
-        );
-    }
-
-    #[test]
-    fn what_the_playground_cannot_run_is_refused_by_its_key() {
-        for (extra, key) in [
-            (r#", "attention_bias": true"#, "attention_bias"),
-            (r#", "hidden_act": "gelu""#, "hidden_act"),
-            (
-                r#", "rope_scaling": {"rope_type": "yarn", "factor": 4.0}"#,
-                "rope_scaling.rope_type",
-            ),
-            (r#", "head_dim": 32"#, "head_dim"),
-            (
-                r#", "quantization_config": {"bits": 4}"#,
-                "quantization_config",
-            ),
-        ] {
-            let e = config(llama(extra).as_bytes())
-                .expect_err(extra)
-                .to_string();
-            assert!(e.contains(key), "{extra}: {e}");
-        }
-        let qwen = llama("").replace("\"llama\"", "\"qwen2\"");
-        assert!(
-            config(qwen.as_bytes())
-                .expect_err("qwen")
-                .to_string()
-                .contains("model_type")
-        );
-        let short = llama("").replace("\"hidden_size\": 64,", "");
-        assert!(
-            config(short.as_bytes())
-                .expect_err("missing")
-                .to_string()
-                .contains("hidden_size")
-        );
-    }
-}
+mod tests;

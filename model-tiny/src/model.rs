@@ -53,6 +53,7 @@ fn rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
 impl CandleModel {
     /// Trainable copies of `weights` on `device`.
     pub fn from_weights(weights: &Weights, device: &Device) -> Result<Self> {
+        weights.without_biases("training")?;
         let vars = tensor_specs(&weights.config)
             .iter()
             .zip(weights.ordered())

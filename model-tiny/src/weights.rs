@@ -26,6 +26,9 @@ pub struct LayerWeights {
     pub w2: Vec<f32>,
     /// Feed-forward up projection, `[hidden_dim, dim]`.
     pub w3: Vec<f32>,
+    /// Query, key and value biases, `[dim + 2 kv_dim]` (query and key in llama2.c's RoPE order):
+    /// a Qwen2's, which is a Llama with these; none in llama2.c's models, nor in training.
+    pub bqkv: Option<Vec<f32>>,
 }
 
 /// All the parameters of a model, with its config.
@@ -187,6 +190,7 @@ impl Weights {
                 w1: next(),
                 w2: next(),
                 w3: next(),
+                bqkv: None,
             });
         }
         let norm = next();
@@ -200,7 +204,27 @@ impl Weights {
         })
     }
 
-    /// The tensors in the order of [`tensor_specs`].
+    /// Whether its blocks have query, key and value biases ([`LayerWeights::bqkv`]).
+    pub fn has_qkv_biases(&self) -> bool {
+        self.layers.iter().any(|l| l.bqkv.is_some())
+    }
+
+    /// Refuses weights with biases where only llama2.c's tensors go (`what`: a training run, a
+    /// checkpoint), which would otherwise lose them.
+    pub fn without_biases(&self, what: &str) -> Result<()> {
+        if self.has_qkv_biases() {
+            return Err(Error::format(
+                "weights",
+                "the query, key and value biases",
+                format!("none ({what} takes llama2.c's tensors only)"),
+                "biases (a Qwen2-style model)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The tensors in the order of [`tensor_specs`] (the biases, where any, are not among them:
+    /// see [`Weights::without_biases`]).
     pub fn ordered(&self) -> Vec<&[f32]> {
         let mut out: Vec<&[f32]> = vec![&self.tok_embeddings];
         for l in &self.layers {

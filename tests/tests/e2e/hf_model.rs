@@ -1,6 +1,7 @@
 //! model-tiny reads Hugging Face Llama folders exactly as Transformers runs them: folders that
 //! `save_pretrained` wrote (f32, bf16 and f16; tied and untied; another RMSNorm epsilon and RoPE
-//! base) with the SentencePiece-style `tokenizer.json` that onramp-train's models carry. The
+//! base; a Qwen2, a Llama with query, key and value biases, as onramp-train builds for
+//! `qkv_bias = true`) with the SentencePiece-style `tokenizer.json` that onramp-train's models carry. The
 //! tokenizer's ids of every text, and the greedy tokens after every prompt, equal the `tokenizers`
 //! library's and Transformers' `generate` (`tests/scripts/hf_reference.py`).
 //!
@@ -68,7 +69,7 @@ fn hugging_face_folders_generate_as_transformers_does() {
     let expected: Value =
         serde_json::from_slice(&std::fs::read(out.join("expected.json")).unwrap()).unwrap();
     let models = expected["models"].as_object().unwrap();
-    assert_eq!(models.len(), 3);
+    assert_eq!(models.len(), 4);
     for (name, cases) in models {
         let (mut model, tokenizer) = load(&out.join(name));
         for (text, want) in expected["texts"].as_object().unwrap() {
