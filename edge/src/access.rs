@@ -194,15 +194,21 @@ pub fn check_job_token<J>(
 }
 
 /// When a job's token stops: `grace_s` after the job's time limit has run out since it started,
-/// whatever it reports meanwhile; `None` while it has not started (or its row predates time
-/// limits), when only its state ends the token.
+/// whatever it reports meanwhile, later by the `suspended_ms` its cluster held it suspended (a
+/// cluster's time limit counts run time only); `None` while it has not started (or its row
+/// predates time limits), when only its state ends the token.
 pub fn token_expires_at(
     started_at: Option<i64>,
     time_limit_s: Option<i64>,
     grace_s: i64,
+    suspended_ms: i64,
 ) -> Option<i64> {
     let limit_ms = time_limit_s?.saturating_add(grace_s).saturating_mul(1000);
-    Some(started_at?.saturating_add(limit_ms))
+    Some(
+        started_at?
+            .saturating_add(limit_ms)
+            .saturating_add(suspended_ms.max(0)),
+    )
 }
 
 #[cfg(test)]
@@ -417,12 +423,25 @@ mod tests {
 
     #[test]
     fn a_token_stops_after_the_time_limit_and_grace_from_the_start() {
-        assert_eq!(token_expires_at(Some(1_000), Some(60), 30), Some(91_000));
-        assert_eq!(token_expires_at(None, Some(60), 30), None, "not started");
-        assert_eq!(token_expires_at(Some(1_000), None, 30), None, "an old row");
+        assert_eq!(token_expires_at(Some(1_000), Some(60), 30, 0), Some(91_000));
+        assert_eq!(token_expires_at(None, Some(60), 30, 0), None, "not started");
         assert_eq!(
-            token_expires_at(Some(i64::MAX - 1), Some(i64::MAX), 30),
+            token_expires_at(Some(1_000), None, 30, 0),
+            None,
+            "an old row"
+        );
+        assert_eq!(
+            token_expires_at(Some(i64::MAX - 1), Some(i64::MAX), 30, 0),
             Some(i64::MAX)
+        );
+        // Suspended by its cluster for 20 s: it may report 20 s longer.
+        assert_eq!(
+            token_expires_at(Some(1_000), Some(60), 30, 20_000),
+            Some(111_000)
+        );
+        assert_eq!(
+            token_expires_at(Some(1_000), Some(60), 30, -1),
+            Some(91_000)
         );
     }
 

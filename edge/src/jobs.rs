@@ -213,6 +213,13 @@ pub fn reason_messages(reason: &str) -> Messages {
 /// A job as the API shows it to its owner.
 pub use api::Job as JobWire;
 
+/// How long a job's newest attempt has spent suspended by its cluster up to `at` (ms): the
+/// suspensions that ended (`suspended_ms`) and the one going on since `since`, if any.
+pub fn suspended_until(suspended_ms: i64, since: Option<i64>, at: i64) -> i64 {
+    let now = since.map_or(0, |s| at.saturating_sub(s).max(0));
+    suspended_ms.max(0).saturating_add(now)
+}
+
 /// A job's times as the edge knows them (ms since the epoch), for [`silent_end`].
 pub struct Times {
     pub created: i64,
@@ -254,6 +261,16 @@ pub fn silent_end(t: &Times, now: i64) -> Option<(i64, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_suspension_counts_until_it_ends_or_until_now() {
+        assert_eq!(suspended_until(0, None, 50_000), 0);
+        assert_eq!(suspended_until(7_000, None, 50_000), 7_000);
+        assert_eq!(suspended_until(7_000, Some(40_000), 50_000), 17_000);
+        // A clock behind the suspension's start adds nothing; nonsense never goes below zero.
+        assert_eq!(suspended_until(7_000, Some(60_000), 50_000), 7_000);
+        assert_eq!(suspended_until(-5, Some(i64::MIN), i64::MAX), i64::MAX);
+    }
     use jobspec::spec::Backend as Pref;
 
     fn b(name: &str, kind: BackendKind, card: &str, n: u32) -> BackendConfig {

@@ -405,8 +405,10 @@ fn push_layers(out: &mut Vec<u8>, w: &Weights, field: fn(&LayerWeights) -> &[f32
     }
 }
 
-/// Writes `weights` as a legacy (v0) llama2.c checkpoint, the format `run.c` reads.
-pub fn export_v0(w: &Weights) -> Vec<u8> {
+/// Writes `weights` as a legacy (v0) llama2.c checkpoint, the format `run.c` reads (which has no
+/// place for biases: weights with them are refused).
+pub fn export_v0(w: &Weights) -> Result<Vec<u8>> {
+    w.without_biases("a llama2.c file")?;
     let c = &w.config;
     let mut out = Vec::with_capacity(28 + 4 * (c.n_params() + c.seq_len * c.head_size()));
     let vocab = if c.shared_classifier {
@@ -440,11 +442,13 @@ pub fn export_v0(w: &Weights) -> Vec<u8> {
     if let Some(o) = &w.output {
         push_floats(&mut out, o);
     }
-    out
+    Ok(out)
 }
 
-/// Writes `weights` as a version-1 (fp32, 256-byte header) llama2.c export.
-pub fn export_v1(w: &Weights) -> Vec<u8> {
+/// Writes `weights` as a version-1 (fp32, 256-byte header) llama2.c export (without biases, as
+/// [`export_v0`]).
+pub fn export_v1(w: &Weights) -> Result<Vec<u8>> {
+    w.without_biases("a llama2.c file")?;
     let c = &w.config;
     let mut out = Vec::with_capacity(V1_HEADER_BYTES + 4 * c.n_params());
     out.extend_from_slice(&MAGIC.to_le_bytes());
@@ -466,5 +470,5 @@ pub fn export_v1(w: &Weights) -> Vec<u8> {
     if let Some(o) = &w.output {
         push_floats(&mut out, o);
     }
-    out
+    Ok(out)
 }

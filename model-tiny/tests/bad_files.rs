@@ -93,8 +93,8 @@ fn export_v2(w: &Weights, group: usize) -> Vec<u8> {
 fn every_format_round_trips() {
     for shared_classifier in [true, false] {
         let w = small(shared_classifier);
-        assert_eq!(load_weights(&llama2c::export_v0(&w)).unwrap(), w);
-        assert_eq!(load_weights(&llama2c::export_v1(&w)).unwrap(), w);
+        assert_eq!(load_weights(&llama2c::export_v0(&w).unwrap()).unwrap(), w);
+        assert_eq!(load_weights(&llama2c::export_v1(&w).unwrap()).unwrap(), w);
         assert_eq!(
             load_weights(&checkpoint::save_model(&w).unwrap()).unwrap(),
             w
@@ -110,7 +110,7 @@ fn every_format_round_trips() {
         assert!(worst < 1e-3, "Q8_0 error {worst}");
     }
     // The legacy header marks an unshared classifier with a negative vocabulary size.
-    let v0 = llama2c::export_v0(&small(false));
+    let v0 = llama2c::export_v0(&small(false)).unwrap();
     assert_eq!(i32::from_le_bytes(v0[20..24].try_into().unwrap()), -32);
 }
 
@@ -148,7 +148,7 @@ fn bad_header_fields_are_named() {
     assert!(e.contains("dim") && e.contains("positive"), "{e}");
     bytes[0..4].copy_from_slice(&i32::MAX.to_le_bytes());
     assert!(load_weights(&bytes).is_err());
-    let mut v1 = llama2c::export_v1(&small(true));
+    let mut v1 = llama2c::export_v1(&small(true)).unwrap();
     v1[4] = 9;
     let e = message(load_weights(&v1).unwrap_err());
     assert!(e.contains("version") && e.contains("found 9"), "{e}");
@@ -156,7 +156,7 @@ fn bad_header_fields_are_named() {
 
 #[test]
 fn non_finite_weights_are_rejected() {
-    let mut bytes = llama2c::export_v1(&small(true));
+    let mut bytes = llama2c::export_v1(&small(true)).unwrap();
     let at = bytes.len() - 8;
     bytes[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
     let e = message(load_weights(&bytes).unwrap_err());
@@ -235,8 +235,8 @@ fn mutated_and_truncated_files_never_panic() {
     let mut rng = model_tiny::XorShift::new(99);
     let w = small(false);
     let files = [
-        llama2c::export_v0(&w),
-        llama2c::export_v1(&w),
+        llama2c::export_v0(&w).unwrap(),
+        llama2c::export_v1(&w).unwrap(),
         export_v2(&w, 8),
         checkpoint::save_model(&w).unwrap(),
     ];
@@ -265,7 +265,7 @@ fn huge_kv_cache_is_refused_before_allocating() {
         ..small(true).config
     };
     let w = Weights::random(config, 1).unwrap();
-    let mut v1 = llama2c::export_v1(&w);
+    let mut v1 = llama2c::export_v1(&w).unwrap();
     // A v1 file's size does not depend on seq_len: only the header says 2^24 positions.
     v1[32..36].copy_from_slice(&(1i32 << 24).to_le_bytes());
     let e = message(load_weights(&v1).unwrap_err());

@@ -84,6 +84,9 @@ pub struct RemoteStatus {
     /// Of `started_at_ms..ended_at_ms`, how long the backend held the job stopped (Slurm's
     /// suspension): no card time, so never billed.
     pub suspended_ms: i64,
+    /// While the backend holds the job suspended, since when (the suspensions before this one are
+    /// in `suspended_ms`).
+    pub suspended_since_ms: Option<i64>,
     pub checkpoint: bool,
     /// Why a queued job waits, as the backend names it (Slurm's `state_reason`, e.g. `Resources`).
     pub reason: Option<String>,
@@ -129,15 +132,6 @@ pub struct Span {
 }
 
 impl Span {
-    /// From `started` to `ended`, never suspended.
-    pub fn between(started: Option<i64>, ended: Option<i64>) -> Span {
-        Span {
-            started_ms: started,
-            ended_ms: ended,
-            suspended_ms: 0,
-        }
-    }
-
     /// The card time of both ends: the span less its suspension, never below zero.
     pub fn ran_ms(started: i64, ended: i64, suspended_ms: i64) -> i64 {
         let span = ended.saturating_sub(started).max(0);
@@ -346,6 +340,7 @@ mod tests {
             started_at_ms: None,
             ended_at_ms: None,
             suspended_ms: 0,
+            suspended_since_ms: None,
             checkpoint: false,
             reason: None,
             message: message.map(str::to_string),

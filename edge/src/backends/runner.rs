@@ -130,6 +130,7 @@ impl Backend for RunnerBackend {
             started_at_ms: time(a.started_at),
             ended_at_ms: time(a.ended_at),
             suspended_ms: 0,
+            suspended_since_ms: None,
             checkpoint: a.checkpoint,
             message: a
                 .reason

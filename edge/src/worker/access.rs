@@ -159,8 +159,11 @@ pub async fn authenticate(
                 Some(j) => j.started_at,
                 None => None,
             };
-            let job = access::check_job_token(id, token, job, now_ms(), |j: &JobRow| {
-                let expires_at = access::token_expires_at(started, j.time_limit_s, grace_s);
+            let now = now_ms();
+            let job = access::check_job_token(id, token, job, now, |j: &JobRow| {
+                let suspended = j.suspended_until(now);
+                let expires_at =
+                    access::token_expires_at(started, j.time_limit_s, grace_s, suspended);
                 (j.token_hash.as_str(), j.state(), expires_at)
             })?;
             Caller::Job(JobCaller(Box::new(job)))

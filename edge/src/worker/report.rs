@@ -355,7 +355,7 @@ async fn gone(env: &Env, job: &JobRow, why: &str) -> ApiResult<()> {
         JobState::TimedOut => JobState::Failed,
         s => s,
     };
-    let span = Span::between(started, ended);
+    let span = job.span(started, ended);
     finish_billed(env, job, (state, billed_as), span, Some(&message)).await
 }
 
@@ -389,7 +389,7 @@ async fn silent(env: &Env, job: &JobRow, now: i64) -> ApiResult<Checked> {
         env,
         job,
         JobState::Lost,
-        Span::between(Some(start), Some(end)),
+        job.span(Some(start), Some(end)),
         Some(
             "its backend stopped answering and the job's time limit passed long ago; it was \
              billed until its backend last answered",
@@ -436,7 +436,9 @@ pub async fn progress(
         &format!(
             "UPDATE jobs SET state = ?, attempt = MAX(attempt, COALESCE(?, attempt)), \
              started_at = COALESCE(started_at, ?), last_report_at = ?, reason = ?, \
-             message = CASE WHEN ? THEN ? WHEN ? THEN message WHEN reason IS NOT NULL THEN NULL ELSE message END \
+             message = CASE WHEN ? THEN ? WHEN ? THEN message \
+             WHEN reason IS NOT NULL AND reason != ? THEN NULL ELSE message END, \
+             suspended_ms = CASE WHEN ? THEN ? ELSE suspended_ms END, suspended_since = ? \
              WHERE id = ? AND state IN ({}) \
              AND (? IS NULL OR (attempt <= ? AND NOT (state = 'running' AND attempt = ? AND ? = 'requeued')))",
             JobState::sources_sql(st.state)
@@ -448,9 +450,16 @@ pub async fn progress(
             db::opt_n(st.started_at_ms.filter(|_| !waiting)),
             n(now),
             db::opt_s(st.reason.as_deref().filter(|_| why)),
-            n(i64::from(why && st.message.is_some())),
+            // Why it waits replaces the message; a suspension leaves the job's own words (a
+            // warning about its data) under its reason, and there after it resumes.
+            n(i64::from(waiting && st.message.is_some())),
             db::opt_s(st.message.as_deref().map(wire::clean_message).as_deref()),
             n(i64::from(why)),
+            s(crate::backends::slurm::state::SUSPENDED),
+            // What the running attempt has spent suspended (a new attempt starts at none).
+            n(i64::from(st.state == JobState::Running)),
+            n(st.suspended_ms),
+            db::opt_n(st.suspended_since_ms.filter(|_| st.state == JobState::Running)),
             s(&job.id),
             db::opt_n(k),
             db::opt_n(k),
@@ -512,7 +521,7 @@ async fn finish_billed(
                 (_, 0) => job.started_at.unwrap_or(now),
                 _ => billed.last_started_at.unwrap_or(now),
             };
-            (start, now, 0)
+            (start, now, job.suspended_until(now))
         }
     };
     let used = billed

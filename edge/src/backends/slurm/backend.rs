@@ -248,6 +248,7 @@ impl Backend for SlurmBackend {
             started_at_ms: started.and_then(millis),
             ended_at_ms: s.end_time.and_then(millis),
             suspended_ms: s.suspended_s.saturating_mul(1000),
+            suspended_since_ms: s.suspended_since.and_then(millis),
             checkpoint: false,
             reason: s.reason,
             message: s.message.map(|(en, _)| en),

@@ -31,6 +31,9 @@ pub struct JobStatus {
     /// Of `start_time..end_time`, the seconds the cluster held the job suspended (`scontrol
     /// suspend`, or gang scheduling's preemption): no run time, and no card time to bill.
     pub suspended_s: i64,
+    /// While the job is suspended, since when (Unix seconds); `suspended_s` holds the suspensions
+    /// before this one.
+    pub suspended_since: Option<i64>,
     /// How many times Slurm started the job again (`restart_cnt`): the attempt now running or
     /// waiting, counted from 0.
     pub attempt: u32,
@@ -122,16 +125,7 @@ pub fn parse_job(body: &Value) -> Result<JobStatus, String> {
         .and_then(|e| e.pointer("/signal/id"))
         .and_then(number)
         .filter(|s| *s > 0);
-    // A suspended job runs again where it stopped, when the cluster resumes it: it says so in
-    // its own code, whatever Slurm's reason (none, or why it was last pending).
-    let reason = match slurm_state.as_str() {
-        "SUSPENDED" => Some(SUSPENDED.to_string()),
-        _ => job
-            .get("state_reason")
-            .and_then(Value::as_str)
-            .filter(|r| !r.is_empty() && *r != "None")
-            .map(str::to_string),
-    };
+    let reason = reason_of(job, &slurm_state);
     let attempt = job
         .get("restart_cnt")
         .and_then(number)
@@ -155,6 +149,7 @@ pub fn parse_job(body: &Value) -> Result<JobStatus, String> {
         "BOOT_FAIL" if !requeued => end_time,
         _ => job.get("start_time").and_then(number).filter(|t| *t > 0),
     };
+    let (suspended_s, suspended_since) = suspension(job, &slurm_state, start_time, end_time);
     Ok(JobStatus {
         slurm_job_id,
         slurm_state,
@@ -166,13 +161,43 @@ pub fn parse_job(body: &Value) -> Result<JobStatus, String> {
         message,
         start_time,
         end_time,
-        suspended_s: suspended_s(job, start_time, end_time),
+        suspended_s,
+        suspended_since,
         attempt,
         requeued_at: job
             .get("submit_time")
             .and_then(number)
             .filter(|t| *t > 0 && attempt > 0),
     })
+}
+
+/// Slurm's reason for the job's state, when it gives one. A suspended job runs again where it
+/// stopped, when the cluster resumes it: it says so in its own code, whatever Slurm's reason
+/// (none, or why it was last pending).
+fn reason_of(job: &Value, slurm_state: &str) -> Option<String> {
+    match slurm_state {
+        "SUSPENDED" => Some(SUSPENDED.to_string()),
+        _ => job
+            .get("state_reason")
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty() && *r != "None")
+            .map(str::to_string),
+    }
+}
+
+/// What `job` spent suspended: the seconds of `start..end` ([`suspended_s`]), and since when
+/// it is suspended now, if it is.
+fn suspension(
+    job: &Value,
+    state: &str,
+    start: Option<i64>,
+    end: Option<i64>,
+) -> (i64, Option<i64>) {
+    let since = job.get("suspend_time").and_then(number);
+    (
+        suspended_s(job, start, end),
+        since.filter(|t| *t > 0 && state == "SUSPENDED"),
+    )
 }
 
 /// The seconds of `start..end` that job spent suspended. Slurm keeps no total of them in its job

@@ -43,9 +43,30 @@ pub struct JobRow {
     /// The newest attempt the edge has heard of (0 until the cluster runs the job again).
     #[serde(default)]
     pub attempt: i64,
+    /// What that attempt spent suspended by its cluster, as the sweep last heard: the suspensions
+    /// that ended (ms), and since when the one going on lasts.
+    #[serde(default)]
+    pub suspended_ms: i64,
+    #[serde(default)]
+    pub suspended_since: Option<i64>,
 }
 
 impl JobRow {
+    /// How long its newest attempt had spent suspended at `at` (ms), as far as the edge knows.
+    pub fn suspended_until(&self, at: i64) -> i64 {
+        crate::jobs::suspended_until(self.suspended_ms, self.suspended_since, at)
+    }
+
+    /// Its newest attempt from `started` to `ended` on the edge's own record, less what it spent
+    /// suspended by then.
+    pub fn span(&self, started: Option<i64>, ended: Option<i64>) -> crate::backends::adapter::Span {
+        crate::backends::adapter::Span {
+            started_ms: started,
+            ended_ms: ended,
+            suspended_ms: ended.map_or(0, |e| self.suspended_until(e)),
+        }
+    }
+
     pub fn state(&self) -> JobState {
         JobState::parse(&self.state).unwrap_or(JobState::Lost)
     }
@@ -74,7 +95,8 @@ impl JobRow {
 }
 
 pub const COLUMNS: &str = "id, user_id, name, spec, state, backend, remote_id, card, cards, price_fen_per_hour, hold_fen, \
-     charged_fen, created_at, started_at, ended_at, last_report_at, message, reason, ending, checkpoint, token_hash, time_limit_s, attempt";
+     charged_fen, created_at, started_at, ended_at, last_report_at, message, reason, ending, checkpoint, token_hash, time_limit_s, attempt, \
+     suspended_ms, suspended_since";
 
 /// The job with this id, whoever owns it.
 pub async fn by_id(env: &Env, id: &str) -> ApiResult<Option<JobRow>> {

@@ -80,9 +80,9 @@ fn write_random(dir: &std::path::Path) -> Result<()> {
         std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))
     };
     std::fs::create_dir_all(dir.join("hf")).map_err(|e| Error::io(dir, e))?;
-    put("15m.bin", &llama2c::export_v0(&random_15m()?))?;
+    put("15m.bin", &llama2c::export_v0(&random_15m()?)?)?;
     let w100 = random_100m()?;
-    put("100m.bin", &llama2c::export_v0(&w100))?;
+    put("100m.bin", &llama2c::export_v0(&w100)?)?;
     let (config, safetensors) = model_tiny::hf::save(&w100)?;
     drop(w100);
     put("hf/config.json", config.as_bytes())?;
@@ -209,8 +209,8 @@ enum Format {
 pub fn random(args: RandomArgs) -> Result<()> {
     let weights = Weights::random(model_tiny::Config::stories15m(), args.seed)?;
     let bytes = match args.format {
-        Format::V0 => llama2c::export_v0(&weights),
-        Format::V1 => llama2c::export_v1(&weights),
+        Format::V0 => llama2c::export_v0(&weights)?,
+        Format::V1 => llama2c::export_v1(&weights)?,
         Format::Safetensors => model_tiny::checkpoint::save_model(&weights)?,
     };
     std::fs::write(&args.out, bytes).map_err(|e| Error::io(&args.out, e))

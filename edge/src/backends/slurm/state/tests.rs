@@ -289,3 +289,32 @@ fn a_suspended_job_runs_and_says_so() {
     let s = parse_job(&job(&["RUNNING"], 0, 0, "None")).unwrap();
     assert_eq!((s.reason, s.message), (None, None));
 }
+
+/// While a job runs, Slurm's `end_time` is its forecast end (moved on by each resume): the
+/// suspensions that ended come out of the same formula; the one going on says since when.
+#[test]
+fn a_live_job_says_what_it_spent_suspended() {
+    let t = |n: i64| json!({"set": true, "infinite": false, "number": n});
+    let start = 1_796_638_148;
+    let live = |state: &str, end: i64, last: i64, before: i64| {
+        let mut body = job(&[state], 0, 0, "None");
+        body["jobs"][0]["start_time"] = t(start);
+        body["jobs"][0]["end_time"] = t(end);
+        body["jobs"][0]["suspend_time"] = t(last);
+        body["jobs"][0]["pre_sus_time"] = t(before);
+        let s = parse_job(&body).unwrap();
+        (s.suspended_s, s.suspended_since)
+    };
+    // Suspended 2 s in (its first suspension): none before it, this one since then.
+    assert_eq!(
+        live("SUSPENDED", start + 1800, start + 2, 2),
+        (0, Some(start + 2))
+    );
+    // Resumed after 6 s: the forecast end moved on by 6 s, and 6 s were spent suspended.
+    assert_eq!(live("RUNNING", start + 1806, start + 8, 2), (6, None));
+    // Suspended again later: the first suspension is counted, the second goes on.
+    assert_eq!(
+        live("SUSPENDED", start + 1806, start + 20, 14),
+        (6, Some(start + 20))
+    );
+}
