@@ -32,17 +32,27 @@ pub struct Attempt {
     pub ended_at: Option<i64>,
     /// Where its log begins in the job's stored log, once it pushed some.
     pub log_offset: Option<i64>,
+    /// What it spent suspended by its cluster, once it ended (not billed).
+    #[serde(default)]
+    pub suspended_ms: i64,
 }
 
 /// The card time of the attempts before `last`, the one whose time the backend reports at the
-/// end: each from its start to its end, never negative. An attempt whose start the edge never
-/// learnt (the backend ran and stopped it between two looks, and its report never came) is not
-/// billed: nothing measured it.
+/// end: each from its start to its end, less what it spent suspended, never negative. An attempt
+/// whose start the edge never learnt (the backend ran and stopped it between two looks, and its
+/// report never came) is not billed: nothing measured it.
 pub fn earlier_ms(attempts: &[Attempt], last: u32) -> i64 {
     attempts
         .iter()
         .filter(|a| a.attempt < last)
-        .filter_map(|a| Some(a.ended_at?.saturating_sub(a.started_at?).max(0)))
+        .filter_map(|a| {
+            let (started, ended) = (a.started_at?, a.ended_at?);
+            Some(crate::backends::adapter::Span::ran_ms(
+                started,
+                ended,
+                a.suspended_ms,
+            ))
+        })
         .fold(0i64, i64::saturating_add)
 }
 
@@ -99,6 +109,7 @@ mod tests {
             started_at: started,
             ended_at: ended,
             log_offset: log,
+            suspended_ms: 0,
         }
     }
 
@@ -115,6 +126,12 @@ mod tests {
         assert_eq!(earlier_ms(&list, 3), 60_000);
         assert_eq!(earlier_ms(&list, 0), 0);
         assert_eq!(earlier_ms(&[], 5), 0);
+        // Attempt 0 spent 20 s of its minute suspended: 40 s of card time; never below none.
+        let mut list = list;
+        list[0].suspended_ms = 20_000;
+        assert_eq!(earlier_ms(&list, 3), 40_000);
+        list[0].suspended_ms = 90_000;
+        assert_eq!(earlier_ms(&list, 3), 0);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use super::db::{self, n, s};
 use super::http::ApiResult;
+use super::jobs::row::JobRow;
 use crate::attempts::{self, Attempt};
 use crate::backends::adapter::RemoteStatus;
 use crate::jobs::JobState;
@@ -14,7 +15,7 @@ use worker::Env;
 pub async fn list(env: &Env, job_id: &str) -> ApiResult<Vec<Attempt>> {
     db::all(
         env,
-        "SELECT attempt, started_at, ended_at, log_offset FROM job_attempts WHERE job_id = ? \
+        "SELECT attempt, started_at, ended_at, log_offset, suspended_ms FROM job_attempts WHERE job_id = ? \
          ORDER BY attempt LIMIT 1000",
         &[s(job_id)],
     )
@@ -70,9 +71,12 @@ pub async fn started(env: &Env, job_id: &str, attempt: u32, at: i64) -> ApiResul
     Ok(())
 }
 
-/// What a backend's status says about the attempts: the ones before its attempt ended when the
-/// backend requeued the job (`attempts::ended_ms`), and a running attempt started. Nothing for a backend that runs a job once.
-pub async fn observe(env: &Env, job_id: &str, st: &RemoteStatus, now: i64) -> ApiResult<()> {
+/// What a backend's status says about the attempts of `job` (its row as it was before this
+/// news): the ones before its attempt ended when the backend requeued the job
+/// (`attempts::ended_ms`), the one the row followed with what it spent suspended by then, and a
+/// running attempt started. Nothing for a backend that runs a job once.
+pub async fn observe(env: &Env, job: &JobRow, st: &RemoteStatus, now: i64) -> ApiResult<()> {
+    let job_id = job.id.as_str();
     let Some(k) = st.attempt else {
         return Ok(());
     };
@@ -85,15 +89,17 @@ pub async fn observe(env: &Env, job_id: &str, st: &RemoteStatus, now: i64) -> Ap
             let Some(started) = a.started_at else {
                 continue;
             };
+            let ended = attempts::ended_ms(started, st.requeued_at_ms, now);
+            let suspended = if i64::from(a.attempt) == job.attempt {
+                job.suspended_until(ended)
+            } else {
+                0
+            };
             db::run(
                 env,
-                "UPDATE job_attempts SET ended_at = ? \
+                "UPDATE job_attempts SET ended_at = ?, suspended_ms = ? \
                  WHERE job_id = ? AND attempt = ? AND ended_at IS NULL",
-                &[
-                    n(attempts::ended_ms(started, st.requeued_at_ms, now)),
-                    s(job_id),
-                    n(i64::from(a.attempt)),
-                ],
+                &[n(ended), n(suspended), s(job_id), n(i64::from(a.attempt))],
             )
             .await?;
         }

@@ -91,7 +91,7 @@ async fn running(env: &Env, job: &JobRow, attempt: u32, now: i64) -> ApiResult<(
             // What the backend says of the attempts counts first: the earlier ones end where it
             // requeued the job, and this one starts when it says.
             Ok(st) if st.attempt.is_some_and(|b| b >= attempt) => {
-                super::attempts::observe(env, &job.id, &st, now).await?;
+                super::attempts::observe(env, job, &st, now).await?;
             }
             _ => return Ok(()),
         }
@@ -100,10 +100,11 @@ async fn running(env: &Env, job: &JobRow, attempt: u32, now: i64) -> ApiResult<(
     db::run(
         env,
         "UPDATE jobs SET state = 'running', attempt = ?, started_at = COALESCE(started_at, ?), reason = NULL, \
-         message = CASE WHEN reason IS NOT NULL OR state IN ('dispatching', 'requeued') THEN NULL ELSE message END \
+         message = CASE WHEN reason IS NOT NULL OR state IN ('dispatching', 'requeued') THEN NULL ELSE message END, \
+         suspended_ms = CASE WHEN attempt < ? THEN 0 ELSE suspended_ms END, suspended_since = NULL \
          WHERE id = ? AND attempt <= ? \
          AND (state IN ('dispatching', 'queued', 'requeued') OR (state = 'running' AND attempt < ?))",
-        &[n(k), n(now), s(&job.id), n(k), n(k)],
+        &[n(k), n(now), n(k), s(&job.id), n(k), n(k)],
     )
     .await?;
     Ok(())
@@ -136,7 +137,7 @@ async fn ended(
         .is_none_or(|m| m.starts_with("exited with code") || m.starts_with("exit code"));
     // Earlier attempts end where the backend requeued them; the last one is billed by the
     // backend's times.
-    super::attempts::observe(env, &job.id, st, now_ms()).await?;
+    super::attempts::observe(env, job, st, now_ms()).await?;
     if let Some(k) = st.attempt {
         super::attempts::reached(env, &job.id, k).await?;
     }
@@ -438,7 +439,8 @@ pub async fn progress(
              started_at = COALESCE(started_at, ?), last_report_at = ?, reason = ?, \
              message = CASE WHEN ? THEN ? WHEN ? THEN message \
              WHEN reason IS NOT NULL AND reason != ? THEN NULL ELSE message END, \
-             suspended_ms = CASE WHEN ? THEN ? ELSE suspended_ms END, suspended_since = ? \
+             suspended_ms = CASE WHEN ? THEN ? WHEN COALESCE(?, attempt) > attempt THEN 0 ELSE suspended_ms END, \
+             suspended_since = ? \
              WHERE id = ? AND state IN ({}) \
              AND (? IS NULL OR (attempt <= ? AND NOT (state = 'running' AND attempt = ? AND ? = 'requeued')))",
             JobState::sources_sql(st.state)
@@ -459,6 +461,7 @@ pub async fn progress(
             // What the running attempt has spent suspended (a new attempt starts at none).
             n(i64::from(st.state == JobState::Running)),
             n(st.suspended_ms),
+            db::opt_n(k),
             db::opt_n(st.suspended_since_ms.filter(|_| st.state == JobState::Running)),
             s(&job.id),
             db::opt_n(k),
@@ -469,7 +472,7 @@ pub async fn progress(
     )
     .await?;
     if k.is_none_or(|k| k >= job.attempt) {
-        super::attempts::observe(env, &job.id, st, now).await?;
+        super::attempts::observe(env, job, st, now).await?;
     }
     Ok(())
 }
