@@ -109,6 +109,10 @@ pub struct RunnerHealth {
     pub service: String,
     pub version: String,
     pub resources: Resources,
+    /// Whether jobs run in the runner's sandbox: `--sandbox auto` on a machine where it does
+    /// not work runs them without one, as this user.
+    #[serde(default)]
+    pub sandbox: bool,
 }
 
 /// Resources a runner offers to jobs.

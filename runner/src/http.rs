@@ -60,6 +60,7 @@ async fn health(State(s): State<Arc<AppState>>) -> Json<Health> {
             memory_bytes: memory_bytes(),
             running_jobs: s.runner.running_jobs(),
         },
+        sandbox: s.runner.sandbox.is_some(),
     })
 }
 

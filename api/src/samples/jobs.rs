@@ -467,6 +467,7 @@ pub(super) fn runner_samples() -> Vec<Sample> {
                     memory_bytes: 1 << 30,
                     running_jobs: 0,
                 },
+                sandbox: true,
             },
         ),
     ]

@@ -134,13 +134,19 @@ async fn probe_backend(env: &Env, backend: &BackendConfig) -> Result<String, Str
     }
 }
 
-/// A one-line description of a runner's health answer, e.g. "onramp-runner 0.1.0, 2 CPUs".
+/// A one-line description of a runner's health answer, e.g. "onramp-runner 0.1.0, 2 CPUs, jobs
+/// in its sandbox".
 fn summarise(body: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
     match (v["service"].as_str(), v["version"].as_str()) {
         (Some(s), Some(ver)) => {
+            let sandbox = match v["sandbox"].as_bool() {
+                Some(true) => ", jobs in its sandbox",
+                Some(false) => ", jobs WITHOUT a sandbox (they run as the runner's user)",
+                None => "",
+            };
             format!(
-                "{s} {ver}, {} CPUs",
+                "{s} {ver}, {} CPUs{sandbox}",
                 v["resources"]["cpus"].as_u64().unwrap_or(0)
             )
         }

@@ -106,6 +106,7 @@ fn probe(r: &TestRunner) -> (BTreeMap<String, String>, String) {
 fn a_sandboxed_job_sees_only_its_own_folder_and_the_assets() {
     let r = TestRunner::start_with("runner-sandbox", &["--cards", "2", "--sandbox", "on"]).unwrap();
     assert!(r.log().contains("jobs run in a sandbox"), "{}", r.log());
+    assert_eq!(r.get("/health").1["sandbox"], true);
     let (found, log) = probe(&r);
     for attempt in [
         "secret-file",
@@ -146,6 +147,8 @@ fn without_the_sandbox_the_same_job_reads_everything() {
     let r =
         TestRunner::start_with("runner-no-sandbox", &["--cards", "2", "--sandbox", "off"]).unwrap();
     assert!(r.log().contains("without a sandbox"), "{}", r.log());
+    // The operator sees it in the runner's health (and the edge's admin health quotes it).
+    assert_eq!(r.get("/health").1["sandbox"], false);
     let (found, log) = probe(&r);
     for attempt in [
         "secret-file",
