@@ -37,6 +37,13 @@ pub struct Attempt {
     pub suspended_ms: i64,
 }
 
+/// How long a job's newest attempt has spent suspended by its cluster up to `at` (ms): the
+/// suspensions that ended (`suspended_ms`) and the one going on since `since`, if any.
+pub fn suspended_until(suspended_ms: i64, since: Option<i64>, at: i64) -> i64 {
+    let now = since.map_or(0, |s| at.saturating_sub(s).max(0));
+    suspended_ms.max(0).saturating_add(now)
+}
+
 /// The card time of the attempts before `last`, the one whose time the backend reports at the
 /// end: each from its start to its end, less what it spent suspended, never negative. An attempt
 /// whose start the edge never learnt (the backend ran and stopped it between two looks, and its
@@ -102,6 +109,16 @@ pub fn log_base(attempts: &[Attempt], attempt: u32) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_suspension_counts_until_it_ends_or_until_now() {
+        assert_eq!(suspended_until(0, None, 50_000), 0);
+        assert_eq!(suspended_until(7_000, None, 50_000), 7_000);
+        assert_eq!(suspended_until(7_000, Some(40_000), 50_000), 17_000);
+        // A clock behind the suspension's start adds nothing; nonsense never goes below zero.
+        assert_eq!(suspended_until(7_000, Some(60_000), 50_000), 7_000);
+        assert_eq!(suspended_until(-5, Some(i64::MIN), i64::MAX), i64::MAX);
+    }
 
     fn a(attempt: u32, started: Option<i64>, ended: Option<i64>, log: Option<i64>) -> Attempt {
         Attempt {

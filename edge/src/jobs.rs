@@ -213,13 +213,6 @@ pub fn reason_messages(reason: &str) -> Messages {
 /// A job as the API shows it to its owner.
 pub use api::Job as JobWire;
 
-/// How long a job's newest attempt has spent suspended by its cluster up to `at` (ms): the
-/// suspensions that ended (`suspended_ms`) and the one going on since `since`, if any.
-pub fn suspended_until(suspended_ms: i64, since: Option<i64>, at: i64) -> i64 {
-    let now = since.map_or(0, |s| at.saturating_sub(s).max(0));
-    suspended_ms.max(0).saturating_add(now)
-}
-
 /// A job's times as the edge knows them (ms since the epoch), for [`silent_end`].
 pub struct Times {
     pub created: i64,
@@ -228,6 +221,8 @@ pub struct Times {
     /// When its backend or the job itself last answered.
     pub last_heard: Option<i64>,
     pub time_limit_s: Option<i64>,
+    /// What its cluster held it suspended by then (a time limit counts run time only).
+    pub suspended_ms: i64,
 }
 
 /// How long past its time limit a started job stays live while its backend answers nothing.
@@ -239,7 +234,11 @@ pub const SILENT_QUEUED_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 /// billed for (from its start until it was last heard from, never past its time limit; none for
 /// a job never seen to start), or `None` while it may still run, or its time limit is unknown.
 pub fn silent_end(t: &Times, now: i64) -> Option<(i64, i64)> {
-    let limit_ms = t.time_limit_s?.max(0).saturating_mul(1000);
+    let limit_ms = t
+        .time_limit_s?
+        .max(0)
+        .saturating_mul(1000)
+        .saturating_add(t.suspended_ms.max(0));
     let (since, grace) = match t.started {
         Some(started) => (started, SILENT_STARTED_MS),
         None => (t.created, SILENT_QUEUED_MS),
@@ -262,15 +261,6 @@ pub fn silent_end(t: &Times, now: i64) -> Option<(i64, i64)> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_suspension_counts_until_it_ends_or_until_now() {
-        assert_eq!(suspended_until(0, None, 50_000), 0);
-        assert_eq!(suspended_until(7_000, None, 50_000), 7_000);
-        assert_eq!(suspended_until(7_000, Some(40_000), 50_000), 17_000);
-        // A clock behind the suspension's start adds nothing; nonsense never goes below zero.
-        assert_eq!(suspended_until(7_000, Some(60_000), 50_000), 7_000);
-        assert_eq!(suspended_until(-5, Some(i64::MIN), i64::MAX), i64::MAX);
-    }
     use jobspec::spec::Backend as Pref;
 
     fn b(name: &str, kind: BackendKind, card: &str, n: u32) -> BackendConfig {
@@ -535,6 +525,7 @@ mod tests {
             started: Some(10_000),
             last_heard: Some(10_000 + hour / 2),
             time_limit_s: Some(3_600),
+            suspended_ms: 0,
         };
         // Live until its limit and an hour more have passed since it started.
         assert_eq!(silent_end(&t, 10_000 + 2 * hour - 1), None);
@@ -568,6 +559,7 @@ mod tests {
             started: None,
             last_heard: None,
             time_limit_s: Some(60),
+            suspended_ms: 0,
         };
         assert_eq!(silent_end(&queued, 5 + 60_000 + SILENT_STARTED_MS), None);
         assert_eq!(
@@ -580,5 +572,18 @@ mod tests {
             ..queued
         };
         assert_eq!(silent_end(&unknown, i64::MAX), None);
+        // Suspended half an hour by its cluster, last heard 90 minutes in: it ran its whole
+        // hour, which ends half an hour later on the wall clock (the suspension is taken out of
+        // the span again when billed).
+        let suspended = Times {
+            last_heard: Some(10_000 + 3 * hour / 2),
+            suspended_ms: hour / 2,
+            ..t
+        };
+        assert_eq!(silent_end(&suspended, 10_000 + 2 * hour), None);
+        assert_eq!(
+            silent_end(&suspended, 10_000 + 3 * hour),
+            Some((10_000, 10_000 + 3 * hour / 2))
+        );
     }
 }

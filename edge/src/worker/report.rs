@@ -9,6 +9,7 @@ use super::db::{self, n, now_ms, s};
 use super::http::{self, ApiResult};
 use super::jobs::row::{self, JobRow};
 use crate::backends::adapter::{self, BackendError, Span, Submitted};
+use crate::backends::slurm::state::SUSPENDED;
 use crate::coordinator::{Op, Settled};
 use crate::credits::settle_fen;
 use crate::error::{ApiError, ErrorCode};
@@ -34,8 +35,11 @@ pub async fn report(caller: JobCaller, mut req: Request, env: &Env) -> ApiResult
     let now = now_ms();
     db::run(
         env,
-        "UPDATE jobs SET last_report_at = ?, message = COALESCE(?, message) WHERE id = ?",
-        &[n(now), db::opt_s(message.as_deref()), s(&job.id)],
+        // A job that reports runs: a suspension the sweep saw has ended by now at the latest.
+        "UPDATE jobs SET last_report_at = ?, message = COALESCE(?, message), \
+         suspended_ms = suspended_ms + MAX(0, ? - COALESCE(suspended_since, ?)), suspended_since = NULL, \
+         reason = CASE WHEN reason = ? THEN NULL ELSE reason END WHERE id = ?",
+        &[n(now), db::opt_s(message.as_deref()), n(now), n(now), s(SUSPENDED), s(&job.id)],
     )
     .await?;
     let current = job.state();
@@ -382,6 +386,7 @@ async fn silent(env: &Env, job: &JobRow, now: i64) -> ApiResult<Checked> {
         started,
         last_heard: job.last_report_at,
         time_limit_s: job.time_limit_s,
+        suspended_ms: job.suspended_until(job.last_report_at.unwrap_or(now)),
     };
     let Some((start, end)) = crate::jobs::silent_end(&times, now) else {
         return Ok(Checked::Unreachable);
@@ -426,9 +431,7 @@ pub async fn progress(
 ) -> ApiResult<()> {
     let waiting = matches!(st.state, JobState::Queued | JobState::Requeued);
     // Why it waits, or that the cluster holds it suspended: said while it lasts.
-    let why = waiting
-        || (st.state == JobState::Running
-            && st.reason.as_deref() == Some(crate::backends::slurm::state::SUSPENDED));
+    let why = waiting || (st.state == JobState::Running && st.reason.as_deref() == Some(SUSPENDED));
     let k = st.attempt.map(i64::from);
     // Only a move the state machine allows (a job that ran never goes back to the queue), and
     // never news of an older attempt: a requeue of attempt k does not undo attempt k running.
@@ -452,12 +455,11 @@ pub async fn progress(
             db::opt_n(st.started_at_ms.filter(|_| !waiting)),
             n(now),
             db::opt_s(st.reason.as_deref().filter(|_| why)),
-            // Why it waits replaces the message; a suspension leaves the job's own words (a
-            // warning about its data) under its reason, and there after it resumes.
+            // Why it waits replaces the message; a suspension keeps the job's own words.
             n(i64::from(waiting && st.message.is_some())),
             db::opt_s(st.message.as_deref().map(wire::clean_message).as_deref()),
-            n(i64::from(why)),
-            s(crate::backends::slurm::state::SUSPENDED),
+            n(i64::from(waiting)),
+            s(SUSPENDED),
             // What the running attempt has spent suspended (a new attempt starts at none).
             n(i64::from(st.state == JobState::Running)),
             n(st.suspended_ms),
@@ -541,7 +543,7 @@ async fn finish_billed(
         env,
         "UPDATE jobs SET state = ?, ended_at = ?, started_at = COALESCE(?, started_at), charged_fen = ?, \
          message = CASE WHEN ? = 'cancelled' AND cancel_requested_at IS NOT NULL THEN ? \
-         ELSE COALESCE(?, CASE WHEN reason IS NOT NULL THEN NULL ELSE message END) END, reason = NULL \
+         ELSE COALESCE(?, CASE WHEN reason IS NOT NULL AND reason != ? THEN NULL ELSE message END) END, reason = NULL \
          WHERE id = ? AND state IN ('dispatching', 'queued', 'running', 'requeued')",
         &[
             s(state.as_str()),
@@ -559,6 +561,7 @@ async fn finish_billed(
             s(state.as_str()),
             s(CANCELLED_BY_USER),
             db::opt_s(message),
+            s(SUSPENDED), // a job suspended at its end keeps its own words
             s(&job.id),
         ],
     )

@@ -54,7 +54,7 @@ pub struct JobRow {
 impl JobRow {
     /// How long its newest attempt had spent suspended at `at` (ms), as far as the edge knows.
     pub fn suspended_until(&self, at: i64) -> i64 {
-        crate::jobs::suspended_until(self.suspended_ms, self.suspended_since, at)
+        crate::attempts::suspended_until(self.suspended_ms, self.suspended_since, at)
     }
 
     /// Its newest attempt from `started` to `ended` on the edge's own record, less what it spent
