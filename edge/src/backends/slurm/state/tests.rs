@@ -232,20 +232,26 @@ fn a_held_or_impossible_job_says_so_in_both_languages() {
     assert!(pending_reason("SomethingNew").0.starts_with("waiting ("));
 }
 
+/// A job in `state` with Slurm's `start_time` and `end_time`, and its `suspend_time` and
+/// `pre_sus_time` when given.
+fn timed(state: &str, (start, end): (i64, i64), sus: Option<(i64, i64)>) -> JobStatus {
+    let t = |n: i64| json!({"set": true, "infinite": false, "number": n});
+    let mut body = job(&[state], 0, 0, "None");
+    body["jobs"][0]["start_time"] = t(start);
+    body["jobs"][0]["end_time"] = t(end);
+    if let Some((last, before)) = sus {
+        body["jobs"][0]["suspend_time"] = t(last);
+        body["jobs"][0]["pre_sus_time"] = t(before);
+    }
+    parse_job(&body).unwrap()
+}
+
 /// Answers as Slurm 24.11 gave them: a job run 2 s, suspended 6 s, resumed and ended at once;
 /// one cancelled while suspended (Slurm ends it at its suspension); one never suspended.
 #[test]
 fn a_suspension_is_no_run_time() {
-    let t = |n: i64| json!({"set": true, "infinite": false, "number": n});
-    let with = |state: &str, (start, end): (i64, i64), sus: Option<(i64, i64)>| {
-        let mut body = job(&[state], 0, 0, "None");
-        body["jobs"][0]["start_time"] = t(start);
-        body["jobs"][0]["end_time"] = t(end);
-        if let Some((last, before)) = sus {
-            body["jobs"][0]["suspend_time"] = t(last);
-            body["jobs"][0]["pre_sus_time"] = t(before);
-        }
-        parse_job(&body).unwrap().suspended_s
+    let with = |state: &str, span: (i64, i64), sus: Option<(i64, i64)>| {
+        timed(state, span, sus).suspended_s
     };
     let start = 1_796_638_148;
     assert_eq!(
@@ -294,15 +300,9 @@ fn a_suspended_job_runs_and_says_so() {
 /// suspensions that ended come out of the same formula; the one going on says since when.
 #[test]
 fn a_live_job_says_what_it_spent_suspended() {
-    let t = |n: i64| json!({"set": true, "infinite": false, "number": n});
     let start = 1_796_638_148;
     let live = |state: &str, end: i64, last: i64, before: i64| {
-        let mut body = job(&[state], 0, 0, "None");
-        body["jobs"][0]["start_time"] = t(start);
-        body["jobs"][0]["end_time"] = t(end);
-        body["jobs"][0]["suspend_time"] = t(last);
-        body["jobs"][0]["pre_sus_time"] = t(before);
-        let s = parse_job(&body).unwrap();
+        let s = timed(state, (start, end), Some((last, before)));
         (s.suspended_s, s.suspended_since)
     };
     // Suspended 2 s in (its first suspension): none before it, this one since then.
